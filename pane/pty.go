@@ -1,0 +1,487 @@
+package pane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/vt"
+	"github.com/creack/pty"
+	"github.com/sirupsen/logrus"
+)
+
+// ErrExited is returned for input sent to a pane whose process has ended.
+var ErrExited = errors.New("the pane's process has exited")
+
+// Options describe the process a PTY pane runs.
+type Options struct {
+	Argv []string
+	Dir  string
+	Env  []string // full environment of the process
+	Rows uint16
+	Cols uint16
+	// Settle is how long output must stay quiet before a busy pane is idle.
+	Settle time.Duration
+	// EnterDelay separates a paste from the Enter that submits it; some
+	// programs drop an Enter that arrives in the same read as the paste.
+	EnterDelay time.Duration
+	Log        *logrus.Entry
+	// OnChange is called from the pane's loop on every state change. It
+	// must return quickly.
+	OnChange func(Status)
+}
+
+// PTY is a pane whose process runs on a pseudo-terminal of ours.
+type PTY struct {
+	opts     Options
+	pid      int
+	ptmx     *os.File
+	cmds     chan func(*ptyState)
+	writes   chan []byte
+	exited   chan struct{} // closed once the process has been reaped
+	quit     chan struct{} // closed by Close
+	loopDone chan struct{}
+	stopOnce sync.Once
+	closeMu  sync.Once
+	stopping chan struct{} // closed when Stop began; tells the loop why the process ended
+}
+
+// ptyState is everything the loop owns.
+type ptyState struct {
+	status Status
+	emu    *vt.Emulator
+	paste  pasteModeTracker
+	subs   map[chan []byte]struct{}
+	eof    bool // the PTY gave its last byte
+	quiet  *time.Timer
+}
+
+type waitResult struct {
+	state *os.ProcessState
+	err   error
+}
+
+// StartPTY starts argv on a new PTY and returns the running pane.
+func StartPTY(opts Options) (*PTY, error) {
+	if len(opts.Argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	if opts.Rows == 0 || opts.Cols == 0 {
+		opts.Rows, opts.Cols = 40, 120
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 500 * time.Millisecond
+	}
+	if opts.Log == nil {
+		opts.Log = logrus.NewEntry(logrus.New())
+	}
+	cmd := exec.Command(opts.Argv[0], opts.Argv[1:]...)
+	cmd.Dir = opts.Dir
+	cmd.Env = opts.Env
+	// pty sets Setsid and Setctty, so the child leads its own session and
+	// process group (pgid = pid); Setpgid must not be added (creack/pty#35).
+	// Pdeathsig takes the child down if the supervisor is killed.
+	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL}
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: opts.Rows, Cols: opts.Cols}, attrs)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", opts.Argv[0], err)
+	}
+	p := &PTY{
+		opts:     opts,
+		pid:      cmd.Process.Pid,
+		ptmx:     ptmx,
+		cmds:     make(chan func(*ptyState)),
+		writes:   make(chan []byte, 256),
+		exited:   make(chan struct{}),
+		quit:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+		stopping: make(chan struct{}),
+	}
+	st := &ptyState{
+		status: Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
+		emu:    vt.NewEmulator(int(opts.Cols), int(opts.Rows)),
+		subs:   map[chan []byte]struct{}{},
+		quiet:  time.NewTimer(opts.Settle),
+	}
+	out := make(chan []byte, 64)
+	waited := make(chan waitResult, 1)
+	go p.readOutput(out)
+	go func() { err := cmd.Wait(); waited <- waitResult{cmd.ProcessState, err} }()
+	go p.writeInput()
+	go p.forwardReplies(st.emu)
+	go p.loop(st, out, waited)
+	opts.Log.WithField("pid", p.pid).Info("Pane started")
+	if opts.OnChange != nil {
+		opts.OnChange(st.status)
+	}
+	return p, nil
+}
+
+// readOutput feeds the loop with what the program prints. It ends at EOF
+// (EIO on Linux once the last holder of the terminal is gone) or when the
+// pane is closed.
+func (p *PTY) readOutput(out chan<- []byte) {
+	defer close(out)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			select {
+			case out <- chunk:
+			case <-p.quit:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeInput is the only writer of the terminal's input side, so keys from
+// different senders never interleave within one write.
+func (p *PTY) writeInput() {
+	for {
+		select {
+		case b := <-p.writes:
+			if _, err := p.ptmx.Write(b); err != nil {
+				p.opts.Log.WithError(err).Debug("Pane input write failed")
+			}
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// replyStop is written into the emulator's reply pipe by the loop to end
+// forwardReplies. vt.Emulator.Close writes a field that Read reads without a
+// lock, so the forwarder must have left Read for good before Close is
+// called; a pipe Read returns the bytes of exactly one Write, so the
+// sentinel arrives whole.
+const replyStop = "\x00\x00cicy-pane-closed"
+
+// forwardReplies sends the emulator's answers to terminal queries (cursor
+// position, device attributes) back to the program. It drops a reply rather
+// than block the loop when input is backed up.
+func (p *PTY) forwardReplies(emu *vt.Emulator) {
+	buf := make([]byte, 256)
+	for {
+		n, err := emu.Read(buf)
+		if string(buf[:n]) == replyStop {
+			return
+		}
+		if n > 0 {
+			select {
+			case p.writes <- append([]byte(nil), buf[:n]...):
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
+	defer close(p.loopDone)
+	for {
+		select {
+		case chunk, ok := <-out:
+			if !ok {
+				out = nil
+				st.eof = true
+				for ch := range st.subs {
+					close(ch)
+				}
+				clear(st.subs)
+				continue
+			}
+			p.onOutput(st, chunk)
+		case <-st.quiet.C:
+			if st.status.State == Starting || st.status.State == Busy {
+				p.setState(st, Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
+			}
+		case w := <-waited:
+			waited = nil
+			p.onExit(st, w)
+		case f := <-p.cmds:
+			f(st)
+		case <-p.quit:
+			st.quiet.Stop()
+			st.emu.SendText(replyStop) // returns once the forwarder has read it
+			st.emu.Close()
+			p.ptmx.Close()
+			for ch := range st.subs {
+				close(ch)
+			}
+			return
+		}
+	}
+}
+
+func (p *PTY) onOutput(st *ptyState, chunk []byte) {
+	st.emu.Write(chunk) //nolint:errcheck // the emulator never fails a write
+	st.paste.feed(chunk)
+	for ch := range st.subs {
+		select {
+		case ch <- chunk:
+		default: // a viewer too slow to keep up is dropped, not waited for
+			close(ch)
+			delete(st.subs, ch)
+		}
+	}
+	if !st.status.Running() {
+		return
+	}
+	if st.status.State == Idle {
+		p.setState(st, Busy, "output")
+	}
+	st.quiet.Reset(p.opts.Settle)
+}
+
+func (p *PTY) onExit(st *ptyState, w waitResult) {
+	reason := describeExit(w.state, w.err)
+	select {
+	case <-p.stopping:
+		reason = "stopped: " + reason
+	default:
+	}
+	st.status.ExitCode = exitCode(w.state)
+	st.quiet.Stop()
+	p.setState(st, Exited, reason)
+	close(p.exited)
+	p.opts.Log.WithField("pid", p.pid).Infof("Pane %s", reason)
+}
+
+func (p *PTY) setState(st *ptyState, s State, reason string) {
+	st.status.State, st.status.Reason, st.status.Since = s, reason, time.Now()
+	if p.opts.OnChange != nil {
+		p.opts.OnChange(st.status)
+	}
+}
+
+func describeExit(ps *os.ProcessState, err error) string {
+	if ps == nil {
+		return fmt.Sprintf("wait failed: %v", err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %s", signalName(ws.Signal()))
+	}
+	return fmt.Sprintf("exited with code %d", ps.ExitCode())
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGTERM: "SIGTERM", syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGQUIT: "SIGQUIT",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return s.String()
+}
+
+func exitCode(ps *os.ProcessState) *int {
+	if ps == nil {
+		return nil
+	}
+	c := ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		c = 128 + int(ws.Signal())
+	}
+	return &c
+}
+
+// do runs f on the loop and waits for it; false when the pane is closed.
+func (p *PTY) do(f func(*ptyState)) bool {
+	done := make(chan struct{})
+	select {
+	case p.cmds <- func(st *ptyState) { f(st); close(done) }:
+		<-done
+		return true
+	case <-p.loopDone:
+		return false
+	}
+}
+
+// PID is the process id of the pane's program (also its process group).
+func (p *PTY) PID() int { return p.pid }
+
+// Exited is closed once the program has ended and been reaped.
+func (p *PTY) Exited() <-chan struct{} { return p.exited }
+
+// Status returns the pane's state.
+func (p *PTY) Status() Status {
+	var s Status
+	if !p.do(func(st *ptyState) { s = st.status }) {
+		return Status{State: Exited, Reason: "closed", Since: time.Now()}
+	}
+	return s
+}
+
+// Screen returns the visible screen as text, trailing spaces and blank
+// lines removed.
+func (p *PTY) Screen() string {
+	var s string
+	p.do(func(st *ptyState) { s = st.emu.String() })
+	return strings.TrimRight(s, "\n ")
+}
+
+// SendText delivers text as typed input: as a bracketed paste when the
+// program asked for bracketed paste, literally otherwise, then Enter after
+// the enter delay when enter is true.
+func (p *PTY) SendText(text string, enter bool) error {
+	var paste bool
+	if !p.do(func(st *ptyState) { paste = st.paste.on }) {
+		return ErrExited
+	}
+	if text != "" {
+		b := text
+		if paste {
+			b = pasteStart + strings.ReplaceAll(text, pasteEnd, "") + pasteEnd
+		}
+		if err := p.write([]byte(b)); err != nil {
+			return err
+		}
+	}
+	if !enter {
+		return nil
+	}
+	if text != "" && p.opts.EnterDelay > 0 {
+		select {
+		case <-time.After(p.opts.EnterDelay):
+		case <-p.quit:
+			return ErrExited
+		}
+	}
+	return p.write([]byte("\r"))
+}
+
+// SendKeys delivers raw key bytes (see KeyBytes).
+func (p *PTY) SendKeys(b []byte) error { return p.write(b) }
+
+func (p *PTY) write(b []byte) error {
+	select {
+	case <-p.exited:
+		return ErrExited
+	default:
+	}
+	select {
+	case p.writes <- b:
+		return nil
+	case <-p.quit:
+		return ErrExited
+	}
+}
+
+// Resize changes the terminal size seen by the program and the emulator.
+func (p *PTY) Resize(rows, cols uint16) error {
+	if rows == 0 || cols == 0 {
+		return fmt.Errorf("bad size %dx%d", cols, rows)
+	}
+	var err error
+	p.do(func(st *ptyState) {
+		if st.emu.Width() == int(cols) && st.emu.Height() == int(rows) {
+			return
+		}
+		err = pty.Setsize(p.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+		st.emu.Resize(int(cols), int(rows))
+	})
+	if err != nil {
+		return fmt.Errorf("resize: %w", err)
+	}
+	return nil
+}
+
+// Attach subscribes a viewer: it returns the escape sequence that paints
+// the current screen and a channel of everything printed from then on. The
+// channel closes when the program's output ends, the viewer falls too far
+// behind, or detach is called.
+func (p *PTY) Attach() (repaint []byte, output <-chan []byte, detach func(), err error) {
+	ch := make(chan []byte, 1024)
+	ok := p.do(func(st *ptyState) {
+		if st.eof {
+			err = ErrExited
+			return
+		}
+		repaint = paintScreen(st.emu)
+		st.subs[ch] = struct{}{}
+	})
+	if !ok {
+		err = ErrExited
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	detach = func() {
+		p.do(func(st *ptyState) {
+			if _, ok := st.subs[ch]; ok {
+				delete(st.subs, ch)
+				close(ch)
+			}
+		})
+	}
+	return repaint, ch, detach, nil
+}
+
+// paintScreen renders the emulator's screen as bytes that redraw it on a
+// real terminal: clear, the styled lines, the cursor position.
+func paintScreen(emu *vt.Emulator) []byte {
+	var b strings.Builder
+	b.WriteString("\x1b[0m\x1b[H\x1b[2J")
+	b.WriteString(strings.ReplaceAll(emu.Render(), "\n", "\r\n"))
+	pos := emu.CursorPosition()
+	fmt.Fprintf(&b, "\x1b[0m\x1b[%d;%dH", pos.Y+1, pos.X+1)
+	if emu.CursorHidden() {
+		b.WriteString("\x1b[?25l")
+	} else {
+		b.WriteString("\x1b[?25h")
+	}
+	return []byte(b.String())
+}
+
+// Stop ends the program: SIGHUP and SIGTERM to its process group (the
+// hangup a closing terminal would send, and the polite request), then
+// SIGKILL to the group if it has not ended within grace. It returns once
+// the process has been reaped, or after a bounded wait if even SIGKILL does
+// not reap it (a process stuck in the kernel).
+func (p *PTY) Stop(grace time.Duration) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.stopOnce.Do(func() { close(p.stopping) })
+	_ = syscall.Kill(-p.pid, syscall.SIGHUP)
+	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return
+	case <-t.C:
+	}
+	p.opts.Log.WithField("pid", p.pid).Warnf("Pane did not stop within %s; sending SIGKILL", grace)
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.opts.Log.WithField("pid", p.pid).Error("Pane process not reaped 5s after SIGKILL")
+	}
+}
+
+// Close stops the program if it still runs and ends every goroutine of the
+// pane. The last screen is gone afterwards.
+func (p *PTY) Close() {
+	p.Stop(0)
+	p.closeMu.Do(func() { close(p.quit) })
+	<-p.loopDone
+}

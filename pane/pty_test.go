@@ -1,0 +1,191 @@
+package pane
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+func testLog(t *testing.T) *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(os.Stderr)
+	l.SetLevel(logrus.WarnLevel)
+	return logrus.NewEntry(l).WithField("test", t.Name())
+}
+
+func startBash(t *testing.T, changes chan<- Status) *PTY {
+	t.Helper()
+	p, err := StartPTY(Options{
+		Argv:   []string{"bash", "--norc", "--noprofile"},
+		Dir:    t.TempDir(),
+		Env:    append(os.Environ(), "TERM=xterm-256color", "PS1=$ "),
+		Settle: 100 * time.Millisecond,
+		Log:    testLog(t),
+		OnChange: func(s Status) {
+			if changes != nil {
+				select {
+				case changes <- s:
+				default:
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hasLine(screen, line string) bool {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPTYEchoAppearsOnScreen(t *testing.T) {
+	p := startBash(t, nil)
+	tok := fmt.Sprintf("tok%d", rand.Int64())
+	if err := p.SendText("echo "+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "token line", func() bool { return hasLine(p.Screen(), tok) })
+}
+
+func TestPTYStatesFollowOutput(t *testing.T) {
+	changes := make(chan Status, 100)
+	p := startBash(t, changes)
+	eventually(t, 10*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	if err := p.SendText("for i in 1 2 3; do echo $i; sleep 0.05; done; sleep 0.5; echo end", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "busy", func() bool { return p.Status().State == Busy })
+	eventually(t, 10*time.Second, "idle after end", func() bool {
+		return hasLine(p.Screen(), "end") && p.Status().State == Idle
+	})
+	if s := p.Status(); !strings.Contains(s.Reason, "quiet") {
+		t.Fatalf("idle reason %q does not say why", s.Reason)
+	}
+}
+
+func TestPTYExitCodeKept(t *testing.T) {
+	p := startBash(t, nil)
+	if err := p.SendText("exit 7", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("bash did not exit")
+	}
+	s := p.Status()
+	if s.State != Exited || s.ExitCode == nil || *s.ExitCode != 7 || s.Reason != "exited with code 7" {
+		t.Fatalf("status after exit 7 = %+v", s)
+	}
+	if err := p.SendText("echo", true); err != ErrExited {
+		t.Fatalf("send to exited pane: %v", err)
+	}
+}
+
+func TestPTYStopEscalatesToKill(t *testing.T) {
+	p, err := StartPTY(Options{
+		Argv: []string{"bash", "--norc", "--noprofile", "-c", "trap '' TERM HUP; echo ready; while :; do sleep 0.1; done"},
+		Env:  os.Environ(),
+		Log:  testLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	eventually(t, 10*time.Second, "ready", func() bool { return hasLine(p.Screen(), "ready") })
+	start := time.Now()
+	p.Stop(200 * time.Millisecond)
+	if time.Since(start) < 200*time.Millisecond {
+		t.Fatal("Stop returned before the grace period although the program ignores SIGTERM")
+	}
+	s := p.Status()
+	if s.State != Exited || !strings.Contains(s.Reason, "SIGKILL") {
+		t.Fatalf("status after stop = %+v", s)
+	}
+}
+
+func TestPTYBracketedPaste(t *testing.T) {
+	// cat -v shows the paste markers it receives as ^[[200~ … ^[[201~.
+	p, err := StartPTY(Options{
+		Argv: []string{"bash", "--norc", "--noprofile", "-c", `printf '\033[?2004h'; stty -icanon -echo; exec cat -v`},
+		Env:  os.Environ(),
+		Log:  testLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	eventually(t, 10*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	if err := p.SendText("hi\x1b[201~there", false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "paste markers", func() bool {
+		return strings.Contains(p.Screen(), "^[[200~hithere^[[201~")
+	})
+}
+
+func TestPTYAttachSeesScreenThenOutput(t *testing.T) {
+	p := startBash(t, nil)
+	if err := p.SendText("echo before", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "before", func() bool { return hasLine(p.Screen(), "before") })
+	repaint, out, detach, err := p.Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detach()
+	if !strings.Contains(string(repaint), "before") {
+		t.Fatalf("repaint lacks the screen: %q", repaint)
+	}
+	if err := p.SendText("echo after", true); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(got.String(), "after\r\n") {
+		select {
+		case b := <-out:
+			got.Write(b)
+		case <-deadline:
+			t.Fatalf("attached stream never showed the output: %q", got.String())
+		}
+	}
+}
+
+func TestKeyBytes(t *testing.T) {
+	for name, want := range map[string]string{"C-c": "\x03", "Enter": "\r", "M-x": "\x1bx", "Up": "\x1b[A", "C-[": "\x1b"} {
+		b, err := KeyBytes(name)
+		if err != nil || string(b) != want {
+			t.Errorf("KeyBytes(%q) = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := KeyBytes("Hyper-q"); err == nil {
+		t.Error("unknown key accepted")
+	}
+}

@@ -1,0 +1,212 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver, pure Go
+)
+
+// ErrNotFound is returned when a row asked for does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the supervisor's database.
+type Store struct {
+	db *sqlx.DB
+}
+
+// Pane is one agent_config row with its last recorded runtime state.
+type Pane struct {
+	ID           string         `db:"pane_id"`
+	Title        string         `db:"title"`
+	Type         string         `db:"agent_type"`
+	Role         string         `db:"role"`
+	RoleTemplate string         `db:"role_template"`
+	Workspace    string         `db:"workspace"`
+	Provider     string         `db:"provider"`
+	Model        string         `db:"model"`
+	Command      string         `db:"command"` // JSON array
+	Backend      string         `db:"backend"`
+	Master       sql.NullString `db:"master"`
+	Config       string         `db:"config"` // JSON object
+	CreatedAt    string         `db:"created_at"`
+	UpdatedAt    string         `db:"updated_at"`
+	Runtime
+}
+
+// Runtime is the last state the supervisor recorded for a pane.
+type Runtime struct {
+	State    sql.NullString `db:"state"`
+	Reason   sql.NullString `db:"reason"`
+	Since    sql.NullString `db:"since"`
+	PID      sql.NullInt64  `db:"pid"`
+	ExitCode sql.NullInt64  `db:"exit_code"`
+}
+
+// Open opens (creating if needed) the database at path and applies the
+// migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create database folder: %w", err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sqlx.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// One connection: WAL with several writers on one file has produced
+	// SQLITE_NOTADB in other projects, and the supervisor is the only writer.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	var check string
+	if err := db.GetContext(ctx, &check, `PRAGMA quick_check`); err != nil || check != "ok" {
+		db.Close()
+		if err == nil {
+			err = errors.New(check)
+		}
+		return nil, fmt.Errorf("database %s failed its integrity check: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Now is the timestamp format of every time column.
+func Now() string { return FormatTime(time.Now()) }
+
+// FormatTime formats t the way the time columns hold it.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// ParseTime reads a time column; a malformed value gives the zero time.
+func ParseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// CreatePane allocates the next pane id, lets prepare set up what the pane
+// needs outside the database (it returns the workspace path), and inserts
+// the row, all in one transaction: when prepare or the insert fails, the
+// counter is rolled back and no row is left.
+func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) (workspace string, err error)) (Pane, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return Pane{}, fmt.Errorf("begin create: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	var n int64
+	if err := tx.GetContext(ctx, &n, `UPDATE counters SET value = value + 1 WHERE name = 'pane' RETURNING value`); err != nil {
+		return Pane{}, fmt.Errorf("allocate pane id: %w", err)
+	}
+	p.ID = fmt.Sprintf("w-%d", n)
+	ws, err := prepare(p.ID)
+	if err != nil {
+		return Pane{}, err
+	}
+	p.Workspace = ws
+	p.CreatedAt = Now()
+	p.UpdatedAt = p.CreatedAt
+	if _, err := tx.NamedExecContext(ctx, `INSERT INTO agent_config
+		(pane_id, title, agent_type, role, role_template, workspace, provider, model, command, backend, master, config, created_at, updated_at)
+		VALUES (:pane_id, :title, :agent_type, :role, :role_template, :workspace, :provider, :model, :command, :backend, :master, :config, :created_at, :updated_at)`, p); err != nil {
+		return Pane{}, fmt.Errorf("insert pane: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Pane{}, fmt.Errorf("commit create: %w", err)
+	}
+	return p, nil
+}
+
+const paneSelect = `SELECT a.pane_id, a.title, a.agent_type, a.role, a.role_template, a.workspace, a.provider,
+	a.model, a.command, a.backend, a.master, a.config, a.created_at, a.updated_at,
+	r.state, r.reason, r.since, r.pid, r.exit_code
+	FROM agent_config a LEFT JOIN pane_runtime r ON r.pane_id = a.pane_id`
+
+// ListPanes returns every pane in id order.
+func (s *Store) ListPanes(ctx context.Context) ([]Pane, error) {
+	var out []Pane
+	// Order by the number after "w-", not by text (w-10 after w-9).
+	if err := s.db.SelectContext(ctx, &out, paneSelect+` ORDER BY CAST(substr(a.pane_id, 3) AS INTEGER)`); err != nil {
+		return nil, fmt.Errorf("list panes: %w", err)
+	}
+	return out, nil
+}
+
+// GetPane returns one pane, or ErrNotFound.
+func (s *Store) GetPane(ctx context.Context, id string) (Pane, error) {
+	var p Pane
+	err := s.db.GetContext(ctx, &p, paneSelect+` WHERE a.pane_id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Pane{}, ErrNotFound
+	}
+	if err != nil {
+		return Pane{}, fmt.Errorf("get pane %s: %w", id, err)
+	}
+	return p, nil
+}
+
+// DeletePane removes a pane's row (and its runtime row); ErrNotFound when
+// there is none.
+func (s *Store) DeletePane(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM agent_config WHERE pane_id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete pane %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SaveRuntime records a pane's runtime state.
+func (s *Store) SaveRuntime(ctx context.Context, id string, r Runtime) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO pane_runtime (pane_id, state, reason, since, pid, exit_code)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (pane_id) DO UPDATE SET state = excluded.state, reason = excluded.reason,
+			since = excluded.since, pid = excluded.pid, exit_code = excluded.exit_code`,
+		id, r.State.String, r.Reason.String, r.Since.String, r.PID.Int64, r.ExitCode)
+	if err != nil {
+		return fmt.Errorf("save runtime of %s: %w", id, err)
+	}
+	return nil
+}
+
+// TaskCounts returns, per dispatching pane, how many tasks it has in each
+// status.
+func (s *Store) TaskCounts(ctx context.Context) (map[string]map[string]int, error) {
+	var rows []struct {
+		From   string `db:"from_pane"`
+		Status string `db:"status"`
+		N      int    `db:"n"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, `SELECT from_pane, status, COUNT(*) AS n FROM tasks GROUP BY from_pane, status`); err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	out := map[string]map[string]int{}
+	for _, r := range rows {
+		if out[r.From] == nil {
+			out[r.From] = map[string]int{}
+		}
+		out[r.From][r.Status] = r.N
+	}
+	return out, nil
+}
