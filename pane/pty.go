@@ -49,6 +49,7 @@ type PTY struct {
 	stopOnce sync.Once
 	closeMu  sync.Once
 	stopping chan struct{} // closed when Stop began; tells the loop why the process ended
+	stopWhy  string        // written before stopping is closed
 }
 
 // ptyState is everything the loop owns.
@@ -249,7 +250,7 @@ func (p *PTY) onExit(st *ptyState, w waitResult) {
 	reason := describeExit(w.state, w.err)
 	select {
 	case <-p.stopping:
-		reason = "stopped: " + reason
+		reason = p.stopWhy + ": " + reason
 	default:
 	}
 	st.status.ExitCode = exitCode(w.state)
@@ -448,18 +449,18 @@ func paintScreen(emu *vt.Emulator) []byte {
 	return []byte(b.String())
 }
 
-// Stop ends the program: SIGHUP and SIGTERM to its process group (the
+// Stop ends the program, why saying for the exit reason: SIGHUP and SIGTERM to its process group (the
 // hangup a closing terminal would send, and the polite request), then
 // SIGKILL to the group if it has not ended within grace. It returns once
 // the process has been reaped, or after a bounded wait if even SIGKILL does
 // not reap it (a process stuck in the kernel).
-func (p *PTY) Stop(grace time.Duration) {
+func (p *PTY) Stop(grace time.Duration, why string) {
 	select {
 	case <-p.exited:
 		return
 	default:
 	}
-	p.stopOnce.Do(func() { close(p.stopping) })
+	p.stopOnce.Do(func() { p.stopWhy = why; close(p.stopping) })
 	_ = syscall.Kill(-p.pid, syscall.SIGHUP)
 	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 	t := time.NewTimer(grace)
@@ -481,7 +482,7 @@ func (p *PTY) Stop(grace time.Duration) {
 // Close stops the program if it still runs and ends every goroutine of the
 // pane. The last screen is gone afterwards.
 func (p *PTY) Close() {
-	p.Stop(0)
+	p.Stop(0, "closed")
 	p.closeMu.Do(func() { close(p.quit) })
 	<-p.loopDone
 }

@@ -119,12 +119,12 @@ func TestPTYStopEscalatesToKill(t *testing.T) {
 	defer p.Close()
 	eventually(t, 10*time.Second, "ready", func() bool { return hasLine(p.Screen(), "ready") })
 	start := time.Now()
-	p.Stop(200 * time.Millisecond)
+	p.Stop(200*time.Millisecond, "test")
 	if time.Since(start) < 200*time.Millisecond {
 		t.Fatal("Stop returned before the grace period although the program ignores SIGTERM")
 	}
 	s := p.Status()
-	if s.State != Exited || !strings.Contains(s.Reason, "SIGKILL") {
+	if s.State != Exited || s.Reason != "test: killed by signal SIGKILL" {
 		t.Fatalf("status after stop = %+v", s)
 	}
 }

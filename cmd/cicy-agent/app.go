@@ -1,0 +1,488 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// env carries what every command needs.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	app := &cli.App{
+		Name:  "cicy-agent",
+		Usage: "run a mixed team of AI agents on one machine",
+		Description: "A supervisor daemon owns the panes (CLI agents, shell commands, headless cicy agents)\n" +
+			"and keeps their state in $CICY_HOME/db/cicy.db. Client commands talk to it over\n" +
+			"$CICY_HOME/run/cicy.sock and start it in the background when none is running.",
+		Version:         version,
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideVersion:     true,
+		OnUsageError:    onUsageError,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // errors are reported by run
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", Usage: "the cicy home `DIR` (default: $CICY_HOME, else ~/cicy-ai)", EnvVars: []string{"CICY_HOME"}},
+		},
+		Commands: []*cli.Command{
+			e.serveCmd(), e.shutdownCmd(), e.createCmd(), e.lsCmd(), e.sendCmd(), e.screenCmd(),
+			e.attachCmd(), e.killCmd(), e.restartCmd(), e.statusCmd(), e.versionCmd(),
+		},
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError
+	}
+	return app
+}
+
+// home resolves --home / CICY_HOME / ~/cicy-ai to an absolute path.
+func home(c *cli.Context) (supervisor.Home, error) {
+	h := c.String("home")
+	if h == "" {
+		var err error
+		if h, err = supervisor.DefaultHome(); err != nil {
+			return supervisor.Home{}, err
+		}
+	}
+	abs, err := filepath.Abs(h)
+	if err != nil {
+		return supervisor.Home{}, fmt.Errorf("resolve home %s: %w", h, err)
+	}
+	return supervisor.Home{Root: abs}, nil
+}
+
+// client returns a client to a running supervisor, starting one if needed.
+func client(c *cli.Context) (*supervisor.Client, error) {
+	h, err := home(c)
+	if err != nil {
+		return nil, err
+	}
+	cl := supervisor.NewClient(h)
+	if err := cl.Ensure(c.Context); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// args checks the number of positional arguments.
+func args(c *cli.Context, min, max int, usage string) ([]string, error) {
+	a := c.Args().Slice()
+	if len(a) < min || (max >= 0 && len(a) > max) {
+		return nil, usagef("usage: cicy-agent %s %s", c.Command.Name, usage)
+	}
+	return a, nil
+}
+
+func paneArg(c *cli.Context, usage string) (string, error) {
+	a, err := args(c, 1, 1, usage)
+	if err != nil {
+		return "", err
+	}
+	return supervisor.ParsePaneID(a[0])
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}
+
+func (e *env) serveCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the supervisor in the foreground (client commands start it in the background by themselves)",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
+			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
+		},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			if err := h.Prepare(); err != nil {
+				return err
+			}
+			logf, err := os.OpenFile(h.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("open log %s: %w", h.Log(), err)
+			}
+			defer logf.Close()
+			logger := logrus.New()
+			logger.SetOutput(logf)
+			logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true})
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err = supervisor.Serve(ctx, supervisor.Config{
+				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
+				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()),
+			})
+			if err != nil {
+				logger.WithError(err).Error("Supervisor stopped with an error")
+			}
+			return err
+		},
+	}
+}
+
+func (e *env) shutdownCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "shutdown",
+		Usage: "stop the supervisor and its PTY panes (tmux panes keep running)",
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			err = supervisor.NewClient(h).Shutdown(c.Context, 30*time.Second)
+			if errors.Is(err, supervisor.ErrNotRunning) {
+				fmt.Fprintf(e.stderr, "no supervisor is running for %s\n", h.Root)
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+func (e *env) createCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "create and start a pane; prints only its id",
+		ArgsUsage: "<title> [-- argv…]",
+		Description: "Types: cicy (default; headless agent), claude, codex, opencode, shell (any argv).\n" +
+			"--role is a roster label: 'worker' (default) and 'master' drive the topology; any other\n" +
+			"text makes the pane untracked. A persona is set with --role-template.\n\n" +
+			"Example: cicy-agent create build --type shell -- bash",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "pane `TYPE`: cicy, claude, codex, opencode or shell", Value: "cicy"},
+			&cli.StringFlag{Name: "role", Usage: "roster `LABEL`: worker (default) or master; other text is untracked"},
+			&cli.StringFlag{Name: "role-template", Usage: "role template `SLUG` under memory/agents/ (cicy default: assistant)"},
+			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to"},
+			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
+			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
+			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane"},
+			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
+		},
+		Action: func(c *cli.Context) error {
+			before, argv := splitDashDash(c.Args().Slice())
+			if len(before) != 1 {
+				return usagef("usage: cicy-agent create <title> [flags] [-- argv…]")
+			}
+			req := supervisor.CreateRequest{
+				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
+				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
+				Backend: c.String("backend"), Command: argv,
+			}
+			if c.IsSet("role") && req.Role == "" {
+				return usagef("--role must not be empty")
+			}
+			if ws := c.String("workspace"); ws != "" {
+				abs, err := filepath.Abs(ws)
+				if err != nil {
+					return usagef("bad workspace %s: %v", ws, err)
+				}
+				req.Workspace = abs
+			}
+			// A relative program path means relative to where the user is.
+			if len(argv) > 0 && strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
+				abs, err := filepath.Abs(argv[0])
+				if err == nil {
+					req.Command = append([]string{abs}, argv[1:]...)
+				}
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			resp, err := cl.Create(c.Context, req)
+			if err != nil {
+				return err
+			}
+			for _, w := range resp.Warnings {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
+			fmt.Fprintln(e.stdout, resp.ID)
+			return nil
+		},
+	}
+}
+
+func (e *env) lsCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "ls",
+		Usage: "list panes: id, title, type, role, state (with reason), workspace",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			panes, err := cl.List(c.Context)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, panes)
+			}
+			if len(panes) == 0 {
+				fmt.Fprintln(e.stderr, "no panes; create one with: cicy-agent create <title> --type shell -- bash")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTITLE\tTYPE\tROLE\tSTATE\tREASON\tWORKSPACE")
+			for _, p := range panes {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip(p.Title, 24), p.Type, clip(p.Role, 16), p.State, clip(p.Reason, 40), p.Workspace)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// clip shortens s to n runes with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func (e *env) sendCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "send",
+		Usage:     "type text into a pane, then Enter",
+		ArgsUsage: "<pane> <text…>",
+		Description: "The text is delivered as a bracketed paste when the program asked for one, and\n" +
+			"Enter follows it. --key sends named keys after the text (tmux names: Enter, Escape,\n" +
+			"Tab, BSpace, Up, Down, Left, Right, C-c, M-x, …).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "no-enter", Usage: "type the text without pressing Enter"},
+			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
+		},
+		Action: func(c *cli.Context) error {
+			a := c.Args().Slice()
+			if len(a) < 1 || (len(a) < 2 && len(c.StringSlice("key")) == 0) {
+				return usagef("usage: cicy-agent send <pane> <text…> [--no-enter] [--key KEY]")
+			}
+			id, err := supervisor.ParsePaneID(a[0])
+			if err != nil {
+				return err
+			}
+			text := a[1:]
+			if len(text) > 0 && text[0] == "--" {
+				text = text[1:]
+			}
+			req := supervisor.SendRequest{Text: strings.Join(text, " "), Keys: c.StringSlice("key"), NoEnter: c.Bool("no-enter")}
+			if len(text) == 0 {
+				req.NoEnter = true
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			return cl.Send(c.Context, id, req)
+		},
+	}
+}
+
+func (e *env) screenCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "screen",
+		Usage:     "print a pane's current screen",
+		ArgsUsage: "<pane>",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			id, err := paneArg(c, "<pane> [--lines N]")
+			if err != nil {
+				return err
+			}
+			if c.Int("lines") < 0 {
+				return usagef("--lines must not be negative")
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			sc, err := cl.Screen(c.Context, id, c.Int("lines"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, sc)
+			}
+			if sc.Screen != "" {
+				fmt.Fprintln(e.stdout, sc.Screen)
+			}
+			return nil
+		},
+	}
+}
+
+func (e *env) killCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "kill",
+		Usage:     "stop a pane and remove it (its workspace stays)",
+		ArgsUsage: "<pane>",
+		Action: func(c *cli.Context) error {
+			id, err := paneArg(c, "<pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			return cl.Kill(c.Context, id)
+		},
+	}
+}
+
+func (e *env) restartCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "restart",
+		Usage:     "start a pane again with the same argv and workspace (stopping it first if it runs)",
+		ArgsUsage: "<pane>",
+		Action: func(c *cli.Context) error {
+			id, err := paneArg(c, "<pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			return cl.Restart(c.Context, id)
+		},
+	}
+}
+
+func (e *env) statusCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "topology and completion: masters, their workers, untracked panes",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			st, err := cl.Status(c.Context)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, st)
+			}
+			printStatus(e.stdout, st)
+			return nil
+		},
+	}
+}
+
+func printStatus(w io.Writer, st supervisor.StatusResponse) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	worker := func(wk topology.Worker) {
+		task := wk.CurrentTask
+		if task == "" {
+			task = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\n", wk.ID, clip(wk.Title, 24), wk.Type, wk.State, clip(wk.Reason, 36), task)
+	}
+	if len(st.Masters) == 0 {
+		fmt.Fprintln(tw, "no masters (create one with --role master)")
+	}
+	for _, m := range st.Masters {
+		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\ttasks %d/%d done\n", m.ID, clip(m.Title, 24), m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total)
+		for _, wk := range m.Workers {
+			worker(wk)
+		}
+	}
+	if len(st.Unassigned) > 0 {
+		fmt.Fprintln(tw, "workers without a master:")
+		for _, wk := range st.Unassigned {
+			worker(wk)
+		}
+	}
+	if len(st.Untracked) > 0 {
+		fmt.Fprintln(tw, "untracked (role is a label; not in completion tracking):")
+		for _, u := range st.Untracked {
+			fmt.Fprintf(tw, "  %s\t%s\trole %q\n", u.ID, clip(u.Title, 24), u.Role)
+		}
+	}
+	if len(st.NeedsYou) > 0 {
+		fmt.Fprintln(tw, "needs you:")
+		for _, n := range st.NeedsYou {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.ID, n.State, n.Reason)
+		}
+	}
+	tw.Flush()
+}
+
+func (e *env) versionCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version (and the running supervisor's, if one runs)",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			out := map[string]any{"version": version, "go": runtime.Version()}
+			ctx, cancel := context.WithTimeout(c.Context, time.Second)
+			defer cancel()
+			if hl, err := supervisor.NewClient(h).Health(ctx); err == nil {
+				out["supervisor"] = hl
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, out)
+			}
+			fmt.Fprintf(e.stdout, "cicy-agent %s (%s)\n", version, runtime.Version())
+			if hl, ok := out["supervisor"].(supervisor.Health); ok && hl.Version != version {
+				fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
+			}
+			return nil
+		},
+	}
+}

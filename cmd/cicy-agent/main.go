@@ -1,0 +1,90 @@
+// Command cicy-agent runs a mixed team of AI agents on one machine: a
+// supervisor daemon that owns the panes, and the client commands that talk
+// to it over $CICY_HOME/run/cicy.sock (SPEC §3).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// usageError is a mistake in how the command was called: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// failure is an operation that failed: exit status 1.
+type failure struct{ msg string }
+
+func (e *failure) Error() string { return e.msg }
+
+func failf(format string, a ...any) error { return &failure{fmt.Sprintf(format, a...)} }
+
+// run is the whole program but the exit: it returns the exit status, having
+// written any error as one line on stderr.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	var unknown string
+	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
+	err := app.Run(permuteArgs(app, args))
+	if unknown != "" && err == nil {
+		err = usagef("unknown command %q; see 'cicy-agent --help'", unknown)
+	}
+	return report(err, stderr)
+}
+
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ue *usageError
+	var ae *supervisor.Error
+	switch {
+	case errors.As(err, &ue):
+		code = 2
+	case errors.As(err, &ae):
+		if ae.Kind == supervisor.KindUsage || ae.Kind == supervisor.KindNotFound {
+			code = 2
+		}
+	}
+	if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 && ue == nil && ae == nil {
+		code = ec.ExitCode()
+	}
+	msg := strings.TrimSpace(strings.ReplaceAll(err.Error(), "\n", " "))
+	fmt.Fprintf(stderr, "cicy-agent: %s\n", msg)
+	return code
+}
+
+// onUsageError turns urfave/cli's flag errors into one sentence with exit
+// status 2 instead of a help dump.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		if !strings.HasPrefix(name, "--") && len(name) > 2 {
+			name = "-" + name // the flag package drops one dash of --name
+		}
+		msg = "unknown flag " + name
+	}
+	where := "cicy-agent"
+	if c.Command != nil && c.Command.Name != "" {
+		where += " " + c.Command.Name
+	}
+	return usagef("%s; see '%s --help'", msg, where)
+}

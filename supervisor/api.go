@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// The API's JSON documents. Fields may be added, never renamed (SPEC §3).
+
+// CreateRequest asks for a new pane. Paths are absolute: the client
+// resolves them against its own working directory.
+type CreateRequest struct {
+	Title        string   `json:"title"`
+	Type         string   `json:"type"`
+	Role         string   `json:"role"`
+	RoleTemplate string   `json:"role_template"`
+	Master       string   `json:"master"`
+	Workspace    string   `json:"workspace"`
+	Provider     string   `json:"provider"`
+	Model        string   `json:"model"`
+	Backend      string   `json:"backend"`
+	Command      []string `json:"command"`
+}
+
+// CreateResponse is the new pane's id and what the user should be told.
+type CreateResponse struct {
+	ID       string   `json:"id"`
+	Warnings []string `json:"warnings"`
+}
+
+// Usage is a pane's token usage (cicy panes; zero for others).
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// PaneInfo is one pane as `ls --json` prints it.
+type PaneInfo struct {
+	ID           string    `json:"id"`
+	Title        string    `json:"title"`
+	Type         string    `json:"type"`
+	Role         string    `json:"role"`
+	RoleTemplate string    `json:"role_template"`
+	Master       *string   `json:"master"`
+	Backend      string    `json:"backend"`
+	State        string    `json:"state"`
+	Reason       string    `json:"reason"`
+	Since        time.Time `json:"since"`
+	Workspace    string    `json:"workspace"`
+	Tracked      bool      `json:"tracked"`
+	Usage        Usage     `json:"usage"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	Command      []string  `json:"command"`
+	PID          int       `json:"pid,omitempty"`
+	ExitCode     *int      `json:"exit_code"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// SendRequest is input for a pane: text (typed, then Enter unless NoEnter)
+// and then named keys.
+type SendRequest struct {
+	Text    string   `json:"text"`
+	Keys    []string `json:"keys"`
+	NoEnter bool     `json:"no_enter"`
+}
+
+// ScreenResponse is a pane's current screen.
+type ScreenResponse struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Screen string `json:"screen"`
+}
+
+// Health is what the supervisor says of itself.
+type Health struct {
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	Home    string `json:"home"`
+}
+
+// StatusResponse is `status --json`.
+type StatusResponse = topology.Status
+
+// Error kinds, carried in the API's error document. The CLI maps usage and
+// not_found to exit status 2, failed to 1.
+const (
+	KindUsage    = "usage"
+	KindNotFound = "not_found"
+	KindFailed   = "failed"
+)
+
+// Error is an API error: one sentence for the user and its kind.
+type Error struct {
+	Kind    string `json:"kind"`
+	Message string `json:"error"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func usageErr(format string, a ...any) *Error {
+	return &Error{Kind: KindUsage, Message: fmt.Sprintf(format, a...)}
+}
+
+func notFoundErr(id string) *Error {
+	return &Error{Kind: KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", id)}
+}
+
+func failedErr(format string, a ...any) *Error {
+	return &Error{Kind: KindFailed, Message: fmt.Sprintf(format, a...)}
+}
+
+func httpStatus(kind string) int {
+	switch kind {
+	case KindUsage:
+		return http.StatusBadRequest
+	case KindNotFound:
+		return http.StatusNotFound
+	default:
+		return http.StatusConflict
+	}
+}
+
+// asAPIError turns any error into an *Error, keeping the kind of an *Error
+// found in its chain and treating anything else as a failure.
+func asAPIError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Kind: KindFailed, Message: err.Error()}
+}

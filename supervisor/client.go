@@ -1,0 +1,272 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Client talks to the supervisor of one home over its socket.
+type Client struct {
+	home Home
+	http *http.Client
+	// Executable is the binary started by Ensure (default: this one).
+	Executable string
+	// StartTimeout bounds how long Ensure waits for a new supervisor.
+	StartTimeout time.Duration
+}
+
+// NewClient returns a client for home; it does not connect yet.
+func NewClient(home Home) *Client {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", home.Socket())
+	}
+	return &Client{
+		home:         home,
+		http:         &http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}},
+		StartTimeout: 5 * time.Second,
+	}
+}
+
+// ErrNotRunning means no supervisor answers on the home's socket.
+var ErrNotRunning = errors.New("no supervisor is running")
+
+// Health asks the supervisor about itself; ErrNotRunning when none answers.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err := c.do(ctx, http.MethodGet, "/api/health", nil, &h)
+	return h, err
+}
+
+// Ensure makes sure a supervisor runs, starting one in the background if
+// none answers, as tmux does, and waiting for it.
+func (c *Client) Ensure(ctx context.Context) error {
+	if _, err := c.Health(ctx); err == nil || !errors.Is(err, ErrNotRunning) {
+		return err
+	}
+	exe := c.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this program to start the supervisor: %w", err)
+		}
+	}
+	if err := c.home.Prepare(); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(c.home.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open the supervisor log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "--home", c.home.Root, "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in our terminal's session
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the supervisor: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(c.StartTimeout)
+	for time.Now().Before(deadline) {
+		if _, err := c.Health(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		case <-exited:
+			// It may have lost a race with another supervisor starting for
+			// the same home; keep asking until the deadline.
+			exited = nil
+		}
+	}
+	return fmt.Errorf("the supervisor did not answer within %s; see %s", c.StartTimeout, c.home.Log())
+}
+
+// Shutdown asks the supervisor to stop and waits until it has (its lock is
+// free). ErrNotRunning when none runs.
+func (c *Client) Shutdown(ctx context.Context, wait time.Duration) error {
+	if err := c.do(ctx, http.MethodPost, "/api/shutdown", nil, nil); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if unlock, err := lockHome(c.home); err == nil {
+			unlock()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("the supervisor did not stop within %s", wait)
+}
+
+// Create makes a pane.
+func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
+	var out CreateResponse
+	err := c.do(ctx, http.MethodPost, "/api/panes", req, &out)
+	return out, err
+}
+
+// List returns every pane.
+func (c *Client) List(ctx context.Context) ([]PaneInfo, error) {
+	var out []PaneInfo
+	err := c.do(ctx, http.MethodGet, "/api/panes", nil, &out)
+	return out, err
+}
+
+// Get returns one pane.
+func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
+	var out PaneInfo
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Send delivers input.
+func (c *Client) Send(ctx context.Context, id string, req SendRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, nil)
+}
+
+// Screen returns the screen; lines > 0 keeps the last lines.
+func (c *Client) Screen(ctx context.Context, id string, lines int) (ScreenResponse, error) {
+	var out ScreenResponse
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/panes/%s/screen?lines=%d", url.PathEscape(id), lines), nil, &out)
+	return out, err
+}
+
+// Kill stops and removes a pane.
+func (c *Client) Kill(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/panes/"+url.PathEscape(id), nil, nil)
+}
+
+// Restart starts a pane again.
+func (c *Client) Restart(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/restart", nil, nil)
+}
+
+// Status returns the topology view.
+func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
+	var out StatusResponse
+	err := c.do(ctx, http.MethodGet, "/api/status", nil, &out)
+	return out, err
+}
+
+// Attachment is an open attach stream.
+type Attachment struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// Read reads the pane's output.
+func (a *Attachment) Read(p []byte) (int, error) { return a.r.Read(p) }
+
+// Input types bytes into the pane.
+func (a *Attachment) Input(b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), maxFrame)
+		if err := writeFrame(a.conn, frameInput, b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// Resize tells the pane the viewer's terminal size.
+func (a *Attachment) Resize(rows, cols uint16) error {
+	return writeFrame(a.conn, frameResize, resizePayload(rows, cols))
+}
+
+// Close detaches.
+func (a *Attachment) Close() error { return a.conn.Close() }
+
+// Attach opens an attach stream; rows and cols are the viewer's size.
+func (c *Client) Attach(ctx context.Context, id string, rows, cols uint16) (*Attachment, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
+	if err != nil {
+		return nil, fmt.Errorf("%w for %s", ErrNotRunning, c.home.Root)
+	}
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://cicy/api/panes/%s/attach?rows=%d&cols=%d", url.PathEscape(id), rows, cols), nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", upgradeName)
+	if err := req.Write(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer conn.Close()
+		return nil, decodeErr(resp)
+	}
+	return &Attachment{conn: conn, r: br}, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://cicy"+path, body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if isNoServer(err) {
+			return fmt.Errorf("%w for %s", ErrNotRunning, c.home.Root)
+		}
+		return fmt.Errorf("talk to the supervisor: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return decodeErr(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read the supervisor's answer: %w", err)
+	}
+	return nil
+}
+
+func decodeErr(resp *http.Response) error {
+	var e Error
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, &e) != nil || e.Message == "" {
+		return &Error{Kind: KindFailed, Message: fmt.Sprintf("the supervisor answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+	}
+	return &e
+}
+
+// isNoServer tells a missing or dead socket from other failures.
+func isNoServer(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}

@@ -1,0 +1,240 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// ErrAlreadyRunning is returned by Serve when another supervisor holds the
+// home.
+var ErrAlreadyRunning = errors.New("a supervisor is already running")
+
+// Serve runs the supervisor until ctx is cancelled or a client asks it to
+// shut down, then stops every pane and returns.
+func Serve(ctx context.Context, cfg Config) error {
+	h := cfg.Home
+	if err := h.Prepare(); err != nil {
+		return err
+	}
+	unlock, err := lockHome(h)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	store, err := schema.Open(ctx, h.DB())
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sup, err := New(ctx, cfg, store)
+	if err != nil {
+		return err
+	}
+	defer sup.Close()
+
+	// We hold the lock, so a socket file left here is stale.
+	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	ln, err := net.Listen("unix", h.Socket())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", h.Socket(), err)
+	}
+	defer os.Remove(h.Socket())
+	if err := os.Chmod(h.Socket(), 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("restrict the socket: %w", err)
+	}
+	if err := os.WriteFile(h.PIDFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	defer os.Remove(h.PIDFile())
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := &http.Server{Handler: newAPI(sup, cfg, stop), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	cfg.Log.WithFields(map[string]any{"pid": os.Getpid(), "socket": h.Socket(), "version": cfg.Version}).Info("Supervisor listening")
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+	cfg.Log.Info("Supervisor shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	return nil
+}
+
+// lockHome takes the home's lock file, held until unlock or process death,
+// so two supervisors never share a database or socket.
+func lockHome(h Home) (unlock func(), err error) {
+	f, err := os.OpenFile(h.LockFile(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		pid, _ := os.ReadFile(h.PIDFile())
+		if p := strings.TrimSpace(string(pid)); p != "" {
+			return nil, fmt.Errorf("%w for %s (pid %s)", ErrAlreadyRunning, h.Root, p)
+		}
+		return nil, fmt.Errorf("%w for %s", ErrAlreadyRunning, h.Root)
+	}
+	return func() { f.Close() }, nil
+}
+
+// api is the HTTP handler of the control socket.
+type api struct {
+	sup      *Supervisor
+	cfg      Config
+	shutdown func()
+}
+
+func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
+	a := &api{sup: sup, cfg: cfg, shutdown: shutdown}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/health", a.health)
+	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
+	mux.HandleFunc("GET /api/panes", a.list)
+	mux.HandleFunc("POST /api/panes", a.create)
+	mux.HandleFunc("GET /api/panes/{id}", a.get)
+	mux.HandleFunc("DELETE /api/panes/{id}", a.kill)
+	mux.HandleFunc("POST /api/panes/{id}/send", a.send)
+	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
+	mux.HandleFunc("POST /api/panes/{id}/restart", a.restart)
+	mux.HandleFunc("GET /api/panes/{id}/attach", a.attach)
+	mux.HandleFunc("GET /api/status", a.status)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	e := asAPIError(err)
+	writeJSON(w, httpStatus(e.Kind), e)
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 4<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usageErr("bad request body: %v", err)
+	}
+	return nil
+}
+
+func (a *api) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root})
+}
+
+func (a *api) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]int{"pid": os.Getpid()})
+	a.shutdown()
+}
+
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, a.sup.List(r.Context()))
+}
+
+func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	var req CreateRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := a.sup.Create(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+func (a *api) get(w http.ResponseWriter, r *http.Request) {
+	pi, err := a.sup.Get(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pi)
+}
+
+func (a *api) kill(w http.ResponseWriter, r *http.Request) {
+	if err := a.sup.Kill(r.Context(), r.PathValue("id")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) send(w http.ResponseWriter, r *http.Request) {
+	var req SendRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := a.sup.Send(r.PathValue("id"), req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) screen(w http.ResponseWriter, r *http.Request) {
+	lines := 0
+	if v := r.URL.Query().Get("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeErr(w, usageErr("--lines must be a whole number of lines, not %q", v))
+			return
+		}
+		lines = n
+	}
+	sc, err := a.sup.Screen(r.PathValue("id"), lines)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sc)
+}
+
+func (a *api) restart(w http.ResponseWriter, r *http.Request) {
+	if err := a.sup.Restart(r.Context(), r.PathValue("id")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *api) status(w http.ResponseWriter, r *http.Request) {
+	st, err := a.sup.Status(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

@@ -1,0 +1,461 @@
+package supervisor
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Store is what the supervisor needs of the database.
+type Store interface {
+	CreatePane(ctx context.Context, p schema.Pane, prepare func(id string) (string, error)) (schema.Pane, error)
+	ListPanes(ctx context.Context) ([]schema.Pane, error)
+	GetPane(ctx context.Context, id string) (schema.Pane, error)
+	DeletePane(ctx context.Context, id string) error
+	SaveRuntime(ctx context.Context, id string, r schema.Runtime) error
+	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
+}
+
+// Config tunes a supervisor.
+type Config struct {
+	Home    Home
+	Version string
+	// Settle is the output quiet time after which a shell pane is idle.
+	Settle time.Duration
+	// StopGrace is how long a stopping pane has between SIGTERM and SIGKILL.
+	StopGrace time.Duration
+	Log       *logrus.Entry
+}
+
+// Supervisor owns the panes. Its registry maps ids to entries; each running
+// pane's own state lives in its pane.PTY loop.
+type Supervisor struct {
+	cfg   Config
+	store Store
+	log   *logrus.Entry
+
+	mu    sync.Mutex
+	panes map[string]*entry
+}
+
+// entry is one pane in the registry. op serialises lifecycle operations
+// (restart, kill) on it; proc is nil when no process runs for the pane
+// since this supervisor started.
+type entry struct {
+	op   sync.Mutex
+	cfg  schema.Pane
+	proc *pane.PTY
+	last pane.Status // the status when proc is nil
+}
+
+// New loads every pane of the store. PTY panes cannot outlive the
+// supervisor, so a pane recorded as running is now exited, with the reason.
+func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
+	if cfg.Settle <= 0 {
+		cfg.Settle = 500 * time.Millisecond
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 3 * time.Second
+	}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}}
+	rows, err := store.ListPanes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		e := &entry{cfg: r, last: statusFromRuntime(r.Runtime)}
+		if e.last.State != pane.Exited && e.last.State != pane.Error {
+			e.last = pane.Status{
+				State:  pane.Exited,
+				Reason: "lost when the supervisor died (crash or kill -9); 'cicy-agent restart " + r.ID + "' starts it again",
+				Since:  time.Now(),
+			}
+			if err := store.SaveRuntime(ctx, r.ID, runtimeOf(e.last)); err != nil {
+				return nil, err
+			}
+		}
+		s.panes[r.ID] = e
+	}
+	s.log.WithField("panes", len(rows)).Info("Supervisor loaded its panes")
+	return s, nil
+}
+
+func statusFromRuntime(r schema.Runtime) pane.Status {
+	if !r.State.Valid {
+		return pane.Status{State: pane.Exited, Reason: "never started"}
+	}
+	st := pane.Status{State: pane.State(r.State.String), Reason: r.Reason.String, Since: schema.ParseTime(r.Since.String)}
+	if r.ExitCode.Valid {
+		c := int(r.ExitCode.Int64)
+		st.ExitCode = &c
+	}
+	return st
+}
+
+func runtimeOf(st pane.Status) schema.Runtime {
+	r := schema.Runtime{
+		State:  sql.NullString{String: string(st.State), Valid: true},
+		Reason: sql.NullString{String: st.Reason, Valid: true},
+		Since:  sql.NullString{String: schema.FormatTime(st.Since), Valid: true},
+		PID:    sql.NullInt64{Int64: int64(st.PID), Valid: true},
+	}
+	if st.ExitCode != nil {
+		r.ExitCode = sql.NullInt64{Int64: int64(*st.ExitCode), Valid: true}
+	}
+	return r
+}
+
+func (s *Supervisor) get(id string) (*entry, error) {
+	id, err := ParsePaneID(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.panes[id]
+	if !ok {
+		return nil, notFoundErr(id)
+	}
+	return e, nil
+}
+
+// Create validates req, stores the pane and starts it. Nothing is stored
+// when validation or the start fails.
+func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
+	warnings, err := normalize(&req)
+	if err != nil {
+		return CreateResponse{}, err
+	}
+	if req.Master != "" {
+		m, err := s.get(req.Master)
+		if err != nil {
+			return CreateResponse{}, usageErr("--master %s: no such pane", req.Master)
+		}
+		if m.cfg.Role != topology.RoleMaster {
+			return CreateResponse{}, usageErr("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
+		}
+	}
+	cmdJSON, _ := json.Marshal(req.Command)
+	row := schema.Pane{
+		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
+		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
+		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: "{}",
+	}
+	var undo func()
+	row, err = s.store.CreatePane(ctx, row, func(id string) (string, error) {
+		ws := req.Workspace
+		if ws == "" {
+			ws = s.cfg.Home.Workspace(id)
+		}
+		u, err := makeWorkspace(ws)
+		undo = u
+		return ws, err
+	})
+	if err != nil {
+		return CreateResponse{}, err
+	}
+	e := &entry{cfg: row}
+	if err := s.start(ctx, e); err != nil {
+		// The row must not outlive a pane that never ran.
+		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
+			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
+		}
+		undo()
+		return CreateResponse{}, failedErr("pane %s could not start: %v", row.ID, err)
+	}
+	s.mu.Lock()
+	s.panes[row.ID] = e
+	s.mu.Unlock()
+	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
+	return CreateResponse{ID: row.ID, Warnings: warnings}, nil
+}
+
+// start runs the pane's process. The caller holds e.op or owns e alone.
+func (s *Supervisor) start(ctx context.Context, e *entry) error {
+	var argv []string
+	if err := json.Unmarshal([]byte(e.cfg.Command), &argv); err != nil {
+		return fmt.Errorf("stored command of %s is not a JSON list: %w", e.cfg.ID, err)
+	}
+	id := e.cfg.ID
+	log := s.log.WithField("pane", id)
+	p, err := pane.StartPTY(pane.Options{
+		Argv:       argv,
+		Dir:        e.cfg.Workspace,
+		Env:        paneEnv(s.cfg.Home, id),
+		Settle:     s.cfg.Settle,
+		EnterDelay: 30 * time.Millisecond,
+		Log:        log,
+		OnChange: func(st pane.Status) {
+			// Only the start and the end are stored: busy/idle flips would
+			// cost a write each and a restarted supervisor cannot use them.
+			if st.State == pane.Starting || !st.Running() {
+				if err := s.store.SaveRuntime(context.Background(), id, runtimeOf(st)); err != nil {
+					log.WithError(err).Error("Could not record the pane's state")
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	e.proc = p
+	return nil
+}
+
+// paneEnv is the environment of a pane's process: the supervisor's own,
+// the terminal type our emulator speaks, and where the pane is.
+func paneEnv(h Home, id string) []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		switch {
+		case hasKey(kv, "TERM"), hasKey(kv, "CICY_PANE_ID"), hasKey(kv, "CICY_HOME"), hasKey(kv, "TMUX"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
+}
+
+func hasKey(kv, key string) bool { return len(kv) > len(key) && kv[:len(key)+1] == key+"=" }
+
+func (e *entry) status() pane.Status {
+	if e.proc != nil {
+		return e.proc.Status()
+	}
+	return e.last
+}
+
+// List returns every pane, in id order.
+func (s *Supervisor) List(ctx context.Context) []PaneInfo {
+	s.mu.Lock()
+	entries := make([]*entry, 0, len(s.panes))
+	for _, e := range s.panes {
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
+	out := make([]PaneInfo, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.info())
+	}
+	return out
+}
+
+func (e *entry) info() PaneInfo {
+	e.op.Lock()
+	defer e.op.Unlock()
+	st := e.status()
+	var argv []string
+	_ = json.Unmarshal([]byte(e.cfg.Command), &argv)
+	pi := PaneInfo{
+		ID: e.cfg.ID, Title: e.cfg.Title, Type: e.cfg.Type, Role: e.cfg.Role, RoleTemplate: e.cfg.RoleTemplate,
+		Backend: e.cfg.Backend, State: string(st.State), Reason: st.Reason, Since: st.Since,
+		Workspace: e.cfg.Workspace, Tracked: topology.Tracked(e.cfg.Role), Provider: e.cfg.Provider,
+		Model: e.cfg.Model, Command: argv, ExitCode: st.ExitCode, CreatedAt: schema.ParseTime(e.cfg.CreatedAt),
+	}
+	if st.Running() {
+		pi.PID = st.PID
+	}
+	if e.cfg.Master.Valid {
+		m := e.cfg.Master.String
+		pi.Master = &m
+	}
+	return pi
+}
+
+// Get returns one pane.
+func (s *Supervisor) Get(id string) (PaneInfo, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return PaneInfo{}, err
+	}
+	return e.info(), nil
+}
+
+// running returns the pane's process, or an error saying why there is none.
+func (s *Supervisor) running(id string) (*entry, *pane.PTY, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.op.Lock()
+	p := e.proc
+	e.op.Unlock()
+	if p == nil {
+		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.last.Reason, e.cfg.ID)
+	}
+	return e, p, nil
+}
+
+// Send delivers input to a pane.
+func (s *Supervisor) Send(id string, req SendRequest) error {
+	e, p, err := s.running(id)
+	if err != nil {
+		return err
+	}
+	var keys []byte
+	for _, k := range req.Keys {
+		b, err := pane.KeyBytes(k)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		keys = append(keys, b...)
+	}
+	if req.Text != "" || !req.NoEnter {
+		if err := p.SendText(req.Text, !req.NoEnter); err != nil {
+			return notRunning(e.cfg.ID, p, err)
+		}
+	}
+	if len(keys) > 0 {
+		if err := p.SendKeys(keys); err != nil {
+			return notRunning(e.cfg.ID, p, err)
+		}
+	}
+	return nil
+}
+
+func notRunning(id string, p *pane.PTY, err error) error {
+	if errors.Is(err, pane.ErrExited) {
+		return failedErr("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", id, p.Status().Reason, id)
+	}
+	return err
+}
+
+// paneNum is the N of w-N, for ordering.
+func paneNum(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "w-"), 10, 64)
+	return n
+}
+
+// Screen returns a pane's screen; lines > 0 keeps only the last lines.
+func (s *Supervisor) Screen(id string, lines int) (ScreenResponse, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return ScreenResponse{}, err
+	}
+	e.op.Lock()
+	p := e.proc
+	e.op.Unlock()
+	if p == nil {
+		return ScreenResponse{}, failedErr("pane %s has no screen: its process ended with an earlier supervisor; 'cicy-agent restart %s' starts it again", e.cfg.ID, e.cfg.ID)
+	}
+	return ScreenResponse{ID: e.cfg.ID, State: string(p.Status().State), Screen: lastLines(p.Screen(), lines)}, nil
+}
+
+func lastLines(s string, n int) string {
+	if n <= 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Restart starts a pane again with the same argv and workspace, stopping
+// it first if it runs.
+func (s *Supervisor) Restart(ctx context.Context, id string) error {
+	e, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if e.proc != nil {
+		e.proc.Stop(s.cfg.StopGrace, "restarted")
+		e.proc.Close()
+		e.proc = nil
+	}
+	if _, err := os.Stat(e.cfg.Workspace); err != nil {
+		return failedErr("pane %s cannot restart: its workspace %s is gone", e.cfg.ID, e.cfg.Workspace)
+	}
+	if err := s.start(ctx, e); err != nil {
+		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
+	}
+	s.log.WithField("pane", e.cfg.ID).Info("Pane restarted")
+	return nil
+}
+
+// Kill stops a pane and removes it; its workspace stays.
+func (s *Supervisor) Kill(ctx context.Context, id string) error {
+	e, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if e.proc != nil {
+		e.proc.Stop(s.cfg.StopGrace, "killed")
+		e.proc.Close()
+		e.proc = nil
+	}
+	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.panes, e.cfg.ID)
+	s.mu.Unlock()
+	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
+	return nil
+}
+
+// Status builds the topology view.
+func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
+	counts, err := s.store.TaskCounts(ctx)
+	if err != nil {
+		return StatusResponse{}, err
+	}
+	var ps []topology.Pane
+	for _, pi := range s.List(ctx) {
+		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason}
+		if pi.Master != nil {
+			tp.Master = *pi.Master
+		}
+		ps = append(ps, tp)
+	}
+	return topology.Build(ps, counts), nil
+}
+
+// Close stops every pane (in parallel, each with its grace period) and
+// records why.
+func (s *Supervisor) Close() {
+	s.mu.Lock()
+	entries := make([]*entry, 0, len(s.panes))
+	for _, e := range s.panes {
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.op.Lock()
+			defer e.op.Unlock()
+			if e.proc == nil {
+				return
+			}
+			e.proc.Stop(s.cfg.StopGrace, "the supervisor shut down")
+			e.last = e.proc.Status()
+			e.proc.Close()
+			e.proc = nil
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,131 @@
+package topology
+
+// The two magic values of agent_config.role. Any other text is a label: the
+// pane is untracked, excluded from completion tracking.
+const (
+	RoleMaster = "master"
+	RoleWorker = "worker"
+)
+
+// Tracked reports whether completion tracking covers a pane with this role.
+func Tracked(role string) bool { return role == RoleWorker }
+
+// Pane is what the topology needs to know of one pane.
+type Pane struct {
+	ID          string
+	Title       string
+	Type        string
+	Role        string
+	Master      string // explicit --master, "" when none
+	State       string
+	Reason      string
+	CurrentTask string
+}
+
+// TaskCounts are a master's tasks by status.
+type TaskCounts struct {
+	Total     int `json:"total"`
+	Queued    int `json:"queued"`
+	Delivered int `json:"delivered"`
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+}
+
+// Worker is one worker as the status view shows it.
+type Worker struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Type        string `json:"type"`
+	State       string `json:"state"`
+	Reason      string `json:"reason"`
+	CurrentTask string `json:"current_task"`
+}
+
+// Master is one master with its workers and task counts.
+type Master struct {
+	ID      string     `json:"id"`
+	Title   string     `json:"title"`
+	State   string     `json:"state"`
+	Reason  string     `json:"reason"`
+	Workers []Worker   `json:"workers"`
+	Tasks   TaskCounts `json:"tasks"`
+}
+
+// Untracked is a pane whose role is a free-text label.
+type Untracked struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Role  string `json:"role"`
+}
+
+// Attention is a pane that needs a person.
+type Attention struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+}
+
+// Status is the `status --json` document (SPEC §3).
+type Status struct {
+	Masters []Master `json:"masters"`
+	// Unassigned are workers that report to no master: none was given and
+	// there is not exactly one master to default to.
+	Unassigned []Worker    `json:"unassigned"`
+	Untracked  []Untracked `json:"untracked"`
+	NeedsYou   []Attention `json:"needs_you"`
+}
+
+// MasterOf returns the master a worker reports to: its explicit master, else
+// the only master if there is exactly one, else "".
+func MasterOf(w Pane, masters []string) string {
+	if w.Master != "" {
+		return w.Master
+	}
+	if len(masters) == 1 {
+		return masters[0]
+	}
+	return ""
+}
+
+// Build assembles the status view. panes must be in display order; counts
+// maps a master id to its tasks' counts by status.
+func Build(panes []Pane, counts map[string]map[string]int) Status {
+	st := Status{Masters: []Master{}, Unassigned: []Worker{}, Untracked: []Untracked{}, NeedsYou: []Attention{}}
+	var masterIDs []string
+	index := map[string]int{}
+	for _, p := range panes {
+		if p.Role == RoleMaster {
+			masterIDs = append(masterIDs, p.ID)
+			index[p.ID] = len(st.Masters)
+			st.Masters = append(st.Masters, Master{
+				ID: p.ID, Title: p.Title, State: p.State, Reason: p.Reason,
+				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]),
+			})
+		}
+	}
+	for _, p := range panes {
+		if p.State == "waiting" || p.State == "error" {
+			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Reason: p.Reason})
+		}
+		switch {
+		case p.Role == RoleMaster:
+		case Tracked(p.Role):
+			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask}
+			if i, ok := index[MasterOf(p, masterIDs)]; ok {
+				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
+			} else {
+				st.Unassigned = append(st.Unassigned, w)
+			}
+		default:
+			st.Untracked = append(st.Untracked, Untracked{ID: p.ID, Title: p.Title, Role: p.Role})
+		}
+	}
+	return st
+}
+
+func countsOf(m map[string]int) TaskCounts {
+	c := TaskCounts{Queued: m["queued"], Delivered: m["delivered"], Done: m["done"], Failed: m["failed"], Cancelled: m["cancelled"]}
+	c.Total = c.Queued + c.Delivered + c.Done + c.Failed + c.Cancelled
+	return c
+}

@@ -1,0 +1,47 @@
+package topology
+
+import "testing"
+
+func TestBuildSingleMasterTakesUnassignedWorkers(t *testing.T) {
+	st := Build([]Pane{
+		{ID: "w-1", Role: "master", State: "idle"},
+		{ID: "w-2", Role: "worker", State: "busy"},
+		{ID: "w-3", Role: "reviewer", State: "idle"},
+		{ID: "w-4", Role: "worker", State: "waiting", Reason: "permission"},
+	}, map[string]map[string]int{"w-1": {"done": 2, "queued": 1}})
+	if len(st.Masters) != 1 || len(st.Masters[0].Workers) != 2 {
+		t.Fatalf("masters = %+v", st.Masters)
+	}
+	if got := st.Masters[0].Tasks; got.Total != 3 || got.Done != 2 || got.Queued != 1 {
+		t.Fatalf("task counts = %+v", got)
+	}
+	if len(st.Untracked) != 1 || st.Untracked[0].ID != "w-3" || st.Untracked[0].Role != "reviewer" {
+		t.Fatalf("untracked = %+v", st.Untracked)
+	}
+	if len(st.NeedsYou) != 1 || st.NeedsYou[0].ID != "w-4" {
+		t.Fatalf("needs_you = %+v", st.NeedsYou)
+	}
+}
+
+func TestBuildTwoMastersNeedExplicitLinks(t *testing.T) {
+	st := Build([]Pane{
+		{ID: "w-1", Role: "master"},
+		{ID: "w-2", Role: "master"},
+		{ID: "w-3", Role: "worker", Master: "w-2"},
+		{ID: "w-4", Role: "worker"},
+	}, nil)
+	if len(st.Masters[0].Workers) != 0 || len(st.Masters[1].Workers) != 1 || st.Masters[1].Workers[0].ID != "w-3" {
+		t.Fatalf("masters = %+v", st.Masters)
+	}
+	if len(st.Unassigned) != 1 || st.Unassigned[0].ID != "w-4" {
+		t.Fatalf("unassigned = %+v", st.Unassigned)
+	}
+}
+
+func TestTracked(t *testing.T) {
+	for role, want := range map[string]bool{"worker": true, "master": false, "": false, "Worker": false, "code reviewer": false} {
+		if Tracked(role) != want {
+			t.Errorf("Tracked(%q) = %v", role, !want)
+		}
+	}
+}
