@@ -1,0 +1,215 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the real cicy-agent binary, built once by TestMain, so the
+// scripts drive exactly what users run, autostarted daemon included.
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "cicy-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"build", "-o", filepath.Join(dir, "cicy-agent")}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build cicy-agent:", err)
+		return 1
+	}
+	binDir = dir
+	return m.Run()
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup:               setupScript,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":           cmdExits,
+			"oneline":         cmdOneLine,
+			"waitscreen":      cmdWaitScreen,
+			"waitstate":       cmdWaitState,
+			"killsupervisor":  cmdKillSupervisor,
+			"filemode":        cmdFileMode,
+			"nopaneprocesses": cmdNoPaneProcesses,
+		},
+	})
+}
+
+// setupScript gives each script its own CICY_HOME, the binary on PATH, a
+// random token, and a deferred shutdown so no supervisor outlives it.
+func setupScript(env *testscript.Env) error {
+	home := filepath.Join(env.WorkDir, "home")
+	env.Setenv("CICY_HOME", home)
+	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
+	env.Setenv("ESCTITLE", "bad\x1b[31mtitle")
+	env.Defer(func() {
+		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
+		cmd.Env = os.Environ()
+		_ = cmd.Run()
+	})
+	return nil
+}
+
+// exits N cmd args… runs the command and checks its exit status is N.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits <status> <command> [args…]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("run %s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d\nstderr: %s", strings.Join(args[1:], " "), got, want, ts.ReadFile("stderr"))
+	}
+}
+
+// oneline checks the last command's stderr is exactly one line.
+func cmdOneLine(ts *testscript.TestScript, neg bool, args []string) {
+	s := ts.ReadFile("stderr")
+	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "\n") || strings.TrimSpace(s) == "" {
+		ts.Fatalf("stderr is not one line: %q", s)
+	}
+}
+
+const pollDeadline = 20 * time.Second
+
+// poll runs cicy-agent with args until the output satisfies ok, up to the
+// deadline.
+func poll(ts *testscript.TestScript, what string, ok func(string) bool, args ...string) {
+	deadline := time.Now().Add(pollDeadline)
+	var last string
+	for {
+		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), args...)
+		cmd.Env = append(os.Environ(), "CICY_HOME="+ts.Getenv("CICY_HOME"))
+		out, err := cmd.Output()
+		last = string(out)
+		if err == nil && ok(last) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("timed out after %s waiting for %s; last output:\n%s", pollDeadline, what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitscreen PANE REGEX waits until a line of the pane's screen matches
+// REGEX entirely.
+func cmdWaitScreen(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitscreen <pane> <regex>")
+	}
+	re := regexp.MustCompile("^(?:" + os.Expand(args[1], ts.Getenv) + ")$")
+	poll(ts, fmt.Sprintf("a screen line matching %s", re), func(out string) bool {
+		for _, l := range strings.Split(out, "\n") {
+			if re.MatchString(strings.TrimRight(l, " ")) {
+				return !neg
+			}
+		}
+		return neg
+	}, "screen", args[0])
+}
+
+// waitstate PANE STATE waits until `ls --json` shows the pane in STATE.
+func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitstate <pane> <state>")
+	}
+	re := regexp.MustCompile(`"id": "` + regexp.QuoteMeta(args[0]) + `",(?s:[^}]*?)"state": "` + regexp.QuoteMeta(args[1]) + `"`)
+	poll(ts, args[0]+" in state "+args[1], re.MatchString, "ls", "--json")
+}
+
+// killsupervisor SIGKILLs the running supervisor and waits until it is gone
+// (its lock is free), leaving its socket and pid file behind.
+func cmdKillSupervisor(ts *testscript.TestScript, neg bool, args []string) {
+	home := ts.Getenv("CICY_HOME")
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(filepath.Join(home, "run", "supervisor.pid"))))
+	ts.Check(err)
+	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	f, err := os.OpenFile(filepath.Join(home, "run", "supervisor.lock"), os.O_RDWR, 0)
+	ts.Check(err)
+	defer f.Close()
+	deadline := time.Now().Add(pollDeadline)
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if time.Now().After(deadline) {
+			ts.Fatalf("supervisor %d still holds its lock after SIGKILL", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}
+
+// filemode PATH MODE checks a file's permission bits (octal).
+func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: filemode <path> <octal mode>")
+	}
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	if got := fi.Mode().Perm(); uint64(got) != want {
+		ts.Fatalf("%s has mode %o, want %o", args[0], got, want)
+	}
+}
+
+// nopaneprocesses checks that no process has CICY_HOME of this script in
+// its environment any more (the panes died with their supervisor).
+func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
+	marker := "CICY_HOME=" + ts.Getenv("CICY_HOME") + "\x00"
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		var alive []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err == nil && strings.Contains(string(b), marker) && strings.Contains(string(b), "CICY_PANE_ID=") {
+				alive = append(alive, filepath.Base(filepath.Dir(p)))
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("pane processes still alive: %v", alive)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
