@@ -369,12 +369,22 @@ func (p *PTY) SendText(text string, enter bool) error {
 // SendKeys delivers raw key bytes (see KeyBytes).
 func (p *PTY) SendKeys(b []byte) error { return p.write(b) }
 
+// write queues input for the program. Input makes a starting or idle pane
+// busy: the program has work, whether or not it echoes anything.
 func (p *PTY) write(b []byte) error {
 	select {
 	case <-p.exited:
 		return ErrExited
 	default:
 	}
+	p.do(func(st *ptyState) {
+		if st.status.State == Starting || st.status.State == Idle {
+			p.setState(st, Busy, "input")
+		}
+		if st.status.Running() {
+			st.quiet.Reset(p.opts.Settle)
+		}
+	})
 	select {
 	case p.writes <- b:
 		return nil

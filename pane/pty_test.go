@@ -189,3 +189,16 @@ func TestKeyBytes(t *testing.T) {
 		t.Error("unknown key accepted")
 	}
 }
+
+func TestPTYInputMakesBusy(t *testing.T) {
+	p := startBash(t, nil)
+	eventually(t, 10*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	// A silent command: only the input can tell the pane is working.
+	if err := p.SendText("sleep 0.5 >/dev/null", false); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Status(); s.State != Busy || s.Reason != "input" {
+		t.Fatalf("status after input = %+v", s)
+	}
+	eventually(t, 10*time.Second, "idle again", func() bool { return p.Status().State == Idle })
+}

@@ -198,7 +198,7 @@ func (s *Supervisor) start(ctx context.Context, e *entry) error {
 		Dir:        e.cfg.Workspace,
 		Env:        paneEnv(s.cfg.Home, id),
 		Settle:     s.cfg.Settle,
-		EnterDelay: 30 * time.Millisecond,
+		EnterDelay: shellEnterDelay,
 		Log:        log,
 		OnChange: func(st pane.Status) {
 			// Only the start and the end are stored: busy/idle flips would
@@ -382,10 +382,11 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 		e.proc.Close()
 		e.proc = nil
 	}
-	if _, err := os.Stat(e.cfg.Workspace); err != nil {
-		return failedErr("pane %s cannot restart: its workspace %s is gone", e.cfg.ID, e.cfg.Workspace)
-	}
 	if err := s.start(ctx, e); err != nil {
+		e.last = pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
+		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(e.last)); serr != nil {
+			s.log.WithError(serr).Error("Could not record the failed restart")
+		}
 		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
 	}
 	s.log.WithField("pane", e.cfg.ID).Info("Pane restarted")
@@ -459,3 +460,8 @@ func (s *Supervisor) Close() {
 	}
 	wg.Wait()
 }
+
+// shellEnterDelay separates a shell pane's typed text from its Enter.
+// Readline takes both in one read; agent CLIs get their own delay when
+// their types arrive (Codex needs about 0.3 s).
+const shellEnterDelay = 0

@@ -46,6 +46,7 @@ type Worker struct {
 type Master struct {
 	ID      string     `json:"id"`
 	Title   string     `json:"title"`
+	Type    string     `json:"type"`
 	State   string     `json:"state"`
 	Reason  string     `json:"reason"`
 	Workers []Worker   `json:"workers"`
@@ -99,7 +100,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 			masterIDs = append(masterIDs, p.ID)
 			index[p.ID] = len(st.Masters)
 			st.Masters = append(st.Masters, Master{
-				ID: p.ID, Title: p.Title, State: p.State, Reason: p.Reason,
+				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
 				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]),
 			})
 		}

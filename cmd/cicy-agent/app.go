@@ -433,7 +433,7 @@ func printStatus(w io.Writer, st supervisor.StatusResponse) {
 		fmt.Fprintln(tw, "no masters (create one with --role master)")
 	}
 	for _, m := range st.Masters {
-		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\ttasks %d/%d done\n", m.ID, clip(m.Title, 24), m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total)
+		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\n", m.ID, clip(m.Title, 24), m.Type, m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total)
 		for _, wk := range m.Workers {
 			worker(wk)
 		}

@@ -59,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"killsupervisor":  cmdKillSupervisor,
 			"filemode":        cmdFileMode,
 			"nopaneprocesses": cmdNoPaneProcesses,
+			"waitsocket":      cmdWaitSocket,
 		},
 	})
 }
@@ -156,13 +157,18 @@ func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
 	poll(ts, args[0]+" in state "+args[1], re.MatchString, "ls", "--json")
 }
 
-// killsupervisor SIGKILLs the running supervisor and waits until it is gone
-// (its lock is free), leaving its socket and pid file behind.
+// killsupervisor [-TERM] SIGKILLs (or SIGTERMs) the running supervisor and
+// waits until it is gone (its lock is free); after SIGKILL its socket and
+// pid file stay behind.
 func cmdKillSupervisor(ts *testscript.TestScript, neg bool, args []string) {
 	home := ts.Getenv("CICY_HOME")
 	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(filepath.Join(home, "run", "supervisor.pid"))))
 	ts.Check(err)
-	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	sig := syscall.SIGKILL
+	if len(args) == 1 && args[0] == "-TERM" {
+		sig = syscall.SIGTERM
+	}
+	ts.Check(syscall.Kill(pid, sig))
 	f, err := os.OpenFile(filepath.Join(home, "run", "supervisor.lock"), os.O_RDWR, 0)
 	ts.Check(err)
 	defer f.Close()
@@ -211,5 +217,21 @@ func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("pane processes still alive: %v", alive)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitsocket waits until the home's socket exists (a supervisor started
+// with serve & is listening), without starting one.
+func cmdWaitSocket(ts *testscript.TestScript, neg bool, args []string) {
+	sock := filepath.Join(ts.Getenv("CICY_HOME"), "run", "cicy.sock")
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no socket at %s after %s", sock, pollDeadline)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,0 +1,102 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// startServer runs a supervisor in this process for the test and returns a
+// client to it; the supervisor stops at cleanup.
+func startServer(tb testing.TB) *Client {
+	tb.Helper()
+	h := Home{Root: filepath.Join(tb.TempDir(), "home")}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, Config{Home: h, Version: "test", Log: logrus.NewEntry(l)}) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
+	c := NewClient(h)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.Health(context.Background()); err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("supervisor did not answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hasScreenLine(screen, line string) bool {
+	for _, l := range strings.Split(screen, "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkSendToScreen measures the latency from `send` of an echo to the
+// echoed line being visible through `screen`, both over the socket.
+func BenchmarkSendToScreen(b *testing.B) {
+	c := startServer(b)
+	ctx := context.Background()
+	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "shell", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Wait for the prompt.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if pi, _ := c.Get(ctx, p.ID); pi.State == "idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("pane never idle")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tok := fmt.Sprintf("t%d-%d", time.Now().UnixNano(), i)
+		start := time.Now()
+		if err := c.Send(ctx, p.ID, SendRequest{Text: "echo " + tok}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			sc, err := c.Screen(ctx, p.ID, 5)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if hasScreenLine(sc.Screen, tok) {
+				break
+			}
+			if time.Since(start) > 10*time.Second {
+				b.Fatalf("token %s never showed", tok)
+			}
+		}
+		lat = append(lat, time.Since(start))
+		if i%50 == 49 {
+			_ = c.Send(ctx, p.ID, SendRequest{Keys: []string{"C-l"}, NoEnter: true})
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
