@@ -1,0 +1,387 @@
+package cicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// Provider streams one model call; cicy/provider implements it.
+type Provider interface {
+	Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error)
+}
+
+// UsageRecord is the usage of one model call.
+type UsageRecord struct {
+	PaneID         string
+	ConversationID string
+	TurnID         string
+	Aux            string
+	Model          string
+	Usage          wire.Usage
+	Latency        time.Duration
+}
+
+// UsageSink stores usage records (the supervisor's database).
+type UsageSink interface {
+	RecordUsage(ctx context.Context, r UsageRecord) error
+}
+
+// TeamTools are a master's team tools, provided by the supervisor.
+type TeamTools interface {
+	Defs() []wire.Tool
+	Run(ctx context.Context, paneID, name string, input json.RawMessage) (content string, isError bool)
+}
+
+// Env is what an agent needs from its surroundings.
+type Env struct {
+	Home string
+	// NewProvider returns the named provider configured from the
+	// environment, or an error sentence naming the variable to set.
+	NewProvider func(name string) (Provider, error)
+	Getenv      func(string) string
+	Usage       UsageSink
+	Team        TeamTools
+	Log         *logrus.Entry
+	Now         func() time.Time
+}
+
+// PaneConfig is the agent_config of a cicy pane.
+type PaneConfig struct {
+	ID           string
+	Workspace    string
+	RoleTemplate string
+	Provider     string
+	Model        string
+}
+
+// Event is what viewers of a cicy pane see, in order.
+type Event struct {
+	Kind   string `json:"kind"` // user | text | tool | turn_end | queued | system
+	Text   string `json:"text,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Result string `json:"result,omitempty"`
+	Status string `json:"status,omitempty"` // turn_end: completed | failed | cancelled
+}
+
+// TurnResult is how a turn ended, for a sender waiting on it.
+type TurnResult struct {
+	Status string // completed | failed | cancelled
+	Answer string
+	Error  string // one sentence when failed
+}
+
+// Outcome markers: a failed or cancelled turn leaves one of these as the
+// assistant's message, never the raw error.
+const (
+	markerCancelled   = "(no reply this turn · cancelled)"
+	markerFailed      = "(no reply this turn · generation failed)"
+	markerInterrupted = "(no reply this turn · interrupted)"
+)
+
+// item is something waiting to run on the agent: a message or a command.
+type item struct {
+	text    string // message text, already stamped with its sender
+	command string // "/compact" or "/clear"
+	waiter  chan TurnResult
+}
+
+// Agent is one cicy pane: a turn loop owned by one goroutine. The history
+// belongs to the loop; while a turn or a compaction runs, it is lent to
+// that job's goroutine and handed back with the job's result.
+type Agent struct {
+	cfg  PaneConfig
+	env  Env
+	log  *logrus.Entry
+	cmds chan func()
+	quit chan struct{}
+	done chan struct{}
+
+	// Owned by the loop goroutine.
+	hist    []wire.Message
+	convID  string
+	status  pane.Status
+	queue   []item
+	running bool
+	cancel  context.CancelFunc
+	waiters []chan TurnResult
+	reply   Reply
+	subs    map[chan Event]struct{}
+}
+
+// Start restores the pane's conversation from disk and starts its loop. A
+// turn that was in flight when the supervisor died is closed with an
+// interrupted marker; its user message is kept.
+func Start(cfg PaneConfig, env Env) (*Agent, error) {
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	if env.Log == nil {
+		env.Log = logrus.NewEntry(logrus.New())
+	}
+	a := &Agent{
+		cfg: cfg, env: env, log: env.Log.WithField("pane", cfg.ID),
+		cmds: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
+		subs: map[chan Event]struct{}{},
+	}
+	reason, err := a.restore()
+	if err != nil {
+		return nil, err
+	}
+	a.status = pane.Status{State: pane.Idle, Reason: reason, Since: env.Now()}
+	go a.loop()
+	return a, nil
+}
+
+func (a *Agent) dir() string { return HistoryDir(a.cfg.Workspace) }
+
+// restore loads current.json and reply.json.
+func (a *Agent) restore() (string, error) {
+	var cur Current
+	ok, err := readJSON(filepath.Join(a.dir(), "current.json"), &cur)
+	if err != nil {
+		// A corrupt file is kept aside, never fatal to the pane.
+		aside := filepath.Join(a.dir(), fmt.Sprintf("current.corrupt-%d.json", a.env.Now().Unix()))
+		_ = renameFile(filepath.Join(a.dir(), "current.json"), aside)
+		a.convID = uuid.NewString()
+		return "history was unreadable; kept as " + filepath.Base(aside) + ", started a new conversation", a.save()
+	}
+	if !ok || cur.ConversationID == "" {
+		a.convID = uuid.NewString()
+		return "ready", a.save()
+	}
+	a.convID = cur.ConversationID
+	a.hist = fromHist(cur.Messages)
+	var rep Reply
+	if ok, _ := readJSON(filepath.Join(a.dir(), "reply.json"), &rep); ok {
+		a.reply = rep
+	}
+	if a.reply.Status != TurnWorking {
+		a.hist = balance(a.hist)
+		return "restored", nil
+	}
+	a.hist = append(balance(a.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(markerInterrupted)}})
+	a.reply.Status, a.reply.UpdatedAt = TurnFailed, a.env.Now()
+	if err := a.save(); err != nil {
+		return "", err
+	}
+	if err := writeJSONAtomic(filepath.Join(a.dir(), "reply.json"), a.reply); err != nil {
+		return "", err
+	}
+	return "restored; the turn in flight at the last stop was interrupted", nil
+}
+
+// save writes current.json from the history (the caller owns it).
+func (a *Agent) save() error {
+	return saveCurrent(a.dir(), a.cfg.ID, a.convID, a.hist, a.env.Now())
+}
+
+func saveCurrent(dir, id, convID string, hist []wire.Message, now time.Time) error {
+	return writeJSONAtomic(filepath.Join(dir, "current.json"), Current{
+		AgentID: id, ConversationID: convID, UpdatedAt: now, Messages: toHist(hist),
+	})
+}
+
+func (a *Agent) loop() {
+	defer close(a.done)
+	for {
+		select {
+		case f := <-a.cmds:
+			f()
+		case <-a.quit:
+			if a.cancel != nil {
+				a.cancel()
+			}
+			for ch := range a.subs {
+				close(ch)
+			}
+			return
+		}
+	}
+}
+
+// do runs f on the loop and waits; false when the agent is closed.
+func (a *Agent) do(f func()) bool {
+	done := make(chan struct{})
+	select {
+	case a.cmds <- func() { f(); close(done) }:
+		<-done
+		return true
+	case <-a.done:
+		return false
+	}
+}
+
+// post runs f on the loop without waiting (used by job goroutines).
+func (a *Agent) post(f func()) {
+	select {
+	case a.cmds <- f:
+	case <-a.done:
+	}
+}
+
+// Close stops the loop, cancelling a running turn. Its history is on disk.
+func (a *Agent) Close() {
+	select {
+	case <-a.quit:
+	default:
+		close(a.quit)
+	}
+	<-a.done
+}
+
+// Status is the pane's state.
+func (a *Agent) Status() pane.Status {
+	var s pane.Status
+	if !a.do(func() { s = a.status }) {
+		return pane.Status{State: pane.Exited, Reason: "closed", Since: time.Now()}
+	}
+	return s
+}
+
+// Reply is the current or last turn.
+func (a *Agent) Reply() Reply {
+	var r Reply
+	a.do(func() { r = a.reply; r.ToolCalls = append([]ToolCall(nil), a.reply.ToolCalls...) })
+	return r
+}
+
+// MessageCount is the length of the history (0 while a job holds it).
+func (a *Agent) MessageCount() int {
+	n := 0
+	a.do(func() {
+		if !a.running {
+			n = len(a.hist)
+		}
+	})
+	return n
+}
+
+// ConversationID is the current conversation.
+func (a *Agent) ConversationID() string {
+	var id string
+	a.do(func() { id = a.convID })
+	return id
+}
+
+// stampRe-free parsing: a relayed message starts with "📮 [w-N] ".
+func stripStamp(text string) string {
+	if rest, ok := strings.CutPrefix(text, "📮 ["); ok {
+		if _, after, found := strings.Cut(rest, "] "); found {
+			return after
+		}
+	}
+	return text
+}
+
+// Send queues a user message (from another pane when from is set; it is
+// then stamped 📮 [from]). /compact and /clear are commands. With wait,
+// the returned channel gets the result of the turn that handles it.
+func (a *Agent) Send(text, from string, wait bool) (<-chan TurnResult, error) {
+	it := item{text: text}
+	if cmd := strings.TrimSpace(stripStamp(text)); cmd == "/compact" || cmd == "/clear" {
+		it = item{command: cmd}
+	} else if from != "" {
+		it.text = "📮 [" + from + "] " + text
+	}
+	if wait {
+		it.waiter = make(chan TurnResult, 1)
+	}
+	if !a.do(func() { a.enqueue(it) }) {
+		return nil, fmt.Errorf("pane %s is closed", a.cfg.ID)
+	}
+	return it.waiter, nil
+}
+
+func (a *Agent) enqueue(it item) {
+	a.queue = append(a.queue, it)
+	if a.running {
+		a.broadcast(Event{Kind: "queued", Text: it.text + it.command})
+		return
+	}
+	a.next()
+}
+
+// next starts the next job of the queue: consecutive messages run as one
+// turn (joined by newlines), a command runs on its own.
+func (a *Agent) next() {
+	if a.running || len(a.queue) == 0 {
+		return
+	}
+	if a.queue[0].command != "" {
+		it := a.queue[0]
+		a.queue = a.queue[1:]
+		a.runCommand(it)
+		return
+	}
+	var texts []string
+	var waiters []chan TurnResult
+	n := 0
+	for n < len(a.queue) && a.queue[n].command == "" {
+		texts = append(texts, a.queue[n].text)
+		if a.queue[n].waiter != nil {
+			waiters = append(waiters, a.queue[n].waiter)
+		}
+		n++
+	}
+	a.queue = a.queue[n:]
+	a.startTurn(strings.Join(texts, "\n"), waiters)
+}
+
+// Cancel stops the running turn (and the tools it runs). Queued messages
+// still run after it. It reports whether a turn was running.
+func (a *Agent) Cancel() bool {
+	var was bool
+	a.do(func() {
+		if a.running && a.cancel != nil {
+			a.cancel()
+			was = true
+		}
+	})
+	return was
+}
+
+// Subscribe returns the pane's event stream; cancel ends it.
+func (a *Agent) Subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, 256)
+	if !a.do(func() { a.subs[ch] = struct{}{} }) {
+		close(ch)
+		return ch, func() {}
+	}
+	return ch, func() {
+		a.do(func() {
+			if _, ok := a.subs[ch]; ok {
+				delete(a.subs, ch)
+				close(ch)
+			}
+		})
+	}
+}
+
+// broadcast sends an event to viewers; one that falls behind is dropped.
+func (a *Agent) broadcast(e Event) {
+	for ch := range a.subs {
+		select {
+		case ch <- e:
+		default:
+			delete(a.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (a *Agent) setStatus(s pane.State, reason string) {
+	a.status = pane.Status{State: s, Reason: reason, Since: a.env.Now()}
+}

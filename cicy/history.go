@@ -1,0 +1,211 @@
+package cicy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+)
+
+// HistoryDir is where a pane keeps its conversation (SPEC §4).
+func HistoryDir(workspace string) string { return filepath.Join(workspace, ".cicy", "history") }
+
+// Current is current.json: the full display history, no injected blocks.
+type Current struct {
+	AgentID        string        `json:"agent_id"`
+	ConversationID string        `json:"conversation_id"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+	Model          string        `json:"model"`
+	Messages       []HistMessage `json:"messages"`
+}
+
+// HistMessage is a history message with its display id (1…N).
+type HistMessage struct {
+	ID      int          `json:"id"`
+	Role    string       `json:"role"`
+	Content []wire.Block `json:"content"`
+}
+
+// ToolCall is one tool call of a turn as reply.json shows it.
+type ToolCall struct {
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input"`
+	Result string          `json:"result"`
+}
+
+// Turn statuses in reply.json.
+const (
+	TurnWorking   = "working"
+	TurnCompleted = "completed"
+	TurnFailed    = "failed"
+	TurnCancelled = "cancelled"
+)
+
+// Reply is reply.json: the current (or last) turn.
+type Reply struct {
+	TurnID         string     `json:"turn_id"`
+	ConversationID string     `json:"conversation_id"`
+	Status         string     `json:"status"`
+	StartedAt      time.Time  `json:"started_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	Answer         string     `json:"answer"`
+	ToolCalls      []ToolCall `json:"tool_calls"`
+	Usage          wire.Usage `json:"usage"`
+}
+
+// toHist numbers messages for current.json.
+func toHist(msgs []wire.Message) []HistMessage {
+	out := make([]HistMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = HistMessage{ID: i + 1, Role: m.Role, Content: m.Content}
+	}
+	return out
+}
+
+// fromHist strips display ids and cache marks, and drops empty messages.
+func fromHist(h []HistMessage) []wire.Message {
+	out := make([]wire.Message, 0, len(h))
+	for _, m := range h {
+		if len(m.Content) == 0 || (m.Role != wire.RoleUser && m.Role != wire.RoleAssistant) {
+			continue
+		}
+		blocks := make([]wire.Block, len(m.Content))
+		for i, b := range m.Content {
+			b.CacheControl = nil
+			blocks[i] = b
+		}
+		out = append(out, wire.Message{Role: m.Role, Content: blocks})
+	}
+	return out
+}
+
+// writeJSONAtomic writes v as indented JSON: a temp file in the same
+// folder, fsync, rename, so a crash leaves the old file or the new one.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(append(b, '\n'))
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func readJSON(path string, v any) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("%s is not valid JSON: %w", path, err)
+	}
+	return true, nil
+}
+
+// archive copies current.json to current.<unix-ts>.json (and reply.json
+// likewise); a second archive within the same second gets a suffix.
+func archive(dir string, now time.Time) error {
+	src := filepath.Join(dir, "current.json")
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	ts := strconv.FormatInt(now.Unix(), 10)
+	dst := filepath.Join(dir, "current."+ts+".json")
+	for i := 1; ; i++ {
+		if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(dir, fmt.Sprintf("current.%s-%d.json", ts, i))
+	}
+	return copyFile(src, dst)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", src, err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("archive to %s: %w", dst, err)
+	}
+	_, cerr := io.Copy(out, in)
+	serr := out.Sync()
+	if err := errors.Join(cerr, serr, out.Close()); err != nil {
+		return fmt.Errorf("archive to %s: %w", dst, err)
+	}
+	return nil
+}
+
+// interruptedResult fills a tool_use whose result never arrived.
+const interruptedResult = "(tool result unavailable: the turn was interrupted before the result arrived)"
+
+// balance gives every tool_use a tool_result in the message right after
+// it, inserting synthetic error results where one is missing (a crash or a
+// cut turn), so the history is always a valid request.
+func balance(h []wire.Message) []wire.Message {
+	out := make([]wire.Message, 0, len(h)+1)
+	for i := 0; i < len(h); i++ {
+		out = append(out, h[i])
+		uses := h[i].ToolUses()
+		if h[i].Role != wire.RoleAssistant || len(uses) == 0 {
+			continue
+		}
+		have := map[string]bool{}
+		next := i + 1
+		if next < len(h) && h[next].Role == wire.RoleUser {
+			for _, b := range h[next].Content {
+				if b.Type == wire.TypeToolResult {
+					have[b.ToolUseID] = true
+				}
+			}
+		}
+		var missing []wire.Block
+		for _, u := range uses {
+			if !have[u.ID] {
+				missing = append(missing, wire.ToolResult(u.ID, interruptedResult, true))
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if next < len(h) && h[next].Role == wire.RoleUser {
+			merged := wire.Message{Role: wire.RoleUser, Content: append(missing, h[next].Content...)}
+			out = append(out, merged)
+			i++
+		} else {
+			out = append(out, wire.Message{Role: wire.RoleUser, Content: missing})
+		}
+	}
+	return out
+}
+
+func renameFile(from, to string) error { return os.Rename(from, to) }

@@ -1,0 +1,100 @@
+package cicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LiteConfig is $CICY_HOME/db/lite-config.json: the tool groups.
+type LiteConfig struct {
+	ToolGroups map[string][]string `json:"toolGroups"`
+}
+
+// DefaultLiteConfig is used when lite-config.json does not exist.
+func DefaultLiteConfig() LiteConfig {
+	return LiteConfig{ToolGroups: map[string][]string{
+		"core": {"shell", "skill"},
+		"team": {"dispatch", "workers", "task_status"},
+	}}
+}
+
+// LoadLiteConfig reads lite-config.json (re-read every turn, so an edit
+// takes effect with no restart).
+func LoadLiteConfig(home string) (LiteConfig, error) {
+	path := filepath.Join(home, "db", "lite-config.json")
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return DefaultLiteConfig(), nil
+	}
+	if err != nil {
+		return LiteConfig{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var lc LiteConfig
+	if err := json.Unmarshal(b, &lc); err != nil {
+		return LiteConfig{}, fmt.Errorf("%s is not valid JSON: %v", path, err)
+	}
+	return lc, nil
+}
+
+// toolOrder is the fixed order tools are offered in, whatever the order
+// of groups in meta.yaml: the request's tools stay byte-stable.
+var toolOrder = []string{"shell", "skill", "dispatch", "workers", "task_status"}
+
+// Expand turns meta.yaml's tools list (group or tool names) into tool
+// names in the fixed order. An unknown name is an error.
+func (lc LiteConfig) Expand(want []string) ([]string, error) {
+	set := map[string]bool{}
+	for _, w := range want {
+		w = strings.TrimSpace(w)
+		if g, ok := lc.ToolGroups[w]; ok {
+			for _, n := range g {
+				set[n] = true
+			}
+			continue
+		}
+		if !knownTool(w) {
+			return nil, fmt.Errorf("meta.yaml lists %q, which is neither a tool group of lite-config.json nor a tool", w)
+		}
+		set[w] = true
+	}
+	var out []string
+	for _, n := range toolOrder {
+		if set[n] {
+			out = append(out, n)
+			delete(set, n)
+		}
+	}
+	for n := range set {
+		return nil, fmt.Errorf("lite-config.json names an unknown tool %q", n)
+	}
+	return out, nil
+}
+
+// MemoryCap is the most of MEMORY.md a request carries (SPEC §1).
+const MemoryCap = 6000
+
+// loadMemories reads <workspace>/.cicy/memory/MEMORY.md, cut at a line
+// boundary at MemoryCap bytes. The store that writes it is the memory
+// loop; this is the injection point.
+func loadMemories(workspace string) string {
+	b, err := os.ReadFile(filepath.Join(workspace, ".cicy", "memory", "MEMORY.md"))
+	if err != nil {
+		return ""
+	}
+	return capAtLine(strings.TrimSpace(string(b)), MemoryCap)
+}
+
+// capAtLine cuts s to at most n bytes, at the end of a line.
+func capAtLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:n+1], '\n')
+	if cut < 0 {
+		return ""
+	}
+	return s[:cut]
+}

@@ -1,0 +1,128 @@
+package cicy
+
+import (
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+)
+
+// Prompt is everything one request is built from.
+type Prompt struct {
+	Model     string
+	MaxTokens int
+	PaneID    string
+	TurnID    string
+	System    string // the template's system.md
+	Skills    string // installed-skills listing; "" when none
+	Tools     []wire.Tool
+	Role      string // AGENTS.md body; "" when none
+	Memories  string // MEMORY.md; "" when none
+	History   []wire.Message
+	// Final marks the last allowed round: tool_choice none and a note.
+	Final bool
+}
+
+// Limits of the history window (SPEC §4).
+const (
+	CompactThreshold = 300 // more messages than this: compactable
+	CompactKeep      = 160 // messages /compact keeps verbatim
+	HardCap          = 600 // a request carries at most this many
+)
+
+// finalNote tells the model on the last round that its tool budget is spent.
+const finalNote = "Your tool budget for this turn is spent: do not call any tool. Answer now with the most complete answer you can give, or say how far you got."
+
+// Assemble builds the request of one round, per SPEC §4: system blocks
+// with a breakpoint on the last; tools in the given order with a breakpoint
+// on the last (absent when none); the history window with the <role> block
+// first in the first user message, a breakpoint on the last block of the
+// last history message, and the <memories> block (and on the final round
+// the budget note) after it in the last user message. Nothing of what it
+// adds is written back to the history, which it does not modify.
+func Assemble(p Prompt) *wire.Request {
+	req := &wire.Request{Model: p.Model, MaxTokens: p.MaxTokens, PaneID: p.PaneID, TurnID: p.TurnID}
+	req.System = []wire.Block{wire.Text(p.System)}
+	if p.Skills != "" {
+		req.System = append(req.System, wire.Text(p.Skills))
+	}
+	req.System[len(req.System)-1].CacheControl = wire.Ephemeral()
+	if len(p.Tools) > 0 {
+		req.Tools = append([]wire.Tool(nil), p.Tools...)
+		req.Tools[len(req.Tools)-1].CacheControl = wire.Ephemeral()
+		if p.Final {
+			req.ToolChoice = &wire.ToolChoice{Type: "none"}
+		}
+	}
+	msgs := cloneMessages(Window(p.History))
+	if len(msgs) == 0 {
+		return req
+	}
+	if p.Role != "" {
+		if i := firstUser(msgs); i >= 0 {
+			role := wire.Text("<role>\n" + p.Role + "\n</role>")
+			msgs[i].Content = append([]wire.Block{role}, msgs[i].Content...)
+		}
+	}
+	last := &msgs[len(msgs)-1]
+	last.Content[len(last.Content)-1].CacheControl = wire.Ephemeral()
+	if last.Role == wire.RoleUser {
+		if p.Memories != "" {
+			last.Content = append(last.Content, wire.Text("<memories>\n"+p.Memories+"\n</memories>"))
+		}
+		if p.Final {
+			last.Content = append(last.Content, wire.Text(finalNote))
+		}
+	}
+	req.Messages = msgs
+	return req
+}
+
+// Window is the part of the history a request carries: empty messages
+// dropped, and above HardCap only the most recent messages, starting at a
+// user message that holds no tool_result (so no result loses its call).
+func Window(h []wire.Message) []wire.Message {
+	out := make([]wire.Message, 0, len(h))
+	for _, m := range h {
+		if len(m.Content) > 0 {
+			out = append(out, m)
+		}
+	}
+	if len(out) <= HardCap {
+		return out
+	}
+	start := len(out) - HardCap
+	for start < len(out) && !(out[start].Role == wire.RoleUser && !hasToolResult(out[start])) {
+		start++
+	}
+	return out[start:]
+}
+
+func hasToolResult(m wire.Message) bool {
+	for _, b := range m.Content {
+		if b.Type == wire.TypeToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+func firstUser(msgs []wire.Message) int {
+	for i, m := range msgs {
+		if m.Role == wire.RoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// cloneMessages copies messages and their block slices (blocks are values)
+// and clears any cache_control a restored history carried.
+func cloneMessages(in []wire.Message) []wire.Message {
+	out := make([]wire.Message, len(in))
+	for i, m := range in {
+		out[i] = wire.Message{Role: m.Role, Content: make([]wire.Block, len(m.Content))}
+		for j, b := range m.Content {
+			b.CacheControl = nil
+			out[i].Content[j] = b
+		}
+	}
+	return out
+}

@@ -1,0 +1,368 @@
+package cicy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/tools"
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// DefaultMaxToolRounds is the round cap when meta.yaml sets none.
+const DefaultMaxToolRounds = 200
+
+// defaultMaxTokens is max_tokens when meta.yaml sets none.
+const defaultMaxTokens = 8192
+
+// turnJob is one running turn. It owns the lent history until it ends.
+type turnJob struct {
+	a      *Agent
+	ctx    context.Context
+	id     string
+	convID string
+	text   string
+	hist   []wire.Message
+	reply  Reply
+}
+
+func newTurnID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "t" + hex.EncodeToString(b)
+}
+
+// startTurn lends the history to a new turn goroutine. Runs on the loop.
+func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
+	ctx, cancel := context.WithCancel(context.Background())
+	now := a.env.Now()
+	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
+	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
+	a.hist, a.running, a.cancel, a.waiters = nil, true, cancel, waiters
+	a.reply = j.reply
+	a.setStatus(pane.Busy, "turn "+j.id)
+	a.broadcast(Event{Kind: "user", Text: text})
+	go func() {
+		res := j.run()
+		cancel()
+		a.post(func() { a.finishTurn(j, res) })
+	}()
+}
+
+// finishTurn takes the history back and tells the waiters. Runs on the loop.
+func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
+	a.hist, a.running, a.cancel = j.hist, false, nil
+	a.reply = j.reply
+	switch res.Status {
+	case TurnCompleted:
+		a.setStatus(pane.Idle, "turn "+j.id+" done")
+	case TurnCancelled:
+		a.setStatus(pane.Idle, "turn "+j.id+" cancelled")
+	default:
+		a.setStatus(pane.Idle, "turn "+j.id+" failed: "+res.Error)
+	}
+	a.broadcast(Event{Kind: "turn_end", Status: res.Status, Text: res.Answer})
+	for _, w := range a.waiters {
+		w <- res
+	}
+	a.waiters = nil
+	a.next()
+}
+
+// setup is what a turn resolved from disk and the environment.
+type setup struct {
+	prov      Provider
+	model     string
+	maxTokens int
+	maxRounds int
+	system    string
+	skills    string
+	role      string
+	memories  string
+	tools     []wire.Tool
+	enabled   map[string]bool
+}
+
+func (j *turnJob) run() TurnResult {
+	j.hist = balance(appendUser(j.hist, wire.Text(j.text)))
+	j.persist()
+	s, err := j.a.resolve()
+	if err != nil {
+		return j.fail(err.Error())
+	}
+	for round := 0; round < s.maxRounds; round++ {
+		final := round == s.maxRounds-1
+		resp, err := j.call(s, final)
+		if err != nil {
+			if j.ctx.Err() != nil {
+				return j.cancelled()
+			}
+			return j.fail(describe(err))
+		}
+		if len(resp.Content) == 0 {
+			return j.fail("the model sent an empty response")
+		}
+		j.hist = append(j.hist, wire.Message{Role: wire.RoleAssistant, Content: resp.Content})
+		if t := (wire.Message{Content: resp.Content}).JoinedText(); t != "" {
+			j.reply.Answer = t
+		}
+		uses := wire.Message{Content: resp.Content}.ToolUses()
+		if len(uses) == 0 {
+			return j.complete()
+		}
+		j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
+		j.persist()
+		if final {
+			return j.complete()
+		}
+		if j.ctx.Err() != nil {
+			return j.cancelled()
+		}
+	}
+	return j.complete() // unreachable: the last round returns above
+}
+
+// call makes one round's request and records its usage.
+func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
+	req := Assemble(Prompt{
+		Model: s.model, MaxTokens: s.maxTokens, PaneID: j.a.cfg.ID, TurnID: j.id,
+		System: s.system, Skills: s.skills, Tools: s.tools, Role: s.role, Memories: s.memories,
+		History: j.hist, Final: final,
+	})
+	start := time.Now()
+	resp, err := s.prov.Stream(j.ctx, req, func(e wire.Event) {
+		switch e.Type {
+		case "text_delta":
+			j.a.post(func() { j.a.broadcast(Event{Kind: "text", Text: e.Text}) })
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	j.reply.Usage.Add(resp.Usage)
+	j.a.recordUsage(UsageRecord{PaneID: j.a.cfg.ID, ConversationID: j.convID, TurnID: j.id, Model: s.model, Usage: resp.Usage, Latency: time.Since(start)})
+	return resp, nil
+}
+
+func (a *Agent) recordUsage(r UsageRecord) {
+	if a.env.Usage == nil {
+		return
+	}
+	if err := a.env.Usage.RecordUsage(context.Background(), r); err != nil {
+		a.log.WithError(err).Warn("Could not record usage")
+	}
+}
+
+// runTools answers every tool_use, in order, whatever happens.
+func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block {
+	results := make([]wire.Block, 0, len(uses))
+	for _, u := range uses {
+		content, isErr := j.runTool(s, u, final)
+		results = append(results, wire.ToolResult(u.ID, content, isErr))
+		j.reply.ToolCalls = append(j.reply.ToolCalls, ToolCall{Name: u.Name, Input: u.Input, Result: content})
+		ev := Event{Kind: "tool", Name: u.Name, Text: string(u.Input), Result: firstLine(content)}
+		j.a.post(func() { j.a.broadcast(ev) })
+	}
+	return results
+}
+
+func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
+	switch {
+	case final:
+		return "error: the tool budget of this turn is spent; answer without calling tools", true
+	case j.ctx.Err() != nil:
+		return "error: cancelled", true
+	case u.BadInput:
+		return "error: the tool input was cut off or is not valid JSON; call the tool again with complete input", true
+	case !s.enabled[u.Name]:
+		if knownTool(u.Name) {
+			return fmt.Sprintf("error: tool %s is not enabled for this agent", u.Name), true
+		}
+		return fmt.Sprintf("error: unknown tool %s", u.Name), true
+	}
+	switch u.Name {
+	case "shell":
+		return tools.Shell(j.ctx, j.a.cfg.Workspace, u.Input)
+	case "skill":
+		return tools.Skill(filepath.Join(j.a.env.Home, "skills"), u.Input)
+	default:
+		return j.a.env.Team.Run(j.ctx, j.a.cfg.ID, u.Name, u.Input)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	return line
+}
+
+// persist writes current.json and reply.json; a write failure is logged,
+// not fatal: the turn goes on and the next write tries again.
+func (j *turnJob) persist() {
+	if err := saveCurrent(j.a.dir(), j.a.cfg.ID, j.convID, j.hist, j.a.env.Now()); err != nil {
+		j.a.log.WithError(err).Error("Could not write current.json")
+	}
+	j.reply.UpdatedAt = j.a.env.Now()
+	if err := writeJSONAtomic(filepath.Join(j.a.dir(), "reply.json"), j.reply); err != nil {
+		j.a.log.WithError(err).Error("Could not write reply.json")
+	}
+	r := j.reply
+	r.ToolCalls = append([]ToolCall(nil), j.reply.ToolCalls...)
+	j.a.post(func() { j.a.reply = r })
+}
+
+func (j *turnJob) complete() TurnResult {
+	j.reply.Status = TurnCompleted
+	j.persist()
+	return TurnResult{Status: TurnCompleted, Answer: j.reply.Answer}
+}
+
+// fail ends the turn with the failed marker; the detail goes to the log,
+// the status and a waiting sender, never into the history.
+func (j *turnJob) fail(detail string) TurnResult {
+	j.a.log.WithField("turn", j.id).Warnf("Turn failed: %s", detail)
+	j.endWith(markerFailed, TurnFailed)
+	return TurnResult{Status: TurnFailed, Error: detail}
+}
+
+func (j *turnJob) cancelled() TurnResult {
+	j.endWith(markerCancelled, TurnCancelled)
+	return TurnResult{Status: TurnCancelled, Error: "cancelled"}
+}
+
+func (j *turnJob) endWith(marker, status string) {
+	j.hist = append(balance(j.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(marker)}})
+	j.reply.Status, j.reply.Answer = status, ""
+	j.persist()
+}
+
+// appendUser adds user content, merging into a trailing user message so
+// roles keep alternating.
+func appendUser(h []wire.Message, blocks ...wire.Block) []wire.Message {
+	if n := len(h); n > 0 && h[n-1].Role == wire.RoleUser {
+		last := h[n-1]
+		h[n-1] = wire.Message{Role: wire.RoleUser, Content: append(append([]wire.Block(nil), last.Content...), blocks...)}
+		return h
+	}
+	return append(h, wire.Message{Role: wire.RoleUser, Content: blocks})
+}
+
+// describe turns a provider error into one sentence for the status line.
+func describe(err error) string {
+	var ae *wire.APIError
+	if errors.As(err, &ae) {
+		return "the model call failed: " + ae.Error()
+	}
+	return err.Error()
+}
+
+// knownTool reports whether name is a tool this runtime can run.
+func knownTool(name string) bool {
+	switch name {
+	case "shell", "skill", "dispatch", "workers", "task_status":
+		return true
+	}
+	return false
+}
+
+// resolve reads the template, lite-config, AGENTS.md and memory, and picks
+// the provider and model, every turn (edits take effect without restart).
+func (a *Agent) resolve() (*setup, error) {
+	t, err := LoadTemplate(a.env.Home, a.cfg.RoleTemplate)
+	if err != nil {
+		return nil, err
+	}
+	name := firstOf(a.cfg.Provider, t.Meta.Provider, a.env.Getenv("CICY_PROVIDER"), "anthropic")
+	prov, err := a.env.NewProvider(name)
+	if err != nil {
+		return nil, err
+	}
+	s := &setup{prov: prov, system: t.System, maxRounds: t.Meta.MaxToolRounds, maxTokens: t.Meta.MaxTokens}
+	s.model = firstOf(a.cfg.Model, t.Meta.Model, a.env.Getenv("CICY_MODEL"), defaultModel(name))
+	if s.model == "" {
+		return nil, fmt.Errorf("no model for the %s provider: set --model, model: in the template's meta.yaml, or CICY_MODEL", name)
+	}
+	if s.maxRounds == 0 {
+		s.maxRounds = DefaultMaxToolRounds
+	}
+	if s.maxTokens == 0 {
+		s.maxTokens = defaultMaxTokens
+	}
+	if err := a.resolveTools(s, t.Meta.Tools); err != nil {
+		return nil, err
+	}
+	if s.role, err = RoleBody(a.cfg.Workspace, "cicy"); err != nil {
+		return nil, err
+	}
+	s.memories = loadMemories(a.cfg.Workspace)
+	return s, nil
+}
+
+func (a *Agent) resolveTools(s *setup, want []string) error {
+	lc, err := LoadLiteConfig(a.env.Home)
+	if err != nil {
+		return err
+	}
+	names, err := lc.Expand(want)
+	if err != nil {
+		return err
+	}
+	s.enabled = map[string]bool{}
+	var team map[string]wire.Tool
+	if a.env.Team != nil {
+		team = map[string]wire.Tool{}
+		for _, d := range a.env.Team.Defs() {
+			team[d.Name] = d
+		}
+	}
+	for _, n := range names {
+		switch n {
+		case "shell":
+			s.tools = append(s.tools, tools.ShellDef())
+		case "skill":
+			s.tools = append(s.tools, tools.SkillDef())
+			s.skills = tools.SkillListing(filepath.Join(a.env.Home, "skills"))
+		default:
+			d, ok := team[n]
+			if !ok {
+				continue // team tools exist only where the supervisor provides them
+			}
+			s.tools = append(s.tools, d)
+		}
+		s.enabled[n] = true
+	}
+	for n := range s.enabled {
+		if n != "shell" && n != "skill" && team[n].Name == "" {
+			delete(s.enabled, n)
+		}
+	}
+	return nil
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// defaultModel is the model of a provider when nothing names one.
+func defaultModel(provider string) string {
+	switch provider {
+	case "anthropic":
+		return "claude-sonnet-4-5"
+	case "script":
+		return "script"
+	}
+	return ""
+}
