@@ -61,6 +61,12 @@ type PaneInfo struct {
 	PID          int       `json:"pid,omitempty"`
 	ExitCode     *int      `json:"exit_code"`
 	CreatedAt    time.Time `json:"created_at"`
+	// CacheHit is cache-read input tokens over all input tokens (-1: no
+	// usage yet).
+	CacheHit float64 `json:"cache_hit"`
+	// Messages is a cicy pane's history length; Compactable when over 300.
+	Messages    int  `json:"messages,omitempty"`
+	Compactable bool `json:"compactable,omitempty"`
 }
 
 // SendRequest is input for a pane: text (typed, then Enter unless NoEnter)
@@ -69,6 +75,9 @@ type SendRequest struct {
 	Text    string   `json:"text"`
 	Keys    []string `json:"keys"`
 	NoEnter bool     `json:"no_enter"`
+	// Wait (cicy panes) blocks until the turn ends; Timeout in seconds.
+	Wait    bool    `json:"wait"`
+	Timeout float64 `json:"timeout"`
 }
 
 // ScreenResponse is a pane's current screen.

@@ -75,7 +75,7 @@ func BenchmarkSendToScreen(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		tok := fmt.Sprintf("t%d-%d", time.Now().UnixNano(), i)
 		start := time.Now()
-		if err := c.Send(ctx, p.ID, SendRequest{Text: "echo " + tok}); err != nil {
+		if _, err := c.Send(ctx, p.ID, SendRequest{Text: "echo " + tok}); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -92,7 +92,7 @@ func BenchmarkSendToScreen(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 		if i%50 == 49 {
-			_ = c.Send(ctx, p.ID, SendRequest{Keys: []string{"C-l"}, NoEnter: true})
+			_, _ = c.Send(ctx, p.ID, SendRequest{Keys: []string{"C-l"}, NoEnter: true})
 		}
 	}
 	b.StopTimer()

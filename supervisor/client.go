@@ -138,9 +138,48 @@ func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
 	return out, err
 }
 
-// Send delivers input.
-func (c *Client) Send(ctx context.Context, id string, req SendRequest) error {
-	return c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, nil)
+// Send delivers input. With req.Wait (cicy panes) it returns the turn's
+// result.
+func (c *Client) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
+	if !req.Wait {
+		return nil, c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, nil)
+	}
+	var res SendResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, &res)
+	return &res, err
+}
+
+// Cancel stops a cicy pane's running turn; it reports whether one ran.
+func (c *Client) Cancel(ctx context.Context, id string) (bool, error) {
+	var out struct {
+		Cancelled bool `json:"cancelled"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/cancel", nil, &out)
+	return out.Cancelled, err
+}
+
+// Command runs "compact" or "clear" on a cicy pane and waits for it.
+func (c *Client) Command(ctx context.Context, id, cmd string) (*SendResult, error) {
+	var res SendResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/"+cmd, nil, &res)
+	return &res, err
+}
+
+// Events opens a cicy pane's event stream (JSON lines); close it to stop.
+func (c *Client) Events(ctx context.Context, id string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cicy/api/panes/"+url.PathEscape(id)+"/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("talk to the supervisor: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeErr(resp)
+	}
+	return resp.Body, nil
 }
 
 // Screen returns the screen; lines > 0 keeps the last lines.

@@ -19,7 +19,7 @@ import (
 // Pane types of SPEC §2, and those this version can run.
 var (
 	paneTypes  = []string{"cicy", "claude", "codex", "opencode", "shell"}
-	builtTypes = []string{"shell"}
+	builtTypes = []string{"shell", "cicy"}
 	providers  = []string{"anthropic", "openai", "script"}
 )
 
@@ -98,17 +98,27 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	if err := checkText("the model", req.Model, 200); err != nil {
 		return nil, err
 	}
-	switch req.Backend {
-	case "", "pty":
-	case "tmux":
-		return nil, failedErr("the tmux backend is not built yet in this version; use --backend pty")
-	default:
-		return nil, usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
-	}
 	if !slices.Contains(builtTypes, req.Type) {
-		return nil, failedErr("pane type %s is not built yet in this version; only --type shell panes can run now", req.Type)
+		return nil, failedErr("pane type %s is not built yet in this version; only cicy and shell panes can run now", req.Type)
 	}
-	req.Backend = "pty"
+	if req.Type == "cicy" {
+		if req.Backend != "" && req.Backend != "inproc" {
+			return nil, usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
+		}
+		if len(req.Command) > 0 {
+			return nil, usageErr("a cicy pane takes no command after --; its persona comes from --role-template")
+		}
+		req.Backend = "inproc"
+	} else {
+		switch req.Backend {
+		case "", "pty":
+		case "tmux":
+			return nil, failedErr("the tmux backend is not built yet in this version; use --backend pty")
+		default:
+			return nil, usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
+		}
+		req.Backend = "pty"
+	}
 	if req.Type == "shell" {
 		if len(req.Command) == 0 || req.Command[0] == "" {
 			return nil, usageErr("a shell pane needs a command after --, like: cicy-agent create %s --type shell -- bash", req.Title)

@@ -76,9 +76,14 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cfg.Log.Info("Supervisor shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Panes first: that ends their event streams and attached viewers,
+	// which would otherwise hold the server's shutdown.
+	sup.Close()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(shutCtx)
+	if srv.Shutdown(shutCtx) != nil {
+		_ = srv.Close()
+	}
 	return nil
 }
 
@@ -120,6 +125,10 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
 	mux.HandleFunc("POST /api/panes/{id}/restart", a.restart)
 	mux.HandleFunc("GET /api/panes/{id}/attach", a.attach)
+	mux.HandleFunc("POST /api/panes/{id}/cancel", a.cancel)
+	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
+	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
+	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
@@ -197,11 +206,70 @@ func (a *api) send(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := a.sup.Send(r.PathValue("id"), req); err != nil {
+	res, err := a.sup.Send(r.Context(), r.PathValue("id"), req)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if res == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
+	was, err := a.sup.Cancel(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"cancelled": was})
+}
+
+// command runs /compact or /clear and answers when it is done.
+func (a *api) command(cmd string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := a.sup.Command(r.Context(), r.PathValue("id"), cmd)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// events streams a cicy pane's events as JSON lines until the client goes.
+func (a *api) events(w http.ResponseWriter, r *http.Request) {
+	ch, stop, err := a.sup.Events(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer stop()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	if fl != nil {
+		fl.Flush()
+	}
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			if enc.Encode(ev) != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
 
 func (a *api) screen(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -29,6 +31,8 @@ type Store interface {
 	DeletePane(ctx context.Context, id string) error
 	SaveRuntime(ctx context.Context, id string, r schema.Runtime) error
 	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
+	AddUsage(ctx context.Context, u schema.UsageRow) error
+	UsageTotals(ctx context.Context) (map[string]schema.UsageTotal, error)
 }
 
 // Config tunes a supervisor.
@@ -40,27 +44,31 @@ type Config struct {
 	// StopGrace is how long a stopping pane has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
 	Log       *logrus.Entry
+	// Getenv reads the provider variables (default os.Getenv).
+	Getenv func(string) string
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
 // pane's own state lives in its pane.PTY loop.
 type Supervisor struct {
-	cfg   Config
-	store Store
-	log   *logrus.Entry
+	cfg       Config
+	store     Store
+	log       *logrus.Entry
+	providers *provider.Factory
 
 	mu    sync.Mutex
 	panes map[string]*entry
 }
 
 // entry is one pane in the registry. op serialises lifecycle operations
-// (restart, kill) on it; proc is nil when no process runs for the pane
-// since this supervisor started.
+// (restart, kill) on it. A terminal pane has proc (nil when no process
+// runs for it since this supervisor started); a cicy pane has agent.
 type entry struct {
-	op   sync.Mutex
-	cfg  schema.Pane
-	proc *pane.PTY
-	last pane.Status // the status when proc is nil
+	op    sync.Mutex
+	cfg   schema.Pane
+	proc  *pane.PTY
+	agent *cicy.Agent
+	last  pane.Status // the status when neither runs
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -72,13 +80,28 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 3 * time.Second
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv)}
+	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
+		return nil, fmt.Errorf("seed the role templates: %w", err)
+	}
 	rows, err := store.ListPanes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
 		e := &entry{cfg: r, last: statusFromRuntime(r.Runtime)}
+		if r.Type == "cicy" {
+			// A cicy pane lives in the supervisor: it comes back with it,
+			// its conversation restored from disk.
+			if err := s.startAgent(e); err != nil {
+				e.last = pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}
+			}
+			s.panes[r.ID] = e
+			continue
+		}
 		if e.last.State != pane.Exited && e.last.State != pane.Error {
 			e.last = pane.Status{
 				State:  pane.Exited,
@@ -141,6 +164,12 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	if err != nil {
 		return CreateResponse{}, err
 	}
+	var tmpl *cicy.Template
+	if req.Type == "cicy" {
+		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
+			return CreateResponse{}, usageErr("%v", err)
+		}
+	}
 	if req.Master != "" {
 		m, err := s.get(req.Master)
 		if err != nil {
@@ -164,6 +193,11 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		}
 		u, err := makeWorkspace(ws)
 		undo = u
+		if err == nil && tmpl != nil {
+			if err = cicy.WriteGuidance(s.cfg.Home.Root, ws, id, req.Type, tmpl); err != nil {
+				u()
+			}
+		}
 		return ws, err
 	})
 	if err != nil {
@@ -185,8 +219,12 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	return CreateResponse{ID: row.ID, Warnings: warnings}, nil
 }
 
-// start runs the pane's process. The caller holds e.op or owns e alone.
+// start runs the pane's process or turn loop. The caller holds e.op or
+// owns e alone.
 func (s *Supervisor) start(ctx context.Context, e *entry) error {
+	if e.cfg.Type == "cicy" {
+		return s.startAgent(e)
+	}
 	var argv []string
 	if err := json.Unmarshal([]byte(e.cfg.Command), &argv); err != nil {
 		return fmt.Errorf("stored command of %s is not a JSON list: %w", e.cfg.ID, err)
@@ -234,7 +272,10 @@ func paneEnv(h Home, id string) []string {
 func hasKey(kv, key string) bool { return len(kv) > len(key) && kv[:len(key)+1] == key+"=" }
 
 func (e *entry) status() pane.Status {
-	if e.proc != nil {
+	switch {
+	case e.agent != nil:
+		return e.agent.Status()
+	case e.proc != nil:
 		return e.proc.Status()
 	}
 	return e.last
@@ -249,11 +290,29 @@ func (s *Supervisor) List(ctx context.Context) []PaneInfo {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
+	totals, err := s.store.UsageTotals(ctx)
+	if err != nil {
+		s.log.WithError(err).Warn("Could not sum usage")
+	}
 	out := make([]PaneInfo, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, e.info())
+		pi := e.info()
+		t := totals[pi.ID]
+		pi.Usage = Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+		pi.CacheHit = cacheHit(pi.Usage)
+		out = append(out, pi)
 	}
 	return out
+}
+
+// cacheHit is cache-read input tokens over all input tokens, or -1 when
+// there were none.
+func cacheHit(u Usage) float64 {
+	total := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	if total == 0 {
+		return -1
+	}
+	return float64(u.CacheReadInputTokens) / float64(total)
 }
 
 func (e *entry) info() PaneInfo {
@@ -271,6 +330,10 @@ func (e *entry) info() PaneInfo {
 	if st.Running() {
 		pi.PID = st.PID
 	}
+	if e.agent != nil {
+		pi.Messages = e.agent.MessageCount()
+		pi.Compactable = pi.Messages > cicy.CompactThreshold
+	}
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m
@@ -283,6 +346,11 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 	e, err := s.get(id)
 	if err != nil {
 		return PaneInfo{}, err
+	}
+	for _, pi := range s.List(context.Background()) {
+		if pi.ID == e.cfg.ID {
+			return pi, nil
+		}
 	}
 	return e.info(), nil
 }
@@ -302,8 +370,34 @@ func (s *Supervisor) running(id string) (*entry, *pane.PTY, error) {
 	return e, p, nil
 }
 
-// Send delivers input to a pane.
-func (s *Supervisor) Send(id string, req SendRequest) error {
+// Send delivers input to a pane. For a cicy pane the text is a user
+// message; with req.Wait the result of its turn comes back.
+func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
+	if e, err := s.get(id); err == nil && e.cfg.Type == "cicy" {
+		_, a, err := s.agentOf(id)
+		if err != nil {
+			return nil, failedErr("pane %s is not running (%s)", e.cfg.ID, e.last.Reason)
+		}
+		if len(req.Keys) > 0 {
+			return nil, usageErr("--key sends keys to terminal panes; %s is a cicy pane", e.cfg.ID)
+		}
+		if strings.TrimSpace(req.Text) == "" {
+			return nil, usageErr("nothing to send")
+		}
+		if req.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
+			defer cancel()
+		}
+		return s.sendCicy(ctx, a, req.Text, req.Wait)
+	}
+	if req.Wait {
+		return nil, usageErr("--wait works on cicy panes; for a terminal pane use 'cicy-agent screen'")
+	}
+	return nil, s.sendTerminal(id, req)
+}
+
+func (s *Supervisor) sendTerminal(id string, req SendRequest) error {
 	e, p, err := s.running(id)
 	if err != nil {
 		return err
@@ -349,8 +443,11 @@ func (s *Supervisor) Screen(id string, lines int) (ScreenResponse, error) {
 		return ScreenResponse{}, err
 	}
 	e.op.Lock()
-	p := e.proc
+	p, a := e.proc, e.agent
 	e.op.Unlock()
+	if a != nil {
+		return ScreenResponse{ID: e.cfg.ID, State: string(a.Status().State), Screen: lastLines(replyText(a.Reply()), lines)}, nil
+	}
 	if p == nil {
 		return ScreenResponse{}, failedErr("pane %s has no screen: its process ended with an earlier supervisor; 'cicy-agent restart %s' starts it again", e.cfg.ID, e.cfg.ID)
 	}
@@ -377,6 +474,10 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
+	if e.agent != nil {
+		e.agent.Close()
+		e.agent = nil
+	}
 	if e.proc != nil {
 		e.proc.Stop(s.cfg.StopGrace, "restarted")
 		e.proc.Close()
@@ -401,6 +502,10 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
+	if e.agent != nil {
+		e.agent.Close()
+		e.agent = nil
+	}
 	if e.proc != nil {
 		e.proc.Stop(s.cfg.StopGrace, "killed")
 		e.proc.Close()
@@ -449,6 +554,10 @@ func (s *Supervisor) Close() {
 			defer wg.Done()
 			e.op.Lock()
 			defer e.op.Unlock()
+			if e.agent != nil {
+				e.agent.Close()
+				e.agent = nil
+			}
 			if e.proc == nil {
 				return
 			}
@@ -465,3 +574,12 @@ func (s *Supervisor) Close() {
 // Readline takes both in one read; agent CLIs get their own delay when
 // their types arrive (Codex needs about 0.3 s).
 const shellEnterDelay = 0
+
+// replyText is what `screen` shows of a cicy pane: the latest answer, or
+// while a turn works with no answer yet, its progress.
+func replyText(r cicy.Reply) string {
+	if r.Answer != "" || r.Status != cicy.TurnWorking {
+		return r.Answer
+	}
+	return fmt.Sprintf("… working (turn %s, %d tool calls so far)", r.TurnID, len(r.ToolCalls))
+}

@@ -139,7 +139,9 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration) (
 	cmd.Stderr = out
 	// Own process group, so a timeout can kill everything the command
 	// started, not just bash.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so a timeout or cancel kills the whole tree;
+	// Pdeathsig so a killed supervisor does not leave the command running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 

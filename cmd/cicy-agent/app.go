@@ -50,7 +50,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			e.serveCmd(), e.shutdownCmd(), e.createCmd(), e.lsCmd(), e.sendCmd(), e.screenCmd(),
-			e.attachCmd(), e.killCmd(), e.restartCmd(), e.statusCmd(), e.versionCmd(),
+			e.attachCmd(), e.killCmd(), e.restartCmd(), e.cancelCmd(),
+			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
+			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
+			e.statusCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -264,13 +267,35 @@ func (e *env) lsCmd() *cli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTITLE\tTYPE\tROLE\tSTATE\tREASON\tWORKSPACE")
+			fmt.Fprintln(tw, "ID\tTITLE\tTYPE\tROLE\tSTATE\tREASON\tTOKENS\tCACHE\tWORKSPACE")
 			for _, p := range panes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip(p.Title, 24), p.Type, clip(p.Role, 16), p.State, clip(p.Reason, 40), p.Workspace)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip(p.Title, 24), p.Type, clip(p.Role, 16),
+					p.State, clip(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// tokens is a pane's total tokens (input of all kinds plus output), short.
+func tokens(u supervisor.Usage) string {
+	n := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens + u.OutputTokens
+	switch {
+	case n == 0:
+		return "-"
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func percent(f float64) string {
+	if f < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
 }
 
 // clip shortens s to n runes with an ellipsis.
@@ -293,6 +318,9 @@ func (e *env) sendCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-enter", Usage: "type the text without pressing Enter"},
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
+			&cli.BoolFlag{Name: "wait", Usage: "cicy panes: wait until the turn ends and print the answer"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the turn goes on)"},
+			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			a := c.Args().Slice()
@@ -307,7 +335,8 @@ func (e *env) sendCmd() *cli.Command {
 			if len(text) > 0 && text[0] == "--" {
 				text = text[1:]
 			}
-			req := supervisor.SendRequest{Text: strings.Join(text, " "), Keys: c.StringSlice("key"), NoEnter: c.Bool("no-enter")}
+			req := supervisor.SendRequest{Text: strings.Join(text, " "), Keys: c.StringSlice("key"), NoEnter: c.Bool("no-enter"),
+				Wait: c.Bool("wait"), Timeout: c.Duration("timeout").Seconds()}
 			if len(text) == 0 {
 				req.NoEnter = true
 			}
@@ -315,7 +344,86 @@ func (e *env) sendCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return cl.Send(c.Context, id, req)
+			res, err := cl.Send(c.Context, id, req)
+			if err != nil || res == nil {
+				return err
+			}
+			return e.printResult(c, res)
+		},
+	}
+}
+
+// printResult prints a turn's answer; a failed or cancelled turn is exit 1.
+func (e *env) printResult(c *cli.Context, res *supervisor.SendResult) error {
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else if res.Answer != "" {
+		fmt.Fprintln(e.stdout, res.Answer)
+	}
+	switch res.Status {
+	case "completed":
+		return nil
+	case "cancelled":
+		return failf("the turn was cancelled")
+	default:
+		return failf("the turn failed: %s", res.Error)
+	}
+}
+
+func (e *env) cancelCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel",
+		Usage:     "stop the running turn of a cicy pane and the tools it runs (queued messages still run)",
+		ArgsUsage: "<pane>",
+		Action: func(c *cli.Context) error {
+			id, err := paneArg(c, "<pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			was, err := cl.Cancel(c.Context, id)
+			if err == nil && !was {
+				fmt.Fprintf(e.stderr, "%s has no turn running\n", id)
+			}
+			return err
+		},
+	}
+}
+
+// slashCmd is compact or clear: the same as sending /compact or /clear,
+// waiting for it to be done.
+func (e *env) slashCmd(name, usage string) *cli.Command {
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: "<pane>",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			id, err := paneArg(c, "<pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Command(c.Context, id, name)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, res)
+			}
+			if res.Status != "completed" {
+				return failf("%s failed: %s", name, res.Error)
+			}
+			fmt.Fprintln(e.stdout, res.Answer)
+			return nil
 		},
 	}
 }

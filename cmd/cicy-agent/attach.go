@@ -20,13 +20,23 @@ const detachKey = 0x11
 func (e *env) attachCmd() *cli.Command {
 	return &cli.Command{
 		Name:        "attach",
-		Usage:       "use a pane interactively in this terminal; Ctrl-Q detaches",
+		Usage:       "use a pane interactively: a raw terminal (Ctrl-Q detaches) or, for a cicy pane, a streaming chat (Ctrl-D detaches)",
 		ArgsUsage:   "<pane>",
 		Description: "The pane's window size follows this terminal while attached. Detaching leaves the pane running.",
 		Action: func(c *cli.Context) error {
 			id, err := paneArg(c, "<pane>")
 			if err != nil {
 				return err
+			}
+			if h, err := home(c); err == nil {
+				// A cicy pane is a chat, not a terminal: no tty needed.
+				if p, err := supervisor.NewClient(h).Get(c.Context, id); err == nil && p.Type == "cicy" {
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					return chat(c, cl, id, e.stdin, e.stdout)
+				}
 			}
 			in, ok := e.stdin.(*os.File)
 			if !ok || !term.IsTerminal(int(in.Fd())) {
