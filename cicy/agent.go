@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,6 +106,7 @@ type Agent struct {
 	cmds chan func()
 	quit chan struct{}
 	done chan struct{}
+	jobs sync.WaitGroup // running turn and compaction goroutines
 
 	// Owned by the loop goroutine.
 	hist    []wire.Message
@@ -172,6 +174,9 @@ func (a *Agent) restore() (string, error) {
 		a.hist = balance(a.hist)
 		return "restored", nil
 	}
+	if killLeftoverToolGroup(a.dir()) {
+		a.log.Warn("Killed the tool process group the interrupted turn left running")
+	}
 	a.hist = append(balance(a.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(markerInterrupted)}})
 	a.reply.Status, a.reply.UpdatedAt = TurnFailed, a.env.Now()
 	if err := a.save(); err != nil {
@@ -232,7 +237,8 @@ func (a *Agent) post(f func()) {
 	}
 }
 
-// Close stops the loop, cancelling a running turn. Its history is on disk.
+// Close stops the loop, cancelling a running turn (whose tools are
+// killed), and returns once the turn has written its end to disk.
 func (a *Agent) Close() {
 	select {
 	case <-a.quit:
@@ -240,6 +246,7 @@ func (a *Agent) Close() {
 		close(a.quit)
 	}
 	<-a.done
+	a.jobs.Wait()
 }
 
 // Status is the pane's state.

@@ -82,7 +82,9 @@ func (a *Agent) startCompact(w chan TurnResult) {
 	hist, convID := a.hist, a.convID
 	a.hist, a.running, a.cancel = nil, true, cancel
 	a.setStatus(pane.Busy, "compacting")
+	a.jobs.Add(1)
 	go func() {
+		defer a.jobs.Done()
 		defer cancel()
 		newHist, res := a.compact(ctx, hist, convID)
 		a.post(func() {

@@ -48,7 +48,9 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	a.reply = j.reply
 	a.setStatus(pane.Busy, "turn "+j.id)
 	a.broadcast(Event{Kind: "user", Text: text})
+	a.jobs.Add(1)
 	go func() {
+		defer a.jobs.Done()
 		res := j.run()
 		cancel()
 		a.post(func() { a.finishTurn(j, res) })
@@ -116,6 +118,7 @@ func (j *turnJob) run() TurnResult {
 		if len(uses) == 0 {
 			return j.complete()
 		}
+		j.persist() // the calls are on disk before they run
 		j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
 		j.persist()
 		if final {
@@ -188,7 +191,8 @@ func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
 	}
 	switch u.Name {
 	case "shell":
-		return tools.Shell(j.ctx, j.a.cfg.Workspace, u.Input)
+		defer clearToolGroup(j.a.dir())
+		return tools.ShellWatched(j.ctx, j.a.cfg.Workspace, u.Input, func(pgid int) { recordToolGroup(j.a.dir(), pgid) })
 	case "skill":
 		return tools.Skill(filepath.Join(j.a.env.Home, "skills"), u.Input)
 	default:

@@ -70,6 +70,13 @@ const sudoRefusal = "error: sudo is not available: this command runs without a t
 // whether it is an error. It kills the whole process group on timeout or
 // when ctx ends.
 func Shell(ctx context.Context, workspace string, input json.RawMessage) (string, bool) {
+	return ShellWatched(ctx, workspace, input, nil)
+}
+
+// ShellWatched is Shell with started called with the command's process
+// group id once it runs (the caller records it, so the group can be killed
+// after a crash of the supervisor left it behind).
+func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, started func(pgid int)) (string, bool) {
 	in, err := parseShellInput(input)
 	if err != nil {
 		return "error: " + err.Error(), true
@@ -81,7 +88,7 @@ func Shell(ctx context.Context, workspace string, input json.RawMessage) (string
 		return sudoRefusal, true
 	}
 	timeout := shellTimeout(in.Timeout)
-	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout)
+	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, started)
 }
 
 // parseShellInput decodes the input; an empty input counts as {} so a
@@ -126,7 +133,7 @@ func resolveCwd(workspace, cwd string) string {
 }
 
 // runShell runs the command and formats the result.
-func runShell(ctx context.Context, dir, command string, timeout time.Duration) (string, bool) {
+func runShell(ctx context.Context, dir, command string, timeout time.Duration, started func(int)) (string, bool) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -137,15 +144,19 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration) (
 	// output keeps the order in which the command wrote it.
 	cmd.Stdout = out
 	cmd.Stderr = out
-	// Own process group, so a timeout can kill everything the command
-	// started, not just bash.
 	// Its own process group, so a timeout or cancel kills the whole tree;
 	// Pdeathsig so a killed supervisor does not leave the command running.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if started != nil {
+			started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
 	text := out.String()
 	switch {
 	case ctx.Err() != nil:

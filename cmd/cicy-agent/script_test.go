@@ -60,6 +60,8 @@ func TestScripts(t *testing.T) {
 			"filemode":        cmdFileMode,
 			"nopaneprocesses": cmdNoPaneProcesses,
 			"waitsocket":      cmdWaitSocket,
+			"waitfile":        cmdWaitFile,
+			"noprocess":       cmdNoProcess,
 		},
 	})
 }
@@ -234,4 +236,61 @@ func cmdWaitSocket(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitfile waits until a file exists.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitfile <path>")
+	}
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s did not appear within %s", args[0], pollDeadline)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noprocess waits until no live process whose working directory is inside
+// this script's work folder has a command line containing the text.
+func cmdNoProcess(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: noprocess <text>")
+	}
+	work := ts.Getenv("WORK")
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		var alive []string
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+			if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), args[0]) {
+				continue
+			}
+			if cwd, err := os.Readlink(filepath.Join(d, "cwd")); err == nil && strings.HasPrefix(cwd, work) && !isZombie(d) {
+				alive = append(alive, filepath.Base(d))
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("processes matching %q still alive: %v", args[0], alive)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func isZombie(procDir string) bool {
+	b, err := os.ReadFile(filepath.Join(procDir, "stat"))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
