@@ -2,6 +2,11 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -113,4 +118,49 @@ func (s *Supervisor) Events(id string) (<-chan cicy.Event, func(), error) {
 	}
 	ch, stop := a.Subscribe()
 	return ch, stop, nil
+}
+
+// guidancePath is a pane's AGENTS.md (or CLAUDE.md for claude panes).
+func (s *Supervisor) guidancePath(id string) (*entry, string, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return nil, "", err
+	}
+	return e, filepath.Join(e.cfg.Workspace, cicy.GuidanceFile(e.cfg.Type)), nil
+}
+
+// Guidance reads a pane's guidance file.
+func (s *Supervisor) Guidance(id string) (GuidanceDoc, error) {
+	e, path, err := s.guidancePath(id)
+	if err != nil {
+		return GuidanceDoc{}, err
+	}
+	doc := GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return doc, &Error{Kind: KindNotFound, Message: fmt.Sprintf("pane %s has no %s", e.cfg.ID, doc.Filename)}
+	}
+	if err != nil {
+		return doc, failedErr("read %s: %v", path, err)
+	}
+	doc.Content, doc.Exists = string(b), true
+	return doc, nil
+}
+
+// SetGuidance replaces a pane's guidance file (atomically); a cicy pane's
+// next turn carries it as its <role> block.
+func (s *Supervisor) SetGuidance(id, content string) (GuidanceDoc, error) {
+	e, path, err := s.guidancePath(id)
+	if err != nil {
+		return GuidanceDoc{}, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return GuidanceDoc{}, failedErr("write %s: %v", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return GuidanceDoc{}, failedErr("write %s: %v", path, err)
+	}
+	return GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path, Exists: true, Saved: true}, nil
 }

@@ -130,6 +130,8 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("GET /api/status", a.status)
+	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
+	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
 	})
@@ -305,4 +307,44 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// GuidanceDoc is a pane's guidance file (AGENTS.md or CLAUDE.md).
+type GuidanceDoc struct {
+	Scope    string `json:"scope"`
+	Name     string `json:"name"`
+	Filename string `json:"filename"`
+	Path     string `json:"path"`
+	Content  string `json:"content,omitempty"`
+	Exists   bool   `json:"exists"`
+	Saved    bool   `json:"saved,omitempty"`
+}
+
+func (a *api) getGuidance(w http.ResponseWriter, r *http.Request) {
+	doc, err := a.sup.Guidance(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+func (a *api) putGuidance(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Content *string `json:"content"`
+	}
+	if err := decode(r, &body); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if body.Content == nil {
+		writeErr(w, usageErr("the body needs a content field"))
+		return
+	}
+	doc, err := a.sup.SetGuidance(r.PathValue("id"), *body.Content)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, doc)
 }

@@ -529,7 +529,9 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 	}
 	var ps []topology.Pane
 	for _, pi := range s.List(ctx) {
-		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason}
+		u := pi.Usage
+		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
+			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
 		}

@@ -20,6 +20,8 @@ type Pane struct {
 	State       string
 	Reason      string
 	CurrentTask string
+	Tokens      int64   // all input and output tokens so far
+	CacheHit    float64 // cache-read over all input tokens; -1 when none
 }
 
 // TaskCounts are a master's tasks by status.
@@ -34,23 +36,27 @@ type TaskCounts struct {
 
 // Worker is one worker as the status view shows it.
 type Worker struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	Type        string `json:"type"`
-	State       string `json:"state"`
-	Reason      string `json:"reason"`
-	CurrentTask string `json:"current_task"`
+	ID          string  `json:"id"`
+	Title       string  `json:"title"`
+	Type        string  `json:"type"`
+	State       string  `json:"state"`
+	Reason      string  `json:"reason"`
+	CurrentTask string  `json:"current_task"`
+	Tokens      int64   `json:"tokens"`
+	CacheHit    float64 `json:"cache_hit"`
 }
 
 // Master is one master with its workers and task counts.
 type Master struct {
-	ID      string     `json:"id"`
-	Title   string     `json:"title"`
-	Type    string     `json:"type"`
-	State   string     `json:"state"`
-	Reason  string     `json:"reason"`
-	Workers []Worker   `json:"workers"`
-	Tasks   TaskCounts `json:"tasks"`
+	ID       string     `json:"id"`
+	Title    string     `json:"title"`
+	Type     string     `json:"type"`
+	State    string     `json:"state"`
+	Reason   string     `json:"reason"`
+	Workers  []Worker   `json:"workers"`
+	Tasks    TaskCounts `json:"tasks"`
+	Tokens   int64      `json:"tokens"`
+	CacheHit float64    `json:"cache_hit"`
 }
 
 // Untracked is a pane whose role is a free-text label.
@@ -101,7 +107,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 			index[p.ID] = len(st.Masters)
 			st.Masters = append(st.Masters, Master{
 				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
-				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]),
+				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]), Tokens: p.Tokens, CacheHit: p.CacheHit,
 			})
 		}
 	}
@@ -112,7 +118,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 		switch {
 		case p.Role == RoleMaster:
 		case Tracked(p.Role):
-			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask}
+			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Tokens: p.Tokens, CacheHit: p.CacheHit}
 			if i, ok := index[MasterOf(p, masterIDs)]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {
