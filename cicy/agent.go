@@ -194,9 +194,8 @@ func (a *Agent) save() error {
 }
 
 func saveCurrent(dir, id, convID string, hist []wire.Message, now time.Time) error {
-	return writeJSONAtomic(filepath.Join(dir, "current.json"), Current{
-		AgentID: id, ConversationID: convID, UpdatedAt: now, Messages: toHist(hist),
-	})
+	w := historyWriter{dir: dir, agentID: id, convID: convID}
+	return w.save(hist, now)
 }
 
 func (a *Agent) loop() {

@@ -1,6 +1,7 @@
 package cicy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,15 +61,6 @@ type Reply struct {
 	Usage          wire.Usage `json:"usage"`
 }
 
-// toHist numbers messages for current.json.
-func toHist(msgs []wire.Message) []HistMessage {
-	out := make([]HistMessage, len(msgs))
-	for i, m := range msgs {
-		out[i] = HistMessage{ID: i + 1, Role: m.Role, Content: m.Content}
-	}
-	return out
-}
-
 // fromHist strips display ids and cache marks, and drops empty messages.
 func fromHist(h []HistMessage) []wire.Message {
 	out := make([]wire.Message, 0, len(h))
@@ -93,6 +85,11 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// writeFileAtomic writes b to path through a temp file, fsync and rename.
+func writeFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
@@ -101,7 +98,7 @@ func writeJSONAtomic(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, werr := f.Write(append(b, '\n'))
+	_, werr := f.Write(b)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
@@ -209,3 +206,45 @@ func balance(h []wire.Message) []wire.Message {
 }
 
 func renameFile(from, to string) error { return os.Rename(from, to) }
+
+// historyWriter writes current.json for one turn. History messages are
+// never changed once appended (within a turn), so each is encoded once and
+// its bytes reused: a round costs the encoding of what it added, not of
+// the whole history.
+type historyWriter struct {
+	dir, agentID, convID string
+	enc                  [][]byte // encoded HistMessage of hist[i]
+}
+
+func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
+	if len(w.enc) > len(hist) {
+		w.enc = w.enc[:0]
+	}
+	for i := len(w.enc); i < len(hist); i++ {
+		b, err := json.Marshal(HistMessage{ID: i + 1, Role: hist[i].Role, Content: hist[i].Content})
+		if err != nil {
+			return fmt.Errorf("encode message %d: %w", i+1, err)
+		}
+		w.enc = append(w.enc, b)
+	}
+	head, err := json.Marshal(Current{AgentID: w.agentID, ConversationID: w.convID, UpdatedAt: now})
+	if err != nil {
+		return fmt.Errorf("encode current.json: %w", err)
+	}
+	// head ends with "messages":null}; splice the encoded messages in.
+	head = bytes.TrimSuffix(head, []byte("null}"))
+	size := len(head) + 3
+	for _, b := range w.enc {
+		size += len(b) + 1
+	}
+	buf := make([]byte, 0, size)
+	buf = append(append(buf, head...), '[')
+	for i, b := range w.enc {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, b...)
+	}
+	buf = append(buf, "]}\n"...)
+	return writeFileAtomic(filepath.Join(w.dir, "current.json"), buf)
+}

@@ -30,6 +30,7 @@ type turnJob struct {
 	text   string
 	hist   []wire.Message
 	reply  Reply
+	writer historyWriter
 }
 
 func newTurnID() string {
@@ -43,6 +44,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := a.env.Now()
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
+	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID}
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
 	a.hist, a.running, a.cancel, a.waiters = nil, true, cancel, waiters
 	a.reply = j.reply
@@ -211,7 +213,7 @@ func firstLine(s string) string {
 // persist writes current.json and reply.json; a write failure is logged,
 // not fatal: the turn goes on and the next write tries again.
 func (j *turnJob) persist() {
-	if err := saveCurrent(j.a.dir(), j.a.cfg.ID, j.convID, j.hist, j.a.env.Now()); err != nil {
+	if err := j.writer.save(j.hist, j.a.env.Now()); err != nil {
 		j.a.log.WithError(err).Error("Could not write current.json")
 	}
 	j.reply.UpdatedAt = j.a.env.Now()
@@ -244,6 +246,7 @@ func (j *turnJob) cancelled() TurnResult {
 
 func (j *turnJob) endWith(marker, status string) {
 	j.hist = append(balance(j.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(marker)}})
+	j.writer.enc = nil // balance may have changed a message already written
 	j.reply.Status, j.reply.Answer = status, ""
 	j.persist()
 }
