@@ -111,6 +111,7 @@ type Agent struct {
 	// Owned by the loop goroutine.
 	hist    []wire.Message
 	convID  string
+	model   string // the model of the last turn, named in current.json
 	status  pane.Status
 	queue   []item
 	running bool
@@ -160,12 +161,20 @@ func (a *Agent) restore() (string, error) {
 		a.convID = uuid.NewString()
 		return "history was unreadable; kept as " + filepath.Base(aside) + ", started a new conversation", a.save()
 	}
-	if !ok || cur.ConversationID == "" {
+	if !ok {
 		a.convID = uuid.NewString()
 		return "ready", a.save()
 	}
-	a.convID = cur.ConversationID
+	a.convID, a.model = cur.ConversationID, cur.Model
 	a.hist = fromHist(cur.Messages)
+	if a.convID == "" {
+		// A history without an id (hand-made or older) keeps its messages
+		// under a new id.
+		a.convID = uuid.NewString()
+		if err := a.save(); err != nil {
+			return "", err
+		}
+	}
 	var rep Reply
 	if ok, _ := readJSON(filepath.Join(a.dir(), "reply.json"), &rep); ok {
 		a.reply = rep
@@ -190,11 +199,11 @@ func (a *Agent) restore() (string, error) {
 
 // save writes current.json from the history (the caller owns it).
 func (a *Agent) save() error {
-	return saveCurrent(a.dir(), a.cfg.ID, a.convID, a.hist, a.env.Now())
+	return saveCurrent(a.dir(), a.cfg.ID, a.convID, a.model, a.hist, a.env.Now())
 }
 
-func saveCurrent(dir, id, convID string, hist []wire.Message, now time.Time) error {
-	w := historyWriter{dir: dir, agentID: id, convID: convID}
+func saveCurrent(dir, id, convID, model string, hist []wire.Message, now time.Time) error {
+	w := historyWriter{dir: dir, agentID: id, convID: convID, model: model}
 	return w.save(hist, now)
 }
 

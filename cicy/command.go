@@ -135,7 +135,7 @@ func (a *Agent) compact(ctx context.Context, hist []wire.Message, convID string)
 		return fail("the summary came back empty")
 	}
 	out := append([]wire.Message{{Role: wire.RoleUser, Content: []wire.Block{wire.Text(summaryPrefix + summary)}}}, hist[cut:]...)
-	if err := saveCurrent(a.dir(), a.cfg.ID, convID, out, a.env.Now()); err != nil {
+	if err := saveCurrent(a.dir(), a.cfg.ID, convID, s.model, out, a.env.Now()); err != nil {
 		return fail(err.Error())
 	}
 	return out, TurnResult{Status: TurnCompleted, Answer: fmt.Sprintf("compacted: %d messages folded into a summary, %d kept", cut, len(hist)-cut)}

@@ -61,6 +61,23 @@ type Reply struct {
 	Usage          wire.Usage `json:"usage"`
 }
 
+// UnmarshalJSON accepts content as a string or a list of blocks, as the
+// Messages API does, so a hand-edited history in either form loads.
+func (m *HistMessage) UnmarshalJSON(b []byte) error {
+	var id struct {
+		ID int `json:"id"`
+	}
+	if err := json.Unmarshal(b, &id); err != nil {
+		return err
+	}
+	var wm wire.Message
+	if err := json.Unmarshal(b, &wm); err != nil {
+		return err
+	}
+	*m = HistMessage{ID: id.ID, Role: wm.Role, Content: wm.Content}
+	return nil
+}
+
 // fromHist strips display ids and cache marks, and drops empty messages.
 func fromHist(h []HistMessage) []wire.Message {
 	out := make([]wire.Message, 0, len(h))
@@ -212,8 +229,8 @@ func renameFile(from, to string) error { return os.Rename(from, to) }
 // its bytes reused: a round costs the encoding of what it added, not of
 // the whole history.
 type historyWriter struct {
-	dir, agentID, convID string
-	enc                  [][]byte // encoded HistMessage of hist[i]
+	dir, agentID, convID, model string
+	enc                         [][]byte // encoded HistMessage of hist[i]
 }
 
 func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
@@ -227,7 +244,7 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 		}
 		w.enc = append(w.enc, b)
 	}
-	head, err := json.Marshal(Current{AgentID: w.agentID, ConversationID: w.convID, UpdatedAt: now})
+	head, err := json.Marshal(Current{AgentID: w.agentID, ConversationID: w.convID, UpdatedAt: now, Model: w.model})
 	if err != nil {
 		return fmt.Errorf("encode current.json: %w", err)
 	}

@@ -44,7 +44,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := a.env.Now()
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
-	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID}
+	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model}
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
 	a.hist, a.running, a.cancel, a.waiters = nil, true, cancel, waiters
 	a.reply = j.reply
@@ -61,7 +61,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 
 // finishTurn takes the history back and tells the waiters. Runs on the loop.
 func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
-	a.hist, a.running, a.cancel = j.hist, false, nil
+	a.hist, a.running, a.cancel, a.model = j.hist, false, nil, j.writer.model
 	a.reply = j.reply
 	switch res.Status {
 	case TurnCompleted:
@@ -100,6 +100,7 @@ func (j *turnJob) run() TurnResult {
 	if err != nil {
 		return j.fail(err.Error())
 	}
+	j.writer.model = s.model
 	for round := 0; round < s.maxRounds; round++ {
 		final := round == s.maxRounds-1
 		resp, err := j.call(s, final)
