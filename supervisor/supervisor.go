@@ -271,6 +271,21 @@ func paneEnv(h Home, id string) []string {
 
 func hasKey(kv, key string) bool { return len(kv) > len(key) && kv[:len(key)+1] == key+"=" }
 
+// halt stops what runs for the pane — its turn loop, or its process (SIGTERM,
+// grace, SIGKILL), keeping the final status. The caller holds e.op.
+func (e *entry) halt(grace time.Duration, why string) {
+	if e.agent != nil {
+		e.agent.Close()
+		e.agent = nil
+	}
+	if e.proc != nil {
+		e.proc.Stop(grace, why)
+		e.last = e.proc.Status()
+		e.proc.Close()
+		e.proc = nil
+	}
+}
+
 func (e *entry) status() pane.Status {
 	switch {
 	case e.agent != nil:
@@ -474,15 +489,7 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	if e.agent != nil {
-		e.agent.Close()
-		e.agent = nil
-	}
-	if e.proc != nil {
-		e.proc.Stop(s.cfg.StopGrace, "restarted")
-		e.proc.Close()
-		e.proc = nil
-	}
+	e.halt(s.cfg.StopGrace, "restarted")
 	if err := s.start(ctx, e); err != nil {
 		e.last = pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
 		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(e.last)); serr != nil {
@@ -502,15 +509,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	if e.agent != nil {
-		e.agent.Close()
-		e.agent = nil
-	}
-	if e.proc != nil {
-		e.proc.Stop(s.cfg.StopGrace, "killed")
-		e.proc.Close()
-		e.proc = nil
-	}
+	e.halt(s.cfg.StopGrace, "killed")
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
 		return err
 	}
@@ -556,17 +555,7 @@ func (s *Supervisor) Close() {
 			defer wg.Done()
 			e.op.Lock()
 			defer e.op.Unlock()
-			if e.agent != nil {
-				e.agent.Close()
-				e.agent = nil
-			}
-			if e.proc == nil {
-				return
-			}
-			e.proc.Stop(s.cfg.StopGrace, "the supervisor shut down")
-			e.last = e.proc.Status()
-			e.proc.Close()
-			e.proc = nil
+			e.halt(s.cfg.StopGrace, "the supervisor shut down")
 		}()
 	}
 	wg.Wait()

@@ -108,6 +108,20 @@ func paneArg(c *cli.Context, usage string) (string, error) {
 	return supervisor.ParsePaneID(a[0])
 }
 
+// withPane parses the one pane argument, connects (starting the
+// supervisor if needed) and runs f.
+func withPane(c *cli.Context, f func(cl *supervisor.Client, id string) error) error {
+	id, err := paneArg(c, "<pane>")
+	if err != nil {
+		return err
+	}
+	cl, err := client(c)
+	if err != nil {
+		return err
+	}
+	return f(cl, id)
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -389,19 +403,13 @@ func (e *env) cancelCmd() *cli.Command {
 		Usage:     "stop the running turn of a cicy pane and the tools it runs (queued messages still run)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			id, err := paneArg(c, "<pane>")
-			if err != nil {
+			return withPane(c, func(cl *supervisor.Client, id string) error {
+				was, err := cl.Cancel(c.Context, id)
+				if err == nil && !was {
+					fmt.Fprintf(e.stderr, "%s has no turn running\n", id)
+				}
 				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			was, err := cl.Cancel(c.Context, id)
-			if err == nil && !was {
-				fmt.Fprintf(e.stderr, "%s has no turn running\n", id)
-			}
-			return err
+			})
 		},
 	}
 }
@@ -415,26 +423,20 @@ func (e *env) slashCmd(name, usage string) *cli.Command {
 		ArgsUsage: "<pane>",
 		Flags:     []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			id, err := paneArg(c, "<pane>")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.Command(c.Context, id, name)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, res)
-			}
-			if res.Status != "completed" {
-				return failf("%s failed: %s", name, res.Error)
-			}
-			fmt.Fprintln(e.stdout, res.Answer)
-			return nil
+			return withPane(c, func(cl *supervisor.Client, id string) error {
+				res, err := cl.Command(c.Context, id, name)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					return printJSON(e.stdout, res)
+				}
+				if res.Status != "completed" {
+					return failf("%s failed: %s", name, res.Error)
+				}
+				fmt.Fprintln(e.stdout, res.Answer)
+				return nil
+			})
 		},
 	}
 }
@@ -481,15 +483,7 @@ func (e *env) killCmd() *cli.Command {
 		Usage:     "stop a pane and remove it (its workspace stays)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			id, err := paneArg(c, "<pane>")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return cl.Kill(c.Context, id)
+			return withPane(c, func(cl *supervisor.Client, id string) error { return cl.Kill(c.Context, id) })
 		},
 	}
 }
@@ -500,15 +494,7 @@ func (e *env) restartCmd() *cli.Command {
 		Usage:     "start a pane again with the same argv and workspace (stopping it first if it runs)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			id, err := paneArg(c, "<pane>")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return cl.Restart(c.Context, id)
+			return withPane(c, func(cl *supervisor.Client, id string) error { return cl.Restart(c.Context, id) })
 		},
 	}
 }
