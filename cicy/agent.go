@@ -166,7 +166,14 @@ func (a *Agent) restore() (string, error) {
 		return "ready", a.save()
 	}
 	a.convID, a.model = cur.ConversationID, cur.Model
-	a.hist = fromHist(cur.Messages)
+	msgs, journaled := applyJournal(a.dir(), cur.Messages)
+	a.hist = fromHist(msgs)
+	if journaled {
+		// Fold the journal into current.json (which removes the journal).
+		if err := a.save(); err != nil {
+			return "", err
+		}
+	}
 	if a.convID == "" {
 		// A history without an id (hand-made or older) keeps its messages
 		// under a new id.

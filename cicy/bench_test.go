@@ -37,8 +37,9 @@ func realisticHistory(n int) []wire.Message {
 }
 
 // BenchmarkRoundOverhead is the local work of one round, network excluded:
-// assembling the request, encoding it, and writing current.json (fsync
-// included) after the round added its two messages.
+// assembling the request, encoding it, and putting the round's two new
+// messages on disk (the history journal) and reply.json, each with its
+// fsync — what a turn does every round.
 func BenchmarkRoundOverhead(b *testing.B) {
 	for _, n := range []int{10, 300, 600} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
@@ -48,16 +49,24 @@ func BenchmarkRoundOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			tl := []wire.Tool{tools.ShellDef(), tools.SkillDef()}
+			reply := Reply{TurnID: "t1", Status: TurnWorking, ToolCalls: []ToolCall{{Name: "shell", Input: json.RawMessage(`{"command":"ls"}`), Result: strings.Repeat("x", 1500)}}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				w.enc = w.enc[:n-2] // the round's two new messages are encoded anew
-				req := Assemble(Prompt{Model: "m", MaxTokens: 8192, PaneID: "w-1", TurnID: "t1", System: "You are a helpful assistant.",
-					Tools: tl, Role: "# Role\nYou are w-1.", Memories: "- [fact★3] x: y", History: hist})
-				if _, err := json.Marshal(req); err != nil {
+				// The round's two new messages, encoded and appended anew.
+				w.enc, w.written = w.enc[:n-2], n-2
+				if err := os.Truncate(filepath.Join(w.dir, journalName), 0); err != nil && !os.IsNotExist(err) {
 					b.Fatal(err)
 				}
-				if err := w.save(hist, time.Now()); err != nil {
+				req := Assemble(Prompt{Model: "m", MaxTokens: 8192, PaneID: "w-1", TurnID: "t1", System: "You are a helpful assistant.",
+					Tools: tl, Role: "# Role\nYou are w-1.", Memories: "- [fact★3] x: y", History: hist, Encoded: w.enc})
+				if _, err := req.Body(); err != nil {
+					b.Fatal(err)
+				}
+				if err := w.appendRound(hist, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				if err := writeJSONAtomic(filepath.Join(w.dir, "reply.json"), reply); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -224,25 +224,67 @@ func balance(h []wire.Message) []wire.Message {
 
 func renameFile(from, to string) error { return os.Rename(from, to) }
 
+// journalName is the file a turn appends its rounds' messages to between
+// two full writes of current.json: a round then writes (and fsyncs) a few
+// kilobytes instead of the whole history. The turn's end writes
+// current.json in full and removes the journal; a restore after a crash
+// applies what the journal holds.
+const journalName = "current.journal"
+
 // historyWriter writes current.json for one turn. History messages are
 // never changed once appended (within a turn), so each is encoded once and
 // its bytes reused: a round costs the encoding of what it added, not of
 // the whole history.
 type historyWriter struct {
 	dir, agentID, convID, model string
-	enc                         [][]byte // encoded HistMessage of hist[i]
+	enc                         [][]byte // JSON of hist[i] as a wire.Message (no display id)
+	written                     int      // messages on disk (current.json + journal)
 }
 
-func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
+func (w *historyWriter) encode(hist []wire.Message) error {
 	if len(w.enc) > len(hist) {
 		w.enc = w.enc[:0]
 	}
 	for i := len(w.enc); i < len(hist); i++ {
-		b, err := json.Marshal(HistMessage{ID: i + 1, Role: hist[i].Role, Content: hist[i].Content})
+		b, err := json.Marshal(hist[i])
 		if err != nil {
 			return fmt.Errorf("encode message %d: %w", i+1, err)
 		}
 		w.enc = append(w.enc, b)
+	}
+	return nil
+}
+
+// appendRound puts the messages added since the last write on disk: in the
+// journal when current.json already holds the rest, else in full.
+func (w *historyWriter) appendRound(hist []wire.Message, now time.Time) error {
+	if w.written == 0 || len(hist) < w.written {
+		return w.save(hist, now)
+	}
+	if err := w.encode(hist); err != nil {
+		return err
+	}
+	var buf []byte
+	for i := w.written; i < len(w.enc); i++ {
+		buf = append(appendWithID(buf, i+1, w.enc[i]), '\n')
+	}
+	f, err := os.OpenFile(filepath.Join(w.dir, journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open the history journal: %w", err)
+	}
+	_, werr := f.Write(buf)
+	serr := f.Sync()
+	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		return fmt.Errorf("write the history journal: %w", err)
+	}
+	w.written = len(hist)
+	return nil
+}
+
+// save writes current.json in full and drops the journal it now covers.
+func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
+	if err := w.encode(hist); err != nil {
+		return err
 	}
 	head, err := json.Marshal(Current{AgentID: w.agentID, ConversationID: w.convID, UpdatedAt: now, Model: w.model})
 	if err != nil {
@@ -252,7 +294,7 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 	head = bytes.TrimSuffix(head, []byte("null}"))
 	size := len(head) + 3
 	for _, b := range w.enc {
-		size += len(b) + 1
+		size += len(b) + 16
 	}
 	buf := make([]byte, 0, size)
 	buf = append(append(buf, head...), '[')
@@ -260,8 +302,46 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, b...)
+		buf = appendWithID(buf, i+1, b)
 	}
 	buf = append(buf, "]}\n"...)
-	return writeFileAtomic(filepath.Join(w.dir, "current.json"), buf)
+	if err := writeFileAtomic(filepath.Join(w.dir, "current.json"), buf); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(w.dir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the history journal: %w", err)
+	}
+	w.written = len(hist)
+	return nil
+}
+
+// appendWithID appends a message's JSON ({"role":…}) as current.json holds
+// it, with its display id first ({"id":N,"role":…}).
+func appendWithID(buf []byte, id int, msg []byte) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = strconv.AppendInt(buf, int64(id), 10)
+	buf = append(buf, ',')
+	return append(buf, msg[1:]...)
+}
+
+// applyJournal adds the journal's messages that continue msgs (ids in
+// sequence); a line torn by a crash ends it. It reports whether any was
+// added.
+func applyJournal(dir string, msgs []HistMessage) ([]HistMessage, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, journalName))
+	if err != nil {
+		return msgs, false
+	}
+	added := false
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var m HistMessage
+		if len(line) == 0 || json.Unmarshal(line, &m) != nil {
+			break
+		}
+		if m.ID == len(msgs)+1 {
+			msgs = append(msgs, m)
+			added = true
+		}
+	}
+	return msgs, added
 }

@@ -1,6 +1,8 @@
 package cicy
 
 import (
+	"encoding/json"
+
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -16,6 +18,10 @@ type Prompt struct {
 	Role      string // AGENTS.md body; "" when none
 	Memories  string // MEMORY.md; "" when none
 	History   []wire.Message
+	// Encoded, when set, holds the JSON of History[i] (see historyWriter);
+	// the request then reuses those bytes for every message it does not
+	// change, instead of encoding the history again.
+	Encoded [][]byte
 	// Final marks the last allowed round: tool_choice none and a note.
 	Final bool
 }
@@ -51,48 +57,94 @@ func Assemble(p Prompt) *wire.Request {
 			req.ToolChoice = &wire.ToolChoice{Type: "none"}
 		}
 	}
-	msgs := cloneMessages(Window(p.History))
+	start, msgs := window(p.History)
 	if len(msgs) == 0 {
 		return req
 	}
+	// The messages are shared with the history; the two that change get
+	// their own content slices.
+	msgs = append([]wire.Message(nil), msgs...)
+	changed := map[int]bool{}
 	if p.Role != "" {
 		if i := firstUser(msgs); i >= 0 {
 			role := wire.Text("<role>\n" + p.Role + "\n</role>")
 			msgs[i].Content = append([]wire.Block{role}, msgs[i].Content...)
+			changed[i] = true
 		}
 	}
-	last := &msgs[len(msgs)-1]
-	last.Content[len(last.Content)-1].CacheControl = wire.Ephemeral()
-	if last.Role == wire.RoleUser {
+	n := len(msgs) - 1
+	last := append([]wire.Block(nil), msgs[n].Content...)
+	last[len(last)-1].CacheControl = wire.Ephemeral()
+	if msgs[n].Role == wire.RoleUser {
 		if p.Memories != "" {
-			last.Content = append(last.Content, wire.Text("<memories>\n"+p.Memories+"\n</memories>"))
+			last = append(last, wire.Text("<memories>\n"+p.Memories+"\n</memories>"))
 		}
 		if p.Final {
-			last.Content = append(last.Content, wire.Text(finalNote))
+			last = append(last, wire.Text(finalNote))
 		}
 	}
+	msgs[n].Content = last
+	changed[n] = true
 	req.Messages = msgs
+	if start >= 0 && len(p.Encoded) > 0 {
+		req.RawMessages = rawMessages(msgs, start, p.Encoded, changed)
+	}
 	return req
+}
+
+// rawMessages gives each request message its encoding: the cached bytes of
+// a history message the request does not change, a fresh encoding
+// otherwise.
+func rawMessages(msgs []wire.Message, start int, enc [][]byte, changed map[int]bool) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		if h := start + i; !changed[i] && h < len(enc) {
+			out[i] = enc[h]
+			continue
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // Window is the part of the history a request carries: empty messages
 // dropped, and above HardCap only the most recent messages, starting at a
 // user message that holds no tool_result (so no result loses its call).
 func Window(h []wire.Message) []wire.Message {
-	out := make([]wire.Message, 0, len(h))
+	_, w := window(h)
+	return w
+}
+
+// window is Window and the index in h where it starts, or -1 when empty
+// messages were dropped (the indices then no longer line up).
+func window(h []wire.Message) (int, []wire.Message) {
+	start, out := 0, h
 	for _, m := range h {
-		if len(m.Content) > 0 {
-			out = append(out, m)
+		if len(m.Content) == 0 {
+			start, out = -1, nil
+			for _, m := range h {
+				if len(m.Content) > 0 {
+					out = append(out, m)
+				}
+			}
+			break
 		}
 	}
 	if len(out) <= HardCap {
-		return out
+		return start, out
 	}
-	start := len(out) - HardCap
-	for start < len(out) && !(out[start].Role == wire.RoleUser && !hasToolResult(out[start])) {
-		start++
+	cut := len(out) - HardCap
+	for cut < len(out) && !(out[cut].Role == wire.RoleUser && !hasToolResult(out[cut])) {
+		cut++
 	}
-	return out[start:]
+	if start >= 0 {
+		start += cut
+	}
+	return start, out[cut:]
 }
 
 func hasToolResult(m wire.Message) bool {

@@ -121,9 +121,9 @@ func (j *turnJob) run() TurnResult {
 		if len(uses) == 0 {
 			return j.complete()
 		}
-		j.persist() // the calls are on disk before they run
+		j.persistRound() // the calls are on disk before they run
 		j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
-		j.persist()
+		j.persistRound()
 		if final {
 			return j.complete()
 		}
@@ -139,7 +139,7 @@ func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
 	req := Assemble(Prompt{
 		Model: s.model, MaxTokens: s.maxTokens, PaneID: j.a.cfg.ID, TurnID: j.id,
 		System: s.system, Skills: s.skills, Tools: s.tools, Role: s.role, Memories: s.memories,
-		History: j.hist, Final: final,
+		History: j.hist, Final: final, Encoded: j.writer.enc,
 	})
 	start := time.Now()
 	resp, err := s.prov.Stream(j.ctx, req, func(e wire.Event) {
@@ -211,12 +211,25 @@ func firstLine(s string) string {
 	return line
 }
 
-// persist writes current.json and reply.json; a write failure is logged,
-// not fatal: the turn goes on and the next write tries again.
+// persist writes current.json in full and reply.json; a write failure is
+// logged, not fatal: the turn goes on and the next write tries again.
 func (j *turnJob) persist() {
 	if err := j.writer.save(j.hist, j.a.env.Now()); err != nil {
 		j.a.log.WithError(err).Error("Could not write current.json")
 	}
+	j.writeReply()
+}
+
+// persistRound puts a round's messages on disk (the journal) and
+// reply.json.
+func (j *turnJob) persistRound() {
+	if err := j.writer.appendRound(j.hist, j.a.env.Now()); err != nil {
+		j.a.log.WithError(err).Error("Could not write the round to the history journal")
+	}
+	j.writeReply()
+}
+
+func (j *turnJob) writeReply() {
 	j.reply.UpdatedAt = j.a.env.Now()
 	if err := writeJSONAtomic(filepath.Join(j.a.dir(), "reply.json"), j.reply); err != nil {
 		j.a.log.WithError(err).Error("Could not write reply.json")

@@ -29,7 +29,7 @@ const anthropicVersion = "2023-06-01"
 func (a *Anthropic) Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
 	r := *req
 	r.Stream = true
-	body, err := json.Marshal(&r)
+	body, err := r.Body()
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}

@@ -8,6 +8,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -150,6 +151,12 @@ type Request struct {
 	Messages   []Message   `json:"messages"`
 	Stream     bool        `json:"stream"`
 
+	// RawMessages, when set, is the JSON of each of Messages, ready to be
+	// spliced into the body by Body (the turn loop caches the history's
+	// encoding; re-encoding 600 messages every round is the largest local
+	// cost of a round).
+	RawMessages [][]byte `json:"-"`
+
 	PaneID string `json:"-"` // X-Cicy-Pane
 	TurnID string `json:"-"` // X-Cicy-Turn-Id (main turns)
 	Aux    string `json:"-"` // X-Cicy-Aux: compact | memory (aux calls)
@@ -207,4 +214,39 @@ func (e *APIError) Error() string {
 	default:
 		return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
 	}
+}
+
+// Body is the request's JSON body: json.Marshal of it, with RawMessages
+// spliced in for "messages" when they are set (byte for byte what
+// json.Marshal of Messages gives, since they are its parts).
+func (r *Request) Body() ([]byte, error) {
+	if len(r.RawMessages) == 0 || len(r.RawMessages) != len(r.Messages) {
+		return json.Marshal(r)
+	}
+	head := *r
+	head.Messages = nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	const hole = `"messages":null,"stream"`
+	i := bytes.LastIndex(b, []byte(hole))
+	if i < 0 {
+		return json.Marshal(r)
+	}
+	size := len(b) + 2
+	for _, m := range r.RawMessages {
+		size += len(m) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, b[:i]...)
+	out = append(out, `"messages":[`...)
+	for k, m := range r.RawMessages {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m...)
+	}
+	out = append(out, ']', ',')
+	return append(out, b[i+len(`"messages":null,`):]...), nil
 }
