@@ -530,7 +530,7 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 	for _, pi := range s.List(ctx) {
 		u := pi.Usage
 		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
-			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit}
+			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
 		}

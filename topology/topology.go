@@ -22,6 +22,7 @@ type Pane struct {
 	CurrentTask string
 	Tokens      int64   // all input and output tokens so far
 	CacheHit    float64 // cache-read over all input tokens; -1 when none
+	Compactable bool    // a cicy pane with more than 300 messages
 }
 
 // TaskCounts are a master's tasks by status.
@@ -44,19 +45,21 @@ type Worker struct {
 	CurrentTask string  `json:"current_task"`
 	Tokens      int64   `json:"tokens"`
 	CacheHit    float64 `json:"cache_hit"`
+	Compactable bool    `json:"compactable"`
 }
 
 // Master is one master with its workers and task counts.
 type Master struct {
-	ID       string     `json:"id"`
-	Title    string     `json:"title"`
-	Type     string     `json:"type"`
-	State    string     `json:"state"`
-	Reason   string     `json:"reason"`
-	Workers  []Worker   `json:"workers"`
-	Tasks    TaskCounts `json:"tasks"`
-	Tokens   int64      `json:"tokens"`
-	CacheHit float64    `json:"cache_hit"`
+	ID          string     `json:"id"`
+	Title       string     `json:"title"`
+	Type        string     `json:"type"`
+	State       string     `json:"state"`
+	Reason      string     `json:"reason"`
+	Workers     []Worker   `json:"workers"`
+	Tasks       TaskCounts `json:"tasks"`
+	Tokens      int64      `json:"tokens"`
+	CacheHit    float64    `json:"cache_hit"`
+	Compactable bool       `json:"compactable"`
 }
 
 // Untracked is a pane whose role is a free-text label.
@@ -107,7 +110,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 			index[p.ID] = len(st.Masters)
 			st.Masters = append(st.Masters, Master{
 				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
-				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]), Tokens: p.Tokens, CacheHit: p.CacheHit,
+				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]), Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
 			})
 		}
 	}
@@ -118,7 +121,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 		switch {
 		case p.Role == RoleMaster:
 		case Tracked(p.Role):
-			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Tokens: p.Tokens, CacheHit: p.CacheHit}
+			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable}
 			if i, ok := index[MasterOf(p, masterIDs)]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {

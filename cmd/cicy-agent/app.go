@@ -292,11 +292,15 @@ func (e *env) lsCmd() *cli.Command {
 }
 
 // usageCell is "12.3k tok 91% cached", or "" for a pane with no usage.
-func usageCell(n int64, hit float64) string {
+func usageCell(n int64, hit float64, compactable bool) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s tok %s cached", short(n), percent(hit))
+	s := fmt.Sprintf("%s tok %s cached", short(n), percent(hit))
+	if compactable {
+		s += " (compactable)"
+	}
+	return s
 }
 
 // tokens is a pane's total tokens (input of all kinds plus output), short.
@@ -532,13 +536,13 @@ func printStatus(w io.Writer, st supervisor.StatusResponse) {
 		if task == "" {
 			task = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip(wk.Title, 24), wk.Type, wk.State, clip(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip(wk.Title, 24), wk.Type, wk.State, clip(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
 	}
 	if len(st.Masters) == 0 {
 		fmt.Fprintln(tw, "no masters (create one with --role master)")
 	}
 	for _, m := range st.Masters {
-		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip(m.Title, 24), m.Type, m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit))
+		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip(m.Title, 24), m.Type, m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit, m.Compactable))
 		for _, wk := range m.Workers {
 			worker(wk)
 		}
