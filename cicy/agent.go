@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -54,6 +56,10 @@ type Env struct {
 	Team        TeamTools
 	Log         *logrus.Entry
 	Now         func() time.Time
+	// Clock drives the memory triggers (default: real time).
+	Clock Clock
+
+	headMemories bool // see Prompt.headMemories
 }
 
 // PaneConfig is the agent_config of a cicy pane.
@@ -119,31 +125,40 @@ type Agent struct {
 	waiters []chan TurnResult
 	reply   Reply
 	subs    map[chan Event]struct{}
+	mem     memState
+
+	store *memory.Store // long-term memory; safe for concurrent use
 }
 
 // Start restores the pane's conversation from disk and starts its loop. A
 // turn that was in flight when the supervisor died is closed with an
 // interrupted marker; its user message is kept.
 func Start(cfg PaneConfig, env Env) (*Agent, error) {
+	if env.Clock == nil {
+		env.Clock = realClock{}
+	}
 	if env.Now == nil {
-		env.Now = time.Now
+		env.Now = env.Clock.Now
 	}
 	if env.Getenv == nil {
 		env.Getenv = func(string) string { return "" }
 	}
 	if env.Log == nil {
-		env.Log = logrus.NewEntry(logrus.New())
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		env.Log = logrus.NewEntry(l)
 	}
 	a := &Agent{
 		cfg: cfg, env: env, log: env.Log.WithField("pane", cfg.ID),
 		cmds: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
-		subs: map[chan Event]struct{}{},
+		subs: map[chan Event]struct{}{}, store: memory.Open(cfg.Workspace),
 	}
 	reason, err := a.restore()
 	if err != nil {
 		return nil, err
 	}
 	a.status = pane.Status{State: pane.Idle, Reason: reason, Since: env.Now()}
+	a.restoreMemory()
 	go a.loop()
 	return a, nil
 }
@@ -223,6 +238,9 @@ func (a *Agent) loop() {
 		case <-a.quit:
 			if a.cancel != nil {
 				a.cancel()
+			}
+			if a.mem.timer != nil {
+				a.mem.timer.Stop()
 			}
 			for ch := range a.subs {
 				close(ch)

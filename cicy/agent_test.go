@@ -1173,7 +1173,15 @@ func TestHardCapWindow(t *testing.T) {
 }
 
 func TestClear(t *testing.T) {
-	r := newRig(t, replies(textReply("first-answer-q7"), textReply("fresh")))
+	main := replies(textReply("first-answer-q7"), textReply("fresh"))
+	turns := 0
+	r := newRig(t, func(_ int, rec *apitest.Recorded) apitest.Reply {
+		if rec.Req.Aux == "memory" { // /clear flushes the memory buffer first
+			return textReply(`{"memories":[]}`)
+		}
+		turns++
+		return main(turns-1, rec)
+	})
 	r.writeMemory(testMemoryMD)
 	mustWrite(t, filepath.Join(r.ws, ".cicy", "memory", "preference_colour.md"), "---\nmem_id: preference_colour\n---\n\nteal\n")
 	agentsBefore := mustRead(t, filepath.Join(r.ws, "AGENTS.md"))
@@ -1188,7 +1196,10 @@ func TestClear(t *testing.T) {
 	if res.Status != TurnCompleted {
 		t.Fatalf("/clear: %+v", res)
 	}
-	r.requests(1) // /clear makes no model call
+	<-a.FlushMemory(true) // the flush /clear started has ended
+	if rs := r.requests(2); rs[1].Req.Aux != "memory" {
+		t.Errorf("/clear made a model call other than the memory flush: aux %q", rs[1].Req.Aux)
+	}
 	id := a.ConversationID()
 	if id == old || !uuidV4.MatchString(id) {
 		t.Errorf("conversation id %q after /clear (was %q), want a new UUIDv4", id, old)
@@ -1219,8 +1230,8 @@ func TestClear(t *testing.T) {
 	if res := r.send("again"); res.Status != TurnCompleted || res.Answer != "fresh" {
 		t.Fatalf("after /clear: %+v", res)
 	}
-	req := r.requests(2)[1].Req
-	if len(req.Messages) != 1 || strings.Contains(string(r.requests(2)[1].Body), "first-answer-q7") {
+	req := r.requests(3)[2].Req
+	if len(req.Messages) != 1 || strings.Contains(string(r.requests(3)[2].Body), "first-answer-q7") {
 		t.Errorf("the first request after /clear carries old history: %d messages", len(req.Messages))
 	}
 	// The memories survive /clear and are still injected.

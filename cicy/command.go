@@ -50,6 +50,9 @@ func reply(w chan TurnResult, r TurnResult) {
 // clear archives the conversation, rotates its id and empties it.
 // AGENTS.md and .cicy/memory are untouched.
 func (a *Agent) clear() TurnResult {
+	// The buffered turns are recognised first; the recognition runs on its
+	// own and is not tied to the conversation being cleared.
+	a.flushMemory()
 	if err := archive(a.dir(), a.env.Now()); err != nil {
 		return TurnResult{Status: TurnFailed, Error: fmt.Sprintf("could not archive the conversation, so it was not cleared: %v", err)}
 	}

@@ -24,6 +24,10 @@ type Prompt struct {
 	Encoded [][]byte
 	// Final marks the last allowed round: tool_choice none and a note.
 	Final bool
+	// headMemories puts the memories in the system prompt instead of the
+	// tail: the layout the tail injection is measured against (benchmark
+	// only; every memory change then invalidates the whole cached prefix).
+	headMemories bool
 }
 
 // Limits of the history window (SPEC §4).
@@ -46,6 +50,9 @@ const finalNote = "Your tool budget for this turn is spent: do not call any tool
 func Assemble(p Prompt) *wire.Request {
 	req := &wire.Request{Model: p.Model, MaxTokens: p.MaxTokens, PaneID: p.PaneID, TurnID: p.TurnID}
 	req.System = []wire.Block{wire.Text(p.System)}
+	if p.headMemories && p.Memories != "" {
+		req.System[0].Text += "\n\n<memories>\n" + p.Memories + "\n</memories>"
+	}
 	if p.Skills != "" {
 		req.System = append(req.System, wire.Text(p.Skills))
 	}
@@ -76,7 +83,7 @@ func Assemble(p Prompt) *wire.Request {
 	last := append([]wire.Block(nil), msgs[n].Content...)
 	last[len(last)-1].CacheControl = wire.Ephemeral()
 	if msgs[n].Role == wire.RoleUser {
-		if p.Memories != "" {
+		if p.Memories != "" && !p.headMemories {
 			last = append(last, wire.Text("<memories>\n"+p.Memories+"\n</memories>"))
 		}
 		if p.Final {

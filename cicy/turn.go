@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -72,6 +73,9 @@ func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
 		a.setStatus(pane.Idle, "turn "+j.id+" failed: "+res.Error)
 	}
 	a.broadcast(Event{Kind: "turn_end", Status: res.Status, Text: res.Answer})
+	if res.Status == TurnCompleted {
+		a.harvest(j.text, res.Answer, j.reply.ToolCalls)
+	}
 	for _, w := range a.waiters {
 		w <- res
 	}
@@ -139,8 +143,11 @@ func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
 	req := Assemble(Prompt{
 		Model: s.model, MaxTokens: s.maxTokens, PaneID: j.a.cfg.ID, TurnID: j.id,
 		System: s.system, Skills: s.skills, Tools: s.tools, Role: s.role, Memories: s.memories,
-		History: j.hist, Final: final, Encoded: j.writer.enc,
+		History: j.hist, Final: final, Encoded: j.writer.enc, headMemories: j.a.env.headMemories,
 	})
+	if j.a.env.Getenv("CICY_DEBUG_REQUESTS") != "" {
+		j.a.dumpRequest(req)
+	}
 	start := time.Now()
 	resp, err := s.prov.Stream(j.ctx, req, func(e wire.Event) {
 		switch e.Type {
@@ -386,4 +393,17 @@ func defaultModel(provider string) string {
 		return "script"
 	}
 	return ""
+}
+
+// dumpRequest writes the body of the round's request to
+// .cicy/history/last-request.json (CICY_DEBUG_REQUESTS set), to inspect
+// exactly what a model received. The body never holds credentials.
+func (a *Agent) dumpRequest(req *wire.Request) {
+	body, err := req.Body()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(a.dir(), "last-request.json"), body, 0o644)
+	}
+	if err != nil {
+		a.log.WithError(err).Warn("Could not write last-request.json")
+	}
 }

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
 
 // Client talks to the supervisor of one home over its socket.
@@ -308,4 +311,30 @@ func decodeErr(resp *http.Response) error {
 // isNoServer tells a missing or dead socket from other failures.
 func isNoServer(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// Memories lists a cicy pane's memories.
+func (c *Client) Memories(ctx context.Context, id string) (MemoryList, error) {
+	var out MemoryList
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id)+"/memory", nil, &out)
+	return out, err
+}
+
+// Memory returns one memory of a cicy pane.
+func (c *Client) Memory(ctx context.Context, id, memID string) (memory.Memory, error) {
+	var out memory.Memory
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id)+"/memory/"+url.PathEscape(memID), nil, &out)
+	return out, err
+}
+
+// MemoryRemove moves a memory to the pane's _archive/.
+func (c *Client) MemoryRemove(ctx context.Context, id, memID string) error {
+	return c.do(ctx, http.MethodDelete, "/api/panes/"+url.PathEscape(id)+"/memory/"+url.PathEscape(memID), nil, nil)
+}
+
+// MemoryFlush recognises the pane's buffered turns now.
+func (c *Client) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
+	var out cicy.FlushResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/memory/flush", nil, &out)
+	return out, err
 }

@@ -130,6 +130,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("GET /api/status", a.status)
+	a.memoryRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -59,13 +59,19 @@ type ScriptMatch struct {
 	// System is a regex on the system text blocks joined by blank lines.
 	// Empty: any.
 	System string `yaml:"system"`
+	// Memories is a regex on the <memories> block of the last user message
+	// (its content without the tags); a request without one matches only
+	// an empty regex. Its capture groups are {{m1}}..{{m9}}.
+	Memories string `yaml:"memories"`
 
-	lastUser, pane, system *regexp.Regexp
+	lastUser, pane, system, memories *regexp.Regexp
 }
 
 // ScriptReply is a rule's answer. Text and string values of tool inputs
 // may hold placeholders: {{last_user}}, {{tool_result}}, {{pane}} and
-// {{1}}..{{9}} (capture groups of the last_user regex).
+// {{1}}..{{9}} (capture groups of the last_user regex), {{memories}} (the
+// <memories> block's content) and {{m1}}..{{m9}} (groups of the memories
+// regex).
 type ScriptReply struct {
 	Text      string           `yaml:"text"`
 	ToolCalls []ScriptToolCall `yaml:"tool_calls"`
@@ -158,6 +164,9 @@ func (r *ScriptRule) check() error {
 	if m.system, err = compileOptional("match.system", m.System); err != nil {
 		return err
 	}
+	if m.memories, err = compileOptional("match.memories", m.Memories); err != nil {
+		return err
+	}
 	if r.Error != nil && (r.Error.Status < 400 || r.Error.Status > 599) {
 		return fmt.Errorf("error.status must be an HTTP error status (400-599), got %d", r.Error.Status)
 	}
@@ -178,6 +187,7 @@ func compileOptional(field, expr string) (*regexp.Regexp, error) {
 // scriptView is what rules look at in a request.
 type scriptView struct {
 	lastUser      string // text of the last user message
+	memories      string // its <memories> block, without the tags
 	hasToolResult bool
 	toolResult    string // content of its last tool_result
 	pane          string
@@ -196,6 +206,9 @@ func viewOf(req *wire.Request) scriptView {
 		for _, b := range m.Content {
 			if b.Type == wire.TypeToolResult {
 				v.hasToolResult, v.toolResult = true, b.Content
+			}
+			if b.Type == wire.TypeText && isInjected(b.Text) && strings.HasPrefix(b.Text, "<memories>\n") {
+				v.memories = strings.TrimSuffix(strings.TrimPrefix(b.Text, "<memories>\n"), "\n</memories>")
 			}
 		}
 		break
@@ -232,30 +245,36 @@ func joinTexts(blocks []wire.Block) string {
 
 // matches reports whether the rule answers v, with the capture groups of
 // its last_user regex.
-func (r *ScriptRule) matches(v scriptView) (groups []string, ok bool) {
+func (r *ScriptRule) matches(v scriptView) (groups, memGroups []string, ok bool) {
 	m := &r.Match
 	if r.Times > 0 && r.matched >= r.Times {
-		return nil, false
+		return nil, nil, false
 	}
 	if m.Aux != "*" && m.Aux != v.aux {
-		return nil, false
+		return nil, nil, false
 	}
 	if m.ToolResult != nil && *m.ToolResult != v.hasToolResult {
-		return nil, false
+		return nil, nil, false
 	}
 	if m.pane != nil && !m.pane.MatchString(v.pane) {
-		return nil, false
+		return nil, nil, false
 	}
 	if m.system != nil && !m.system.MatchString(v.system) {
-		return nil, false
+		return nil, nil, false
 	}
 	if m.lastUser != nil {
 		groups = m.lastUser.FindStringSubmatch(v.lastUser)
 		if groups == nil {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return groups, true
+	if m.memories != nil {
+		memGroups = m.memories.FindStringSubmatch(v.memories)
+		if memGroups == nil {
+			return nil, nil, false
+		}
+	}
+	return groups, memGroups, true
 }
 
 // Respond answers req with the first matching rule; usage comes from sim
@@ -269,7 +288,7 @@ func (s *ScriptRules) Respond(req *wire.Request, sim *CacheSim) (*wire.Response,
 	v := viewOf(req)
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		groups, ok := r.matches(v)
+		groups, memGroups, ok := r.matches(v)
 		if !ok {
 			continue
 		}
@@ -277,7 +296,7 @@ func (s *ScriptRules) Respond(req *wire.Request, sim *CacheSim) (*wire.Response,
 		if r.Error != nil {
 			return nil, r.Error.apiError()
 		}
-		return s.reply(r, req, sim, placeholders(v, groups))
+		return s.reply(r, req, sim, placeholders(v, groups, memGroups))
 	}
 	return nil, noRuleError(v)
 }
@@ -324,14 +343,17 @@ func (e *ScriptError) apiError() *wire.APIError {
 
 // placeholders substitutes the reply placeholders in one pass, so a
 // substituted value holding "{{pane}}" is left alone.
-func placeholders(v scriptView, groups []string) *strings.Replacer {
-	pairs := []string{"{{last_user}}", v.lastUser, "{{tool_result}}", v.toolResult, "{{pane}}", v.pane}
+func placeholders(v scriptView, groups, memGroups []string) *strings.Replacer {
+	pairs := []string{"{{last_user}}", v.lastUser, "{{tool_result}}", v.toolResult, "{{pane}}", v.pane, "{{memories}}", v.memories}
 	for i := 1; i <= 9; i++ {
-		g := ""
+		g, mg := "", ""
 		if i < len(groups) {
 			g = groups[i]
 		}
-		pairs = append(pairs, "{{"+strconv.Itoa(i)+"}}", g)
+		if i < len(memGroups) {
+			mg = memGroups[i]
+		}
+		pairs = append(pairs, "{{"+strconv.Itoa(i)+"}}", g, "{{m"+strconv.Itoa(i)+"}}", mg)
 	}
 	return strings.NewReplacer(pairs...)
 }

@@ -53,11 +53,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.attachCmd(), e.killCmd(), e.restartCmd(), e.cancelCmd(),
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
-			e.statusCmd(), e.versionCmd(),
+			e.memoryCmd(), e.statusCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError
+		for _, sub := range c.Subcommands {
+			sub.OnUsageError = onUsageError
+		}
 	}
 	return app
 }

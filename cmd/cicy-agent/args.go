@@ -28,6 +28,14 @@ func permuteArgs(app *cli.App, args []string) []string {
 		return args
 	}
 	cmd := app.Command(args[i])
+	// Descend into subcommands (memory ls …).
+	for cmd != nil && len(cmd.Subcommands) > 0 && i+1 < len(args) {
+		sub := cmd.Command(args[i+1])
+		if sub == nil {
+			break
+		}
+		cmd, i = sub, i+1
+	}
 	if cmd == nil || len(cmd.Subcommands) > 0 {
 		return args
 	}

@@ -17,6 +17,7 @@ func TestPermuteArgs(t *testing.T) {
 		"x send w-1 -- --literal":              "x send -- w-1 -- --literal",
 		"x screen w-1 -n 3":                    "x screen -n 3 -- w-1",
 		"x ls --json":                          "x ls --json",
+		"x memory ls w-1 --json":               "x memory ls --json -- w-1",
 		"x create t --role ab --bogus -- bash": "x create --role ab --bogus -- t -- bash",
 	} {
 		got := strings.Join(permuteArgs(app, strings.Fields(in)), " ")

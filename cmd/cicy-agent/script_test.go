@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -62,6 +63,8 @@ func TestScripts(t *testing.T) {
 			"waitsocket":      cmdWaitSocket,
 			"waitfile":        cmdWaitFile,
 			"noprocess":       cmdNoProcess,
+			"waitout":         cmdWaitOut,
+			"memtail":         cmdMemTail,
 		},
 	})
 }
@@ -293,4 +296,51 @@ func isZombie(procDir string) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+}
+
+// waitout REGEX cicy-agent ARGS… runs the command until its stdout matches.
+func cmdWaitOut(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 || args[1] != "cicy-agent" {
+		ts.Fatalf("usage: waitout <regex> cicy-agent <args…>")
+	}
+	re := regexp.MustCompile(args[0])
+	poll(ts, "output matching "+args[0], re.MatchString, args[2:]...)
+}
+
+// memtail FILE TEXT checks a request body: the last block of the last
+// user message is the <memories> block holding TEXT, with no cache mark,
+// right after the block that carries the last breakpoint; and no memory
+// text comes before that breakpoint.
+func cmdMemTail(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: memtail <request.json> <text>")
+	}
+	var req struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type         string          `json:"type"`
+				Text         string          `json:"text"`
+				CacheControl json.RawMessage `json:"cache_control"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	body := ts.ReadFile(args[0])
+	ts.Check(json.Unmarshal([]byte(body), &req))
+	last := req.Messages[len(req.Messages)-1]
+	n := len(last.Content)
+	if last.Role != "user" || n < 2 {
+		ts.Fatalf("last message is not a user message with a memories block: %+v", last)
+	}
+	mem, prev := last.Content[n-1], last.Content[n-2]
+	if !strings.HasPrefix(mem.Text, "<memories>\n") || !strings.HasSuffix(mem.Text, "\n</memories>") || !strings.Contains(mem.Text, args[1]) {
+		ts.Fatalf("last block is not the <memories> block with %q: %q", args[1], mem.Text)
+	}
+	if len(mem.CacheControl) > 0 || len(prev.CacheControl) == 0 {
+		ts.Fatalf("the breakpoint is not on the block right before <memories>")
+	}
+	cut := strings.LastIndex(body, `"cache_control"`)
+	if strings.Contains(body[:cut], "<memories>") {
+		ts.Fatalf("memory bytes come before the last breakpoint")
+	}
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+// memoryCmd is `memory ls/show/flush/rm`: a cicy pane's long-term memory
+// (SPEC §5), plain files under <workspace>/.cicy/memory/.
+func (e *env) memoryCmd() *cli.Command {
+	memArgs := func(c *cli.Context) (string, string, error) {
+		a := c.Args().Slice()
+		if len(a) != 2 {
+			return "", "", usagef("usage: cicy-agent memory %s <pane> <mem_id>", c.Command.Name)
+		}
+		id, err := supervisor.ParsePaneID(a[0])
+		return id, a[1], err
+	}
+	return &cli.Command{
+		Name:  "memory",
+		Usage: "a cicy pane's long-term memory: ls, show, flush, rm",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "ls",
+				Usage:     "list the memories (index order), unreadable files, and turns waiting for recognition",
+				ArgsUsage: "<pane>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					return withPane(c, func(cl *supervisor.Client, id string) error {
+						l, err := cl.Memories(c.Context, id)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							return printJSON(e.stdout, l)
+						}
+						tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+						fmt.Fprintln(tw, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE")
+						for _, m := range l.Memories {
+							fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip(m.Title, 40))
+						}
+						tw.Flush()
+						for _, p := range l.Problems {
+							fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
+						}
+						fmt.Fprintf(e.stderr, "%d memories in %s; %d turns waiting for recognition\n", len(l.Memories), l.Dir, l.Buffered)
+						return nil
+					})
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "print one memory",
+				ArgsUsage: "<pane> <mem_id>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					id, memID, err := memArgs(c)
+					if err != nil {
+						return err
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					m, err := cl.Memory(c.Context, id, memID)
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(e.stdout, m)
+					}
+					fmt.Fprintf(e.stdout, "%s  [%s★%d]  %s\nupdated %s", m.MemID, m.Type, m.Salience, m.Title, m.Updated.Local().Format("2006-01-02 15:04:05"))
+					if len(m.Tags) > 0 {
+						fmt.Fprintf(e.stdout, "  tags %s", strings.Join(m.Tags, ", "))
+					}
+					fmt.Fprintf(e.stdout, "\n\n%s\n", m.Content)
+					return nil
+				},
+			},
+			{
+				Name:      "flush",
+				Usage:     "recognise the buffered turns now (one aux call) and wait for it",
+				ArgsUsage: "<pane>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					return withPane(c, func(cl *supervisor.Client, id string) error {
+						r, err := cl.MemoryFlush(c.Context, id)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							if err := printJSON(e.stdout, r); err != nil {
+								return err
+							}
+						} else if r.Error == "" {
+							fmt.Fprintf(e.stdout, "%d turns recognised, %d memories stored\n", r.Turns, r.Stored)
+						}
+						if r.Error != "" {
+							return failf("memory recognition failed (the turns are kept for a retry): %s", r.Error)
+						}
+						return nil
+					})
+				},
+			},
+			{
+				Name:      "rm",
+				Usage:     "move a memory to _archive/ (never deleted)",
+				ArgsUsage: "<pane> <mem_id>",
+				Action: func(c *cli.Context) error {
+					id, memID, err := memArgs(c)
+					if err != nil {
+						return err
+					}
+					cl, err := client(c)
+					if err != nil {
+						return err
+					}
+					return cl.MemoryRemove(c.Context, id, memID)
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,117 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/memory"
+)
+
+// MemoryList is `memory ls --json`: a cicy pane's memories in index order,
+// the files that could not be read, and the turns waiting for recognition.
+type MemoryList struct {
+	Pane     string           `json:"pane"`
+	Memories []memory.Memory  `json:"memories"`
+	Problems []memory.Problem `json:"problems"`
+	Buffered int              `json:"buffered"`
+	Dir      string           `json:"dir"`
+}
+
+func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
+	_, a, err := s.agentOf(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, a.Memory(), nil
+}
+
+// Memories lists a cicy pane's memories.
+func (s *Supervisor) Memories(id string) (MemoryList, error) {
+	a, st, err := s.memoryOf(id)
+	if err != nil {
+		return MemoryList{}, err
+	}
+	ms, problems, err := st.List()
+	if err != nil {
+		return MemoryList{}, failedErr("%v", err)
+	}
+	if ms == nil {
+		ms = []memory.Memory{}
+	}
+	if problems == nil {
+		problems = []memory.Problem{}
+	}
+	return MemoryList{Pane: id, Memories: ms, Problems: problems, Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
+}
+
+// MemoryGet returns one memory.
+func (s *Supervisor) MemoryGet(id, memID string) (memory.Memory, error) {
+	_, st, err := s.memoryOf(id)
+	if err != nil {
+		return memory.Memory{}, err
+	}
+	m, err := st.Get(memID)
+	if errors.Is(err, memory.ErrNotFound) {
+		return m, &Error{Kind: KindNotFound, Message: "pane " + id + " has no memory " + memID + " (see 'cicy-agent memory ls " + id + "')"}
+	}
+	if err != nil {
+		return m, usageErr("%v", err)
+	}
+	return m, nil
+}
+
+// MemoryRemove moves a memory to _archive/.
+func (s *Supervisor) MemoryRemove(id, memID string) error {
+	if _, err := s.MemoryGet(id, memID); err != nil {
+		return err
+	}
+	_, st, _ := s.memoryOf(id)
+	if err := st.Remove(memID); err != nil {
+		return failedErr("%v", err)
+	}
+	return nil
+}
+
+// MemoryFlush recognises the buffered turns now and waits for it.
+func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
+	a, _, err := s.memoryOf(id)
+	if err != nil {
+		return cicy.FlushResult{}, err
+	}
+	select {
+	case r := <-a.FlushMemory(true):
+		return r, nil
+	case <-ctx.Done():
+		return cicy.FlushResult{}, failedErr("the recognition is still running")
+	}
+}
+
+func (a *api) memoryRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/panes/{id}/memory", func(w http.ResponseWriter, r *http.Request) {
+		l, err := a.sup.Memories(r.PathValue("id"))
+		respond(w, l, err)
+	})
+	mux.HandleFunc("GET /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
+		m, err := a.sup.MemoryGet(r.PathValue("id"), r.PathValue("mem"))
+		respond(w, m, err)
+	})
+	mux.HandleFunc("DELETE /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
+		err := a.sup.MemoryRemove(r.PathValue("id"), r.PathValue("mem"))
+		respond(w, map[string]bool{"archived": err == nil}, err)
+	})
+	mux.HandleFunc("POST /api/panes/{id}/memory/flush", func(w http.ResponseWriter, r *http.Request) {
+		res, err := a.sup.MemoryFlush(r.Context(), r.PathValue("id"))
+		respond(w, res, err)
+	})
+}
+
+// respond writes v, or the error.
+func respond(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
