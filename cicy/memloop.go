@@ -26,7 +26,7 @@ type Timer interface{ Stop() bool }
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                              { return time.Now() }
+func (realClock) Now() time.Time                            { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // The memory loop's triggers and limits (SPEC §1, issue 4).

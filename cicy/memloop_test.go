@@ -23,10 +23,10 @@ type fakeClock struct {
 }
 
 type fakeTimer struct {
-	c     *fakeClock
-	at    time.Time
-	f     func()
-	done  bool
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool
 }
 
 func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)} }
