@@ -58,6 +58,9 @@ type Env struct {
 	Now         func() time.Time
 	// Clock drives the memory triggers (default: real time).
 	Clock Clock
+	// OnStatus is called (on the agent's loop; it must not block) after
+	// every state change.
+	OnStatus func(pane.Status)
 
 	headMemories bool // see Prompt.headMemories
 }
@@ -424,4 +427,82 @@ func (a *Agent) broadcast(e Event) {
 
 func (a *Agent) setStatus(s pane.State, reason string) {
 	a.status = pane.Status{State: s, Reason: reason, Since: a.env.Now()}
+	if a.env.OnStatus != nil {
+		a.env.OnStatus(a.status)
+	}
+}
+
+// Outcome of the turn that handled a message, read from the history.
+const (
+	OutcomeMissing = "missing" // no user message holds the text (never delivered, or lost)
+	OutcomeRunning = "running" // a turn holds the history now
+	OutcomeDone    = "done"
+	OutcomeFailed  = "failed" // the turn ended with a marker (failed, cancelled or interrupted)
+)
+
+// MessageOutcome finds the last user message containing text and tells
+// how the turn that handled it ended, with its answer. The supervisor uses
+// it after a restart to settle tasks from the worker's history.
+func (a *Agent) MessageOutcome(text string) (outcome, answer string) {
+	outcome = OutcomeRunning
+	a.do(func() {
+		if a.running {
+			return
+		}
+		outcome, answer = messageOutcome(a.hist, text)
+	})
+	return outcome, answer
+}
+
+func messageOutcome(h []wire.Message, text string) (string, string) {
+	at := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == wire.RoleUser && strings.Contains(h[i].JoinedText(), text) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return OutcomeMissing, ""
+	}
+	answer := ""
+	for _, m := range h[at+1:] {
+		if m.Role == wire.RoleUser && m.JoinedText() != "" {
+			break // the next turn
+		}
+		if m.Role == wire.RoleAssistant {
+			if t := m.JoinedText(); t != "" {
+				answer = t
+			}
+		}
+	}
+	if answer == "" || strings.HasPrefix(answer, "(no reply this turn") {
+		return OutcomeFailed, answer
+	}
+	return OutcomeDone, answer
+}
+
+// Mentions reports whether a user message of the history, or one waiting
+// in the queue, contains text.
+func (a *Agent) Mentions(text string) bool {
+	found := false
+	a.do(func() {
+		for _, it := range a.queue {
+			if strings.Contains(it.text, text) {
+				found = true
+				return
+			}
+		}
+		h := a.hist
+		if a.running {
+			return // the running turn's message was seen when it was queued
+		}
+		for _, m := range h {
+			if m.Role == wire.RoleUser && strings.Contains(m.JoinedText(), text) {
+				found = true
+				return
+			}
+		}
+	})
+	return found
 }

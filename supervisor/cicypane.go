@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -39,10 +40,12 @@ func (s *Supervisor) startAgent(e *entry) error {
 			}
 			return p, nil
 		},
-		Getenv: s.cfg.Getenv,
-		Usage:  usageSink{s.store},
-		Log:    s.log,
-		Now:    time.Now,
+		Getenv:   s.cfg.Getenv,
+		Usage:    usageSink{s.store},
+		Team:     teamTools{s},
+		OnStatus: func(pane.Status) { s.tasks.Kick() },
+		Log:      s.log,
+		Now:      time.Now,
 	})
 	if err != nil {
 		return err

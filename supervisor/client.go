@@ -338,3 +338,38 @@ func (c *Client) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, 
 	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/memory/flush", nil, &out)
 	return out, err
 }
+
+// Dispatch creates a task (and with req.Wait waits for it).
+func (c *Client) Dispatch(ctx context.Context, req DispatchRequest) (TaskInfo, error) {
+	var out TaskInfo
+	err := c.do(ctx, http.MethodPost, "/api/tasks", req, &out)
+	return out, err
+}
+
+// Tasks lists tasks from or to a pane ("" for all).
+func (c *Client) Tasks(ctx context.Context, pane string) ([]TaskInfo, error) {
+	var out []TaskInfo
+	err := c.do(ctx, http.MethodGet, "/api/tasks?pane="+url.QueryEscape(pane), nil, &out)
+	return out, err
+}
+
+// Task returns one task.
+func (c *Client) Task(ctx context.Context, id int64) (TaskInfo, error) {
+	var out TaskInfo
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/tasks/%d", id), nil, &out)
+	return out, err
+}
+
+// WaitTask blocks until the task ends or timeout passes (0: no limit).
+func (c *Client) WaitTask(ctx context.Context, id int64, timeout time.Duration) (TaskInfo, error) {
+	var out TaskInfo
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/tasks/%d/wait?timeout=%g", id, timeout.Seconds()), nil, &out)
+	return out, err
+}
+
+// CancelTask cancels a task.
+func (c *Client) CancelTask(ctx context.Context, id int64) (TaskInfo, error) {
+	var out TaskInfo
+	err := c.do(ctx, http.MethodPost, fmt.Sprintf("/api/tasks/%d/cancel", id), nil, &out)
+	return out, err
+}

@@ -33,6 +33,7 @@ type Store interface {
 	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
 	AddUsage(ctx context.Context, u schema.UsageRow) error
 	UsageTotals(ctx context.Context) (map[string]schema.UsageTotal, error)
+	TaskStore
 }
 
 // Config tunes a supervisor.
@@ -55,9 +56,11 @@ type Supervisor struct {
 	store     Store
 	log       *logrus.Entry
 	providers *provider.Factory
+	tasks     *outbox
 
-	mu    sync.Mutex
-	panes map[string]*entry
+	mu        sync.Mutex
+	panes     map[string]*entry
+	closeOnce sync.Once
 }
 
 // entry is one pane in the registry. op serialises lifecycle operations
@@ -84,6 +87,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		cfg.Getenv = os.Getenv
 	}
 	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv)}
+	s.tasks = newOutbox(s, store)
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
 		return nil, fmt.Errorf("seed the role templates: %w", err)
 	}
@@ -115,6 +119,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		s.panes[r.ID] = e
 	}
 	s.log.WithField("panes", len(rows)).Info("Supervisor loaded its panes")
+	go s.tasks.run()
 	return s, nil
 }
 
@@ -239,6 +244,7 @@ func (s *Supervisor) start(ctx context.Context, e *entry) error {
 		EnterDelay: shellEnterDelay,
 		Log:        log,
 		OnChange: func(st pane.Status) {
+			s.tasks.Kick()
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.
 			if st.State == pane.Starting || !st.Running() {
@@ -526,6 +532,14 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 	if err != nil {
 		return StatusResponse{}, err
 	}
+	delivered, err := s.store.TasksIn(ctx, schema.TaskDelivered)
+	if err != nil {
+		return StatusResponse{}, err
+	}
+	current := map[string]schema.Task{}
+	for _, t := range delivered {
+		current[t.To] = t
+	}
 	var ps []topology.Pane
 	for _, pi := range s.List(ctx) {
 		u := pi.Usage
@@ -533,6 +547,10 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
+		}
+		if t, ok := current[pi.ID]; ok {
+			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
+			tp.Elapsed = time.Since(schema.ParseTime(t.DeliveredAt.String)).Seconds()
 		}
 		ps = append(ps, tp)
 	}
@@ -542,6 +560,7 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 // Close stops every pane (in parallel, each with its grace period) and
 // records why.
 func (s *Supervisor) Close() {
+	s.closeOnce.Do(s.tasks.stop)
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {

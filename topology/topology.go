@@ -20,6 +20,7 @@ type Pane struct {
 	State       string
 	Reason      string
 	CurrentTask string
+	Elapsed     float64 // seconds the current task has run
 	Tokens      int64   // all input and output tokens so far
 	CacheHit    float64 // cache-read over all input tokens; -1 when none
 	Compactable bool    // a cicy pane with more than 300 messages
@@ -43,6 +44,7 @@ type Worker struct {
 	State       string  `json:"state"`
 	Reason      string  `json:"reason"`
 	CurrentTask string  `json:"current_task"`
+	Elapsed     float64 `json:"elapsed"`
 	Tokens      int64   `json:"tokens"`
 	CacheHit    float64 `json:"cache_hit"`
 	Compactable bool    `json:"compactable"`
@@ -121,7 +123,7 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 		switch {
 		case p.Role == RoleMaster:
 		case Tracked(p.Role):
-			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable}
+			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Elapsed: p.Elapsed, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable}
 			if i, ok := index[MasterOf(p, masterIDs)]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+func (e *env) dispatchCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "dispatch",
+		Usage:     "give a task to a worker; prints the task id (with --wait, the result)",
+		ArgsUsage: "--to <worker> <task…>",
+		Description: "The task waits in the outbox until the worker is idle, then goes to it: a cicy worker\n" +
+			"gets it as a message, a terminal worker gets it typed. When it ends, its master is told.\n" +
+			"Without --from the task comes from the worker's master (or from you, when it has none).\n" +
+			"Tasks go to workers only: not to a master, not to an untracked (free-text role) pane.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Usage: "the worker `PANE` (id or title)", Required: true},
+			&cli.StringFlag{Name: "from", Usage: "the master `PANE` it comes from"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait until the task ends and print its result"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the task goes on)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			text := strings.Join(c.Args().Slice(), " ")
+			if rest, ok := strings.CutPrefix(text, "-- "); ok {
+				text = rest
+			}
+			if strings.TrimSpace(text) == "" {
+				return usagef("usage: cicy-agent dispatch --to <worker> <task…>")
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			t, err := cl.Dispatch(c.Context, supervisor.DispatchRequest{
+				From: c.String("from"), To: c.String("to"), Text: text, Wait: c.Bool("wait"), Timeout: c.Duration("timeout").Seconds(),
+			})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if err := printJSON(e.stdout, t); err != nil {
+					return err
+				}
+			} else if !c.Bool("wait") {
+				fmt.Fprintln(e.stdout, t.ID)
+			} else if t.Result != "" {
+				fmt.Fprintln(e.stdout, t.Result)
+			}
+			if c.Bool("wait") {
+				return taskExit(t)
+			}
+			return nil
+		},
+	}
+}
+
+// taskExit is nil for a done task, exit status 1 otherwise.
+func taskExit(t supervisor.TaskInfo) error {
+	switch t.Status {
+	case "done":
+		return nil
+	case "failed":
+		return failf("task %d failed: %s", t.ID, t.Error)
+	case "cancelled":
+		return failf("task %d was cancelled", t.ID)
+	}
+	return failf("task %d is still %s (timed out waiting)", t.ID, t.Status)
+}
+
+func taskIDArg(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(s, "t"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("%q is not a task id (a positive number)", s)
+	}
+	return id, nil
+}
+
+func (e *env) tasksCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "tasks",
+		Usage: "list tasks (--pane P: those from or to P); 'tasks show <id>' for one",
+		Flags: []cli.Flag{jsonFlag, &cli.StringFlag{Name: "pane", Usage: "only the tasks from or to `PANE`"}},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usagef("unknown tasks subcommand %q; see 'cicy-agent tasks --help'", c.Args().First())
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			ts, err := cl.Tasks(c.Context, c.String("pane"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, ts)
+			}
+			if len(ts) == 0 {
+				fmt.Fprintln(e.stderr, "no tasks; give one with: cicy-agent dispatch --to <worker> <task>")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tFROM\tTO\tSTATUS\tAGE\tTEXT\tRESULT")
+			for _, t := range ts {
+				out := t.Result
+				if t.Status == "failed" {
+					out = t.Error
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, t.Status,
+					time.Since(t.CreatedAt).Round(time.Second), clip(oneLine(t.Text), 40), clip(oneLine(out), 40))
+			}
+			return tw.Flush()
+		},
+		Subcommands: []*cli.Command{{
+			Name:      "show",
+			Usage:     "one task in full",
+			ArgsUsage: "<id>",
+			Flags:     []cli.Flag{jsonFlag},
+			Action: func(c *cli.Context) error {
+				if c.Args().Len() != 1 {
+					return usagef("usage: cicy-agent tasks show <id>")
+				}
+				id, err := taskIDArg(c.Args().First())
+				if err != nil {
+					return err
+				}
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				t, err := cl.Task(c.Context, id)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					return printJSON(e.stdout, t)
+				}
+				fmt.Fprintf(e.stdout, "task %d  %s → %s  %s (%s)\ncreated %s", t.ID, t.From, t.To, t.Status, t.Reason, t.CreatedAt.Local().Format(time.DateTime))
+				if t.DeliveredAt != nil {
+					fmt.Fprintf(e.stdout, "  delivered %s", t.DeliveredAt.Local().Format(time.DateTime))
+				}
+				if t.FinishedAt != nil {
+					fmt.Fprintf(e.stdout, "  finished %s", t.FinishedAt.Local().Format(time.DateTime))
+				}
+				fmt.Fprintf(e.stdout, "\n\n%s\n", t.Text)
+				if t.Result != "" {
+					fmt.Fprintf(e.stdout, "\nresult:\n%s\n", t.Result)
+				}
+				if t.Error != "" {
+					fmt.Fprintf(e.stdout, "\nerror: %s\n", t.Error)
+				}
+				return nil
+			},
+		}},
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (e *env) waitCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "block until tasks end (exit 1 if any failed or the timeout passed)",
+		ArgsUsage: "<task-id…>",
+		Flags:     []cli.Flag{&cli.DurationFlag{Name: "timeout", Usage: "give up after `TIME`"}},
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() == 0 {
+				return usagef("usage: cicy-agent wait <task-id…> [--timeout D]")
+			}
+			var ids []int64
+			for _, a := range c.Args().Slice() {
+				id, err := taskIDArg(a)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			deadline := time.Now().Add(c.Duration("timeout"))
+			var firstErr error
+			for _, id := range ids {
+				left := time.Duration(0)
+				if c.Duration("timeout") > 0 {
+					if left = time.Until(deadline); left <= 0 {
+						left = time.Millisecond
+					}
+				}
+				t, err := cl.WaitTask(c.Context, id, left)
+				if err != nil {
+					return err
+				}
+				out := t.Result
+				if t.Status != "done" {
+					out = t.Error
+				}
+				fmt.Fprintf(e.stdout, "task %d %s: %s\n", t.ID, t.Status, clip(oneLine(out), 100))
+				if err := taskExit(t); err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+			return firstErr
+		},
+	}
+}
+
+func (e *env) cancelTaskCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "cancel-task",
+		Usage:     "cancel a queued or running task",
+		ArgsUsage: "<id>",
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() != 1 {
+				return usagef("usage: cicy-agent cancel-task <id>")
+			}
+			id, err := taskIDArg(c.Args().First())
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			_, err = cl.CancelTask(c.Context, id)
+			return err
+		},
+	}
+}

@@ -1,0 +1,144 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Task is one tasks row (SPEC §6).
+type Task struct {
+	ID          int64          `db:"id"`
+	From        string         `db:"from_pane"`
+	To          string         `db:"to_pane"`
+	Text        string         `db:"text"`
+	Status      string         `db:"status"`
+	Result      string         `db:"result"`
+	Error       string         `db:"error"`
+	Reason      string         `db:"reason"`
+	CreatedAt   string         `db:"created_at"`
+	DeliveredAt sql.NullString `db:"delivered_at"`
+	FinishedAt  sql.NullString `db:"finished_at"`
+	UpdatedAt   string         `db:"updated_at"`
+	Attempts    int            `db:"attempts"`
+	NotifiedAt  sql.NullString `db:"notified_at"`
+}
+
+// Task statuses.
+const (
+	TaskQueued    = "queued"
+	TaskDelivered = "delivered"
+	TaskDone      = "done"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Terminal reports whether a status is final.
+func Terminal(status string) bool {
+	return status == TaskDone || status == TaskFailed || status == TaskCancelled
+}
+
+const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at`
+
+// CreateTask queues a task.
+func (s *Store) CreateTask(ctx context.Context, from, to, text, reason string) (Task, error) {
+	now := Now()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO tasks (from_pane, to_pane, text, status, reason, created_at, updated_at)
+		VALUES (?, ?, ?, 'queued', ?, ?, ?)`, from, to, text, reason, now, now)
+	if err != nil {
+		return Task{}, fmt.Errorf("create task: %w", err)
+	}
+	id, _ := res.LastInsertId()
+	return s.GetTask(ctx, id)
+}
+
+// GetTask returns one task, or ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, id int64) (Task, error) {
+	var t Task
+	err := s.db.GetContext(ctx, &t, `SELECT `+taskCols+` FROM tasks WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("get task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListTasks returns the tasks from or to pane ("" for all), oldest first.
+func (s *Store) ListTasks(ctx context.Context, pane string) ([]Task, error) {
+	var out []Task
+	var err error
+	if pane == "" {
+		err = s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks ORDER BY id`)
+	} else {
+		err = s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks WHERE from_pane = ? OR to_pane = ? ORDER BY id`, pane, pane)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// TasksIn returns the tasks in one status, oldest first.
+func (s *Store) TasksIn(ctx context.Context, status string) ([]Task, error) {
+	var out []Task
+	if err := s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks WHERE status = ? ORDER BY id`, status); err != nil {
+		return nil, fmt.Errorf("list %s tasks: %w", status, err)
+	}
+	return out, nil
+}
+
+// Unnotified returns finished tasks whose master was not told yet.
+func (s *Store) Unnotified(ctx context.Context) ([]Task, error) {
+	var out []Task
+	if err := s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks
+		WHERE status IN ('done', 'failed') AND notified_at IS NULL ORDER BY id`); err != nil {
+		return nil, fmt.Errorf("list unnotified tasks: %w", err)
+	}
+	return out, nil
+}
+
+// TaskChange is a status transition with what it sets.
+type TaskChange struct {
+	From, To string // the transition; it happens only if the task is in From
+	Result   string
+	Error    string
+	Reason   string
+}
+
+// MoveTask applies a transition if the task is still in ch.From, and
+// reports whether it did: two deciders can never both finish a task.
+func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, error) {
+	now := Now()
+	q := `UPDATE tasks SET status = ?, reason = ?, updated_at = ?`
+	args := []any{ch.To, ch.Reason, now}
+	switch ch.To {
+	case TaskDelivered:
+		q += `, delivered_at = ?, attempts = attempts + 1`
+		args = append(args, now)
+	case TaskQueued:
+		q += `, delivered_at = NULL`
+	default:
+		q += `, finished_at = ?, result = ?, error = ?`
+		args = append(args, now, ch.Result, ch.Error)
+	}
+	q += ` WHERE id = ? AND status = ?`
+	args = append(args, id, ch.From)
+	res, err := s.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("update task %d: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// MarkNotified records that the task's master was told.
+func (s *Store) MarkNotified(ctx context.Context, id int64) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE tasks SET notified_at = ? WHERE id = ? AND notified_at IS NULL`, Now(), id)
+	if err != nil {
+		return fmt.Errorf("mark task %d notified: %w", id, err)
+	}
+	return nil
+}
