@@ -65,6 +65,9 @@ func TestScripts(t *testing.T) {
 			"noprocess":       cmdNoProcess,
 			"waitout":         cmdWaitOut,
 			"memtail":         cmdMemTail,
+			"mkfile":          cmdMkFile,
+			"waitgrep":        cmdWaitGrep,
+			"taskorder":       cmdTaskOrder,
 		},
 	})
 }
@@ -342,5 +345,65 @@ func cmdMemTail(ts *testscript.TestScript, neg bool, args []string) {
 	cut := strings.LastIndex(body, `"cache_control"`)
 	if strings.Contains(body[:cut], "<memories>") {
 		ts.Fatalf("memory bytes come before the last breakpoint")
+	}
+}
+
+// mkfile PATH BYTES writes a file of that many bytes (lines of x).
+func cmdMkFile(ts *testscript.TestScript, neg bool, args []string) {
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	line := strings.Repeat("x", 99) + "\n"
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Repeat(line, n/100+1)[:n]), 0o644))
+}
+
+// waitgrep N REGEX FILE waits until FILE holds exactly N matches of REGEX
+// (fails if it ever holds more).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: waitgrep <count> <regex> <file>")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	re := regexp.MustCompile(args[1])
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		b, _ := os.ReadFile(ts.MkAbs(args[2]))
+		got := len(re.FindAllIndex(b, -1))
+		if got > want {
+			ts.Fatalf("%s holds %d matches of %s, more than %d", args[2], got, args[1], want)
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s holds %d matches of %s after %s, want %d", args[2], got, args[1], pollDeadline, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// taskorder checks, from tasks --json, that each worker got its next task
+// only after the one before it finished, in id order.
+func cmdTaskOrder(ts *testscript.TestScript, neg bool, args []string) {
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "tasks", "--json")
+	cmd.Env = append(os.Environ(), "CICY_HOME="+ts.Getenv("CICY_HOME"))
+	out, err := cmd.Output()
+	ts.Check(err)
+	var tasks []struct {
+		ID          int64      `json:"id"`
+		To          string     `json:"to"`
+		DeliveredAt *time.Time `json:"delivered_at"`
+		FinishedAt  *time.Time `json:"finished_at"`
+	}
+	ts.Check(json.Unmarshal(out, &tasks))
+	last := map[string]*time.Time{}
+	for _, t := range tasks {
+		if t.DeliveredAt == nil {
+			continue
+		}
+		if prev, ok := last[t.To]; ok && (prev == nil || t.DeliveredAt.Before(*prev)) {
+			ts.Fatalf("task %d was delivered to %s before its previous task finished", t.ID, t.To)
+		}
+		last[t.To] = t.FinishedAt
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -24,6 +26,7 @@ func (e *env) dispatchCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "the worker `PANE` (id or title)", Required: true},
 			&cli.StringFlag{Name: "from", Usage: "the master `PANE` it comes from"},
+			&cli.StringFlag{Name: "file", Usage: "read the task from `FILE` (- for stdin) instead of the arguments"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task ends and print its result"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the task goes on)"},
 			jsonFlag,
@@ -32,6 +35,16 @@ func (e *env) dispatchCmd() *cli.Command {
 			text := strings.Join(c.Args().Slice(), " ")
 			if rest, ok := strings.CutPrefix(text, "-- "); ok {
 				text = rest
+			}
+			if f := c.String("file"); f != "" {
+				if text != "" {
+					return usagef("give the task as arguments or with --file, not both")
+				}
+				b, err := readInput(e, f)
+				if err != nil {
+					return err
+				}
+				text = string(b)
 			}
 			if strings.TrimSpace(text) == "" {
 				return usagef("usage: cicy-agent dispatch --to <worker> <task…>")
@@ -236,4 +249,23 @@ func (e *env) cancelTaskCmd() *cli.Command {
 			return err
 		},
 	}
+}
+
+// readInput reads a file, or stdin for "-", for a command's input (at most
+// 16 MB; the supervisor refuses what is too long with a sentence).
+func readInput(e *env, path string) ([]byte, error) {
+	var r io.Reader = e.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, failf("cannot read %s: %v", path, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, failf("cannot read %s: %v", path, err)
+	}
+	return b, nil
 }

@@ -1,0 +1,600 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Team files (SPEC §9): a team's panes and, optionally, its master's first
+// goal, as `cicy-agent up team.yaml` reads them.
+
+// TeamPane is one pane of a team file, with defaults filled in.
+type TeamPane struct {
+	Title        string   `yaml:"title"`
+	Type         string   `yaml:"type"`          // default cicy
+	Role         string   `yaml:"role"`          // master or worker; default worker
+	RoleTemplate string   `yaml:"role_template"` // "" leaves the default to create
+	Command      []string `yaml:"command"`       // argv; required for type shell, refused for cicy
+	Workspace    string   `yaml:"workspace"`     // absolute; "" for the default workspace
+	Provider     string   `yaml:"provider"`
+	Model        string   `yaml:"model"`
+	// Master is the title of the master this worker reports to: the one
+	// the file names, else the team's only master ("" when there is none,
+	// and always for a master).
+	Master string `yaml:"master"`
+	Line   int    `yaml:"-"` // line of this pane in the file
+}
+
+// TeamGoal is the first message for a master of the team.
+type TeamGoal struct {
+	To   string `yaml:"to"` // a master's title
+	Text string `yaml:"text"`
+	Line int    `yaml:"-"`
+}
+
+// Team is a parsed and checked team file.
+type Team struct {
+	Name  string     `yaml:"name"`
+	Panes []TeamPane `yaml:"panes"`
+	Goal  *TeamGoal  `yaml:"goal"`
+	Path  string     `yaml:"-"` // absolute path of the file (LoadTeam)
+}
+
+// Pane returns the pane with this title, or nil.
+func (t *Team) Pane(title string) *TeamPane {
+	for i := range t.Panes {
+		if t.Panes[i].Title == title {
+			return &t.Panes[i]
+		}
+	}
+	return nil
+}
+
+// TeamError is a mistake in a team file: the file, the line and one
+// sentence saying what is wrong and how to fix it.
+type TeamError struct {
+	File string // as the user named it; "team file" for ParseTeam
+	Line int
+	Msg  string
+}
+
+func (e *TeamError) Error() string { return fmt.Sprintf("%s line %d: %s", e.File, e.Line, e.Msg) }
+
+// MaxTeamFileSize bounds what LoadTeam reads: a team file is a short list.
+const MaxTeamFileSize = 1 << 20
+
+// LoadTeam reads and checks the team file at path. Relative workspaces
+// are resolved against the file's folder; errors name the path as given.
+func LoadTeam(path string) (*Team, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("the team file %s cannot be read: %v", path, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("the team file %s cannot be read: %v", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("the team file %s is a folder; give the path of a .yaml file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxTeamFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("the team file %s cannot be read: %v", path, err)
+	}
+	if len(data) > MaxTeamFileSize {
+		return nil, fmt.Errorf("the team file %s is larger than 1 MiB; a team file is a short list of panes", path)
+	}
+	t, err := parseTeam(data, filepath.Dir(abs), path)
+	if err != nil {
+		return nil, err
+	}
+	t.Path = abs
+	return t, nil
+}
+
+// ParseTeam parses and checks a team document; dir resolves relative
+// workspaces (the current folder when ""). Errors are *TeamError.
+func ParseTeam(data []byte, dir string) (*Team, error) {
+	return parseTeam(data, dir, "team file")
+}
+
+// Known keys, in the order error messages list them.
+var (
+	teamKeys = []string{"name", "panes", "goal"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master"}
+	goalKeys = []string{"to", "text"}
+
+	teamPaneTypes = []string{"cicy", "claude", "codex", "opencode", "shell"}
+
+	teamNameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	roleTemplateRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	yamlLineRe     = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+)
+
+// parser carries the file name into every error.
+type parser struct {
+	file string
+	dir  string
+}
+
+func (p *parser) errf(line int, format string, a ...any) error {
+	if line < 1 {
+		line = 1
+	}
+	return &TeamError{File: p.file, Line: line, Msg: fmt.Sprintf(format, a...)}
+}
+
+func parseTeam(data []byte, dir, file string) (*Team, error) {
+	p := &parser{file: file, dir: dir}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.errf(1, "the file is empty; a team file needs name: and panes:, like name: demo / panes: [{title: lead, role: master}]")
+		}
+		return nil, p.yamlErr(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, p.errf(extra.Line, "a second YAML document starts here; a team file holds one team")
+	} else if !errors.Is(err, io.EOF) {
+		return nil, p.yamlErr(err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, p.errf(1, "the file is empty; a team file needs name: and panes:")
+		}
+		root = root.Content[0]
+	}
+	root = deref(root)
+	if isNull(root) {
+		return nil, p.errf(root.Line, "the file is empty; a team file needs name: and panes:")
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, p.errf(root.Line, "the top level must be a mapping with the keys name, panes and goal, not %s", kindName(root))
+	}
+	fields, err := p.mapping(root, "at the top level", teamKeys)
+	if err != nil {
+		return nil, err
+	}
+	t := &Team{}
+
+	// name
+	nameNode, ok := fields["name"]
+	if !ok {
+		return nil, p.errf(root.Line, "the team has no name: key; add one, like name: demo")
+	}
+	if t.Name, err = p.scalar(nameNode, `the team's "name"`); err != nil {
+		return nil, err
+	}
+	switch {
+	case t.Name == "":
+		return nil, p.errf(nameNode.value.Line, `the team's "name" is empty; give it a name like name: demo`)
+	case len(t.Name) > 64:
+		return nil, p.errf(nameNode.value.Line, `the team's "name" is too long (%d bytes, at most 64)`, len(t.Name))
+	case !teamNameRe.MatchString(t.Name):
+		return nil, p.errf(nameNode.value.Line, `the team's "name" %q is not a valid name (lowercase letters, digits, - and _, starting with a letter or digit)`, t.Name)
+	}
+
+	// panes
+	panesNode, ok := fields["panes"]
+	if !ok {
+		return nil, p.errf(root.Line, `the team has no "panes" key; list at least one pane, like panes: [{title: lead, role: master}]`)
+	}
+	pn := deref(panesNode.value)
+	if isNull(pn) || (pn.Kind == yaml.SequenceNode && len(pn.Content) == 0) {
+		return nil, p.errf(pn.Line, `"panes" is empty; a team needs at least one pane`)
+	}
+	if pn.Kind != yaml.SequenceNode {
+		return nil, p.errf(pn.Line, `"panes" must be a list of panes (one "- title: …" entry each), not %s`, kindName(pn))
+	}
+	firstLine := map[string]int{}
+	for i, item := range pn.Content {
+		tp, err := p.pane(deref(item), i+1)
+		if err != nil {
+			return nil, err
+		}
+		tp.Line = item.Line // an alias's own line
+		if l, dup := firstLine[tp.Title]; dup {
+			return nil, p.errf(tp.Line, `pane title %q is used twice (lines %d and %d); "title" names a pane and must be unique in the team`, tp.Title, l, tp.Line)
+		}
+		firstLine[tp.Title] = tp.Line
+		t.Panes = append(t.Panes, tp)
+	}
+	if err := p.links(t); err != nil {
+		return nil, err
+	}
+
+	// goal
+	if g, ok := fields["goal"]; ok {
+		if t.Goal, err = p.goal(t, deref(g.value)); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// entry is one key of a mapping with its value node.
+type entry struct {
+	key   *yaml.Node
+	value *yaml.Node
+}
+
+// mapping checks a mapping's keys (known, scalar, not repeated) and
+// returns them by name. where says where it is ("in pane "alice"").
+func (p *parser) mapping(n *yaml.Node, where string, known []string) (map[string]entry, error) {
+	out := map[string]entry{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, p.errf(k.Line, "a key %s is %s; keys are plain words (known: %s)", where, kindName(k), strings.Join(known, ", "))
+		}
+		if !slices.Contains(known, k.Value) {
+			return nil, p.errf(k.Line, "unknown key %q %s (known: %s)", k.Value, where, strings.Join(known, ", "))
+		}
+		if prev, dup := out[k.Value]; dup {
+			return nil, p.errf(k.Line, "key %q is given twice %s (first at line %d)", k.Value, where, prev.key.Line)
+		}
+		out[k.Value] = entry{key: k, value: v}
+	}
+	return out, nil
+}
+
+// scalar returns a text value ("" for null); what names the key.
+func (p *parser) scalar(e entry, what string) (string, error) {
+	v := deref(e.value)
+	if isNull(v) {
+		return "", nil
+	}
+	if v.Kind != yaml.ScalarNode {
+		return "", p.errf(v.Line, "%s must be a text value, not %s", what, kindName(v))
+	}
+	return v.Value, nil
+}
+
+// pane reads and checks one pane (index is 1-based, for panes whose title
+// is missing).
+func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
+	tp := TeamPane{Line: n.Line}
+	if n.Kind != yaml.MappingNode {
+		return tp, p.errf(n.Line, `pane %d of "panes" must be a mapping with at least a title (like - {title: alice}), not %s`, index, kindName(n))
+	}
+	where := fmt.Sprintf("in pane %d", index)
+	// The title first, so later messages can name the pane.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == "title" {
+			if v := deref(n.Content[i+1]); v.Kind == yaml.ScalarNode && !isNull(v) && strings.TrimSpace(v.Value) != "" {
+				where = fmt.Sprintf("in pane %q", strings.TrimSpace(v.Value))
+			}
+			break
+		}
+	}
+	fields, err := p.mapping(n, where, paneKeys)
+	if err != nil {
+		return tp, err
+	}
+	text := func(key string) (string, int, error) {
+		e, ok := fields[key]
+		if !ok {
+			return "", n.Line, nil
+		}
+		s, err := p.scalar(e, fmt.Sprintf("%q %s", key, where))
+		return strings.TrimSpace(s), deref(e.value).Line, err
+	}
+	check := func(key, v string, line, max int) error {
+		if len(v) > max {
+			return p.errf(line, "%q %s is too long (%d bytes, at most %d)", key, where, len(v), max)
+		}
+		if !utf8.ValidString(v) {
+			return p.errf(line, "%q %s is not valid UTF-8", key, where)
+		}
+		for _, r := range v {
+			if unicode.IsControl(r) {
+				return p.errf(line, "%q %s contains a control character (%q); use plain text", key, where, r)
+			}
+		}
+		return nil
+	}
+
+	title, line, err := text("title")
+	if err != nil {
+		return tp, err
+	}
+	if title == "" {
+		return tp, p.errf(line, `pane %d has no "title"; every pane needs one, like title: alice`, index)
+	}
+	if err := check("title", title, line, 100); err != nil {
+		return tp, err
+	}
+	tp.Title = title
+
+	if tp.Type, line, err = text("type"); err != nil {
+		return tp, err
+	}
+	if tp.Type == "" {
+		tp.Type = "cicy"
+	}
+	if !slices.Contains(teamPaneTypes, tp.Type) {
+		return tp, p.errf(line, `"type" %q %s is not a pane type (choose cicy, claude, codex, opencode or shell)`, tp.Type, where)
+	}
+
+	if tp.Role, line, err = text("role"); err != nil {
+		return tp, err
+	}
+	if tp.Role == "" {
+		tp.Role = RoleWorker
+	}
+	if tp.Role != RoleMaster && tp.Role != RoleWorker {
+		return tp, p.errf(line, `"role" %q %s is not allowed: team panes are masters or workers (role: master or role: worker); a label role is for cicy-agent create --role, and a persona is set with role_template`, tp.Role, where)
+	}
+
+	if tp.RoleTemplate, line, err = text("role_template"); err != nil {
+		return tp, err
+	}
+	if tp.RoleTemplate != "" && !roleTemplateRe.MatchString(tp.RoleTemplate) {
+		return tp, p.errf(line, `"role_template" %q %s is not a valid template name (lowercase letters, digits, - and _; it names a folder under memory/agents/)`, tp.RoleTemplate, where)
+	}
+
+	if e, ok := fields["command"]; ok {
+		if tp.Command, err = p.command(e, where); err != nil {
+			return tp, err
+		}
+		if tp.Type == "cicy" && len(tp.Command) > 0 {
+			return tp, p.errf(deref(e.value).Line, `"command" %s is not allowed: a cicy pane runs no program (its persona comes from role_template); drop command or set type`, where)
+		}
+	}
+	if tp.Type == "shell" && (len(tp.Command) == 0 || tp.Command[0] == "") {
+		line := n.Line
+		if e, ok := fields["command"]; ok {
+			line = deref(e.value).Line
+		}
+		return tp, p.errf(line, `a shell pane needs a "command" %s, like command: [bash]`, where)
+	}
+
+	if tp.Workspace, line, err = text("workspace"); err != nil {
+		return tp, err
+	}
+	if strings.ContainsRune(tp.Workspace, 0) {
+		return tp, p.errf(line, `"workspace" %s contains a NUL byte`, where)
+	}
+	if tp.Workspace != "" {
+		ws := tp.Workspace
+		if ws == "~" || strings.HasPrefix(ws, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return tp, p.errf(line, `"workspace" %s starts with ~ but the home folder is unknown: %v`, where, err)
+			}
+			ws = filepath.Join(home, strings.TrimPrefix(ws, "~"))
+		}
+		if !filepath.IsAbs(ws) {
+			ws = filepath.Join(p.dir, ws)
+		}
+		if ws, err = filepath.Abs(ws); err != nil {
+			return tp, p.errf(line, `"workspace" %s cannot be made absolute: %v`, where, err)
+		}
+		tp.Workspace = ws
+	}
+
+	if tp.Provider, line, err = text("provider"); err != nil {
+		return tp, err
+	}
+	if err := check("provider", tp.Provider, line, 64); err != nil {
+		return tp, err
+	}
+	if tp.Model, line, err = text("model"); err != nil {
+		return tp, err
+	}
+	if err := check("model", tp.Model, line, 200); err != nil {
+		return tp, err
+	}
+	if tp.Master, line, err = text("master"); err != nil {
+		return tp, err
+	}
+	if tp.Master != "" && tp.Role == RoleMaster {
+		return tp, p.errf(line, `"master" %s is not allowed: a master does not report to another master; drop master or make the pane a worker`, where)
+	}
+	return tp, nil
+}
+
+// command reads a command list.
+func (p *parser) command(e entry, where string) ([]string, error) {
+	v := deref(e.value)
+	if isNull(v) {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.errf(v.Line, `"command" %s must be a list of arguments, like command: [bash, --norc], not %s`, where, kindName(v))
+	}
+	var argv []string
+	for i, a := range v.Content {
+		a = deref(a)
+		if a.Kind != yaml.ScalarNode || isNull(a) {
+			return nil, p.errf(a.Line, `argument %d of "command" %s must be a text value, not %s`, i+1, where, kindName(a))
+		}
+		if strings.ContainsRune(a.Value, 0) {
+			return nil, p.errf(a.Line, `argument %d of "command" %s contains a NUL byte`, i+1, where)
+		}
+		argv = append(argv, a.Value)
+	}
+	return argv, nil
+}
+
+// links checks each worker's master and fills in the default one.
+func (p *parser) links(t *Team) error {
+	var masters []string
+	for _, tp := range t.Panes {
+		if tp.Role == RoleMaster {
+			masters = append(masters, tp.Title)
+		}
+	}
+	for i := range t.Panes {
+		tp := &t.Panes[i]
+		if tp.Role != RoleWorker {
+			continue
+		}
+		if tp.Master == "" {
+			switch len(masters) {
+			case 0:
+			case 1:
+				tp.Master = masters[0]
+			default:
+				return p.errf(tp.Line, `worker %q has no "master": the team has %d masters (%s), so each worker must name the one it reports to, like master: %s`,
+					tp.Title, len(masters), strings.Join(masters, ", "), masters[0])
+			}
+			continue
+		}
+		m := t.Pane(tp.Master)
+		switch {
+		case m == nil:
+			return p.errf(tp.Line, `"master" %q of worker %q is not a pane of this team (%s)`, tp.Master, tp.Title, mastersHint(masters))
+		case m.Role != RoleMaster:
+			return p.errf(tp.Line, `"master" %q of worker %q names a pane whose role is %s, not master (%s)`, tp.Master, tp.Title, m.Role, mastersHint(masters))
+		}
+	}
+	return nil
+}
+
+func mastersHint(masters []string) string {
+	switch len(masters) {
+	case 0:
+		return "the team has no master; give one pane role: master"
+	case 1:
+		return "the team's master is " + masters[0]
+	default:
+		return "its masters are " + strings.Join(masters, ", ")
+	}
+}
+
+// goal reads and checks the goal.
+func (p *parser) goal(t *Team, n *yaml.Node) (*TeamGoal, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errf(n.Line, `"goal" must be a mapping like goal: {to: lead, text: "…"}, not %s`, kindName(n))
+	}
+	fields, err := p.mapping(n, "in the goal", goalKeys)
+	if err != nil {
+		return nil, err
+	}
+	g := &TeamGoal{Line: n.Line}
+	var masters []string
+	for _, tp := range t.Panes {
+		if tp.Role == RoleMaster {
+			masters = append(masters, tp.Title)
+		}
+	}
+	toLine := n.Line
+	if e, ok := fields["to"]; ok {
+		if g.To, err = p.scalar(e, `the goal's "to"`); err != nil {
+			return nil, err
+		}
+		g.To, toLine = strings.TrimSpace(g.To), deref(e.value).Line
+	}
+	if g.To == "" {
+		hint := "like to: " + firstOr(masters, "lead")
+		return nil, p.errf(toLine, `the goal has no "to"; name the master it is for, %s`, hint)
+	}
+	switch m := t.Pane(g.To); {
+	case m == nil:
+		return nil, p.errf(toLine, `the goal's "to" %q is not a pane of this team (%s)`, g.To, mastersHint(masters))
+	case m.Role != RoleMaster:
+		return nil, p.errf(toLine, `the goal's "to" %q is a %s; a goal goes to a master (%s)`, g.To, m.Role, mastersHint(masters))
+	}
+	textLine := n.Line
+	if e, ok := fields["text"]; ok {
+		if g.Text, err = p.scalar(e, `the goal's "text"`); err != nil {
+			return nil, err
+		}
+		textLine = deref(e.value).Line
+	}
+	if strings.TrimSpace(g.Text) == "" {
+		return nil, p.errf(textLine, `the goal has no "text"; write what %s should do, like text: "…"`, g.To)
+	}
+	if !utf8.ValidString(g.Text) {
+		return nil, p.errf(textLine, `the goal's "text" is not valid UTF-8`)
+	}
+	if strings.ContainsRune(g.Text, 0) {
+		return nil, p.errf(textLine, `the goal's "text" contains a NUL byte`)
+	}
+	g.Text = strings.TrimSpace(g.Text)
+	return g, nil
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return def
+}
+
+// yamlParserProblems are yaml.v3's parser (not scanner) errors, whose
+// line is off by one.
+var yamlParserProblems = []string{
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found undefined tag handle",
+}
+
+// yamlErr turns a YAML syntax error into a TeamError with its line.
+func (p *parser) yamlErr(err error) error {
+	msg := err.Error()
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if slices.Contains(yamlParserProblems, m[2]) {
+			// yaml.v3 numbers these from 0, and gives the line where the
+			// enclosing list or mapping starts when it knows it.
+			return p.errf(line+1, "the file is not valid YAML at or below this line: %s", m[2])
+		}
+		return p.errf(line, "the file is not valid YAML: %s", m[2])
+	}
+	return p.errf(1, "the file is not valid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// deref follows an alias to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "empty"
+		}
+		return fmt.Sprintf("the value %q", n.Value)
+	default:
+		return "something else"
+	}
+}

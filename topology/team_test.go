@@ -1,0 +1,234 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const goodTeam = `# a comment
+name: my-team_2
+panes:
+  - {title: lead, type: cicy, role: master, role_template: coordinator}
+  - title: alice
+    role_template: engineer
+    workspace: work/alice
+    provider: script
+    model: m1
+  - title: bash1
+    type: shell
+    command: [bash, --norc]
+    workspace: /srv/abs
+  - title: cc
+    type: claude
+    workspace: ../up
+goal: {to: lead, text: "  Do the thing.  "}
+`
+
+func TestParseTeamGood(t *testing.T) {
+	team, err := ParseTeam([]byte(goodTeam), "/teams/here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Team{
+		Name: "my-team_2",
+		Panes: []TeamPane{
+			{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Line: 4},
+			{Title: "alice", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Workspace: "/teams/here/work/alice", Provider: "script", Model: "m1", Master: "lead", Line: 5},
+			{Title: "bash1", Type: "shell", Role: "worker", Command: []string{"bash", "--norc"}, Workspace: "/srv/abs", Master: "lead", Line: 10},
+			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", Line: 14},
+		},
+		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 17},
+	}
+	if !reflect.DeepEqual(team, want) {
+		t.Fatalf("got  %+v\nwant %+v", team, want)
+	}
+	if p := team.Pane("bash1"); p == nil || p.Type != "shell" {
+		t.Fatalf("Pane(bash1) = %+v", p)
+	}
+	if team.Pane("nobody") != nil {
+		t.Fatal("Pane(nobody) found a pane")
+	}
+}
+
+func TestParseTeamTwoMastersAndNoGoal(t *testing.T) {
+	team, err := ParseTeam([]byte(`
+name: two
+panes:
+  - {title: m1, role: master}
+  - {title: m2, role: master}
+  - {title: w1, master: m1}
+  - {title: w2, master: m2}
+goal:
+`), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Goal != nil || team.Panes[2].Master != "m1" || team.Panes[3].Master != "m2" || team.Panes[0].Master != "" {
+		t.Fatalf("team = %+v", team)
+	}
+	// No master at all: workers report to nobody.
+	team, err = ParseTeam([]byte("name: solo\npanes: [{title: a}, {title: b}]\n"), "/x")
+	if err != nil || team.Panes[0].Master != "" || team.Panes[1].Role != "worker" {
+		t.Fatalf("team = %+v, err %v", team, err)
+	}
+}
+
+func TestParseTeamErrors(t *testing.T) {
+	const head = "name: demo\npanes:\n" // panes start on line 3
+	for _, tc := range []struct {
+		name, doc string
+		line      int
+		want      []string // each must appear in the message
+	}{
+		{"empty", "", 1, []string{"empty"}},
+		{"comments only", "# nothing\n\n", 1, []string{"empty"}},
+		{"syntax", head + "  - title: a\n  - title: b: c\n", 4, []string{"not valid YAML", "mapping values"}},
+		{"bad indentation", head + "  - {title: a}\n  - title: b\n  type: c\n", 3, []string{"not valid YAML", "expected '-'", "at or below this line"}},
+		{"unclosed flow", head + "  - {title: a}\n  - {title: a, type: [x}\n", 4, []string{"not valid YAML", "expected ','"}},
+		{"unclosed top", "name: [\n", 2, []string{"not valid YAML"}},
+		{"tab", "name: demo\n\tpanes: []\n", 2, []string{"not valid YAML", "tab"}},
+		{"two documents", head + "  - {title: a}\n---\nname: b\n", 4, []string{"second YAML document"}},
+		{"top level list", "- a\n", 1, []string{"top level", "mapping"}},
+		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal"}},
+		{"repeated key", "name: demo\nname: demo2\npanes: [{title: a}]\n", 2, []string{`"name"`, "twice", "line 1"}},
+		{"no name", "panes: [{title: a}]\n", 1, []string{"name"}},
+		{"empty name", "name: ''\npanes: [{title: a}]\n", 1, []string{`"name"`, "empty"}},
+		{"bad name", "name: My Team\npanes: [{title: a}]\n", 1, []string{`"name"`, `"My Team"`, "lowercase"}},
+		{"name is a list", "name: [a]\npanes: [{title: a}]\n", 1, []string{`"name"`, "text value"}},
+		{"no panes", "name: demo\n", 1, []string{`"panes"`}},
+		{"empty panes", "name: demo\npanes: []\n", 2, []string{`"panes"`, "at least one pane"}},
+		{"null panes", "name: demo\npanes:\n", 2, []string{`"panes"`, "at least one pane"}},
+		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
+		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
+		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master"}},
+		{"unknown pane key, no title", head + "  - rol: worker\n", 3, []string{`unknown key "rol" in pane 1`}},
+		{"no title", head + "  - {title: a}\n  - type: cicy\n", 4, []string{"pane 2", `"title"`}},
+		{"blank title", head + "  - title: '  '\n", 3, []string{"pane 1", `"title"`}},
+		{"control char title", head + "  - title: \"a\\tb\"\n", 3, []string{`"title"`, "control character"}},
+		{"long title", head + "  - title: " + strings.Repeat("x", 101) + "\n", 3, []string{`"title"`, "too long"}},
+		{"duplicate title", head + "  - {title: a}\n  - {title: b}\n  - {title: a}\n", 5, []string{`"a"`, "lines 3 and 5", `"title"`}},
+		{"bad type", head + "  - {title: a, type: bash}\n", 3, []string{`"type" "bash"`, `pane "a"`, "cicy, claude, codex, opencode or shell"}},
+		{"label role", head + "  - {title: a, role: reviewer}\n", 3, []string{`"role" "reviewer"`, "team panes are masters or workers"}},
+		{"bad template", head + "  - {title: a, role_template: Eng}\n", 3, []string{`"role_template" "Eng"`}},
+		{"shell without command", head + "  - {title: sh, type: shell}\n", 3, []string{`"command"`, "shell pane", `pane "sh"`}},
+		{"shell with empty command", head + "  - title: sh\n    type: shell\n    command: []\n", 5, []string{`"command"`, "shell pane"}},
+		{"command is a string", head + "  - title: sh\n    type: shell\n    command: bash\n", 5, []string{`"command"`, "list"}},
+		{"command on cicy", head + "  - title: c\n    command: [bash]\n", 4, []string{`"command"`, "cicy pane"}},
+		{"command argument list", head + "  - title: sh\n    type: shell\n    command: [bash, [x]]\n", 5, []string{"argument 2", `"command"`}},
+		{"master on master", head + "  - title: m\n    role: master\n    master: x\n", 5, []string{`"master"`, "a master does not report"}},
+		{"unknown master", head + "  - {title: m, role: master}\n  - {title: w, master: boss}\n", 4, []string{`"master" "boss"`, `worker "w"`, "master is m"}},
+		{"master is a worker", head + "  - {title: m, role: master}\n  - {title: v}\n  - {title: w, master: v}\n", 5, []string{`"master" "v"`, "role is worker"}},
+		{"two masters, unlinked worker", head + "  - {title: m1, role: master}\n  - {title: m2, role: master}\n  - {title: w}\n", 5, []string{`worker "w"`, `"master"`, "m1, m2"}},
+		{"model control char", head + "  - {title: a, model: \"x\\ny\"}\n", 3, []string{`"model"`, "control character"}},
+		{"goal not mapping", head + "  - {title: m, role: master}\ngoal: do it\n", 4, []string{`"goal"`, "mapping"}},
+		{"unknown goal key", head + "  - {title: m, role: master}\ngoal:\n  to: m\n  txt: hi\n", 6, []string{`unknown key "txt" in the goal`, "known: to, text"}},
+		{"goal without to", head + "  - {title: m, role: master}\ngoal: {text: hi}\n", 4, []string{`"to"`, "to: m"}},
+		{"goal to unknown", head + "  - {title: m, role: master}\ngoal:\n  to: boss\n  text: hi\n", 5, []string{`"to" "boss"`, "not a pane"}},
+		{"goal to worker", head + "  - {title: m, role: master}\n  - {title: w}\ngoal:\n  text: hi\n  to: w\n", 7, []string{`"to" "w"`, "worker", "goes to a master"}},
+		{"goal without text", head + "  - {title: m, role: master}\ngoal:\n  to: m\n  text: '   '\n", 6, []string{`"text"`}},
+		{"goal text list", head + "  - {title: m, role: master}\ngoal:\n  to: m\n  text: [a]\n", 6, []string{`"text"`, "text value"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTeam([]byte(tc.doc), "/x")
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tc.doc)
+			}
+			var te *TeamError
+			if !errors.As(err, &te) {
+				t.Fatalf("error %T %v is not a *TeamError", err, err)
+			}
+			msg := err.Error()
+			if te.Line != tc.line || !strings.HasPrefix(msg, fmt.Sprintf("team file line %d: ", tc.line)) {
+				t.Errorf("error %q: line %d, want %d", msg, te.Line, tc.line)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error %q is more than one line", msg)
+			}
+		})
+	}
+}
+
+func TestLoadTeam(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "team.yaml")
+	doc := "name: t\npanes:\n  - {title: lead, role: master, workspace: ws}\n  - title: alice\n    rol: worker\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadTeam(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+" line 5: unknown key \"rol\" in pane \"alice\"") {
+		t.Fatalf("err = %v", err)
+	}
+
+	doc = "name: t\npanes:\n  - {title: lead, role: master, workspace: ws}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	team, err := LoadTeam(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Path != path || team.Panes[0].Workspace != filepath.Join(dir, "ws") {
+		t.Fatalf("team = %+v", team)
+	}
+
+	if _, err := LoadTeam(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml cannot be read") {
+		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := LoadTeam(dir); err == nil || !strings.Contains(err.Error(), "is a folder") {
+		t.Fatalf("folder: %v", err)
+	}
+}
+
+// The offline demo's team file (examples/demo.yaml) is valid, and its
+// workspace holds the data the scripted workers read.
+func TestDemoTeamFile(t *testing.T) {
+	team, err := LoadTeam("../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := filepath.Abs("../examples/demo-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Name != "demo" || len(team.Panes) != 4 {
+		t.Fatalf("team = %+v", team)
+	}
+	want := []struct{ title, typ, role, tmpl string }{
+		{"lead", "cicy", "master", "coordinator"},
+		{"alice", "cicy", "worker", "engineer"},
+		{"bob", "cicy", "worker", "engineer"},
+		{"bash1", "shell", "worker", ""},
+	}
+	for i, w := range want {
+		p := team.Panes[i]
+		if p.Title != w.title || p.Type != w.typ || p.Role != w.role || p.RoleTemplate != w.tmpl || p.Workspace != data {
+			t.Errorf("pane %d = %+v, want %+v in %s", i, p, w, data)
+		}
+		if w.role == "worker" && p.Master != "lead" {
+			t.Errorf("pane %s reports to %q", p.Title, p.Master)
+		}
+	}
+	if c := team.Panes[3].Command; len(c) == 0 || c[0] != "bash" {
+		t.Errorf("bash1 command = %q", c)
+	}
+	if team.Goal == nil || team.Goal.To != "lead" || !strings.HasPrefix(team.Goal.Text, "Survey the demo data") {
+		t.Fatalf("goal = %+v", team.Goal)
+	}
+	for _, f := range []string{"poem.txt", "notes.txt", "words.txt", "numbers.csv"} {
+		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+			t.Errorf("demo data: %v", err)
+		}
+	}
+}
