@@ -17,7 +17,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The offline demo team.
+# The offline demo team: examples/demo.yaml with the scripted model.
 demo: build
 	scripts/demo.sh
 

@@ -24,6 +24,8 @@ type CreateRequest struct {
 	Model        string   `json:"model"`
 	Backend      string   `json:"backend"`
 	Command      []string `json:"command"`
+	// Team names the team file the pane comes from (`up`); kept in config.
+	Team string `json:"team,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.
@@ -57,6 +59,7 @@ type PaneInfo struct {
 	Usage        Usage     `json:"usage"`
 	Provider     string    `json:"provider"`
 	Model        string    `json:"model"`
+	Team         string    `json:"team,omitempty"`
 	Command      []string  `json:"command"`
 	PID          int       `json:"pid,omitempty"`
 	ExitCode     *int      `json:"exit_code"`

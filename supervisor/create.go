@@ -132,6 +132,9 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 			return nil, usageErr("argument %d of the command contains a NUL byte", i)
 		}
 	}
+	if err := checkText("the team name", req.Team, 64); err != nil {
+		return nil, err
+	}
 	if req.Workspace != "" && !filepath.IsAbs(req.Workspace) {
 		return nil, usageErr("the workspace %q must be an absolute path", req.Workspace)
 	}

@@ -185,10 +185,15 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		}
 	}
 	cmdJSON, _ := json.Marshal(req.Command)
+	config := "{}"
+	if req.Team != "" {
+		b, _ := json.Marshal(map[string]string{"team": req.Team})
+		config = string(b)
+	}
 	row := schema.Pane{
 		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
 		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
-		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: "{}",
+		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: config,
 	}
 	var undo func()
 	row, err = s.store.CreatePane(ctx, row, func(id string) (string, error) {
@@ -359,6 +364,11 @@ func (e *entry) info() PaneInfo {
 		m := e.cfg.Master.String
 		pi.Master = &m
 	}
+	var conf struct {
+		Team string `json:"team"`
+	}
+	_ = json.Unmarshal([]byte(e.cfg.Config), &conf)
+	pi.Team = conf.Team
 	return pi
 }
 

@@ -59,7 +59,7 @@ type outbox struct {
 type shellTx struct {
 	verified bool
 	at       time.Time
-	command  string // the first line typed, to find the output after it
+	command  string // the end of the first line typed: the output follows it
 }
 
 func newOutbox(s *Supervisor, store TaskStore) *outbox {
@@ -222,8 +222,14 @@ func (o *outbox) settleTurn(id int64, status, answer, errText string) {
 // program asked for it, then Enter) and verifies it shows on the screen.
 func (o *outbox) typeTask(t schema.Task, p *pane.PTY) {
 	first, _, _ := strings.Cut(strings.TrimSpace(t.Text), "\n")
+	// The start of the text shows it was typed; its end (a long line wraps
+	// on the screen) marks where the output begins.
+	tail := first
 	if len(first) > 40 {
 		first = first[:40]
+	}
+	if len(tail) > 12 {
+		tail = tail[len(tail)-12:]
 	}
 	if err := p.SendText(t.Text, true); err != nil {
 		o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "could not type into the worker: " + err.Error(), Reason: "delivery failed"})
@@ -231,7 +237,7 @@ func (o *outbox) typeTask(t schema.Task, p *pane.PTY) {
 	}
 	at := time.Now()
 	o.mu.Lock()
-	o.shell[t.ID] = shellTx{at: at, command: first}
+	o.shell[t.ID] = shellTx{at: at, command: tail}
 	o.mu.Unlock()
 	o.wg.Add(1)
 	go func() {
@@ -240,7 +246,7 @@ func (o *outbox) typeTask(t schema.Task, p *pane.PTY) {
 		for time.Now().Before(deadline) {
 			if strings.Contains(p.Screen(), first) {
 				o.mu.Lock()
-				o.shell[t.ID] = shellTx{verified: true, at: at, command: first}
+				o.shell[t.ID] = shellTx{verified: true, at: at, command: tail}
 				o.mu.Unlock()
 				o.Kick()
 				return

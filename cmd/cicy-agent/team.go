@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+func (e *env) upCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "start a whole team from a team file (SPEC §9) and hand the master its goal",
+		ArgsUsage: "<team.yaml>",
+		Description: "Every pane of the file is created, or re-used when a pane with its title exists\n" +
+			"(restarted if it had exited). Masters come first, so workers link to them. The goal goes\n" +
+			"to its master. With --wait the command follows the master's tasks and exits 0 when the\n" +
+			"goal is done: every task it dispatched has ended, the master was told of each, and it\n" +
+			"is idle again; 1 if a task failed or the timeout passed.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "wait", Usage: "follow the goal to its end and print the final status"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "with --wait: give up after `TIME`"},
+		},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 1, 1, "<team.yaml>")
+			if err != nil {
+				return err
+			}
+			team, err := topology.LoadTeam(a[0])
+			if err != nil {
+				return usagef("%v", err)
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			ids, err := e.bringUp(c.Context, cl, team)
+			if err != nil {
+				return err
+			}
+			if team.Goal == nil {
+				return nil
+			}
+			master := ids[team.Goal.To]
+			if _, err := cl.Send(c.Context, master, supervisor.SendRequest{Text: team.Goal.Text}); err != nil {
+				return fmt.Errorf("hand the goal to %s: %w", master, err)
+			}
+			fmt.Fprintf(e.stderr, "goal sent to %s (%s)\n", master, team.Goal.To)
+			if !c.Bool("wait") {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+			defer cancel()
+			return e.followGoal(ctx, cl, master, c.Duration("timeout"))
+		},
+	}
+}
+
+// bringUp creates or re-uses every pane of the team, masters first. If a
+// create fails, the panes this run created are removed again: nothing is
+// left half-made.
+func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology.Team) (map[string]string, error) {
+	existing, err := cl.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byTitle := map[string]supervisor.PaneInfo{}
+	for _, p := range existing {
+		byTitle[p.Title] = p
+	}
+	panes := append([]topology.TeamPane(nil), team.Panes...)
+	sort.SliceStable(panes, func(i, j int) bool { return panes[i].Role == topology.RoleMaster && panes[j].Role != topology.RoleMaster })
+	ids := map[string]string{}
+	var created []string
+	undo := func() {
+		for _, id := range created {
+			_ = cl.Kill(context.Background(), id)
+		}
+	}
+	for _, p := range panes {
+		if ex, ok := byTitle[p.Title]; ok {
+			if ex.Type != p.Type || ex.Role != p.Role {
+				undo()
+				return nil, usagef("%s line %d: a pane titled %q exists as a %s %s (%s); the team file wants a %s %s", team.Path, p.Line, p.Title, ex.Role, ex.Type, ex.ID, p.Role, p.Type)
+			}
+			if ex.State == "exited" || ex.State == "error" {
+				if err := cl.Restart(ctx, ex.ID); err != nil {
+					undo()
+					return nil, fmt.Errorf("restart %s (%s): %w", ex.ID, p.Title, err)
+				}
+			}
+			ids[p.Title] = ex.ID
+			fmt.Fprintf(e.stderr, "re-using %s %s\n", ex.ID, p.Title)
+			continue
+		}
+		req := supervisor.CreateRequest{
+			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
+			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
+		}
+		resp, err := cl.Create(ctx, req)
+		if err != nil {
+			undo()
+			var ae *supervisor.Error
+			if errors.As(err, &ae) {
+				ae.Message = fmt.Sprintf("%s line %d: pane %q: %s", team.Path, p.Line, p.Title, ae.Message)
+			}
+			return nil, err
+		}
+		created = append(created, resp.ID)
+		ids[p.Title] = resp.ID
+		fmt.Fprintf(e.stderr, "created %s %s (%s %s)\n", resp.ID, p.Title, p.Type, p.Role)
+	}
+	return ids, nil
+}
+
+// followGoal prints the master's tasks as they change and returns when
+// the goal is done (see up's description), failed, or ctx ends.
+func (e *env) followGoal(ctx context.Context, cl *supervisor.Client, master string, timeout time.Duration) error {
+	seen := map[int64]string{}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		tasks, err := cl.Tasks(ctx, master)
+		if err != nil {
+			return err
+		}
+		pending, failed, total := 0, []string{}, 0
+		var lastNotified time.Time
+		for _, t := range tasks {
+			if t.From != master {
+				continue
+			}
+			total++
+			if seen[t.ID] != t.Status {
+				seen[t.ID] = t.Status
+				line := fmt.Sprintf("task %d → %s: %s", t.ID, t.To, t.Status)
+				switch t.Status {
+				case "done":
+					line += ": " + clip(oneLine(t.Result), 70)
+				case "failed":
+					line += ": " + clip(oneLine(t.Error), 70)
+				}
+				fmt.Fprintln(e.stdout, line)
+			}
+			switch {
+			case t.Status == "queued" || t.Status == "delivered":
+				pending++
+			case t.NotifiedAt == nil && t.Status != "cancelled":
+				pending++ // the master has not been told yet
+			case t.NotifiedAt != nil && t.NotifiedAt.After(lastNotified):
+				lastNotified = *t.NotifiedAt
+			}
+			if t.Status == "failed" {
+				failed = append(failed, fmt.Sprintf("task %d (%s): %s", t.ID, t.To, t.Error))
+			}
+		}
+		m, err := cl.Get(ctx, master)
+		if err != nil {
+			return err
+		}
+		if total > 0 && pending == 0 && m.State == "idle" && m.Since.After(lastNotified) {
+			return e.goalDone(ctx, cl, master, failed)
+		}
+		select {
+		case <-ctx.Done():
+			return failf("the goal was not done within %s (%d of %d tasks still open; see 'cicy-agent status')", timeout, pending, total)
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *env) goalDone(ctx context.Context, cl *supervisor.Client, master string, failed []string) error {
+	if sc, err := cl.Screen(ctx, master, 0); err == nil && sc.Screen != "" {
+		fmt.Fprintf(e.stdout, "\n%s:\n%s\n", master, sc.Screen)
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	printStatus(e.stdout, st)
+	if len(failed) > 0 {
+		return failf("the goal ended with %d failed task(s): %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func (e *env) downCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "down",
+		Usage:     "stop and remove the panes of a team (their workspaces stay)",
+		ArgsUsage: "[team.yaml]",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "team", Usage: "the team `NAME` (default: the file's, or the only team running)"}},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 0, 1, "[team.yaml] [--team NAME]")
+			if err != nil {
+				return err
+			}
+			name := c.String("team")
+			if len(a) == 1 {
+				team, err := topology.LoadTeam(a[0])
+				if err != nil {
+					return usagef("%v", err)
+				}
+				name = team.Name
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			panes, err := cl.List(c.Context)
+			if err != nil {
+				return err
+			}
+			teams := map[string][]string{}
+			for _, p := range panes {
+				if p.Team != "" {
+					teams[p.Team] = append(teams[p.Team], p.ID)
+				}
+			}
+			if name == "" {
+				if len(teams) != 1 {
+					var names []string
+					for n := range teams {
+						names = append(names, n)
+					}
+					sort.Strings(names)
+					return usagef("name the team to stop (running teams: %s)", strings.Join(append(names, "none")[:max(len(names), 1)], ", "))
+				}
+				for n := range teams {
+					name = n
+				}
+			}
+			if len(teams[name]) == 0 {
+				return usagef("no pane belongs to team %q", name)
+			}
+			for _, id := range teams[name] {
+				if err := cl.Kill(c.Context, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "stopped %s\n", id)
+			}
+			return nil
+		},
+	}
+}
