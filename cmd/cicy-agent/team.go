@@ -76,7 +76,9 @@ func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology
 		byTitle[p.Title] = p
 	}
 	panes := append([]topology.TeamPane(nil), team.Panes...)
-	sort.SliceStable(panes, func(i, j int) bool { return panes[i].Role == topology.RoleMaster && panes[j].Role != topology.RoleMaster })
+	sort.SliceStable(panes, func(i, j int) bool {
+		return panes[i].Role == topology.RoleMaster && panes[j].Role != topology.RoleMaster
+	})
 	ids := map[string]string{}
 	var created []string
 	undo := func() {
