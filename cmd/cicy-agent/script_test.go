@@ -79,6 +79,9 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("CICY_HOME", home)
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
+	if ex, err := filepath.Abs("../../examples"); err == nil {
+		env.Setenv("EXAMPLES", ex)
+	}
 	env.Setenv("ESCTITLE", "bad\x1b[31mtitle")
 	env.Defer(func() {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
