@@ -198,23 +198,24 @@ func TestDemoTeamFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := filepath.Abs("../examples/demo-data")
+	dir, err := filepath.Abs("../examples")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if team.Name != "demo" || len(team.Panes) != 4 {
 		t.Fatalf("team = %+v", team)
 	}
-	want := []struct{ title, typ, role, tmpl string }{
-		{"lead", "cicy", "master", "coordinator"},
-		{"alice", "cicy", "worker", "engineer"},
-		{"bob", "cicy", "worker", "engineer"},
-		{"bash1", "shell", "worker", ""},
+	// Each cicy pane has its own workspace; the shell worker works in the data.
+	want := []struct{ title, typ, role, tmpl, ws string }{
+		{"lead", "cicy", "master", "coordinator", "work/lead"},
+		{"alice", "cicy", "worker", "engineer", "work/alice"},
+		{"bob", "cicy", "worker", "engineer", "work/bob"},
+		{"bash1", "shell", "worker", "", "demo-data"},
 	}
 	for i, w := range want {
 		p := team.Panes[i]
-		if p.Title != w.title || p.Type != w.typ || p.Role != w.role || p.RoleTemplate != w.tmpl || p.Workspace != data {
-			t.Errorf("pane %d = %+v, want %+v in %s", i, p, w, data)
+		if p.Title != w.title || p.Type != w.typ || p.Role != w.role || p.RoleTemplate != w.tmpl || p.Workspace != filepath.Join(dir, w.ws) {
+			t.Errorf("pane %d = %+v, want %+v in %s", i, p, w, dir)
 		}
 		if w.role == "worker" && p.Master != "lead" {
 			t.Errorf("pane %s reports to %q", p.Title, p.Master)

@@ -539,6 +539,8 @@ func printStatus(w io.Writer, st supervisor.StatusResponse) {
 		task := wk.CurrentTask
 		if task == "" {
 			task = "-"
+		} else {
+			task += fmt.Sprintf(" (%s)", (time.Duration(wk.Elapsed) * time.Second).String())
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip(wk.Title, 24), wk.Type, wk.State, clip(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
 	}
