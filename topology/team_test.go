@@ -228,7 +228,7 @@ func TestDemoTeamFile(t *testing.T) {
 		t.Fatalf("goal = %+v", team.Goal)
 	}
 	for _, f := range []string{"poem.txt", "notes.txt", "words.txt", "numbers.csv"} {
-		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "demo-data", f)); err != nil {
 			t.Errorf("demo data: %v", err)
 		}
 	}
