@@ -60,10 +60,12 @@ type PaneInfo struct {
 	Provider     string    `json:"provider"`
 	Model        string    `json:"model"`
 	Team         string    `json:"team,omitempty"`
-	Command      []string  `json:"command"`
-	PID          int       `json:"pid,omitempty"`
-	ExitCode     *int      `json:"exit_code"`
-	CreatedAt    time.Time `json:"created_at"`
+	// Attach is how a person attaches to a tmux pane without cicy-agent.
+	Attach    []string  `json:"attach,omitempty"`
+	Command   []string  `json:"command"`
+	PID       int       `json:"pid,omitempty"`
+	ExitCode  *int      `json:"exit_code"`
+	CreatedAt time.Time `json:"created_at"`
 	// CacheHit is cache-read input tokens over all input tokens (-1: no
 	// usage yet).
 	CacheHit float64 `json:"cache_hit"`

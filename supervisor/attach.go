@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // The attach stream. After an HTTP upgrade the server sends the pane's
@@ -51,9 +54,14 @@ func resizePayload(rows, cols uint16) []byte {
 }
 
 func (a *api) attach(w http.ResponseWriter, r *http.Request) {
-	_, p, err := a.sup.running(r.PathValue("id"))
+	e, t, err := a.sup.running(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
+		return
+	}
+	p, ok := t.(*pane.PTY)
+	if !ok {
+		writeErr(w, usageErr("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(a.sup.tmux.AttachCommand(e.cfg.ID), " ")))
 		return
 	}
 	rows, _ := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16)

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -111,13 +112,16 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 		req.Backend = "inproc"
 	} else {
 		switch req.Backend {
-		case "", "pty":
+		case "":
+			req.Backend = "pty"
+		case "pty":
 		case "tmux":
-			return nil, failedErr("the tmux backend is not built yet in this version; use --backend pty")
+			if !pane.TmuxAvailable() {
+				return nil, failedErr("the tmux backend needs tmux 3.0 or newer on PATH; install it or use --backend pty")
+			}
 		default:
 			return nil, usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
 		}
-		req.Backend = "pty"
 	}
 	if req.Type == "shell" {
 		if len(req.Command) == 0 || req.Command[0] == "" {

@@ -57,10 +57,23 @@ type Supervisor struct {
 	log       *logrus.Entry
 	providers *provider.Factory
 	tasks     *outbox
+	tmux      *pane.TmuxServer
 
 	mu        sync.Mutex
 	panes     map[string]*entry
 	closeOnce sync.Once
+}
+
+// terminal is a terminal pane's running program: a PTY of ours
+// (*pane.PTY) or a session of the private tmux server (*pane.TmuxPane).
+type terminal interface {
+	Status() pane.Status
+	Screen() string
+	SendText(text string, enter bool) error
+	SendKeys(b []byte) error
+	Resize(rows, cols uint16) error
+	Stop(grace time.Duration, why string)
+	Close()
 }
 
 // entry is one pane in the registry. op serialises lifecycle operations
@@ -69,7 +82,7 @@ type Supervisor struct {
 type entry struct {
 	op    sync.Mutex
 	cfg   schema.Pane
-	proc  *pane.PTY
+	proc  terminal
 	agent *cicy.Agent
 	last  pane.Status // the status when neither runs
 }
@@ -88,6 +101,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv)}
 	s.tasks = newOutbox(s, store)
+	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
 		return nil, fmt.Errorf("seed the role templates: %w", err)
 	}
@@ -97,6 +111,17 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	for _, r := range rows {
 		e := &entry{cfg: r, last: statusFromRuntime(r.Runtime)}
+		if r.Backend == "tmux" {
+			// tmux sessions outlive the supervisor: adopt the running one.
+			if err := s.launch(e, true); err != nil {
+				e.last = pane.Status{State: pane.Exited, Reason: "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again", Since: time.Now()}
+				if err := store.SaveRuntime(ctx, r.ID, runtimeOf(e.last)); err != nil {
+					return nil, err
+				}
+			}
+			s.panes[r.ID] = e
+			continue
+		}
 		if r.Type == "cicy" {
 			// A cicy pane lives in the supervisor: it comes back with it,
 			// its conversation restored from disk.
@@ -231,7 +256,11 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 
 // start runs the pane's process or turn loop. The caller holds e.op or
 // owns e alone.
-func (s *Supervisor) start(ctx context.Context, e *entry) error {
+func (s *Supervisor) start(ctx context.Context, e *entry) error { return s.launch(e, false) }
+
+// launch starts the pane, or with adopt takes over its running tmux
+// session after a supervisor restart.
+func (s *Supervisor) launch(e *entry, adopt bool) error {
 	if e.cfg.Type == "cicy" {
 		return s.startAgent(e)
 	}
@@ -241,7 +270,7 @@ func (s *Supervisor) start(ctx context.Context, e *entry) error {
 	}
 	id := e.cfg.ID
 	log := s.log.WithField("pane", id)
-	p, err := pane.StartPTY(pane.Options{
+	opts := pane.Options{
 		Argv:       argv,
 		Dir:        e.cfg.Workspace,
 		Env:        paneEnv(s.cfg.Home, id),
@@ -258,11 +287,23 @@ func (s *Supervisor) start(ctx context.Context, e *entry) error {
 				}
 			}
 		},
-	})
+	}
+	var (
+		t   terminal
+		err error
+	)
+	switch {
+	case e.cfg.Backend == "tmux" && adopt:
+		t, err = s.tmux.Adopt(id, opts)
+	case e.cfg.Backend == "tmux":
+		t, err = s.tmux.Start(id, opts)
+	default:
+		t, err = pane.StartPTY(opts)
+	}
 	if err != nil {
 		return err
 	}
-	e.proc = p
+	e.proc = t
 	return nil
 }
 
@@ -297,6 +338,18 @@ func (e *entry) halt(grace time.Duration, why string) {
 	}
 }
 
+// detach lets go of the pane at a supervisor shutdown: a tmux session
+// keeps running (the next supervisor adopts it); anything else is halted.
+func (e *entry) detach(grace time.Duration, why string) {
+	if t, ok := e.proc.(*pane.TmuxPane); ok {
+		e.last = t.Status()
+		t.Close()
+		e.proc = nil
+		return
+	}
+	e.halt(grace, why)
+}
+
 func (e *entry) status() pane.Status {
 	switch {
 	case e.agent != nil:
@@ -326,6 +379,9 @@ func (s *Supervisor) List(ctx context.Context) []PaneInfo {
 		t := totals[pi.ID]
 		pi.Usage = Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
 		pi.CacheHit = cacheHit(pi.Usage)
+		if pi.Backend == "tmux" {
+			pi.Attach = s.tmux.AttachCommand(pi.ID)
+		}
 		out = append(out, pi)
 	}
 	return out
@@ -364,6 +420,7 @@ func (e *entry) info() PaneInfo {
 		m := e.cfg.Master.String
 		pi.Master = &m
 	}
+
 	var conf struct {
 		Team string `json:"team"`
 	}
@@ -387,7 +444,7 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 }
 
 // running returns the pane's process, or an error saying why there is none.
-func (s *Supervisor) running(id string) (*entry, *pane.PTY, error) {
+func (s *Supervisor) running(id string) (*entry, terminal, error) {
 	e, err := s.get(id)
 	if err != nil {
 		return nil, nil, err
@@ -454,7 +511,7 @@ func (s *Supervisor) sendTerminal(id string, req SendRequest) error {
 	return nil
 }
 
-func notRunning(id string, p *pane.PTY, err error) error {
+func notRunning(id string, p terminal, err error) error {
 	if errors.Is(err, pane.ErrExited) {
 		return failedErr("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", id, p.Status().Reason, id)
 	}
@@ -584,10 +641,11 @@ func (s *Supervisor) Close() {
 			defer wg.Done()
 			e.op.Lock()
 			defer e.op.Unlock()
-			e.halt(s.cfg.StopGrace, "the supervisor shut down")
+			e.detach(s.cfg.StopGrace, "the supervisor shut down")
 		}()
 	}
 	wg.Wait()
+	s.tmux.Close()
 }
 
 // shellEnterDelay separates a shell pane's typed text from its Enter.

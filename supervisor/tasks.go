@@ -233,7 +233,7 @@ func (o *outbox) settleTurn(id int64, status, answer, errText string) {
 
 // typeTask types a task into a shell worker (bracketed paste when the
 // program asked for it, then Enter) and verifies it shows on the screen.
-func (o *outbox) typeTask(t schema.Task, p *pane.PTY) {
+func (o *outbox) typeTask(t schema.Task, p terminal) {
 	first, _, _ := strings.Cut(strings.TrimSpace(t.Text), "\n")
 	// The start of the text shows it was typed; its end (a long line wraps
 	// on the screen) marks where the output begins.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 
@@ -28,19 +29,24 @@ func (e *env) attachCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			var info supervisor.PaneInfo
 			if h, err := home(c); err == nil {
+				info, _ = supervisor.NewClient(h).Get(c.Context, id)
+			}
+			if info.Type == "cicy" {
 				// A cicy pane is a chat, not a terminal: no tty needed.
-				if p, err := supervisor.NewClient(h).Get(c.Context, id); err == nil && p.Type == "cicy" {
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
-					return chat(c, cl, id, e.stdin, e.stdout)
+				cl, err := client(c)
+				if err != nil {
+					return err
 				}
+				return chat(c, cl, id, e.stdin, e.stdout)
 			}
 			in, ok := e.stdin.(*os.File)
 			if !ok || !term.IsTerminal(int(in.Fd())) {
 				return usagef("attach needs an interactive terminal on stdin; use 'cicy-agent send' and 'cicy-agent screen' from scripts")
+			}
+			if info.Backend == "tmux" && len(info.Attach) > 0 {
+				return tmuxAttach(info, in, e.stdout, e.stderr)
 			}
 			cl, err := client(c)
 			if err != nil {
@@ -132,4 +138,19 @@ func attach(c *cli.Context, cl *supervisor.Client, id string, in *os.File, out i
 			return nil
 		}
 	}
+}
+
+// tmuxAttach runs tmux attach on the pane's session of the private tmux
+// server; Ctrl-Q (bound there) detaches, and the pane goes on.
+func tmuxAttach(info supervisor.PaneInfo, in *os.File, out, errOut io.Writer) error {
+	if info.State == "exited" {
+		return failf("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", info.ID, info.Reason, info.ID)
+	}
+	cmd := exec.Command(info.Attach[0], info.Attach[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errOut
+	if err := cmd.Run(); err != nil {
+		return failf("tmux attach failed: %v", err)
+	}
+	fmt.Fprintf(out, "[detached from %s]\n", info.ID)
+	return nil
 }

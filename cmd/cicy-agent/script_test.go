@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // binDir holds the real cicy-agent binary, built once by TestMain, so the
@@ -87,7 +89,10 @@ func setupScript(env *testscript.Env) error {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
 		cmd.Env = os.Environ()
 		_ = cmd.Run()
+		// tmux panes outlive the supervisor by design: end their server.
+		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
 	})
+	env.Setenv("TMUXSOCK", pane.NewTmuxServer(home, nil).Socket)
 	return nil
 }
 

@@ -1,0 +1,536 @@
+package pane
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// The tmux backend: each pane is a session w-N (window "main") on a tmux
+// server private to one CICY_HOME (its own socket, never the user's
+// default server), so panes outlive the supervisor and are re-adopted by
+// the next one. One poller per server reads every pane's liveness and
+// last activity with a single `list-panes -a`; it polls each second while
+// a pane is starting or busy, and every 5 s when all are quiet (a tmux
+// fork per second costs CPU that an idle team should not pay).
+
+// ErrNoSession is returned when adopting a session that is gone.
+var ErrNoSession = errors.New("the tmux session is gone")
+
+// TmuxAvailable reports whether tmux 3.0 or newer is on PATH.
+func TmuxAvailable() bool {
+	out, err := exec.Command("tmux", "-V").Output()
+	if err != nil {
+		return false
+	}
+	m := regexp.MustCompile(`(\d+)\.(\d+)`).FindStringSubmatch(string(out))
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	return major >= 3
+}
+
+// TmuxServer is the private tmux server of one home.
+type TmuxServer struct {
+	Socket string // the -L name
+	log    *logrus.Entry
+	home   string
+
+	mu    sync.Mutex
+	panes map[string]*TmuxPane
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+	start sync.Once
+}
+
+// NewTmuxServer names the server of home: cicy-<hash of the home path>.
+func NewTmuxServer(home string, log *logrus.Entry) *TmuxServer {
+	sum := sha1.Sum([]byte(home))
+	return &TmuxServer{
+		Socket: "cicy-" + hex.EncodeToString(sum[:4]), log: log, home: home,
+		panes: map[string]*TmuxPane{}, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// statusFile is where a pane's wrapper writes its program's exit status.
+func (s *TmuxServer) statusFile(name string) string {
+	return filepath.Join(s.home, "run", "tmux", name+".exit")
+}
+
+// AttachCommand is how a person attaches to a pane's session.
+func (s *TmuxServer) AttachCommand(name string) []string {
+	return []string{"tmux", "-L", s.Socket, "attach", "-t", "=" + name}
+}
+
+// base are the arguments of every tmux call: this home's server, no user
+// configuration, and UTF-8 whatever the locale (without -u tmux turns a
+// tab or an emoji into "_" when LANG is unset).
+func (s *TmuxServer) base() []string { return []string{"-u", "-L", s.Socket, "-f", "/dev/null"} }
+
+func (s *TmuxServer) run(args ...string) ([]byte, error) {
+	cmd := exec.Command("tmux", append(s.base(), args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("tmux %s: %s", args[0], strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// paneInfo is one line of the poller's list-panes.
+type paneInfo struct {
+	pid        int
+	dead       bool
+	deadStatus int
+	deadSignal int
+	// statusKnown: tmux may mark a pane dead at the end of its output
+	// before it has reaped the process; the exit status comes a moment
+	// later.
+	statusKnown bool
+	activity    time.Time
+}
+
+// list reads every session's pane: liveness, exit status, last activity.
+func (s *TmuxServer) list() (map[string]paneInfo, error) {
+	out, err := s.run("list-panes", "-a", "-F", "#{session_name}|#{pane_pid}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{pane_dead_signal}")
+	if err != nil {
+		if strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting") {
+			return map[string]paneInfo{}, nil
+		}
+		return nil, err
+	}
+	infos := map[string]paneInfo{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 6 {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[1])
+		status, _ := strconv.Atoi(f[3])
+		act, _ := strconv.ParseInt(f[4], 10, 64)
+		sig, _ := strconv.Atoi(f[5])
+		infos[f[0]] = paneInfo{pid: pid, dead: f[2] == "1", deadStatus: status, deadSignal: sig, activity: time.Unix(act, 0),
+			statusKnown: f[3] != "" || f[5] != ""}
+	}
+	return infos, nil
+}
+
+// Sessions lists the sessions the server runs now.
+func (s *TmuxServer) Sessions() (map[string]bool, error) {
+	infos, err := s.list()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for name := range infos {
+		out[name] = true
+	}
+	return out, nil
+}
+
+// poll runs while the server has panes.
+func (s *TmuxServer) poll() {
+	defer close(s.done)
+	interval := time.Second
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+		infos, err := s.list()
+		busy := false
+		s.mu.Lock()
+		panes := make([]*TmuxPane, 0, len(s.panes))
+		for _, p := range s.panes {
+			panes = append(panes, p)
+		}
+		s.mu.Unlock()
+		for _, p := range panes {
+			if err != nil {
+				continue
+			}
+			info, ok := infos[p.name]
+			if p.observe(info, ok) {
+				busy = true
+			}
+		}
+		interval = 5 * time.Second
+		if busy {
+			interval = time.Second
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(interval)
+	}
+}
+
+func (s *TmuxServer) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the poller; the sessions keep running.
+func (s *TmuxServer) Close() {
+	// A poller that never started cannot close done itself.
+	s.start.Do(func() { close(s.done) })
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
+}
+
+func (s *TmuxServer) register(p *TmuxPane) {
+	s.mu.Lock()
+	s.panes[p.name] = p
+	s.mu.Unlock()
+	s.start.Do(func() { go s.poll() })
+	s.poke()
+}
+
+func (s *TmuxServer) unregister(p *TmuxPane) {
+	s.mu.Lock()
+	if s.panes[p.name] == p {
+		delete(s.panes, p.name)
+	}
+	s.mu.Unlock()
+}
+
+// TmuxPane is a pane whose program runs in a session of the private tmux
+// server. Its state is guarded by mu: it is written by the poller (one
+// goroutine) and by input methods, read by everyone.
+type TmuxPane struct {
+	srv  *TmuxServer
+	name string
+	opts Options
+
+	mu           sync.Mutex
+	status       Status
+	lastActivity time.Time
+	busySince    time.Time // last input or output
+	exited       chan struct{}
+	exitOnce     sync.Once
+	stopWhy      string
+}
+
+// Start creates the session running opts.Argv in opts.Dir.
+func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
+	if len(opts.Argv) == 0 {
+		return nil, errors.New("no command to run")
+	}
+	if opts.Rows == 0 || opts.Cols == 0 {
+		opts.Rows, opts.Cols = 40, 120
+	}
+	args := []string{"new-session", "-d", "-s", name, "-n", "main", "-x", strconv.Itoa(int(opts.Cols)), "-y", strconv.Itoa(int(opts.Rows)), "-c", opts.Dir}
+	// The server keeps the environment it started with; each session gets
+	// the supervisor's current one explicitly.
+	for _, kv := range opts.Env {
+		if strings.Contains(kv, "=") {
+			args = append(args, "-e", kv)
+		}
+	}
+	args = append(args, "-e", "CICY_EXIT_FILE="+s.statusFile(name))
+	// The program runs under sh, which writes its exit status to a file
+	// when it ends, since tmux does not always keep it. sh catches the
+	// signals a stop or a typed Ctrl-C sends to the whole group (a caught
+	// signal, unlike an ignored one, is back to default in the program), so
+	// it outlives the program and the program gets its grace period.
+	status := s.statusFile(name)
+	_ = os.MkdirAll(filepath.Dir(status), 0o700)
+	_ = os.Remove(status)
+	args = append(args, "--", "sh", "-c", `trap : HUP INT QUIT TERM; "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh")
+	args = append(args, opts.Argv...)
+	// In one tmux call, before the session exists: keep dead panes, so an
+	// exit status stays readable however fast the program ends, and let
+	// Ctrl-Q detach a person attached with tmux attach, as in cicy-agent
+	// attach.
+	setup := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"bind-key", "-n", "C-q", "detach-client", ";"}
+	if _, err := s.run(append(setup, args...)...); err != nil {
+		return nil, err
+	}
+	p := s.newPane(name, opts, Status{State: Starting, Reason: "started in tmux session " + name, Since: time.Now()})
+	return p, nil
+}
+
+// Adopt takes over a session a previous supervisor started.
+func (s *TmuxServer) Adopt(name string, opts Options) (*TmuxPane, error) {
+	infos, err := s.list()
+	if err != nil {
+		return nil, err
+	}
+	info, ok := infos[name]
+	if !ok {
+		return nil, ErrNoSession
+	}
+	st := Status{State: Idle, Reason: "re-adopted after a supervisor restart", Since: time.Now(), PID: info.pid}
+	p := s.newPane(name, opts, st)
+	p.observe(info, true)
+	return p, nil
+}
+
+func (s *TmuxServer) newPane(name string, opts Options, st Status) *TmuxPane {
+	if opts.Settle < time.Second {
+		opts.Settle = time.Second // tmux reports activity to the second
+	}
+	if opts.Log == nil {
+		opts.Log = s.log
+	}
+	p := &TmuxPane{srv: s, name: name, opts: opts, status: st, exited: make(chan struct{}), busySince: time.Now()}
+	s.register(p)
+	if opts.OnChange != nil {
+		opts.OnChange(st)
+	}
+	return p
+}
+
+// observe applies one poll; it reports whether the pane wants fast polls.
+func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
+	p.mu.Lock()
+	var changed *Status
+	set := func(s State, reason string) {
+		p.status.State, p.status.Reason, p.status.Since = s, reason, time.Now()
+		c := p.status
+		changed = &c
+	}
+	switch {
+	case !p.status.Running():
+	case !ok:
+		set(Exited, "its tmux session is gone")
+	case info.dead:
+		code, known := p.exitStatus(info)
+		reason := "exited (its exit status is unknown)"
+		switch {
+		case info.deadSignal > 0:
+			reason = "killed by signal " + signalName(syscall.Signal(info.deadSignal))
+		case known:
+			reason = fmt.Sprintf("exited with code %d", code)
+		}
+		if known {
+			p.status.ExitCode = &code
+		}
+		if p.stopWhy != "" {
+			reason = p.stopWhy + ": " + reason
+		}
+		set(Exited, reason)
+	default:
+		p.status.PID = info.pid
+		if info.activity.After(p.lastActivity) {
+			if !p.lastActivity.IsZero() && p.status.State == Idle {
+				set(Busy, "output")
+			}
+			p.lastActivity = info.activity
+			p.busySince = time.Now()
+		}
+		if (p.status.State == Starting || p.status.State == Busy) && time.Since(p.busySince) >= p.opts.Settle {
+			set(Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
+		}
+	}
+	fast := p.status.State == Starting || p.status.State == Busy
+	running := p.status.Running()
+	p.mu.Unlock()
+	if !running {
+		p.exitOnce.Do(func() { close(p.exited) })
+	}
+	if changed != nil && p.opts.OnChange != nil {
+		p.opts.OnChange(*changed)
+	}
+	return fast
+}
+
+// exitStatus is the program's exit status: the file its wrapper wrote,
+// else tmux's (tmux 3.3 marks a pane dead at the end of its output and
+// does not always record the status of the process it reaps after).
+// Called with mu held.
+func (p *TmuxPane) exitStatus(info paneInfo) (int, bool) {
+	if b, err := os.ReadFile(p.srv.statusFile(p.name)); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n, true
+		}
+	}
+	if info.deadSignal > 0 {
+		return 128 + info.deadSignal, true
+	}
+	return info.deadStatus, info.statusKnown
+}
+
+// Name is the session's name.
+func (p *TmuxPane) Name() string { return p.name }
+
+// Exited is closed once the program has ended.
+func (p *TmuxPane) Exited() <-chan struct{} { return p.exited }
+
+// Status returns the pane's state.
+func (p *TmuxPane) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+func (p *TmuxPane) target() string { return "=" + p.name + ":main.0" }
+
+// Screen returns the visible screen, trailing blank lines removed.
+func (p *TmuxPane) Screen() string {
+	out, err := p.srv.run("capture-pane", "-p", "-t", p.target())
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(out), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n ")
+}
+
+// input marks the pane busy: the program has work.
+func (p *TmuxPane) input() error {
+	p.mu.Lock()
+	if !p.status.Running() {
+		p.mu.Unlock()
+		return ErrExited
+	}
+	var changed *Status
+	if p.status.State == Idle || p.status.State == Starting {
+		p.status.State, p.status.Reason, p.status.Since = Busy, "input", time.Now()
+		c := p.status
+		changed = &c
+	}
+	p.busySince = time.Now()
+	p.mu.Unlock()
+	if changed != nil && p.opts.OnChange != nil {
+		p.opts.OnChange(*changed)
+	}
+	p.srv.poke()
+	return nil
+}
+
+// SendText types text: a bracketed paste (tmux sends the markers only if
+// the program asked for them) for several lines, literal keys otherwise;
+// then Enter after the enter delay.
+func (p *TmuxPane) SendText(text string, enter bool) error {
+	if err := p.input(); err != nil {
+		return err
+	}
+	if text != "" {
+		if strings.Contains(text, "\n") {
+			buf := "cicy-" + p.name
+			cmd := exec.Command("tmux", append(p.srv.base(), "load-buffer", "-b", buf, "-")...)
+			cmd.Stdin = strings.NewReader(text)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("tmux load-buffer: %s", strings.TrimSpace(string(out)))
+			}
+			if _, err := p.srv.run("paste-buffer", "-p", "-d", "-b", buf, "-t", p.target()); err != nil {
+				return err
+			}
+		} else if _, err := p.srv.run("send-keys", "-l", "-t", p.target(), "--", text); err != nil {
+			return err
+		}
+	}
+	if !enter {
+		return nil
+	}
+	if text != "" && p.opts.EnterDelay > 0 {
+		time.Sleep(p.opts.EnterDelay)
+	}
+	_, err := p.srv.run("send-keys", "-t", p.target(), "Enter")
+	return err
+}
+
+// SendKeys sends raw key bytes.
+func (p *TmuxPane) SendKeys(b []byte) error {
+	if err := p.input(); err != nil {
+		return err
+	}
+	args := []string{"send-keys", "-t", p.target(), "-H"}
+	for _, c := range b {
+		args = append(args, fmt.Sprintf("%02x", c))
+	}
+	_, err := p.srv.run(args...)
+	return err
+}
+
+// Resize sets the session's window size.
+func (p *TmuxPane) Resize(rows, cols uint16) error {
+	_, err := p.srv.run("resize-window", "-t", "="+p.name+":main", "-x", strconv.Itoa(int(cols)), "-y", strconv.Itoa(int(rows)))
+	return err
+}
+
+// Stop ends the program (SIGHUP and SIGTERM to its process group, SIGKILL
+// after grace) and removes the session.
+func (p *TmuxPane) Stop(grace time.Duration, why string) {
+	p.mu.Lock()
+	pid, running := p.status.PID, p.status.Running()
+	if p.stopWhy == "" {
+		p.stopWhy = why
+	}
+	p.mu.Unlock()
+	if running && pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGHUP)
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		p.waitDead(ctx)
+		cancel()
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		p.waitDead(ctx)
+		cancel()
+	}
+	_, _ = p.srv.run("kill-session", "-t", "="+p.name)
+	p.mu.Lock()
+	if p.status.Running() {
+		p.status.State, p.status.Reason, p.status.Since = Exited, why+": session killed", time.Now()
+	}
+	p.mu.Unlock()
+	p.exitOnce.Do(func() { close(p.exited) })
+}
+
+// waitDead polls the pane until its program is dead or ctx ends.
+func (p *TmuxPane) waitDead(ctx context.Context) {
+	for {
+		infos, err := p.srv.list()
+		if err == nil {
+			info, ok := infos[p.name]
+			p.observe(info, ok)
+			if !ok || info.dead {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close forgets the pane; its session keeps running (it outlives the
+// supervisor).
+func (p *TmuxPane) Close() { p.srv.unregister(p) }

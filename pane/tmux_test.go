@@ -1,0 +1,132 @@
+package pane
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func tmuxServer(t *testing.T) *TmuxServer {
+	t.Helper()
+	if !TmuxAvailable() {
+		t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
+	}
+	s := NewTmuxServer(t.TempDir(), testLog(t))
+	t.Cleanup(func() {
+		s.Close()
+		_ = exec.Command("tmux", "-L", s.Socket, "kill-server").Run()
+	})
+	return s
+}
+
+func bashOpts(t *testing.T) Options {
+	return Options{
+		Argv: []string{"bash", "--norc", "--noprofile"},
+		Dir:  t.TempDir(),
+		Env:  append(os.Environ(), "PS1=$ ", "TERM=xterm-256color"),
+		Log:  testLog(t),
+	}
+}
+
+func TestTmuxEchoStatesAndExit(t *testing.T) {
+	s := tmuxServer(t)
+	p, err := s.Start("w-1", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	tok := fmt.Sprintf("tok%d", rand.Int64())
+	if err := p.SendText("echo "+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.State != Busy {
+		t.Fatalf("after input: %+v", st)
+	}
+	eventually(t, 15*time.Second, "token", func() bool { return hasLine(p.Screen(), tok) })
+	eventually(t, 15*time.Second, "idle again", func() bool { return p.Status().State == Idle })
+	// Multi-line text goes in as one paste.
+	if err := p.SendText("echo one-"+tok+"\necho two-"+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "pasted lines", func() bool {
+		sc := p.Screen()
+		return hasLine(sc, "one-"+tok) && hasLine(sc, "two-"+tok)
+	})
+	if err := p.SendText("exit 4", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(15 * time.Second):
+		t.Fatal("exit not seen")
+	}
+	if st := p.Status(); st.State != Exited || st.ExitCode == nil || *st.ExitCode != 4 {
+		t.Fatalf("after exit 4: %+v", st)
+	}
+}
+
+// TestTmuxAdoptAfterRestart: a new server object for the same home (a new
+// supervisor) adopts the running session with its screen.
+func TestTmuxAdoptAfterRestart(t *testing.T) {
+	home := t.TempDir()
+	s1 := NewTmuxServer(home, testLog(t))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s1.Socket, "kill-server").Run() })
+	p1, err := s1.Start("w-3", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := fmt.Sprintf("tok%d", rand.Int64())
+	if err := p1.SendText("echo "+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "token", func() bool { return hasLine(p1.Screen(), tok) })
+	p1.Close()
+	s1.Close()
+
+	s2 := NewTmuxServer(home, testLog(t))
+	defer s2.Close()
+	if s2.Socket != s1.Socket {
+		t.Fatalf("socket names differ for one home: %s %s", s1.Socket, s2.Socket)
+	}
+	p2, err := s2.Adopt("w-3", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLine(p2.Screen(), tok) || !p2.Status().Running() {
+		t.Fatalf("adopted pane: %+v\n%s", p2.Status(), p2.Screen())
+	}
+	if _, err := s2.Adopt("w-9", bashOpts(t)); err != ErrNoSession {
+		t.Fatalf("adopting a missing session: %v", err)
+	}
+	p2.Stop(200*time.Millisecond, "killed")
+	if st := p2.Status(); st.Running() {
+		t.Fatalf("after stop: %+v", st)
+	}
+	if sess, _ := s2.Sessions(); sess["w-3"] {
+		t.Fatal("the session survived Stop")
+	}
+}
+
+func TestTmuxStopEscalates(t *testing.T) {
+	s := tmuxServer(t)
+	o := bashOpts(t)
+	o.Argv = []string{"bash", "--norc", "--noprofile", "-c", "trap '' TERM HUP; echo ready; while :; do sleep 0.1; done"}
+	p, err := s.Start("w-2", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "ready", func() bool { return strings.Contains(p.Screen(), "ready") })
+	eventually(t, 15*time.Second, "pid", func() bool { return p.Status().PID > 0 })
+	start := time.Now()
+	p.Stop(300*time.Millisecond, "killed")
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatal("Stop did not wait for the grace period")
+	}
+	if st := p.Status(); st.Running() {
+		t.Fatalf("after stop: %+v", st)
+	}
+}
