@@ -589,6 +589,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	s.mu.Lock()
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
+	s.tasks.Kick() // its tasks end now
 	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
 	return nil
 }

@@ -153,6 +153,10 @@ func (o *outbox) step() {
 	}
 	busy := map[string]bool{}
 	for _, t := range delivered {
+		if _, err := o.s.get(t.To); err != nil {
+			o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "the worker was killed before it finished", Reason: "worker " + t.To + " was killed"})
+			continue
+		}
 		busy[t.To] = true
 		o.checkShellDone(t)
 	}
