@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -21,6 +22,8 @@ var version = "dev"
 func main() {
 	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
+
+var requiredRe = regexp.MustCompile(`^Required flags? "([^"]+)" not set`)
 
 // usageError is a mistake in how the command was called: exit status 2.
 type usageError struct{ msg string }
@@ -68,6 +71,11 @@ func report(err error, stderr io.Writer) int {
 		code = ec.ExitCode()
 	}
 	msg := strings.TrimSpace(strings.ReplaceAll(err.Error(), "\n", " "))
+	// urfave/cli reports a missing required flag as a plain error.
+	if m := requiredRe.FindStringSubmatch(msg); m != nil {
+		code = 2
+		msg = "--" + strings.ReplaceAll(m[1], ", ", " and --") + " must be given; see --help"
+	}
 	fmt.Fprintf(stderr, "cicy-agent: %s\n", msg)
 	return code
 }
