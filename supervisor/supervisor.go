@@ -479,10 +479,49 @@ func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*Sen
 		}
 		return s.sendCicy(ctx, a, req.Text, req.Wait)
 	}
-	if req.Wait {
-		return nil, usageErr("--wait works on cicy panes; for a terminal pane use 'cicy-agent screen'")
+	if !req.Wait {
+		return nil, s.sendTerminal(id, req)
 	}
-	return nil, s.sendTerminal(id, req)
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
+		defer cancel()
+	}
+	sent := time.Now()
+	if err := s.sendTerminal(id, req); err != nil {
+		return nil, err
+	}
+	return s.waitQuiet(ctx, id, req.Text, sent)
+}
+
+// waitQuiet is `send --wait` on a terminal pane: it returns the output that
+// followed the typed text once the pane is idle again (its output quiet
+// for the settle time), or when the program exits.
+func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.Time) (*SendResult, error) {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if len(first) > 12 {
+		first = first[len(first)-12:]
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, p, err := s.running(id)
+		if err != nil {
+			return nil, err
+		}
+		st := p.Status()
+		if !st.Running() {
+			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), first), Error: "the program " + st.Reason}, nil
+		}
+		if st.State == pane.Idle && st.Since.After(sent) {
+			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), first)}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, failedErr("timed out waiting for the output to settle; see 'cicy-agent screen %s'", id)
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *Supervisor) sendTerminal(id string, req SendRequest) error {

@@ -351,7 +351,7 @@ func (e *env) sendCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-enter", Usage: "type the text without pressing Enter"},
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
-			&cli.BoolFlag{Name: "wait", Usage: "cicy panes: wait until the turn ends and print the answer"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait and print the result: a cicy pane's answer, a terminal pane's new output once quiet"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the turn goes on)"},
 			jsonFlag,
 		},
