@@ -31,8 +31,18 @@ import (
 // ErrNoSession is returned when adopting a session that is gone.
 var ErrNoSession = errors.New("the tmux session is gone")
 
-// TmuxAvailable reports whether tmux 3.0 or newer is on PATH.
+// TmuxAvailable reports whether tmux 3.0 or newer is on PATH (asked once).
 func TmuxAvailable() bool {
+	tmuxOnce.Do(func() { tmuxOK = tmuxVersionOK() })
+	return tmuxOK
+}
+
+var (
+	tmuxOnce sync.Once
+	tmuxOK   bool
+)
+
+func tmuxVersionOK() bool {
 	out, err := exec.Command("tmux", "-V").Output()
 	if err != nil {
 		return false

@@ -13,7 +13,7 @@ home=$(mktemp -d /tmp/cicy-bench.XXXXXX)
 trap '"$bin" --home "$home" shutdown >/dev/null 2>&1 || true; rm -rf "$home"' EXIT
 
 for i in $(seq "$panes"); do
-  "$bin" --home "$home" create "idle$i" --type shell -- bash --norc --noprofile >/dev/null
+  "$bin" --home "$home" create "idle$i" --type shell --backend pty -- bash --norc --noprofile >/dev/null
 done
 sleep 3 # let every pane print its prompt and go idle
 pid=$(cat "$home/run/supervisor.pid")

@@ -19,8 +19,9 @@ echo "demo folder: $work (provider: ${CICY_PROVIDER:-anthropic})"
 status=0
 "$bin" up "$work/demo.yaml" --wait --timeout "${DEMO_TIMEOUT:-3m}" || status=$?
 if [ "${KEEP:-0}" = 1 ]; then
-  echo "The team keeps running: CICY_HOME=$CICY_HOME $bin status   (stop: CICY_HOME=$CICY_HOME $bin shutdown)"
+  echo "The team keeps running: CICY_HOME=$CICY_HOME $bin status   (stop: CICY_HOME=$CICY_HOME $bin down $work/demo.yaml; then shutdown)"
 else
+  "$bin" down "$work/demo.yaml" >/dev/null 2>&1 || true  # the shell worker may run in tmux: stop it too
   "$bin" shutdown
 fi
 exit $status

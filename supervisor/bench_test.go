@@ -56,7 +56,7 @@ func hasScreenLine(screen, line string) bool {
 func BenchmarkSendToScreen(b *testing.B) {
 	c := startServer(b)
 	ctx := context.Background()
-	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "shell", Command: []string{"bash", "--norc", "--noprofile"}})
+	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -113,7 +113,11 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	} else {
 		switch req.Backend {
 		case "":
+			// tmux when it is there: its panes outlive the supervisor.
 			req.Backend = "pty"
+			if pane.TmuxAvailable() {
+				req.Backend = "tmux"
+			}
 		case "pty":
 		case "tmux":
 			if !pane.TmuxAvailable() {

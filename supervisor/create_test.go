@@ -3,6 +3,8 @@ package supervisor
 import (
 	"errors"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 func TestParsePaneID(t *testing.T) {
@@ -26,7 +28,11 @@ func TestNormalizeDefaultsAndWarnings(t *testing.T) {
 	if err != nil || len(w) != 0 {
 		t.Fatalf("normalize: %v %v", w, err)
 	}
-	if req.Title != "t" || req.Role != "worker" || req.Backend != "pty" || req.RoleTemplate != "" {
+	wantBackend := "pty"
+	if pane.TmuxAvailable() {
+		wantBackend = "tmux" // the default when tmux is there
+	}
+	if req.Title != "t" || req.Role != "worker" || req.Backend != wantBackend || req.RoleTemplate != "" {
 		t.Fatalf("defaults: %+v", req)
 	}
 	req = CreateRequest{Title: "t", Type: "shell", Role: "reviewer", Command: []string{"bash"}}

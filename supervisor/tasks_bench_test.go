@@ -148,7 +148,7 @@ func BenchmarkTaskLatencyShell(b *testing.B) {
 	benchEnv(b)
 	c := startServer(b) // Config.Settle 0: the default 500 ms
 	master := benchCreate(b, c, CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
-	worker := benchCreate(b, c, CreateRequest{Title: "sh", Type: "shell", Role: "worker", Master: master, Command: []string{"bash", "--norc", "--noprofile"}})
+	worker := benchCreate(b, c, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Role: "worker", Master: master, Command: []string{"bash", "--norc", "--noprofile"}})
 	waitPaneIdle(b, c, worker)
 	var lat taskLatencies
 	b.ResetTimer()

@@ -64,7 +64,7 @@ func waitFor(t *testing.T, what string, cond func() bool, dump func() string) {
 func TestAttachInATerminal(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	t.Cleanup(func() { cliRun(t, home, "shutdown") })
-	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--", "bash", "--norc", "--noprofile"))
+	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "pty", "--", "bash", "--norc", "--noprofile"))
 
 	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "attach", id)
 	cmd.Env = append(os.Environ(), "CICY_HOME="+home, "TERM=xterm")
