@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // cli runs the built binary with its own home and returns stdout.
@@ -133,5 +135,52 @@ func bytesCopy(dst *syncBuf, src *os.File) (int64, error) {
 		if err != nil {
 			return n, err
 		}
+	}
+}
+
+// TestAttachTmuxPane: attach on a tmux pane runs tmux attach on the
+// home's private server; typed keys reach the pane and Ctrl-Q detaches.
+func TestAttachTmuxPane(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	t.Cleanup(func() {
+		cliRun(t, home, "shutdown")
+		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
+	})
+	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "tmux", "--", "bash", "--norc", "--noprofile"))
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "attach", id)
+	cmd.Env = append(os.Environ(), "CICY_HOME="+home, "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var out syncBuf
+	copied := make(chan struct{})
+	go func() { defer close(copied); _, _ = bytesCopy(&out, tty) }()
+	tok := fmt.Sprintf("tmx%d", rand.Int64())
+	waitFor(t, "the token typed through tmux attach", func() bool {
+		fmt.Fprintf(tty, "echo %s-$((6*7))\r", tok)
+		time.Sleep(200 * time.Millisecond)
+		return strings.Contains(cliRun(t, home, "screen", id), tok+"-42")
+	}, out.String)
+	fmt.Fprint(tty, "\x11") // Ctrl-Q, bound to detach-client on the private server
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("attach ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("Ctrl-Q did not detach; output:\n%q", out.String())
+	}
+	tty.Close()
+	<-copied
+	if !strings.Contains(out.String(), "[detached from "+id+"]") {
+		t.Fatalf("no detach message in %q", out.String())
+	}
+	if ls := cliRun(t, home, "ls", "--json"); strings.Contains(ls, `"state": "exited"`) {
+		t.Fatalf("the pane did not survive the detach:\n%s", ls)
 	}
 }
