@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func (a *Agent) restore() (string, error) {
 	if err != nil {
 		// A corrupt file is kept aside, never fatal to the pane.
 		aside := filepath.Join(a.dir(), fmt.Sprintf("current.corrupt-%d.json", a.env.Now().Unix()))
-		_ = renameFile(filepath.Join(a.dir(), "current.json"), aside)
+		_ = os.Rename(filepath.Join(a.dir(), "current.json"), aside)
 		a.convID = uuid.NewString()
 		return "history was unreadable; kept as " + filepath.Base(aside) + ", started a new conversation", a.save()
 	}

@@ -186,3 +186,17 @@ func commonPrefix(a, b []byte) int {
 	}
 	return i
 }
+
+// cloneMessages copies messages and their block slices (blocks are values)
+// and clears any cache_control a restored history carried.
+func cloneMessages(in []wire.Message) []wire.Message {
+	out := make([]wire.Message, len(in))
+	for i, m := range in {
+		out[i] = wire.Message{Role: m.Role, Content: make([]wire.Block, len(m.Content))}
+		for j, b := range m.Content {
+			b.CacheControl = nil
+			out[i].Content[j] = b
+		}
+	}
+	return out
+}

@@ -171,18 +171,11 @@ func transcript(h []wire.Message) string {
 				}
 				fmt.Fprintf(&b, "%s: %s\n", m.Role, blk.Text)
 			case wire.TypeToolUse:
-				fmt.Fprintf(&b, "%s [calls %s %s]\n", m.Role, blk.Name, clipBytes(string(blk.Input), 300))
+				fmt.Fprintf(&b, "%s [calls %s %s]\n", m.Role, blk.Name, clip(string(blk.Input), 300))
 			case wire.TypeToolResult:
-				fmt.Fprintf(&b, "tool result: %s\n", clipBytes(blk.Content, 400))
+				fmt.Fprintf(&b, "tool result: %s\n", clip(blk.Content, 400))
 			}
 		}
 	}
 	return b.String()
-}
-
-func clipBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

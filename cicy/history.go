@@ -222,8 +222,6 @@ func balance(h []wire.Message) []wire.Message {
 	return out
 }
 
-func renameFile(from, to string) error { return os.Rename(from, to) }
-
 // journalName is the file a turn appends its rounds' messages to between
 // two full writes of current.json: a round then writes (and fsyncs) a few
 // kilobytes instead of the whole history. The turn's end writes

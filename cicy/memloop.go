@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
@@ -71,7 +72,7 @@ func (a *Agent) restoreMemory() {
 	}
 	if ok, err := readJSON(a.bufferFile(), &doc); err != nil {
 		a.log.WithError(err).Warn("Memory buffer unreadable; kept aside")
-		_ = renameFile(a.bufferFile(), a.bufferFile()+".corrupt")
+		_ = os.Rename(a.bufferFile(), a.bufferFile()+".corrupt")
 	} else if ok {
 		a.mem.waiting = doc.Turns
 	}
@@ -105,25 +106,24 @@ func (a *Agent) harvest(question, answer string, calls []ToolCall) {
 		}
 	}
 	a.mem.waiting = append(a.mem.waiting, memory.Turn{
-		Question: clipWithEllipsis(question, memoryClip), Answer: clipWithEllipsis(answer, memoryClip),
+		Question: clip(question, memoryClip), Answer: clip(answer, memoryClip),
 		Tools: tools, At: a.env.Clock.Now(),
 	})
 	a.saveBuffer()
 	a.armMemory(explicitRe.MatchString(question))
 }
 
-func clipWithEllipsis(s string, n int) string {
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // armMemory flushes when a trigger holds, else (re)arms the timer for the
 // next one: idle since the last turn, capped by the oldest turn's wait.

@@ -171,17 +171,3 @@ func firstUser(msgs []wire.Message) int {
 	}
 	return -1
 }
-
-// cloneMessages copies messages and their block slices (blocks are values)
-// and clears any cache_control a restored history carried.
-func cloneMessages(in []wire.Message) []wire.Message {
-	out := make([]wire.Message, len(in))
-	for i, m := range in {
-		out[i] = wire.Message{Role: m.Role, Content: make([]wire.Block, len(m.Content))}
-		for j, b := range m.Content {
-			b.CacheControl = nil
-			out[i].Content[j] = b
-		}
-	}
-	return out
-}

@@ -212,10 +212,7 @@ func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	return line
+	return clip(line, 200)
 }
 
 // persist writes current.json in full and reply.json; a write failure is

@@ -313,15 +313,13 @@ func paneEnv(h Home, id string) []string {
 	env := []string{}
 	for _, kv := range os.Environ() {
 		switch {
-		case hasKey(kv, "TERM"), hasKey(kv, "CICY_PANE_ID"), hasKey(kv, "CICY_HOME"), hasKey(kv, "TMUX"):
+		case strings.HasPrefix(kv, "TERM="), strings.HasPrefix(kv, "CICY_PANE_ID="), strings.HasPrefix(kv, "CICY_HOME="), strings.HasPrefix(kv, "TMUX="):
 			continue
 		}
 		env = append(env, kv)
 	}
 	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
 }
-
-func hasKey(kv, key string) bool { return len(kv) > len(key) && kv[:len(key)+1] == key+"=" }
 
 // halt stops what runs for the pane — its turn loop, or its process (SIGTERM,
 // grace, SIGKILL), keeping the final status. The caller holds e.op.
@@ -369,22 +367,33 @@ func (s *Supervisor) List(ctx context.Context) []PaneInfo {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
+	totals := s.usageTotals(ctx)
+	out := make([]PaneInfo, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, s.describe(e, totals))
+	}
+	return out
+}
+
+func (s *Supervisor) usageTotals(ctx context.Context) map[string]schema.UsageTotal {
 	totals, err := s.store.UsageTotals(ctx)
 	if err != nil {
 		s.log.WithError(err).Warn("Could not sum usage")
 	}
-	out := make([]PaneInfo, 0, len(entries))
-	for _, e := range entries {
-		pi := e.info()
-		t := totals[pi.ID]
-		pi.Usage = Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
-		pi.CacheHit = cacheHit(pi.Usage)
-		if pi.Backend == "tmux" {
-			pi.Attach = s.tmux.AttachCommand(pi.ID)
-		}
-		out = append(out, pi)
+	return totals
+}
+
+// describe is a pane as the API shows it: its config and state, its usage
+// and, for tmux, how to attach.
+func (s *Supervisor) describe(e *entry, totals map[string]schema.UsageTotal) PaneInfo {
+	pi := e.info()
+	t := totals[pi.ID]
+	pi.Usage = Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+	pi.CacheHit = cacheHit(pi.Usage)
+	if pi.Backend == "tmux" {
+		pi.Attach = s.tmux.AttachCommand(pi.ID)
 	}
-	return out
+	return pi
 }
 
 // cacheHit is cache-read input tokens over all input tokens, or -1 when
@@ -435,12 +444,7 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 	if err != nil {
 		return PaneInfo{}, err
 	}
-	for _, pi := range s.List(context.Background()) {
-		if pi.ID == e.cfg.ID {
-			return pi, nil
-		}
-	}
-	return e.info(), nil
+	return s.describe(e, s.usageTotals(context.Background())), nil
 }
 
 // running returns the pane's process, or an error saying why there is none.
@@ -498,10 +502,7 @@ func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*Sen
 // followed the typed text once the pane is idle again (its output quiet
 // for the settle time), or when the program exits.
 func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.Time) (*SendResult, error) {
-	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	if len(first) > 12 {
-		first = first[len(first)-12:]
-	}
+	_, tail := typedMarks(text)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -511,10 +512,10 @@ func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.T
 		}
 		st := p.Status()
 		if !st.Running() {
-			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), first), Error: "the program " + st.Reason}, nil
+			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), tail), Error: "the program " + st.Reason}, nil
 		}
 		if st.State == pane.Idle && st.Since.After(sent) {
-			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), first)}, nil
+			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), tail)}, nil
 		}
 		select {
 		case <-ctx.Done():

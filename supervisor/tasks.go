@@ -238,16 +238,7 @@ func (o *outbox) settleTurn(id int64, status, answer, errText string) {
 // typeTask types a task into a shell worker (bracketed paste when the
 // program asked for it, then Enter) and verifies it shows on the screen.
 func (o *outbox) typeTask(t schema.Task, p terminal) {
-	first, _, _ := strings.Cut(strings.TrimSpace(t.Text), "\n")
-	// The start of the text shows it was typed; its end (a long line wraps
-	// on the screen) marks where the output begins.
-	tail := first
-	if len(first) > 40 {
-		first = first[:40]
-	}
-	if len(tail) > 12 {
-		tail = tail[len(tail)-12:]
-	}
+	first, tail := typedMarks(t.Text)
 	if err := p.SendText(t.Text, true); err != nil {
 		o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "could not type into the worker: " + err.Error(), Reason: "delivery failed"})
 		return
@@ -313,6 +304,21 @@ func (o *outbox) checkShellDone(t schema.Task) {
 	o.mu.Lock()
 	delete(o.shell, t.ID)
 	o.mu.Unlock()
+}
+
+// typedMarks are what shows typed text on a screen: the start of its first
+// line (seen once it was typed) and the end of it (a long line wraps on the
+// screen; the output begins after its end, see outputAfter).
+func typedMarks(text string) (head, tail string) {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	head, tail = first, first
+	if len(head) > 40 {
+		head = head[:40]
+	}
+	if len(tail) > 12 {
+		tail = tail[len(tail)-12:]
+	}
+	return head, tail
 }
 
 // outputAfter is the screen after the last line holding the typed

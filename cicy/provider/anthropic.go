@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,25 +38,15 @@ func (a *Anthropic) Stream(ctx context.Context, req *wire.Request, onEvent func(
 }
 
 func (a *Anthropic) once(ctx context.Context, body []byte, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(a.BaseURL, "/")+"/v1/messages", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	hr.Header.Set("anthropic-version", anthropicVersion)
+	h := http.Header{"anthropic-version": {anthropicVersion}}
 	if a.APIKey != "" {
-		hr.Header.Set("x-api-key", a.APIKey)
+		h.Set("x-api-key", a.APIKey)
 	} else if a.AuthToken != "" {
-		hr.Header.Set("Authorization", "Bearer "+a.AuthToken)
+		h.Set("Authorization", "Bearer "+a.AuthToken)
 	}
-	setCicyHeaders(hr.Header, req)
-	resp, err := httpClient(a.HTTP).Do(hr)
+	resp, err := postStream(ctx, a.HTTP, strings.TrimRight(a.BaseURL, "/")+"/v1/messages", body, h, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, netError("the request to the model failed", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
@@ -65,6 +56,31 @@ func (a *Anthropic) once(ctx context.Context, body []byte, req *wire.Request, on
 		return decodeMessage(resp.Body)
 	}
 	return readAnthropicSSE(ctx, resp.Body, onEvent)
+}
+
+// postStream posts a JSON body asking for an SSE answer, with the given
+// headers and the X-Cicy ones. A transport failure is a retryable
+// APIError; the URL is never repeated in an error (it could carry
+// credentials).
+func postStream(ctx context.Context, c *http.Client, url string, body []byte, h http.Header, req *wire.Request) (*http.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, errors.New("build request: the base URL is not valid")
+	}
+	for k, v := range h {
+		hr.Header[http.CanonicalHeaderKey(k)] = v
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	setCicyHeaders(hr.Header, req)
+	resp, err := httpClient(c).Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, netError("the request to the model failed", err)
+	}
+	return resp, nil
 }
 
 func setCicyHeaders(h http.Header, req *wire.Request) {

@@ -53,23 +53,13 @@ func (o *OpenAI) once(ctx context.Context, body []byte, req *wire.Request, onEve
 	if base == "" {
 		base = openAIDefaultBaseURL
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		// The URL is not repeated: it could carry credentials.
-		return nil, errors.New("build request: the OpenAI base URL is not valid")
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
+	h := http.Header{}
 	if o.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+o.APIKey)
+		h.Set("Authorization", "Bearer "+o.APIKey)
 	}
-	setCicyHeaders(hr.Header, req)
-	resp, err := httpClient(o.HTTP).Do(hr)
+	resp, err := postStream(ctx, o.HTTP, base+"/chat/completions", body, h, req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, netError("the request to the model failed", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

@@ -68,16 +68,8 @@ func TestAttachInATerminal(t *testing.T) {
 	t.Cleanup(func() { cliRun(t, home, "shutdown") })
 	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "pty", "--", "bash", "--norc", "--noprofile"))
 
-	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "attach", id)
-	cmd.Env = append(os.Environ(), "CICY_HOME="+home, "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var out syncBuf
-	copied := make(chan struct{})
-	go func() { defer close(copied); _, _ = bytesCopy(&out, tty) }()
+	a := startAttach(t, home, id)
+	tty, out := a.tty, a.out
 
 	tok := fmt.Sprintf("att%d", rand.Int64())
 	// The expansion makes the output differ from the typed command line.
@@ -96,27 +88,7 @@ func TestAttachInATerminal(t *testing.T) {
 		return strings.Contains(out.String(), "40 120")
 	}, out.String)
 
-	fmt.Fprint(tty, "\x11") // Ctrl-Q
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("attach ended with %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("Ctrl-Q did not detach; output:\n%q", out.String())
-	}
-	tty.Close()
-	<-copied
-	if !strings.Contains(out.String(), "[detached from "+id+"]") {
-		t.Fatalf("no detach message in %q", out.String())
-	}
-	ls := cliRun(t, home, "ls", "--json")
-	if strings.Contains(ls, `"state": "exited"`) {
-		t.Fatalf("the pane did not survive the detach:\n%s", ls)
-	}
+	a.detach(t, home, id)
 	// What was typed while attached is on the pane's screen.
 	if sc := cliRun(t, home, "screen", id); !strings.Contains(sc, tok+"-42") {
 		t.Fatalf("screen lacks the token:\n%s", sc)
@@ -147,38 +119,59 @@ func TestAttachTmuxPane(t *testing.T) {
 		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
 	})
 	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "tmux", "--", "bash", "--norc", "--noprofile"))
-	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "attach", id)
-	cmd.Env = append(os.Environ(), "CICY_HOME="+home, "TERM=xterm")
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var out syncBuf
-	copied := make(chan struct{})
-	go func() { defer close(copied); _, _ = bytesCopy(&out, tty) }()
+	a := startAttach(t, home, id)
+	tty, out := a.tty, a.out
 	tok := fmt.Sprintf("tmx%d", rand.Int64())
 	waitFor(t, "the token typed through tmux attach", func() bool {
 		fmt.Fprintf(tty, "echo %s-$((6*7))\r", tok)
 		time.Sleep(200 * time.Millisecond)
 		return strings.Contains(cliRun(t, home, "screen", id), tok+"-42")
 	}, out.String)
-	fmt.Fprint(tty, "\x11") // Ctrl-Q, bound to detach-client on the private server
+	a.detach(t, home, id) // Ctrl-Q is bound to detach-client on the private server
+}
+
+// attachRun is `cicy-agent attach` running in a real terminal of the test.
+type attachRun struct {
+	cmd    *exec.Cmd
+	tty    *os.File
+	out    *syncBuf
+	copied chan struct{}
+}
+
+func startAttach(t *testing.T, home, id string) *attachRun {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "attach", id)
+	cmd.Env = append(os.Environ(), "CICY_HOME="+home, "TERM=xterm")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	a := &attachRun{cmd: cmd, tty: tty, out: &syncBuf{}, copied: make(chan struct{})}
+	go func() { defer close(a.copied); _, _ = bytesCopy(a.out, tty) }()
+	return a
+}
+
+// detach types Ctrl-Q and checks that attach ends well, says so, and
+// leaves the pane running.
+func (a *attachRun) detach(t *testing.T, home, id string) {
+	t.Helper()
+	fmt.Fprint(a.tty, "\x11")
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- a.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("attach ended with %v", err)
 		}
 	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("Ctrl-Q did not detach; output:\n%q", out.String())
+		_ = a.cmd.Process.Kill()
+		t.Fatalf("Ctrl-Q did not detach; output:\n%q", a.out.String())
 	}
-	tty.Close()
-	<-copied
-	if !strings.Contains(out.String(), "[detached from "+id+"]") {
-		t.Fatalf("no detach message in %q", out.String())
+	a.tty.Close()
+	<-a.copied
+	if !strings.Contains(a.out.String(), "[detached from "+id+"]") {
+		t.Fatalf("no detach message in %q", a.out.String())
 	}
 	if ls := cliRun(t, home, "ls", "--json"); strings.Contains(ls, `"state": "exited"`) {
 		t.Fatalf("the pane did not survive the detach:\n%s", ls)
