@@ -132,6 +132,8 @@ type Agent struct {
 	mem     memState
 
 	store *memory.Store // long-term memory; safe for concurrent use
+
+	restoredFrom time.Time // updated_at of the current.json this run started from
 }
 
 // Start restores the pane's conversation from disk and starts its loop. A
@@ -184,7 +186,7 @@ func (a *Agent) restore() (string, error) {
 		a.convID = uuid.NewString()
 		return "ready", a.save()
 	}
-	a.convID, a.model = cur.ConversationID, cur.Model
+	a.convID, a.model, a.restoredFrom = cur.ConversationID, cur.Model, cur.UpdatedAt
 	msgs, journaled := applyJournal(a.dir(), cur.Messages)
 	a.hist = fromHist(msgs)
 	if journaled {
@@ -432,6 +434,11 @@ func (a *Agent) setStatus(s pane.State, reason string) {
 		a.env.OnStatus(a.status)
 	}
 }
+
+// RestoredFrom is when the history this run started from was last
+// written by the previous run (zero for a new conversation). Set once at
+// Start, read-only after.
+func (a *Agent) RestoredFrom() time.Time { return a.restoredFrom }
 
 // Outcome of the turn that handled a message, read from the history.
 const (

@@ -424,15 +424,20 @@ func (o *outbox) recover() {
 			o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "interrupted twice by supervisor restarts", Reason: "recovered after a restart"})
 		}
 	}
-	// Notifications recorded as sent but lost with a cicy master's queue,
-	// and ones sent but not recorded.
+	// Notifications sent but not recorded, and ones recorded as sent but
+	// lost with a cicy master's queue: sent after its history was last
+	// written, and not in it. (One sent before that write and absent from
+	// the history was folded by /compact or dropped by /clear: not lost.)
 	all, _ := o.store.ListTasks(ctx, "")
 	for _, t := range all {
-		if !schema.Terminal(t.Status) || t.Status == schema.TaskCancelled {
+		if t.Status != schema.TaskDone && t.Status != schema.TaskFailed {
 			continue
 		}
 		e, err := o.s.get(t.From)
 		if err != nil || e.agent == nil {
+			continue
+		}
+		if t.NotifiedAt.Valid && schema.ParseTime(t.NotifiedAt.String).Before(e.agent.RestoredFrom()) {
 			continue
 		}
 		seen := e.agent.Mentions(notification(t, false))
