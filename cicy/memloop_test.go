@@ -161,13 +161,14 @@ func (r *memRig) waitCalls(n int, buffered int) {
 	}
 }
 
-// quiet checks that no recognition starts: the loop has processed
-// everything sent before (a Status round trip) and the count is unchanged.
+// quiet checks that no recognition started: none was made and none is in
+// flight (asked on the loop, so everything sent before is processed).
 func (r *memRig) quiet(n int) {
 	r.t.Helper()
-	r.a.Status()
-	if c := r.rec.count(); c != n {
-		r.t.Fatalf("recognitions = %d, want %d", c, n)
+	inflight := 0
+	r.a.do(func() { inflight = len(r.a.mem.inflight) })
+	if c := r.rec.count(); c != n || inflight > 0 {
+		r.t.Fatalf("recognitions = %d (%d turns in flight), want %d and none starting", c, inflight, n)
 	}
 }
 
