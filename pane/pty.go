@@ -34,6 +34,20 @@ type Options struct {
 	// OnChange is called from the pane's loop on every state change. It
 	// must return quickly.
 	OnChange func(Status)
+	// Rules, when set, make this an agent pane: its state comes from its
+	// hooks (SetState) and, when no hook has spoken for HookQuiet, from
+	// these screen rules, instead of from output quiet.
+	Rules     Rules
+	HookQuiet time.Duration
+}
+
+// hookQuiet is how long a hook's word stands before screen rules may
+// overrule it.
+func (o Options) hookQuiet() time.Duration {
+	if o.HookQuiet > 0 {
+		return o.HookQuiet
+	}
+	return 10 * time.Second
 }
 
 // PTY is a pane whose process runs on a pseudo-terminal of ours.
@@ -59,7 +73,11 @@ type ptyState struct {
 	paste  pasteModeTracker
 	subs   map[chan []byte]struct{}
 	eof    bool // the PTY gave its last byte
-	quiet  *time.Timer
+	// Agent panes (opts.Rules set): when a hook last spoke and when the
+	// screen rules last looked.
+	lastHook     time.Time
+	classifiedAt time.Time
+	quiet        *time.Timer
 }
 
 type waitResult struct {
@@ -205,6 +223,10 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			}
 			p.onOutput(st, chunk)
 		case <-st.quiet.C:
+			if p.opts.Rules != nil {
+				p.classify(st)
+				continue
+			}
 			if st.status.State == Starting || st.status.State == Busy {
 				p.setState(st, Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
 			}
@@ -240,10 +262,45 @@ func (p *PTY) onOutput(st *ptyState, chunk []byte) {
 	if !st.status.Running() {
 		return
 	}
+	st.quiet.Reset(p.opts.Settle)
+	if p.opts.Rules != nil {
+		// An agent redraws its screen all the time; the rules decide,
+		// at most a few times a second and once more when it is quiet.
+		if time.Since(st.classifiedAt) >= 250*time.Millisecond {
+			p.classify(st)
+		}
+		return
+	}
 	if st.status.State == Idle {
 		p.setState(st, Busy, "output")
 	}
-	st.quiet.Reset(p.opts.Settle)
+}
+
+// classify applies the screen rules unless a hook spoke recently.
+func (p *PTY) classify(st *ptyState) {
+	st.classifiedAt = time.Now()
+	if !st.status.Running() || time.Since(st.lastHook) < p.opts.hookQuiet() {
+		return
+	}
+	if v, ok := p.opts.Rules.Classify(st.emu.String()); ok && v.State != st.status.State {
+		p.setState(st, v.State, "screen:"+v.Rule.Name)
+	}
+}
+
+// SetState records what an agent's own hook says of it (SPEC §7): it
+// stands over the screen rules for the hook-quiet time.
+func (p *PTY) SetState(s State, reason string) {
+	p.do(func(st *ptyState) {
+		if !st.status.Running() {
+			return
+		}
+		st.lastHook = time.Now()
+		if st.status.State != s {
+			p.setState(st, s, reason)
+			return
+		}
+		st.status.Reason = reason
+	})
 }
 
 func (p *PTY) onExit(st *ptyState, w waitResult) {

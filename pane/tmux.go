@@ -184,6 +184,9 @@ func (s *TmuxServer) poll() {
 			if p.observe(info, ok) {
 				busy = true
 			}
+			if p.classify(info) {
+				busy = true
+			}
 		}
 		interval = 5 * time.Second
 		if busy {
@@ -249,6 +252,10 @@ type TmuxPane struct {
 	exited       chan struct{}
 	exitOnce     sync.Once
 	stopWhy      string
+	// Agent panes (opts.Rules set): when a hook last spoke, and the
+	// activity the screen rules last looked at.
+	lastHook     time.Time
+	classifiedAt time.Time
 }
 
 // Start creates the session running opts.Argv in opts.Dir.
@@ -354,13 +361,13 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	default:
 		p.status.PID = info.pid
 		if info.activity.After(p.lastActivity) {
-			if !p.lastActivity.IsZero() && p.status.State == Idle {
+			if p.opts.Rules == nil && !p.lastActivity.IsZero() && p.status.State == Idle {
 				set(Busy, "output")
 			}
 			p.lastActivity = info.activity
 			p.busySince = time.Now()
 		}
-		if (p.status.State == Starting || p.status.State == Busy) && time.Since(p.busySince) >= p.opts.Settle {
+		if p.opts.Rules == nil && (p.status.State == Starting || p.status.State == Busy) && time.Since(p.busySince) >= p.opts.Settle {
 			set(Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
 		}
 	}
@@ -374,6 +381,65 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 		p.opts.OnChange(*changed)
 	}
 	return fast
+}
+
+// classify applies the screen rules of an agent pane when its hooks have
+// been quiet for a while and its screen may have changed (new activity,
+// or a state that does not last). It reports whether the pane wants fast
+// polls.
+func (p *TmuxPane) classify(info paneInfo) bool {
+	if p.opts.Rules == nil {
+		return false
+	}
+	p.mu.Lock()
+	look := p.status.Running() && time.Since(p.lastHook) >= p.opts.hookQuiet() &&
+		(info.activity.After(p.classifiedAt) || p.status.State != Idle)
+	p.mu.Unlock()
+	if !look {
+		return false
+	}
+	v, ok := p.opts.Rules.Classify(p.Screen())
+	p.mu.Lock()
+	p.classifiedAt = info.activity
+	var changed *Status
+	if ok && p.status.Running() && time.Since(p.lastHook) >= p.opts.hookQuiet() && v.State != p.status.State {
+		p.status.State, p.status.Reason, p.status.Since = v.State, "screen:"+v.Rule.Name, time.Now()
+		c := p.status
+		changed = &c
+	}
+	fast := p.status.State == Starting || p.status.State == Busy
+	p.mu.Unlock()
+	if changed != nil && p.opts.OnChange != nil {
+		p.opts.OnChange(*changed)
+	}
+	return fast
+}
+
+// SetState records what an agent's own hook says of it (SPEC §7): it
+// stands over the screen rules for the hook-quiet time. A pane whose
+// program ended keeps its exit.
+func (p *TmuxPane) SetState(s State, reason string) {
+	p.mu.Lock()
+	if !p.status.Running() {
+		p.mu.Unlock()
+		return
+	}
+	p.lastHook = time.Now()
+	var changed *Status
+	if p.status.State != s {
+		p.status.State, p.status.Since = s, time.Now()
+		c := p.status
+		changed = &c
+	}
+	p.status.Reason = reason
+	if changed != nil {
+		changed.Reason = reason
+	}
+	p.mu.Unlock()
+	if changed != nil && p.opts.OnChange != nil {
+		p.opts.OnChange(*changed)
+	}
+	p.srv.poke()
 }
 
 // exitStatus is the program's exit status: the file its wrapper wrote,

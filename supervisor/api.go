@@ -26,6 +26,9 @@ type CreateRequest struct {
 	Command      []string `json:"command"`
 	// Team names the team file the pane comes from (`up`); kept in config.
 	Team string `json:"team,omitempty"`
+	// AllowAll runs a CLI agent in its own bypass-permissions mode; without
+	// it, a permission prompt puts the pane in waiting.
+	AllowAll bool `json:"allow_all,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.

@@ -313,6 +313,14 @@ func isNoServer(err error) bool {
 	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Hook posts a CLI agent's signal; ErrNotRunning when no supervisor
+// answers (the caller spools it). It never starts a supervisor.
+func (c *Client) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
+	var res HookResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+id+"/hook", req, &res)
+	return res, err
+}
+
 // Memories lists a cicy pane's memories.
 func (c *Client) Memories(ctx context.Context, id string) (MemoryList, error) {
 	var out MemoryList

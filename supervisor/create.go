@@ -20,7 +20,7 @@ import (
 // Pane types of SPEC §2, and those this version can run.
 var (
 	paneTypes  = []string{"cicy", "claude", "codex", "opencode", "shell"}
-	builtTypes = []string{"shell", "cicy"}
+	builtTypes = []string{"shell", "cicy", "claude", "codex", "opencode"}
 	providers  = []string{"anthropic", "openai", "script"}
 )
 
@@ -77,8 +77,14 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	if err := checkText("the role", req.Role, 64); err != nil {
 		return nil, err
 	}
-	if req.RoleTemplate == "" && req.Type == "cicy" {
+	switch {
+	case req.RoleTemplate != "":
+	case req.Type == "cicy":
 		req.RoleTemplate = "assistant"
+	case isAgent(req.Type) && req.Role == topology.RoleMaster:
+		req.RoleTemplate = "coordinator"
+	case isAgent(req.Type):
+		req.RoleTemplate = "engineer"
 	}
 	if req.RoleTemplate != "" && !slugRe.MatchString(req.RoleTemplate) {
 		return nil, usageErr("role template %q is not a valid name (lowercase letters, digits, - and _; it names a folder under memory/agents/)", req.RoleTemplate)
@@ -125,6 +131,17 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 			}
 		default:
 			return nil, usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
+		}
+	}
+	if req.AllowAll && !isAgent(req.Type) {
+		return nil, usageErr("--allow-all applies to claude, codex and opencode panes (it maps to their own bypass modes)")
+	}
+	if isAgent(req.Type) {
+		if req.Provider != "" {
+			return nil, usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
+		}
+		if _, err := findAgent(req.Type); err != nil {
+			return nil, err
 		}
 	}
 	if req.Type == "shell" {

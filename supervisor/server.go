@@ -129,6 +129,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
 	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
+	mux.HandleFunc("POST /api/panes/{id}/hook", a.hook)
 	mux.HandleFunc("GET /api/status", a.status)
 	a.memoryRoutes(mux)
 	a.taskRoutes(mux)
@@ -217,6 +218,20 @@ func (a *api) send(w http.ResponseWriter, r *http.Request) {
 	}
 	if res == nil {
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (a *api) hook(w http.ResponseWriter, r *http.Request) {
+	var req HookRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := a.sup.Hook(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)

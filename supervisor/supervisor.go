@@ -47,6 +47,9 @@ type Config struct {
 	Log       *logrus.Entry
 	// Getenv reads the provider variables (default os.Getenv).
 	Getenv func(string) string
+	// HookQuiet is how long a CLI agent's hook stands before its screen
+	// rules may overrule it (default 10 s).
+	HookQuiet time.Duration
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -85,6 +88,7 @@ type entry struct {
 	proc  terminal
 	agent *cicy.Agent
 	last  pane.Status // the status when neither runs
+	hooks hookLog     // what a CLI agent's own signals said
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -195,7 +199,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		return CreateResponse{}, err
 	}
 	var tmpl *cicy.Template
-	if req.Type == "cicy" {
+	if req.RoleTemplate != "" {
 		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
 			return CreateResponse{}, usageErr("%v", err)
 		}
@@ -211,8 +215,8 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	}
 	cmdJSON, _ := json.Marshal(req.Command)
 	config := "{}"
-	if req.Team != "" {
-		b, _ := json.Marshal(map[string]string{"team": req.Team})
+	if req.Team != "" || req.AllowAll {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll})
 		config = string(b)
 	}
 	row := schema.Pane{
@@ -229,7 +233,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		u, err := makeWorkspace(ws)
 		undo = u
 		if err == nil && tmpl != nil {
-			if err = cicy.WriteGuidance(s.cfg.Home.Root, ws, id, req.Type, tmpl); err != nil {
+			if err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl); err != nil {
 				u()
 			}
 		}
@@ -270,12 +274,32 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	}
 	id := e.cfg.ID
 	log := s.log.WithField("pane", id)
+	env := paneEnv(s.cfg.Home, id)
+	enterDelay := time.Duration(shellEnterDelay)
+	var rules pane.Rules
+	if isAgent(e.cfg.Type) {
+		var err error
+		if rules, err = LoadScreenRules(s.cfg.Home.Root, e.cfg.Type); err != nil {
+			return err
+		}
+		enterDelay = agentKinds[e.cfg.Type].enterDelay
+		if !adopt {
+			extra, err := s.prepareAgent(e.cfg, argv)
+			if err != nil {
+				return err
+			}
+			argv = extra.argv
+			env = append(env, extra.env...)
+		}
+	}
 	opts := pane.Options{
 		Argv:       argv,
 		Dir:        e.cfg.Workspace,
-		Env:        paneEnv(s.cfg.Home, id),
+		Env:        env,
 		Settle:     s.cfg.Settle,
-		EnterDelay: shellEnterDelay,
+		EnterDelay: enterDelay,
+		Rules:      rules,
+		HookQuiet:  s.cfg.HookQuiet,
 		Log:        log,
 		OnChange: func(st pane.Status) {
 			s.tasks.Kick()

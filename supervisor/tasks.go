@@ -61,6 +61,7 @@ type outbox struct {
 	changed  chan struct{}     // closed and replaced on every task change
 	watching map[int64]bool    // cicy tasks whose turn result is awaited
 	shell    map[int64]shellTx // shell tasks typed and verified
+	agent    map[int64]agentTx // tasks typed into CLI agents
 }
 
 // shellTx is a shell task on its worker's screen.
@@ -73,7 +74,7 @@ type shellTx struct {
 func newOutbox(s *Supervisor, store TaskStore) *outbox {
 	return &outbox{
 		s: s, store: store, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		changed: make(chan struct{}), watching: map[int64]bool{}, shell: map[int64]shellTx{},
+		changed: make(chan struct{}), watching: map[int64]bool{}, shell: map[int64]shellTx{}, agent: map[int64]agentTx{},
 	}
 }
 
@@ -88,6 +89,7 @@ func (o *outbox) Kick() {
 func (o *outbox) run() {
 	defer close(o.done)
 	o.recover()
+	o.s.replayHooks()
 	o.open.Store(true)
 	t := time.NewTicker(taskTick)
 	defer t.Stop()
@@ -158,6 +160,10 @@ func (o *outbox) step() {
 			continue
 		}
 		busy[t.To] = true
+		if e, err := o.s.get(t.To); err == nil && isAgent(e.cfg.Type) {
+			o.checkAgentDone(t, e)
+			continue
+		}
 		o.checkShellDone(t)
 	}
 	queued, _ := o.store.TasksIn(ctx, schema.TaskQueued)
@@ -192,6 +198,11 @@ func (o *outbox) deliver(t schema.Task) {
 			return
 		}
 		o.watchTurn(t, a)
+	case p != nil && isAgent(e.cfg.Type):
+		if !o.move(t.ID, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered, Reason: "typed into the idle " + e.cfg.Type + " agent"}) {
+			return
+		}
+		o.sendAgentTask(t, e, p)
 	case p != nil:
 		if !o.move(t.ID, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered, Reason: "typed into the idle worker"}) {
 			return
@@ -385,6 +396,9 @@ func (o *outbox) notifyMasters() {
 				continue
 			}
 		case p != nil && p.Status().Running():
+			if isAgent(e.cfg.Type) && p.Status().State != pane.Idle {
+				continue // an agent takes input at its idle prompt
+			}
 			if err := p.SendText(notification(t, false), true); err != nil {
 				continue
 			}
@@ -409,6 +423,17 @@ func (o *outbox) recover() {
 		e, err := o.s.get(t.To)
 		if err != nil {
 			o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "the worker no longer exists", Reason: "recovered after a restart"})
+			continue
+		}
+		if e.agent == nil && e.proc != nil && e.proc.Status().Running() {
+			// A tmux pane outlived the supervisor: its work goes on.
+			at := schema.ParseTime(t.DeliveredAt.String)
+			if isAgent(e.cfg.Type) {
+				o.agent[t.ID] = agentTx{at: at, confirmed: true, confirmedAt: at}
+			} else {
+				_, tail := typedMarks(t.Text)
+				o.shell[t.ID] = shellTx{verified: true, at: at, command: tail}
+			}
 			continue
 		}
 		if e.agent == nil {

@@ -54,7 +54,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.hookCmd(), e.explainCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -213,8 +213,9 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to"},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
-			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane"},
+			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a claude/codex/opencode pane"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
+			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 		},
 		Action: func(c *cli.Context) error {
 			before, argv := splitDashDash(c.Args().Slice())
@@ -224,7 +225,7 @@ func (e *env) createCmd() *cli.Command {
 			req := supervisor.CreateRequest{
 				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
 				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
-				Backend: c.String("backend"), Command: argv,
+				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"),
 			}
 			if c.IsSet("role") && req.Role == "" {
 				return usagef("--role must not be empty")

@@ -80,6 +80,7 @@ func setupScript(env *testscript.Env) error {
 	home := filepath.Join(env.WorkDir, "home")
 	env.Setenv("CICY_HOME", home)
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+	env.Setenv("CICYBIN", binDir)
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
 	if ex, err := filepath.Abs("../../examples"); err == nil {
 		env.Setenv("EXAMPLES", ex)

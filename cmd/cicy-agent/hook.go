@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+// maxHookPayload bounds what a hook reads from its stdin.
+const maxHookPayload = 2 << 20
+
+func (e *env) hookCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "hook",
+		Usage:     "report a CLI agent's signal to the supervisor (run by the agents' own hooks)",
+		ArgsUsage: "<event> [payload-json]",
+		Description: "Claude Code and Codex hooks, Codex notify and opencode's plugin run this command; the\n" +
+			"supervisor seeds it into each claude/codex/opencode pane's config. The payload is the\n" +
+			"JSON on stdin, or the last argument (Codex notify). The pane comes from CICY_PANE_ID and\n" +
+			"the supervisor from CICY_HOME, both set in every pane. It never starts a supervisor:\n" +
+			"while none runs, the signal is spooled under run/hooks/ and replayed by the next one.\n" +
+			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: claude, codex or opencode (default: the pane's)"},
+			&cli.StringFlag{Name: "pane", Usage: "the `PANE` it is about", EnvVars: []string{"CICY_PANE_ID"}},
+		},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 1, 2, "<event> [payload-json]")
+			if err != nil {
+				return err
+			}
+			id := c.String("pane")
+			if id == "" {
+				return usagef("no pane: run inside a cicy-agent pane (CICY_PANE_ID) or pass --pane")
+			}
+			if id, err = supervisor.ParsePaneID(id); err != nil {
+				return err
+			}
+			req := supervisor.HookRequest{Agent: c.String("agent"), Event: a[0], At: time.Now()}
+			switch {
+			case len(a) == 2:
+				req.Payload = json.RawMessage(a[1])
+			case !isTerminal(e.stdin):
+				b, err := io.ReadAll(io.LimitReader(e.stdin, maxHookPayload))
+				if err != nil {
+					return fmt.Errorf("read the hook payload: %w", err)
+				}
+				req.Payload = b
+			}
+			if len(req.Payload) > 0 && !json.Valid(req.Payload) {
+				// Keep the event; the payload is reported as text.
+				q, _ := json.Marshal(string(req.Payload))
+				req.Payload = q
+			}
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
+			defer cancel()
+			_, err = supervisor.NewClient(h).Hook(ctx, id, req)
+			if errors.Is(err, supervisor.ErrNotRunning) {
+				if serr := supervisor.SpoolHook(h, id, req); serr != nil {
+					fmt.Fprintf(e.stderr, "cicy-agent hook: no supervisor, and the spool failed: %v\n", serr)
+				}
+				return nil
+			}
+			if err != nil {
+				// A hook must not break the agent: say it, exit 0.
+				fmt.Fprintf(e.stderr, "cicy-agent hook: %v\n", err)
+			}
+			return nil
+		},
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (e *env) explainCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "explain",
+		Usage: "print the state the screen rules give a saved screen, then the rule that matched",
+		Description: "The screen is plain text as 'tmux capture-pane -p' prints it ('cicy-agent screen <pane>'\n" +
+			"saves one). Rules come from $CICY_HOME/db/lite-config.json (\"screenRules\": {\"claude\":\n" +
+			"[{\"name\": …, \"state\": \"busy|idle|waiting\", \"match\": \"<Go regexp>\", \"last\": N}]}), which\n" +
+			"go first, then the built-in rules. The first line is busy, idle, waiting or unknown (no\n" +
+			"rule matched: the pane keeps its state).\n\n" +
+			"Example: cicy-agent screen w-3 > s.txt; cicy-agent explain --type claude --screen s.txt",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "type", Required: true, Usage: "agent `TYPE`: claude, codex, opencode or shell"},
+			&cli.StringFlag{Name: "screen", Required: true, Usage: "the screen `FILE` (- for stdin)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, "--type TYPE --screen FILE"); err != nil {
+				return err
+			}
+			typ := c.String("type")
+			switch typ {
+			case "claude", "codex", "opencode", "shell":
+			default:
+				return usagef("unknown type %q (choose claude, codex, opencode or shell)", typ)
+			}
+			var b []byte
+			var err error
+			if f := c.String("screen"); f == "-" {
+				b, err = io.ReadAll(e.stdin)
+			} else {
+				b, err = os.ReadFile(f)
+			}
+			if err != nil {
+				return usagef("read the screen: %v", err)
+			}
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			rules, err := supervisor.LoadScreenRules(h.Root, typ)
+			if err != nil {
+				return err
+			}
+			v, ok := rules.Classify(string(b))
+			out := struct {
+				State string `json:"state"`
+				Rule  string `json:"rule,omitempty"`
+				Match string `json:"match,omitempty"`
+				Line  string `json:"line,omitempty"`
+			}{State: "unknown"}
+			if ok {
+				out.State, out.Rule, out.Match, out.Line = string(v.State), v.Rule.Name, v.Rule.Match, v.Line
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, out)
+			}
+			fmt.Fprintln(e.stdout, out.State)
+			switch {
+			case ok:
+				fmt.Fprintf(e.stdout, "rule %s\nline %q\n", v.Rule.Describe(), v.Line)
+			case typ == "shell":
+				fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
+			default:
+				fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,260 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// Native completion signals of CLI agents (SPEC §7): Claude Code and Codex
+// hooks, Codex notify and opencode plugin events all run `cicy-agent
+// hook`, which posts them here. Each may set the pane's state (reason
+// "hook:<event>"), confirm that a typed task was submitted, or end a turn
+// with the agent's last message, which becomes the task's result.
+
+// HookRequest is one signal.
+type HookRequest struct {
+	Agent   string          `json:"agent"`
+	Event   string          `json:"event"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// At is when the hook ran: a spooled one (the supervisor was down)
+	// arrives late.
+	At time.Time `json:"at"`
+}
+
+// HookResult is what the signal did.
+type HookResult struct {
+	State   string `json:"state,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Ignored string `json:"ignored,omitempty"`
+}
+
+// hookEffect is what a signal means.
+type hookEffect struct {
+	state   pane.State // "" leaves the state alone
+	prompt  bool       // a prompt was submitted
+	end     bool       // a turn ended
+	result  string     // its last assistant message
+	failed  string     // the turn ended in an error
+	ignored string     // why nothing happened
+}
+
+// hookPayload holds the fields of every agent's payloads that matter.
+type hookPayload struct {
+	LastAssistant     string   `json:"last_assistant_message"`
+	CodexLast         string   `json:"last-assistant-message"`
+	Type              string   `json:"type"`
+	InputMessages     []string `json:"input-messages"`
+	NotificationType  string   `json:"notification_type"`
+	Source            string   `json:"source"`
+	Error             any      `json:"error"`
+	Status            string   `json:"status"`
+	HookEventName     string   `json:"hook_event_name"`
+	ToolName          string   `json:"tool_name"`
+	PermissionPattern any      `json:"permission"`
+}
+
+// codexTitlePrefix starts the prompt of Codex's hidden thread-title turn,
+// which also fires notify.
+const codexTitlePrefix = "Generate a concise"
+
+// interpretHook maps one signal to its effect.
+func interpretHook(agent, event string, raw []byte) hookEffect {
+	var p hookPayload
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &p) // a payload we cannot read still carries its event
+	}
+	switch agent + "/" + event {
+	case "claude/SessionStart":
+		return hookEffect{state: pane.Idle}
+	case "codex/SessionStart":
+		// Codex starts its session lazily, at the first prompt.
+		return hookEffect{ignored: "codex starts its session at the first prompt"}
+	case "claude/UserPromptSubmit", "codex/UserPromptSubmit":
+		return hookEffect{state: pane.Busy, prompt: true}
+	case "claude/PreToolUse", "claude/PostToolUse", "codex/PreToolUse", "codex/PostToolUse", "opencode/permission.replied":
+		return hookEffect{state: pane.Busy}
+	case "claude/Stop", "codex/Stop":
+		return hookEffect{state: pane.Idle, end: true, result: p.LastAssistant}
+	case "claude/StopFailure":
+		msg := p.LastAssistant
+		if msg == "" {
+			msg = fmt.Sprint(p.Error)
+		}
+		return hookEffect{state: pane.Idle, end: true, failed: "the agent's turn failed: " + msg}
+	case "claude/PermissionRequest", "codex/PermissionRequest", "opencode/permission.asked":
+		return hookEffect{state: pane.Waiting}
+	case "claude/Notification":
+		switch p.NotificationType {
+		case "permission_prompt", "agent_needs_input", "elicitation_dialog":
+			return hookEffect{state: pane.Waiting}
+		case "idle_prompt":
+			return hookEffect{state: pane.Idle}
+		}
+		return hookEffect{ignored: "notification " + p.NotificationType}
+	case "codex/notify":
+		if p.Type != "agent-turn-complete" {
+			return hookEffect{ignored: "codex notify " + p.Type}
+		}
+		if len(p.InputMessages) > 0 && strings.HasPrefix(p.InputMessages[0], codexTitlePrefix) {
+			return hookEffect{ignored: "codex's thread-title turn"}
+		}
+		return hookEffect{state: pane.Idle, end: true, result: p.CodexLast}
+	case "opencode/session.status":
+		if p.Status == "busy" {
+			return hookEffect{state: pane.Busy, prompt: true}
+		}
+		return hookEffect{ignored: "session.status " + p.Status}
+	case "opencode/session.idle":
+		return hookEffect{state: pane.Idle, end: true, result: p.LastAssistant}
+	case "opencode/session.error":
+		return hookEffect{state: pane.Idle, end: true, failed: "the agent's turn failed: " + fmt.Sprint(p.Error)}
+	}
+	return hookEffect{ignored: "event " + event + " of " + agent + " is not used"}
+}
+
+// hookLog is what an agent pane's signals have said; guarded by mu.
+type hookLog struct {
+	mu       sync.Mutex
+	prompt   time.Time // last prompt submitted
+	end      time.Time // last turn end
+	result   string
+	failed   string
+	lastSeen time.Time
+}
+
+func (h *hookLog) record(eff hookEffect, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastSeen = at
+	if eff.prompt {
+		h.prompt = at
+	}
+	if eff.end {
+		h.end, h.result, h.failed = at, eff.result, eff.failed
+	}
+}
+
+// turnEnd is the last turn end at or after since, if any.
+func (h *hookLog) turnEnd(since time.Time) (result, failed string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.end.IsZero() || h.end.Before(since) {
+		return "", "", false
+	}
+	return h.result, h.failed, true
+}
+
+func (h *hookLog) promptSince(since time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.prompt.IsZero() && !h.prompt.Before(since)
+}
+
+// stateSetter is a terminal whose state a hook may set.
+type stateSetter interface {
+	SetState(s pane.State, reason string)
+}
+
+// Hook applies one signal of a CLI agent pane.
+func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return HookResult{}, err
+	}
+	if !isAgent(e.cfg.Type) {
+		return HookResult{}, usageErr("pane %s is a %s pane; hooks come from claude, codex and opencode panes", e.cfg.ID, e.cfg.Type)
+	}
+	if req.Agent == "" {
+		req.Agent = e.cfg.Type
+	}
+	if req.At.IsZero() || req.At.After(time.Now()) {
+		req.At = time.Now()
+	}
+	eff := interpretHook(req.Agent, req.Event, req.Payload)
+	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
+	if eff.ignored != "" {
+		log.Debug("Hook ignored: " + eff.ignored)
+		return HookResult{Ignored: eff.ignored}, nil
+	}
+	e.hooks.record(eff, req.At)
+	res := HookResult{}
+	if eff.state != "" {
+		res.State, res.Reason = string(eff.state), "hook:"+req.Event
+		e.op.Lock()
+		p := e.proc
+		e.op.Unlock()
+		if ss, ok := p.(stateSetter); ok {
+			ss.SetState(eff.state, res.Reason)
+		}
+	}
+	log.WithField("state", res.State).Debug("Hook applied")
+	s.tasks.Kick()
+	return res, nil
+}
+
+// HookSpool is where `cicy-agent hook` keeps signals while no supervisor
+// runs; the next one replays them at start.
+func (h Home) HookSpool() string { return h.path("run", "hooks") }
+
+// SpoolHook appends a signal to the pane's spool file (one JSON line; a
+// small O_APPEND write is atomic against other hooks).
+func SpoolHook(h Home, id string, req HookRequest) error {
+	if err := os.MkdirAll(h.HookSpool(), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", h.HookSpool(), err)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode the hook: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(h.HookSpool(), id+".jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the hook spool: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write the hook spool: %w", err)
+	}
+	return nil
+}
+
+// replayHooks applies the signals spooled while no supervisor ran, in
+// order, and removes them.
+func (s *Supervisor) replayHooks() {
+	dir := s.cfg.Home.HookSpool()
+	files, _ := filepath.Glob(filepath.Join(dir, "w-*.jsonl"))
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		taken := f + ".replaying"
+		if err := os.Rename(f, taken); err != nil {
+			continue
+		}
+		fh, err := os.Open(taken)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		n := 0
+		for sc.Scan() {
+			var req HookRequest
+			if json.Unmarshal(sc.Bytes(), &req) != nil {
+				continue
+			}
+			if _, err := s.Hook(context.Background(), id, req); err == nil {
+				n++
+			}
+		}
+		fh.Close()
+		os.Remove(taken)
+		s.log.WithFields(map[string]any{"pane": id, "hooks": n}).Info("Replayed the hooks spooled while no supervisor ran")
+	}
+}
