@@ -1,0 +1,46 @@
+// Package fakellm is a fake LLM HTTP server for integration tests that drive
+// the real Claude Code, Codex and opencode CLIs offline. It speaks, on one
+// loopback port:
+//
+//   - the Anthropic Messages API: POST /v1/messages (streamed SSE and plain
+//     JSON; the ?beta=true query Claude Code adds is ignored) and
+//     POST /v1/messages/count_tokens;
+//   - the OpenAI Chat Completions API: POST /v1/chat/completions (streamed,
+//     with a usage chunk when stream_options.include_usage is set, and plain);
+//   - the OpenAI Responses API: POST /v1/responses (streamed and plain);
+//   - GET /v1/models (one list that suits both OpenAI and Anthropic clients)
+//     and HEAD / (a preflight some Claude Code versions send).
+//
+// The /v1 prefix is optional. Anything else is answered 404 with a JSON error.
+// Every request is recorded (see [Server.Requests]) and, if a log writer is
+// given, written to it as one JSON line.
+//
+// The server is steered by directives written in the prompt. They are read
+// only from the last text part of the last user message, never from tool
+// results or from system text:
+//
+//	[[delay=N]]         hold the turn N seconds (a float) after the first
+//	                    stream event, before any content
+//	[[reply=TEXT]]      answer TEXT instead of the default reply
+//	[[shell=CMD]]       answer a call of the shell tool the request offers
+//	                    (Claude Bash, Codex exec_command or shell, opencode
+//	                    bash) that runs CMD
+//	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments
+//	[[status=N]]        fail with HTTP status N (400-599) and an error body in
+//	                    the API's own shape
+//
+// Tool calls carry only the argument keys the tool's schema declares. Once
+// the conversation ends with a tool result the server answers
+// "fake-llm saw the tool result: …" and ends the turn. Requests that offer
+// no tools (title generators, summaries) never get delays or tool calls, and
+// requests that ask for JSON-schema structured output get the smallest
+// object that fits the schema.
+//
+// Typical use:
+//
+//	srv, err := fakellm.Start("127.0.0.1:0", logFile)
+//	if err != nil { ... }
+//	defer srv.Close()
+//	// point the CLI at srv.URL (ANTHROPIC_BASE_URL=srv.URL, or srv.URL+"/v1"
+//	// for OpenAI-style clients) and prompt it with "[[shell=echo hi]]".
+package fakellm

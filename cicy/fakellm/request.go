@@ -1,0 +1,227 @@
+package fakellm
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// request holds the fields of a model request the server looks at, for all
+// three APIs at once; every other key is ignored.
+type request struct {
+	Model    string     `json:"model"`
+	Stream   bool       `json:"stream"`
+	Messages []item     `json:"messages"` // Anthropic, Chat Completions
+	Input    rawJSON    `json:"input"`    // Responses: a string or a list of items
+	Tools    []toolSpec `json:"tools"`
+
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"` // Chat Completions
+
+	OutputConfig struct {
+		Format jsonFormat `json:"format"`
+	} `json:"output_config"` // Anthropic
+	ResponseFormat struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema rawJSON `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"` // Chat Completions
+	Text struct {
+		Format jsonFormat `json:"format"`
+	} `json:"text"` // Responses
+}
+
+// rawJSON is a JSON value kept undecoded; unlike json.RawMessage it stays
+// empty for a JSON null.
+type rawJSON []byte
+
+// UnmarshalJSON keeps data, dropping null.
+func (r *rawJSON) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*r = nil
+		return nil
+	}
+	*r = append((*r)[:0], data...)
+	return nil
+}
+
+// jsonFormat is a structured-output format as Anthropic and the Responses
+// API spell it.
+type jsonFormat struct {
+	Type   string  `json:"type"`
+	Schema rawJSON `json:"schema"`
+}
+
+// item is a message (Anthropic, Chat Completions) or an input item
+// (Responses).
+type item struct {
+	Type    string  `json:"type"` // Responses: "message", "function_call_output", …
+	Role    string  `json:"role"`
+	Content rawJSON `json:"content"` // a string or a list of parts
+	Output  rawJSON `json:"output"`  // Responses tool outputs
+}
+
+// part is one element of a content list.
+type part struct {
+	Type    string  `json:"type"`
+	Text    string  `json:"text"`
+	Content rawJSON `json:"content"` // Anthropic tool_result content
+}
+
+// isText reports whether p carries prompt or reply text.
+func (p part) isText() bool {
+	switch p.Type {
+	case "text", "input_text", "output_text":
+		return true
+	}
+	return false
+}
+
+// parts decodes content, which may be a string or a list whose elements are
+// strings or part objects. Elements of any other shape are skipped.
+func parts(content rawJSON) []part {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []part{{Type: "text", Text: s}}
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(content, &elems) != nil {
+		return nil
+	}
+	out := make([]part, 0, len(elems))
+	for _, e := range elems {
+		var p part
+		if json.Unmarshal(e, &s) == nil {
+			p = part{Type: "text", Text: s}
+		} else if json.Unmarshal(e, &p) != nil {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// textOf joins the text parts of content with newlines.
+func textOf(content rawJSON) string {
+	var texts []string
+	for _, p := range parts(content) {
+		if p.isText() {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// lastTextOf is the last non-blank text part of content: the newest prompt,
+// even when a client has merged several user turns into one message.
+func lastTextOf(content rawJSON) string {
+	ps := parts(content)
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].isText() && strings.TrimSpace(ps[i].Text) != "" {
+			return ps[i].Text
+		}
+	}
+	return ""
+}
+
+// lastUserText is the last non-blank user text in items, skipping texts for
+// which skip reports true. Tool results are not user text.
+func lastUserText(items []item, skip func(string) bool) string {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role != "user" {
+			continue
+		}
+		t := lastTextOf(items[i].Content)
+		if strings.TrimSpace(t) == "" || (skip != nil && skip(t)) {
+			continue
+		}
+		return t
+	}
+	return ""
+}
+
+// lastTurnItem is the last item that is not a system or developer message
+// (Claude Code appends a role "system" message after the user turn), or
+// the zero item.
+func lastTurnItem(items []item) item {
+	for i := len(items) - 1; i >= 0; i-- {
+		if r := items[i].Role; r != "system" && r != "developer" {
+			return items[i]
+		}
+	}
+	return item{}
+}
+
+// toolSpec is a tool definition in any of the three APIs' shapes.
+type toolSpec struct {
+	Type        string  `json:"type"`
+	Name        string  `json:"name"`
+	InputSchema rawJSON `json:"input_schema"` // Anthropic
+	Parameters  rawJSON `json:"parameters"`   // Responses
+	Function    struct {
+		Name       string  `json:"name"`
+		Parameters rawJSON `json:"parameters"`
+	} `json:"function"` // Chat Completions
+}
+
+// tool is an offered tool, reduced to what the server needs.
+type tool struct {
+	name     string
+	props    map[string]bool // argument names the schema declares
+	required map[string]bool
+}
+
+// toolsOf normalises the tools of a request.
+func toolsOf(specs []toolSpec) []tool {
+	out := make([]tool, 0, len(specs))
+	for _, sp := range specs {
+		t := tool{name: firstNonEmpty(sp.Name, sp.Function.Name, sp.Type)}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		raw := sp.InputSchema
+		if len(raw) == 0 {
+			raw = sp.Parameters
+		}
+		if len(raw) == 0 {
+			raw = sp.Function.Parameters
+		}
+		if json.Unmarshal(raw, &schema) == nil {
+			t.props = make(map[string]bool, len(schema.Properties))
+			for k := range schema.Properties {
+				t.props[k] = true
+			}
+			t.required = make(map[string]bool, len(schema.Required))
+			for _, k := range schema.Required {
+				t.required[k] = true
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// structuredSchema is the JSON schema the request wants the answer to
+// follow, and whether it asks for one at all.
+func (r *request) structuredSchema() (rawJSON, bool) {
+	switch {
+	case r.Text.Format.Type == "json_schema":
+		return r.Text.Format.Schema, true
+	case r.ResponseFormat.Type == "json_schema":
+		return r.ResponseFormat.JSONSchema.Schema, true
+	case r.OutputConfig.Format.Type == "json_schema":
+		return r.OutputConfig.Format.Schema, true
+	}
+	return nil, false
+}

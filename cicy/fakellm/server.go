@@ -1,0 +1,388 @@
+package fakellm
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	defaultModel  = "fake-model"
+	maxBodyBytes  = 64 << 20 // far above any real agent request
+	maxRawLogged  = 20000    // bytes of a non-JSON body kept in the record
+	requestIDHdr  = "request-id"
+	xRequestIDHdr = "x-request-id"
+)
+
+// Server is a running fake LLM server. Its methods are safe for concurrent
+// use.
+type Server struct {
+	// URL is the base URL, http://127.0.0.1:PORT, without /v1.
+	URL string
+
+	srv *http.Server
+	ids atomic.Uint64
+
+	mu   sync.Mutex // guards reqs and log
+	reqs []Request
+	log  io.Writer
+}
+
+// Request is one request the server received.
+type Request struct {
+	Method string
+	// Path is the request target as sent, query included
+	// (e.g. "/v1/messages?beta=true").
+	Path   string
+	Header http.Header
+	// Body is the JSON body after undoing any gzip or deflate
+	// Content-Encoding, or nil when there was no body. A body that is not
+	// JSON is kept as {"_raw": "<text>"}; one that could not be decoded as
+	// {"_error": "<why>", "_len": <bytes>}.
+	Body json.RawMessage
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0") and serves until Close. If log
+// is not nil, every request is written to it as one JSON line with the keys
+// ts, method, path, headers and body; write errors are ignored.
+func Start(addr string, log io.Writer) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fakellm: listen on %s: %w", addr, err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String(), log: log}
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.handle),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed on Close
+	return s, nil
+}
+
+// Close stops the server and cuts any request still in progress.
+func (s *Server) Close() error {
+	if err := s.srv.Close(); err != nil {
+		return fmt.Errorf("fakellm: close: %w", err)
+	}
+	return nil
+}
+
+// Requests returns a deep copy of every request received so far, in
+// order. A request is recorded before it is answered, so once a client has
+// its response the request is in the list.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.reqs))
+	for i, r := range s.reqs {
+		r.Header = r.Header.Clone()
+		r.Body = slices.Clone(r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+// handle records a request and routes it.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, bodyErr := readBody(w, r)
+	s.record(r, body, bodyErr)
+
+	route := routeOf(r.URL.Path)
+	if bodyErr != nil {
+		code := http.StatusBadRequest
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(bodyErr, errUnsupportedEncoding):
+			code = http.StatusUnsupportedMediaType
+		case errors.As(bodyErr, &tooBig):
+			code = http.StatusRequestEntityTooLarge
+		}
+		s.fail(w, route, code, bodyErr.Error())
+		return
+	}
+
+	switch {
+	case route == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
+		s.writeJSON(w, http.StatusOK, obj{"ok": true})
+	case route == "/models" && r.Method == http.MethodGet:
+		s.writeJSON(w, http.StatusOK, modelList())
+	case r.Method != http.MethodPost:
+		s.fail(w, route, http.StatusNotFound, fmt.Sprintf("fake-llm: no %s %s", r.Method, r.URL.Path))
+	case route == "/messages/count_tokens":
+		s.writeJSON(w, http.StatusOK, obj{"input_tokens": tokens(body)})
+	default:
+		if api, ok := modelAPIs[route]; ok {
+			s.model(w, r, route, api, body)
+			return
+		}
+		s.fail(w, route, http.StatusNotFound, fmt.Sprintf("fake-llm: no POST %s", r.URL.Path))
+	}
+}
+
+// routeOf reduces a URL path to the route it names: no trailing slash and
+// no /v1 prefix, so "/v1/messages/" and "/messages" are both "/messages".
+func routeOf(path string) string {
+	p := strings.TrimRight(path, "/")
+	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		p = p[len("/v1"):]
+	}
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// modelAPI is how one model API's requests are read and answered.
+type modelAPI struct {
+	turn   func(*request) turn
+	answer func(*exchange)
+}
+
+// modelAPIs maps the model routes to their APIs.
+var modelAPIs = map[string]modelAPI{
+	"/messages":         {anthropicTurn, (*exchange).anthropic},
+	"/chat/completions": {chatTurn, (*exchange).chat},
+	"/responses":        {responsesTurn, (*exchange).responses},
+}
+
+// model answers a request to one of the model APIs: the [[status]] error,
+// or the turn's answer.
+func (s *Server) model(w http.ResponseWriter, r *http.Request, route string, api modelAPI, body []byte) {
+	var req request
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			s.fail(w, route, http.StatusBadRequest, fmt.Sprintf("fake-llm: bad request body: %v", err))
+			return
+		}
+	}
+	x := &exchange{s: s, w: w, r: r, req: &req, turn: api.turn(&req), inTokens: tokens(body)}
+	if code := x.turn.status(); code != 0 {
+		s.fail(w, route, code, fmt.Sprintf("fake-llm status directive %d", code))
+		return
+	}
+	api.answer(x)
+}
+
+// exchange is one model request being answered.
+type exchange struct {
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	req      *request
+	turn     turn
+	inTokens int
+}
+
+// modelName is the model the client asked for, or the default one.
+func (x *exchange) modelName() string {
+	if x.req.Model != "" {
+		return x.req.Model
+	}
+	return defaultModel
+}
+
+// hold waits out the turn's [[delay]]. It reports false if the client went
+// away first, in which case nothing more should be written.
+func (x *exchange) hold() bool {
+	d := x.turn.delay()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.r.Context().Done():
+		return false
+	}
+}
+
+// errUnsupportedEncoding marks a request body in a Content-Encoding the
+// server cannot undo.
+var errUnsupportedEncoding = errors.New("unsupported Content-Encoding")
+
+// readBody reads the whole request body and undoes its Content-Encoding.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return raw, fmt.Errorf("fake-llm: read body: %w", err)
+	}
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if len(raw) == 0 || enc == "" || enc == "identity" {
+		return raw, nil
+	}
+	out, err := decode(enc, raw)
+	if err != nil {
+		return raw, fmt.Errorf("fake-llm: decode %s body: %w", enc, err)
+	}
+	return out, nil
+}
+
+// decode undoes one Content-Encoding.
+func decode(enc string, raw []byte) ([]byte, error) {
+	var rd io.ReadCloser
+	var err error
+	switch enc {
+	case "gzip", "x-gzip":
+		rd, err = gzip.NewReader(bytes.NewReader(raw))
+	case "deflate":
+		// RFC 9110 deflate is zlib-wrapped, but some clients send raw
+		// DEFLATE; accept both.
+		rd, err = zlib.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			rd, err = flate.NewReader(bytes.NewReader(raw)), nil
+		}
+	default:
+		return nil, fmt.Errorf("%w %q", errUnsupportedEncoding, enc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	out, err := io.ReadAll(io.LimitReader(rd, maxBodyBytes))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// record appends r to the request list and the log.
+func (s *Server) record(r *http.Request, body []byte, bodyErr error) {
+	rec := Request{
+		Method: r.Method,
+		Path:   r.URL.RequestURI(),
+		Header: r.Header.Clone(),
+		Body:   recordedBody(body, bodyErr),
+	}
+	line := logLine(rec)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, rec)
+	if s.log != nil {
+		_, _ = s.log.Write(line)
+	}
+}
+
+// recordedBody is the JSON kept for a request body; see [Request.Body].
+func recordedBody(body []byte, err error) json.RawMessage {
+	var v any
+	switch {
+	case err != nil:
+		v = obj{"_error": err.Error(), "_len": len(body)}
+	case len(body) == 0:
+		return nil
+	case json.Valid(body):
+		var buf bytes.Buffer
+		if json.Compact(&buf, body) == nil {
+			return buf.Bytes()
+		}
+		v = obj{"_raw": truncateBytes(body, maxRawLogged)}
+	default:
+		v = obj{"_raw": truncateBytes(body, maxRawLogged)}
+	}
+	out, _ := json.Marshal(v) // maps of strings and ints always marshal
+	return out
+}
+
+func truncateBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// logLine renders rec as one JSON line for the log writer.
+func logLine(rec Request) []byte {
+	headers := make(map[string]string, len(rec.Header))
+	for k, v := range rec.Header {
+		headers[k] = strings.Join(v, ", ")
+	}
+	entry := struct {
+		TS      float64           `json:"ts"`
+		Method  string            `json:"method"`
+		Path    string            `json:"path"`
+		Headers map[string]string `json:"headers"`
+		Body    json.RawMessage   `json:"body"`
+	}{
+		TS:      float64(time.Now().UnixMilli()) / 1000,
+		Method:  rec.Method,
+		Path:    rec.Path,
+		Headers: headers,
+		Body:    rec.Body,
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(entry); err != nil { // Encode ends the line
+		return []byte(fmt.Sprintf("{\"error\":%q}\n", err.Error()))
+	}
+	return buf.Bytes()
+}
+
+// tokens is a plausible token count for a JSON document: about one token
+// per four bytes, at least one.
+func tokens(b []byte) int {
+	return max(1, len(b)/4)
+}
+
+// tokensOf is [tokens] of v's JSON encoding.
+func tokensOf(v any) int {
+	b, _ := json.Marshal(v)
+	return tokens(b)
+}
+
+// newID returns a fresh identifier such as "msg_12ab34cd56".
+func (s *Server) newID(prefix string) string {
+	return fmt.Sprintf("%s_%d%08x", prefix, s.ids.Add(1), rand.Uint32())
+}
+
+// obj is a JSON object under construction.
+type obj = map[string]any
+
+// writeJSON answers v as a JSON document with status code.
+func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		data = []byte(fmt.Sprintf(`{"type":"error","error":{"type":"api_error","message":%q}}`, err.Error()))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(data)))
+	h.Set(requestIDHdr, s.newID("req"))
+	w.WriteHeader(code)
+	_, _ = w.Write(data) // the client may be gone; nothing to do about it
+}
+
+// modelList is the GET /v1/models answer, readable by OpenAI and Anthropic
+// clients alike.
+func modelList() obj {
+	names := []string{defaultModel, "claude-sonnet-4-5", "claude-haiku-4-5", "gpt-5", "gpt-5-codex"}
+	now := time.Now().Unix()
+	data := make([]obj, 0, len(names))
+	for _, m := range names {
+		data = append(data, obj{
+			"id": m, "object": "model", "created": now, "owned_by": "fake",
+			"type": "model", "display_name": m, "created_at": "2025-01-01T00:00:00Z",
+		})
+	}
+	return obj{
+		"object": "list", "data": data, "has_more": false,
+		"first_id": names[0], "last_id": names[len(names)-1],
+	}
+}

@@ -1,0 +1,80 @@
+package fakellm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFillJSON(t *testing.T) {
+	for _, c := range []struct{ schema, want string }{
+		{``, `{}`},
+		{`{"type":"object","properties":{"title":{"type":"string","maxLength":36}},"required":["title"],"additionalProperties":false}`,
+			`{"title":"fake-llm"}`},
+		{`{"properties":{"a":{"type":"string","maxLength":2},"b":{"type":["null","boolean"]}}}`, `{"a":"fa","b":false}`},
+		{`{"type":"object","properties":{"s":{"type":"string","minLength":12}},"required":["s"]}`, `{"s":"fake-llmxxxx"}`},
+		{`{"type":"object","properties":{"k":{"enum":["x","y"]},"c":{"const":7},"u":{"anyOf":[{"type":"integer","exclusiveMinimum":4},{"type":"string"}]}},"required":["k","c","u"]}`,
+			`{"c":7,"k":"x","u":5}`},
+		{`{"type":"object","properties":{"n":{"type":"number","maximum":-2},"l":{"type":"array","minItems":2,"items":{"type":"integer"}}},"required":["n","l","missing"]}`,
+			`{"l":[0,0],"missing":null,"n":-2}`},
+		{`{"type":"string","maxLength":0}`, `""`},
+	} {
+		if got := fillJSON(rawJSON(c.schema)); got != c.want {
+			t.Errorf("fillJSON(%s) = %s, want %s", c.schema, got, c.want)
+		}
+	}
+}
+
+func TestParseDirectives(t *testing.T) {
+	d := parseDirectives("a [[reply= x\ny ]] b [[delay=0.5]] [[reply=second]] [[unknown=1]] [[shell=ls -a]]")
+	want := map[string]string{"reply": "second", "delay": "0.5", "shell": "ls -a"}
+	if len(d) != len(want) {
+		t.Fatalf("got %v, want %v", d, want)
+	}
+	for k, v := range want {
+		if d[k] != v {
+			t.Errorf("%s = %q, want %q", k, d[k], v)
+		}
+	}
+}
+
+func TestTurnStatusAndDelay(t *testing.T) {
+	tools := []tool{{name: "bash"}}
+	for _, c := range []struct {
+		prompt string
+		status int
+		delay  time.Duration
+	}{
+		{"[[status=529]] [[delay=1.5]]", 529, 1500 * time.Millisecond},
+		{"[[status=200]] [[delay=-1]]", 0, 0},
+		{"[[status=abc]] [[delay=NaN]]", 0, 0},
+		{"[[delay=1e300]]", 0, maxDelay},
+	} {
+		tr := turn{prompt: c.prompt, tools: tools}
+		if got := tr.status(); got != c.status {
+			t.Errorf("%q: status %d, want %d", c.prompt, got, c.status)
+		}
+		if got := tr.delay(); got != c.delay {
+			t.Errorf("%q: delay %v, want %v", c.prompt, got, c.delay)
+		}
+	}
+	if d := (&turn{prompt: "[[delay=1]]"}).delay(); d != 0 {
+		t.Errorf("no tools: delay %v", d)
+	}
+}
+
+func TestPieces(t *testing.T) {
+	for _, s := range []string{"", "a", "héllo wörld", strings.Repeat("ü", 10)} {
+		p := pieces(s, 3)
+		if strings.Join(p, "") != s || len(p) > 3 || len(p) == 0 {
+			t.Errorf("pieces(%q) = %q", s, p)
+		}
+	}
+	if got := pieces("abcdefg", 3); !slices.Equal(got, []string{"abc", "def", "g"}) {
+		t.Errorf("pieces = %q", got)
+	}
+	if got := truncateRunes("héllo", 2); got != "hé" {
+		t.Errorf("truncateRunes = %q", got)
+	}
+}
