@@ -3,15 +3,29 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/cicy-agent
 
-.PHONY: build test lint demo bench fmt tidy
+.PHONY: build test test-unit clis lint demo bench fmt tidy
+
+# The pinned real CLI agents (Claude Code, Codex, opencode) the integration
+# tests drive; installed once into a cache folder (CICY_CLI_DIR).
+CICY_CLI_DIR ?= $(HOME)/.cache/cicy-agent/clis
+export CICY_CLI_DIR
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cicy-agent
 
-# The whole suite, with the race detector. CI runs exactly this.
-test:
+# The whole suite, with the race detector, the real CLI agents included
+# (installed first if missing). CI runs exactly this.
+test: clis
 	$(GO) vet ./...
-	$(GO) test -race -timeout 600s ./...
+	CICY_REQUIRE_CLIS=1 $(GO) test -race -timeout 900s ./...
+
+# The suite without the real CLI agents (their tests skip): no npm needed.
+test-unit:
+	$(GO) vet ./...
+	$(GO) test -race -timeout 900s ./...
+
+clis:
+	scripts/install-clis.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -43,6 +43,7 @@ func isAgent(typ string) bool { _, ok := agentKinds[typ]; return ok }
 type agentSetup struct {
 	id, workspace string
 	dir           string // the pane's own config folder
+	shared        string // a folder shared by the panes of one home
 	self          string // this program, for the hooks
 	model         string
 	allowAll      bool
@@ -82,8 +83,22 @@ func writeFile(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	// Atomic: an agent starting now reads the old file or the new one.
+	f, err := os.CreateTemp(filepath.Dir(path), ".seed-*")
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
 	}
 	return nil
 }
@@ -252,12 +267,16 @@ export const CicyAgentHooks = async () => ({
 });
 `
 
-// prepareOpencode seeds opencode's XDG folders: a provider from the
-// environment, no update or models fetch, the permission policy, and the
-// event plugin.
+// prepareOpencode seeds opencode: the pane's own opencode.json
+// (OPENCODE_CONFIG: a provider from the environment, no update or models
+// fetch, the permission policy) and data folders, and a config folder
+// shared by the home's opencode panes holding the event plugin. opencode
+// installs its plugin package into its config folder before it starts
+// (12 s from the npm registry, longer without one); shared, that happens
+// once, not once per pane.
 func prepareOpencode(a agentSetup) ([]string, []string, error) {
 	root := filepath.Join(a.dir, "opencode")
-	cfgDir := filepath.Join(root, "config")
+	cfgDir := filepath.Join(a.shared, "opencode", "config")
 	model := a.model
 	if model == "" {
 		model = "default"
@@ -287,7 +306,8 @@ func prepareOpencode(a agentSetup) ([]string, []string, error) {
 	} else {
 		cfg["permission"] = map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask", "external_directory": "ask"}
 	}
-	if err := writeJSONFile(filepath.Join(cfgDir, "opencode", "opencode.json"), cfg); err != nil {
+	own := filepath.Join(root, "opencode.json")
+	if err := writeJSONFile(own, cfg); err != nil {
 		return nil, nil, err
 	}
 	bin, _ := json.Marshal(a.self)
@@ -295,6 +315,7 @@ func prepareOpencode(a agentSetup) ([]string, []string, error) {
 		return nil, nil, err
 	}
 	env := append([]string{
+		"OPENCODE_CONFIG=" + own,
 		"XDG_CONFIG_HOME=" + cfgDir, "XDG_DATA_HOME=" + filepath.Join(root, "data"),
 		"XDG_CACHE_HOME=" + filepath.Join(root, "cache"), "XDG_STATE_HOME=" + filepath.Join(root, "state"),
 	}, quietEnv...)
@@ -329,7 +350,7 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	}
 	pc := parsePaneConfig(cfg.Config)
 	argv, env, err := agentKinds[cfg.Type].prepare(agentSetup{
-		id: cfg.ID, workspace: cfg.Workspace, dir: s.cfg.Home.paneDir(cfg.ID), self: self,
+		id: cfg.ID, workspace: cfg.Workspace, dir: s.cfg.Home.paneDir(cfg.ID), shared: s.cfg.Home.paneDir("shared"), self: self,
 		model: cfg.Model, allowAll: pc.AllowAll, extra: extra, getenv: s.cfg.Getenv,
 	})
 	if err != nil {

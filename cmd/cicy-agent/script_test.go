@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -46,7 +47,39 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	// The real CLI agents, if installed (make clis), and a fake model
+	// server they all talk to.
+	cliDir = os.Getenv("CICY_CLI_DIR")
+	if cliDir == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			cliDir = filepath.Join(h, ".cache", "cicy-agent", "clis")
+		}
+	}
+	cliDir = filepath.Join(cliDir, "node_modules", ".bin")
+	if !haveCLIs() && os.Getenv("CICY_REQUIRE_CLIS") == "1" {
+		fmt.Fprintf(os.Stderr, "CICY_REQUIRE_CLIS=1 but claude, codex and opencode are not all in %s (run make clis)\n", cliDir)
+		return 1
+	}
+	srv, err := fakellm.Start("127.0.0.1:0", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the fake model server:", err)
+		return 1
+	}
+	defer srv.Close()
+	fakeURL = srv.URL
 	return m.Run()
+}
+
+var cliDir, fakeURL string
+
+// haveCLIs reports whether the real CLI agents are installed.
+func haveCLIs() bool {
+	for _, b := range []string{"claude", "codex", "opencode"} {
+		if _, err := os.Stat(filepath.Join(cliDir, b)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func TestScripts(t *testing.T) {
@@ -54,6 +87,12 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup:               setupScript,
+		Condition: func(cond string) (bool, error) {
+			if cond == "clis" {
+				return haveCLIs(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":           cmdExits,
 			"oneline":         cmdOneLine,
@@ -81,6 +120,8 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("CICY_HOME", home)
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	env.Setenv("CICYBIN", binDir)
+	env.Setenv("CLIBIN", cliDir)
+	env.Setenv("FAKELLM", fakeURL)
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
 	if ex, err := filepath.Abs("../../examples"); err == nil {
 		env.Setenv("EXAMPLES", ex)
@@ -131,7 +172,11 @@ const pollDeadline = 20 * time.Second
 // poll runs cicy-agent with args until the output satisfies ok, up to the
 // deadline.
 func poll(ts *testscript.TestScript, what string, ok func(string) bool, args ...string) {
-	deadline := time.Now().Add(pollDeadline)
+	pollFor(ts, pollDeadline, what, ok, args...)
+}
+
+func pollFor(ts *testscript.TestScript, d time.Duration, what string, ok func(string) bool, args ...string) {
+	deadline := time.Now().Add(d)
 	var last string
 	for {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), args...)
@@ -142,7 +187,7 @@ func poll(ts *testscript.TestScript, what string, ok func(string) bool, args ...
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("timed out after %s waiting for %s; last output:\n%s", pollDeadline, what, last)
+			ts.Fatalf("timed out after %s waiting for %s; last output:\n%s", d, what, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -165,13 +210,23 @@ func cmdWaitScreen(ts *testscript.TestScript, neg bool, args []string) {
 	}, "screen", args[0])
 }
 
-// waitstate PANE STATE waits until `ls --json` shows the pane in STATE.
+// waitstate PANE STATE [SECONDS] waits until `ls --json` shows the pane
+// in STATE (up to SECONDS, default the poll deadline: a real CLI agent
+// can take longer to start on a loaded machine).
 func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: waitstate <pane> <state>")
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: waitstate <pane> <state> [seconds]")
+	}
+	d := pollDeadline
+	if len(args) == 3 {
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			ts.Fatalf("waitstate: bad seconds %q", args[2])
+		}
+		d = time.Duration(n) * time.Second
 	}
 	re := regexp.MustCompile(`"id": "` + regexp.QuoteMeta(args[0]) + `",(?s:[^}]*?)"state": "` + regexp.QuoteMeta(args[1]) + `"`)
-	poll(ts, args[0]+" in state "+args[1], re.MatchString, "ls", "--json")
+	pollFor(ts, d, args[0]+" in state "+args[1], re.MatchString, "ls", "--json")
 }
 
 // killsupervisor [-TERM] SIGKILLs (or SIGTERMs) the running supervisor and
