@@ -119,7 +119,7 @@ var DefaultRules = map[string]Rules{
 	"opencode": {
 		{Name: "opencode-permission", State: Waiting, Match: `Permission required|Allow once\s+Allow always\s+Reject`, Last: 20},
 		{Name: "opencode-busy", State: Busy, Match: `esc interrupt`, Last: 6},
-		{Name: "opencode-idle-footer", State: Idle, Match: `ctrl\+p commands`, Last: 6},
+		{Name: "opencode-idle-footer", State: Idle, Match: `ctrl\+p( commands)?`, Last: 6},
 	},
 }
 

@@ -47,6 +47,9 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	// A race-enabled binary sleeps a second at exit by default (to let
+	// late race reports out); every command of every script would pay it.
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	// The real CLI agents, if installed (make clis), and a fake model
 	// server they all talk to.
 	cliDir = os.Getenv("CICY_CLI_DIR")
@@ -120,6 +123,7 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("CICY_HOME", home)
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	env.Setenv("CICYBIN", binDir)
+	env.Setenv("GORACE", os.Getenv("GORACE"))
 	env.Setenv("CLIBIN", cliDir)
 	env.Setenv("FAKELLM", fakeURL)
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestScreenCorpus runs `cicy-agent explain` on every screen recorded from
+// the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
+// record_test.go) and checks the built-in rules give the recorded state.
+func TestScreenCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/screens/*/*/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 30 {
+		t.Fatalf("the corpus has %d screens; at least 30 are expected", len(files))
+	}
+	home := t.TempDir() // no lite-config.json: the built-in rules
+	seen := map[string]int{}
+	for _, f := range files {
+		parts := strings.Split(filepath.ToSlash(f), "/")
+		agent, want := parts[2], parts[3]
+		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "explain", "--type", agent, "--screen", f, "--json")
+		cmd.Env = append(os.Environ(), "CICY_HOME="+home)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Errorf("%s: explain failed: %v", f, err)
+			continue
+		}
+		var v struct{ State, Rule, Line string }
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s: %v\n%s", f, err, out)
+		}
+		if v.State != want {
+			t.Errorf("%s: the rules say %s (rule %q, line %q), recorded as %s", f, v.State, v.Rule, v.Line, want)
+		}
+		seen[agent+"/"+want]++
+	}
+	for _, agent := range []string{"claude", "codex", "opencode"} {
+		for _, st := range []string{"busy", "idle", "waiting"} {
+			if seen[agent+"/"+st] == 0 {
+				t.Errorf("no %s screen of %s in the corpus", st, agent)
+			}
+		}
+	}
+}
+
+// An override in lite-config.json comes first; a bad one is a clear error.
+func TestExplainOverride(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	screen := filepath.Join("testdata", "screens", "claude", "idle", "fresh-120x40.txt")
+	explain := func() (string, error) {
+		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "explain", "--type", "claude", "--screen", screen)
+		cmd.Env = append(os.Environ(), "CICY_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	cfg := `{"screenRules": {"claude": [{"name": "mine", "state": "waiting", "match": "bypass permissions on", "last": 3}]}}`
+	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := explain()
+	if err != nil || !strings.HasPrefix(out, "waiting\nrule mine → waiting: /bypass permissions on/ in the last 3 non-blank lines\n") {
+		t.Fatalf("override: %v\n%s", err, out)
+	}
+	cfg = `{"screenRules": {"claude": [{"name": "bad", "state": "sleepy", "match": "x"}]}}`
+	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := explain(); err == nil || !strings.Contains(out, `screen rule "bad": state "sleepy" is not busy, idle or waiting`) {
+		t.Fatalf("bad override: %v\n%s", err, out)
+	}
+}
