@@ -526,7 +526,6 @@ func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*Sen
 // followed the typed text once the pane is idle again (its output quiet
 // for the settle time), or when the program exits.
 func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.Time) (*SendResult, error) {
-	_, tail := typedMarks(text)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -536,10 +535,10 @@ func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.T
 		}
 		st := p.Status()
 		if !st.Running() {
-			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), tail), Error: "the program " + st.Reason}, nil
+			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), text), Error: "the program " + st.Reason}, nil
 		}
 		if st.State == pane.Idle && st.Since.After(sent) {
-			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), tail)}, nil
+			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), text)}, nil
 		}
 		select {
 		case <-ctx.Done():

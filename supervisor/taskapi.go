@@ -52,6 +52,9 @@ type DispatchRequest struct {
 	Text    string  `json:"text"`
 	Wait    bool    `json:"wait"`
 	Timeout float64 `json:"timeout"`
+	// Caller is the pane the command runs in (CICY_PANE_ID), if any: a
+	// master dispatching from its shell is the task's from.
+	Caller string `json:"caller,omitempty"`
 }
 
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
@@ -75,6 +78,9 @@ func (a *api) taskRoutes(mux *http.ServeMux) {
 		if err := decode(r, &req); err != nil {
 			writeErr(w, err)
 			return
+		}
+		if req.From == "" && req.Caller != "" {
+			req.From = a.sup.callerMaster(req.Caller)
 		}
 		t, err := a.sup.Dispatch(r.Context(), req.From, req.To, req.Text)
 		if err == nil && req.Wait {

@@ -68,7 +68,7 @@ type outbox struct {
 type shellTx struct {
 	verified bool
 	at       time.Time
-	command  string // the end of the first line typed: the output follows it
+	command  string // the text typed: the output follows it
 }
 
 func newOutbox(s *Supervisor, store TaskStore) *outbox {
@@ -249,14 +249,14 @@ func (o *outbox) settleTurn(id int64, status, answer, errText string) {
 // typeTask types a task into a shell worker (bracketed paste when the
 // program asked for it, then Enter) and verifies it shows on the screen.
 func (o *outbox) typeTask(t schema.Task, p terminal) {
-	first, tail := typedMarks(t.Text)
+	first, _ := typedMarks(t.Text)
 	if err := p.SendText(t.Text, true); err != nil {
 		o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "could not type into the worker: " + err.Error(), Reason: "delivery failed"})
 		return
 	}
 	at := time.Now()
 	o.mu.Lock()
-	o.shell[t.ID] = shellTx{at: at, command: tail}
+	o.shell[t.ID] = shellTx{at: at, command: t.Text}
 	o.mu.Unlock()
 	o.wg.Add(1)
 	go func() {
@@ -265,7 +265,7 @@ func (o *outbox) typeTask(t schema.Task, p terminal) {
 		for time.Now().Before(deadline) {
 			if strings.Contains(p.Screen(), first) {
 				o.mu.Lock()
-				o.shell[t.ID] = shellTx{verified: true, at: at, command: tail}
+				o.shell[t.ID] = shellTx{verified: true, at: at, command: t.Text}
 				o.mu.Unlock()
 				o.Kick()
 				return
@@ -332,15 +332,34 @@ func typedMarks(text string) (head, tail string) {
 	return head, tail
 }
 
-// outputAfter is the screen after the last line holding the typed
-// command, without the prompt that came back at the end.
-func outputAfter(screen, command string) string {
+// outputAfter is the screen after the typed text, without the prompt
+// that came back at the end. The typed line is the last one holding the
+// start of its first line (output that repeats the command's arguments
+// holds their end, not the start); a long line wraps, so the output
+// begins after the line holding its end. When the start has scrolled
+// away, the last line holding the end marks it.
+func outputAfter(screen, typed string) string {
+	head, tail := typedMarks(typed)
 	lines := strings.Split(screen, "\n")
 	start := 0
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], command) {
-			start = i + 1
-			break
+	found := false
+	for i := len(lines) - 1; i >= 0 && !found; i-- {
+		if !strings.Contains(lines[i], head) {
+			continue
+		}
+		found = true
+		start = i + 1
+		first, _, _ := strings.Cut(strings.TrimSpace(typed), "\n")
+		for j := i; j < len(lines) && j <= i+len(first)/20+1; j++ {
+			if strings.Contains(lines[j], tail) {
+				start = j + 1
+				break
+			}
+		}
+	}
+	for i := len(lines) - 1; i >= 0 && !found; i-- {
+		if strings.Contains(lines[i], tail) {
+			start, found = i+1, true
 		}
 	}
 	out := lines[start:]
@@ -429,10 +448,9 @@ func (o *outbox) recover() {
 			// A tmux pane outlived the supervisor: its work goes on.
 			at := schema.ParseTime(t.DeliveredAt.String)
 			if isAgent(e.cfg.Type) {
-				o.agent[t.ID] = agentTx{at: at, confirmed: true, confirmedAt: at}
+				o.agent[t.ID] = agentTx{at: at, confirmed: true, confirmedAt: at, typed: taskMessage(t)}
 			} else {
-				_, tail := typedMarks(t.Text)
-				o.shell[t.ID] = shellTx{verified: true, at: at, command: tail}
+				o.shell[t.ID] = shellTx{verified: true, at: at, command: t.Text}
 			}
 			continue
 		}
@@ -475,6 +493,16 @@ func (o *outbox) recover() {
 			}
 		}
 	}
+}
+
+// callerMaster is the pane a command runs in, when it is a master (its
+// dispatches come from it); "" otherwise.
+func (s *Supervisor) callerMaster(caller string) string {
+	e, err := s.resolvePane(caller)
+	if err != nil || e.cfg.Role != topology.RoleMaster {
+		return ""
+	}
+	return e.cfg.ID
 }
 
 // userSender is the from of a task dispatched by a person, not a master.

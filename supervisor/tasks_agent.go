@@ -37,7 +37,7 @@ type agentTx struct {
 	at          time.Time
 	confirmed   bool
 	confirmedAt time.Time
-	marks       string // the end of the typed line, for the screen fallback
+	typed       string // what was typed, for the screen fallback's result
 }
 
 // agentPrompt is what is typed for a task.
@@ -67,10 +67,9 @@ func (o *outbox) sendAgentTask(t schema.Task, e *entry, p terminal) {
 		fail(err.Error())
 		return
 	}
-	_, tail := typedMarks(msg)
 	at := time.Now()
 	o.mu.Lock()
-	o.agent[t.ID] = agentTx{at: at, marks: tail}
+	o.agent[t.ID] = agentTx{at: at, typed: msg}
 	o.mu.Unlock()
 	if err := p.SendText(msg, true); err != nil {
 		o.forgetAgent(t.ID)
@@ -146,7 +145,7 @@ func (o *outbox) checkAgentDone(t schema.Task, e *entry) {
 		e.op.Unlock()
 		result := ""
 		if p != nil {
-			result = outputAfter(p.Screen(), tx.marks)
+			result = outputAfter(p.Screen(), tx.typed)
 		}
 		o.move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: result, Reason: "the agent's screen shows it idle again (" + st.Reason + "; no hook came)"})
 	default:

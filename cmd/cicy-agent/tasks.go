@@ -55,6 +55,7 @@ func (e *env) dispatchCmd() *cli.Command {
 			}
 			t, err := cl.Dispatch(c.Context, supervisor.DispatchRequest{
 				From: c.String("from"), To: c.String("to"), Text: text, Wait: c.Bool("wait"), Timeout: c.Duration("timeout").Seconds(),
+				Caller: os.Getenv("CICY_PANE_ID"),
 			})
 			if err != nil {
 				return err
