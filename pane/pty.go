@@ -41,6 +41,11 @@ type Options struct {
 	HookQuiet time.Duration
 }
 
+// inputGrace is how long after typed input the screen rules wait: the
+// agent has not redrawn yet, and its old idle prompt would undo the busy
+// state the input set.
+const inputGrace = time.Second
+
 // hookQuiet is how long a hook's word stands before screen rules may
 // overrule it.
 func (o Options) hookQuiet() time.Duration {
@@ -77,6 +82,7 @@ type ptyState struct {
 	// screen rules last looked.
 	lastHook     time.Time
 	classifiedAt time.Time
+	inputAt      time.Time
 	quiet        *time.Timer
 }
 
@@ -282,6 +288,10 @@ func (p *PTY) classify(st *ptyState) {
 	if !st.status.Running() || time.Since(st.lastHook) < p.opts.hookQuiet() {
 		return
 	}
+	if time.Since(st.inputAt) < inputGrace {
+		st.quiet.Reset(inputGrace) // look again once the agent had time to draw
+		return
+	}
 	if v, ok := p.opts.Rules.Classify(st.emu.String()); ok && v.State != st.status.State {
 		p.setState(st, v.State, "screen:"+v.Rule.Name)
 	}
@@ -438,6 +448,7 @@ func (p *PTY) write(b []byte) error {
 		if st.status.State == Starting || st.status.State == Idle {
 			p.setState(st, Busy, "input")
 		}
+		st.inputAt = time.Now()
 		if st.status.Running() {
 			st.quiet.Reset(p.opts.Settle)
 		}

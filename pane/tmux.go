@@ -169,7 +169,7 @@ func (s *TmuxServer) poll() {
 		case <-t.C:
 		}
 		infos, err := s.list()
-		busy := false
+		busy, watch := false, false
 		s.mu.Lock()
 		panes := make([]*TmuxPane, 0, len(s.panes))
 		for _, p := range s.panes {
@@ -185,11 +185,16 @@ func (s *TmuxServer) poll() {
 				busy = true
 			}
 			if p.classify(info) {
-				busy = true
+				watch = true
 			}
 		}
 		interval = 5 * time.Second
-		if busy {
+		switch {
+		case watch:
+			// An agent whose screen decides (its hooks are quiet) and
+			// that is not idle: its turn may end at any moment.
+			interval = 500 * time.Millisecond
+		case busy:
 			interval = time.Second
 		}
 		if !t.Stop() {
@@ -256,6 +261,7 @@ type TmuxPane struct {
 	// activity the screen rules last looked at.
 	lastHook     time.Time
 	classifiedAt time.Time
+	inputAt      time.Time // typed input: the screen has not caught up yet
 }
 
 // Start creates the session running opts.Argv in opts.Dir.
@@ -393,6 +399,7 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 	}
 	p.mu.Lock()
 	look := p.status.Running() && time.Since(p.lastHook) >= p.opts.hookQuiet() &&
+		time.Since(p.inputAt) >= inputGrace &&
 		(info.activity.After(p.classifiedAt) || p.status.State != Idle)
 	p.mu.Unlock()
 	if !look {
@@ -500,6 +507,7 @@ func (p *TmuxPane) input() error {
 		changed = &c
 	}
 	p.busySince = time.Now()
+	p.inputAt = time.Now()
 	p.mu.Unlock()
 	if changed != nil && p.opts.OnChange != nil {
 		p.opts.OnChange(*changed)
