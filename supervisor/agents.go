@@ -239,7 +239,9 @@ const last = {};
 
 function send(event, payload) {
   try {
-    const p = spawn(BIN, ["hook", "--agent", "opencode", event], { stdio: ["pipe", "ignore", "ignore"] });
+    // The hooks run as separate processes: the event's own time orders them.
+    const env = { ...process.env, CICY_HOOK_AT: new Date().toISOString() };
+    const p = spawn(BIN, ["hook", "--agent", "opencode", event], { stdio: ["pipe", "ignore", "ignore"], env });
     p.on("error", () => {});
     p.stdin.on("error", () => {});
     p.stdin.end(JSON.stringify(payload));

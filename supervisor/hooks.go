@@ -131,9 +131,13 @@ type hookLog struct {
 	lastSeen time.Time
 }
 
-func (h *hookLog) record(eff hookEffect, at time.Time) {
+// record notes a signal; false when it is older than the last one.
+func (h *hookLog) record(eff hookEffect, at time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if at.Before(h.lastSeen) {
+		return false
+	}
 	h.lastSeen = at
 	if eff.prompt {
 		h.prompt = at
@@ -141,6 +145,7 @@ func (h *hookLog) record(eff hookEffect, at time.Time) {
 	if eff.end {
 		h.end, h.result, h.failed = at, eff.result, eff.failed
 	}
+	return true
 }
 
 // turnEnd is the last turn end at or after since, if any.
@@ -185,7 +190,12 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		log.Debug("Hook ignored: " + eff.ignored)
 		return HookResult{Ignored: eff.ignored}, nil
 	}
-	e.hooks.record(eff, req.At)
+	if !e.hooks.record(eff, req.At) {
+		// Hooks run as separate processes and may arrive out of order
+		// (opencode's busy after its idle): an older one changes nothing.
+		log.Debug("Hook older than the last one applied; ignored")
+		return HookResult{Ignored: "older than the last signal of this pane"}, nil
+	}
 	res := HookResult{}
 	if eff.state != "" {
 		res.State, res.Reason = string(eff.state), "hook:"+req.Event

@@ -46,6 +46,11 @@ func (e *env) hookCmd() *cli.Command {
 				return err
 			}
 			req := supervisor.HookRequest{Agent: c.String("agent"), Event: a[0], At: time.Now()}
+			// A sender that knows when its event happened says so (the
+			// opencode plugin): hooks racing each other keep their order.
+			if at, err := time.Parse(time.RFC3339Nano, os.Getenv("CICY_HOOK_AT")); err == nil {
+				req.At = at
+			}
 			switch {
 			case len(a) == 2:
 				req.Payload = json.RawMessage(a[1])
