@@ -102,11 +102,12 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return WriteFileAtomic(path, append(b, '\n'))
 }
 
-// writeFileAtomic writes b to path through a temp file, fsync and rename.
-func writeFileAtomic(path string, b []byte) error {
+// WriteFileAtomic writes b to path through a temp file, fsync and rename:
+// a crash, or a reader at the same moment, sees the old file or the new one.
+func WriteFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
@@ -303,7 +304,7 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 		buf = appendWithID(buf, i+1, b)
 	}
 	buf = append(buf, "]}\n"...)
-	if err := writeFileAtomic(filepath.Join(w.dir, "current.json"), buf); err != nil {
+	if err := WriteFileAtomic(filepath.Join(w.dir, "current.json"), buf); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(w.dir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {

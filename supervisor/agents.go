@@ -79,28 +79,13 @@ func writeJSONFile(path string, v any) error {
 	return writeFile(path, b)
 }
 
+// writeFile writes a seed file atomically (an agent starting now reads
+// the old file or the new one), in a folder only the user can read.
 func writeFile(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	// Atomic: an agent starting now reads the old file or the new one.
-	f, err := os.CreateTemp(filepath.Dir(path), ".seed-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
+	return cicy.WriteFileAtomic(path, b)
 }
 
 // quietEnv are the variables that keep a CLI from phoning home.

@@ -27,11 +27,10 @@ func standIn(b *testing.B, script string) {
 	b.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
-func report(b *testing.B, lat []time.Duration) {
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+// report gives p50, p99 and the worst of lat.
+func report(b *testing.B, name string, lat []time.Duration) {
+	reportPercentiles(b, name, lat)
+	b.ReportMetric(ms(slices.Max(lat)), name+"-max-ms")
 }
 
 // BenchmarkHookToState measures a CLI agent's hook (as `cicy-agent hook`
@@ -70,7 +69,7 @@ func BenchmarkHookToState(b *testing.B) {
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()
-	report(b, lat)
+	report(b, "hook", lat)
 }
 
 // BenchmarkScreenFallback measures how long a CLI agent pane whose hooks
@@ -119,5 +118,5 @@ done
 		}
 	}
 	b.StopTimer()
-	report(b, lat)
+	report(b, "fallback", lat)
 }

@@ -49,17 +49,13 @@ type hookEffect struct {
 
 // hookPayload holds the fields of every agent's payloads that matter.
 type hookPayload struct {
-	LastAssistant     string   `json:"last_assistant_message"`
-	CodexLast         string   `json:"last-assistant-message"`
-	Type              string   `json:"type"`
-	InputMessages     []string `json:"input-messages"`
-	NotificationType  string   `json:"notification_type"`
-	Source            string   `json:"source"`
-	Error             any      `json:"error"`
-	Status            string   `json:"status"`
-	HookEventName     string   `json:"hook_event_name"`
-	ToolName          string   `json:"tool_name"`
-	PermissionPattern any      `json:"permission"`
+	LastAssistant    string   `json:"last_assistant_message"`
+	CodexLast        string   `json:"last-assistant-message"`
+	Type             string   `json:"type"`
+	InputMessages    []string `json:"input-messages"`
+	NotificationType string   `json:"notification_type"`
+	Error            any      `json:"error"`
+	Status           string   `json:"status"`
 }
 
 // codexTitlePrefix starts the prompt of Codex's hidden thread-title turn,

@@ -342,25 +342,15 @@ func outputAfter(screen, typed string) string {
 	head, tail := typedMarks(typed)
 	lines := strings.Split(screen, "\n")
 	start := 0
-	found := false
-	for i := len(lines) - 1; i >= 0 && !found; i-- {
-		if !strings.Contains(lines[i], head) {
-			continue
-		}
-		found = true
-		start = i + 1
+	if i := lineWith(lines, head, true); i >= 0 {
 		first, _, _ := strings.Cut(strings.TrimSpace(typed), "\n")
-		for j := i; j < len(lines) && j <= i+len(first)/20+1; j++ {
-			if strings.Contains(lines[j], tail) {
-				start = j + 1
-				break
-			}
+		wrap := lines[i:min(len(lines), i+len(first)/20+2)] // the rows it can wrap over
+		start = i + 1
+		if j := lineWith(wrap, tail, false); j >= 0 {
+			start = i + j + 1
 		}
-	}
-	for i := len(lines) - 1; i >= 0 && !found; i-- {
-		if strings.Contains(lines[i], tail) {
-			start, found = i+1, true
-		}
+	} else if j := lineWith(lines, tail, true); j >= 0 {
+		start = j + 1
 	}
 	out := lines[start:]
 	if n := len(out); n > 0 {
@@ -369,6 +359,21 @@ func outputAfter(screen, typed string) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// lineWith is the index of the first (or with last, the last) line
+// holding s; -1 when none does.
+func lineWith(lines []string, s string, last bool) int {
+	found := -1
+	for i, l := range lines {
+		if strings.Contains(l, s) {
+			found = i
+			if !last {
+				break
+			}
+		}
+	}
+	return found
 }
 
 // notification is the line a master gets (SPEC §6).

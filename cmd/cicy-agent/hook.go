@@ -118,15 +118,9 @@ func (e *env) explainCmd() *cli.Command {
 			default:
 				return usagef("unknown type %q (choose claude, codex, opencode or shell)", typ)
 			}
-			var b []byte
-			var err error
-			if f := c.String("screen"); f == "-" {
-				b, err = io.ReadAll(e.stdin)
-			} else {
-				b, err = os.ReadFile(f)
-			}
+			b, err := readInput(e, c.String("screen"))
 			if err != nil {
-				return usagef("read the screen: %v", err)
+				return err
 			}
 			h, err := home(c)
 			if err != nil {

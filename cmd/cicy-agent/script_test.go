@@ -135,8 +135,12 @@ func setupScript(env *testscript.Env) error {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
 		cmd.Env = os.Environ()
 		_ = cmd.Run()
-		// tmux panes outlive the supervisor by design: end their server.
+		// tmux panes outlive the supervisor by design: end their server,
+		// and whatever a pane started that outlives its SIGHUP (opencode).
 		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
+		for _, pid := range paneProcesses(home) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	})
 	env.Setenv("TMUXSOCK", pane.NewTmuxServer(home, nil).Socket)
 	return nil
@@ -272,20 +276,29 @@ func cmdFileMode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// paneProcesses are the pids of processes started in a pane of home
+// (CICY_HOME of that home and a CICY_PANE_ID in their environment).
+func paneProcesses(home string) []int {
+	marker := "CICY_HOME=" + home + "\x00"
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), marker) && strings.Contains(string(b), "CICY_PANE_ID=") {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
 // nopaneprocesses checks that no process has CICY_HOME of this script in
 // its environment any more (the panes died with their supervisor).
 func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
-	marker := "CICY_HOME=" + ts.Getenv("CICY_HOME") + "\x00"
 	deadline := time.Now().Add(pollDeadline)
 	for {
-		var alive []string
-		procs, _ := filepath.Glob("/proc/[0-9]*/environ")
-		for _, p := range procs {
-			b, err := os.ReadFile(p)
-			if err == nil && strings.Contains(string(b), marker) && strings.Contains(string(b), "CICY_PANE_ID=") {
-				alive = append(alive, filepath.Base(filepath.Dir(p)))
-			}
-		}
+		alive := paneProcesses(ts.Getenv("CICY_HOME"))
 		if len(alive) == 0 {
 			return
 		}
