@@ -90,6 +90,30 @@ func (s *Store) TasksIn(ctx context.Context, status string) ([]Task, error) {
 	return out, nil
 }
 
+// RecentTasks returns every open task (queued or delivered) and the last
+// n finished ones, oldest first.
+func (s *Store) RecentTasks(ctx context.Context, n int) ([]Task, error) {
+	var out []Task
+	if err := s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks WHERE status IN ('queued', 'delivered')
+		OR id IN (SELECT id FROM tasks WHERE status IN ('done', 'failed', 'cancelled') ORDER BY id DESC LIMIT ?)
+		ORDER BY id`, n); err != nil {
+		return nil, fmt.Errorf("list recent tasks: %w", err)
+	}
+	return out, nil
+}
+
+// FailedLast returns the failed tasks that are their worker's latest
+// finished task: a failure stands until the worker finishes a later one.
+func (s *Store) FailedLast(ctx context.Context) ([]Task, error) {
+	var out []Task
+	if err := s.db.SelectContext(ctx, &out, `SELECT `+taskCols+` FROM tasks t WHERE status = 'failed'
+		AND id = (SELECT MAX(id) FROM tasks u WHERE u.to_pane = t.to_pane AND u.status IN ('done', 'failed', 'cancelled'))
+		ORDER BY id`); err != nil {
+		return nil, fmt.Errorf("list failed tasks: %w", err)
+	}
+	return out, nil
+}
+
 // Unnotified returns finished tasks whose master was not told yet.
 func (s *Store) Unnotified(ctx context.Context) ([]Task, error) {
 	var out []Task

@@ -40,20 +40,32 @@ type UsageTotal struct {
 	CacheCreation int64 `db:"cache_creation"`
 }
 
-// UsageTotals sums usage per pane.
-func (s *Store) UsageTotals(ctx context.Context) (map[string]UsageTotal, error) {
+// UsageByModel sums usage per pane and model: a price is per model.
+func (s *Store) UsageByModel(ctx context.Context) (map[string]map[string]UsageTotal, error) {
 	var rows []struct {
 		PaneID string `db:"pane_id"`
+		Model  string `db:"model"`
 		UsageTotal
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT pane_id, SUM(input_tokens) AS input_tokens,
+	if err := s.db.SelectContext(ctx, &rows, `SELECT pane_id, model, SUM(input_tokens) AS input_tokens,
 		SUM(output_tokens) AS output_tokens, SUM(cache_read) AS cache_read, SUM(cache_creation) AS cache_creation
-		FROM usage GROUP BY pane_id`); err != nil {
+		FROM usage GROUP BY pane_id, model`); err != nil {
 		return nil, fmt.Errorf("sum usage: %w", err)
 	}
-	out := make(map[string]UsageTotal, len(rows))
+	out := map[string]map[string]UsageTotal{}
 	for _, r := range rows {
-		out[r.PaneID] = r.UsageTotal
+		if out[r.PaneID] == nil {
+			out[r.PaneID] = map[string]UsageTotal{}
+		}
+		out[r.PaneID][r.Model] = r.UsageTotal
 	}
 	return out, nil
+}
+
+// Add is the sum of two totals.
+func (u UsageTotal) Add(o UsageTotal) UsageTotal {
+	return UsageTotal{
+		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheRead: u.CacheRead + o.CacheRead, CacheCreation: u.CacheCreation + o.CacheCreation,
+	}
 }

@@ -72,6 +72,9 @@ type PaneInfo struct {
 	// CacheHit is cache-read input tokens over all input tokens (-1: no
 	// usage yet).
 	CacheHit float64 `json:"cache_hit"`
+	// CostUSD is what the usage cost at list prices; null when a model's
+	// price is unknown or there is no usage.
+	CostUSD *float64 `json:"cost_usd"`
 	// Messages is a cicy pane's history length; Compactable when over 300.
 	Messages    int  `json:"messages,omitempty"`
 	Compactable bool `json:"compactable,omitempty"`

@@ -14,11 +14,14 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// usageSink stores a cicy pane's usage records in the database.
-type usageSink struct{ store Store }
+// usageSink stores a cicy pane's usage records in the database and counts
+// them for the pane's totals.
+type usageSink struct{ s *Supervisor }
 
 func (u usageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
-	return u.store.AddUsage(ctx, schema.UsageRow{
+	u.s.addUsage(r.PaneID, r.Model, schema.UsageTotal{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+		CacheRead: r.Usage.CacheReadInputTokens, CacheCreation: r.Usage.CacheCreationInputTokens})
+	return u.s.store.AddUsage(ctx, schema.UsageRow{
 		PaneID: r.PaneID, ConversationID: r.ConversationID, TurnID: r.TurnID, Aux: r.Aux, Model: r.Model,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		CacheRead: r.Usage.CacheReadInputTokens, CacheCreation: r.Usage.CacheCreationInputTokens,
@@ -41,9 +44,9 @@ func (s *Supervisor) startAgent(e *entry) error {
 			return p, nil
 		},
 		Getenv:   s.cfg.Getenv,
-		Usage:    usageSink{s.store},
+		Usage:    usageSink{s},
 		Team:     teamTools{s},
-		OnStatus: func(pane.Status) { s.tasks.Kick() },
+		OnStatus: func(pane.Status) { s.tasks.Kick(); s.paneChanged(e.cfg.ID) },
 		Log:      s.log,
 		Now:      time.Now,
 	})

@@ -170,7 +170,44 @@ func (c *Client) Command(ctx context.Context, id, cmd string) (*SendResult, erro
 
 // Events opens a cicy pane's event stream (JSON lines); close it to stop.
 func (c *Client) Events(ctx context.Context, id string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cicy/api/panes/"+url.PathEscape(id)+"/events", nil)
+	return c.stream(ctx, "/api/panes/"+url.PathEscape(id)+"/events")
+}
+
+// TeamEvents opens the team's event stream: a snapshot, then changes (JSON
+// lines of Event); close it to stop.
+func (c *Client) TeamEvents(ctx context.Context) (*EventStream, error) {
+	body, err := c.stream(ctx, "/api/events")
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: body, dec: json.NewDecoder(body)}, nil
+}
+
+// EventStream reads the team's events.
+type EventStream struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+// Next returns the next event; an error when the stream ends.
+func (s *EventStream) Next() (Event, error) {
+	var ev Event
+	err := s.dec.Decode(&ev)
+	return ev, err
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }
+
+// Preview opens a pane's preview stream: JSON lines of ScreenResponse, one
+// each time the screen changes (the last lines if lines > 0).
+func (c *Client) Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error) {
+	return c.stream(ctx, fmt.Sprintf("/api/panes/%s/preview?lines=%d", url.PathEscape(id), lines))
+}
+
+// stream opens a long-lived GET whose body the caller reads and closes.
+func (c *Client) stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cicy"+path, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,8 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("POST /api/panes/{id}/hook", a.hook)
 	mux.HandleFunc("GET /api/status", a.status)
+	mux.HandleFunc("GET /api/events", a.teamEvents)
+	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
 	a.memoryRoutes(mux)
 	a.taskRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
@@ -266,24 +268,12 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stop()
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
-	if fl != nil {
-		fl.Flush()
-	}
+	send := ndjson(w)
 	for {
 		select {
 		case ev, ok := <-ch:
-			if !ok {
+			if !ok || send(ev) != nil {
 				return
-			}
-			if enc.Encode(ev) != nil {
-				return
-			}
-			if fl != nil {
-				fl.Flush()
 			}
 		case <-r.Context().Done():
 			return
@@ -291,15 +281,82 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *api) screen(w http.ResponseWriter, r *http.Request) {
-	lines := 0
-	if v := r.URL.Query().Get("lines"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeErr(w, usageErr("--lines must be a whole number of lines, not %q", v))
-			return
+// ndjson starts a stream of JSON lines; send writes values and flushes.
+func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
+	enc := json.NewEncoder(w)
+	return func(vs ...any) error {
+		for _, v := range vs {
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
 		}
-		lines = n
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	}
+}
+
+// teamEvents streams the team's events (see Supervisor.Stream).
+func (a *api) teamEvents(w http.ResponseWriter, r *http.Request) {
+	var send func(vs ...any) error
+	err := a.sup.Stream(r.Context(), func(evs []Event) error {
+		if send == nil {
+			send = ndjson(w)
+		}
+		vs := make([]any, len(evs))
+		for i := range evs {
+			vs[i] = evs[i]
+		}
+		return send(vs...)
+	})
+	if err != nil && send == nil {
+		writeErr(w, err)
+	}
+}
+
+// preview streams a pane's screen each time it changes.
+func (a *api) preview(w http.ResponseWriter, r *http.Request) {
+	lines, err := linesParam(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var send func(vs ...any) error
+	err = a.sup.Preview(r.Context(), r.PathValue("id"), lines, func(sc ScreenResponse) error {
+		if send == nil {
+			send = ndjson(w)
+		}
+		return send(sc)
+	})
+	if err != nil && send == nil {
+		writeErr(w, err)
+	}
+}
+
+func linesParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("lines")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, usageErr("--lines must be a whole number of lines, not %q", v)
+	}
+	return n, nil
+}
+
+func (a *api) screen(w http.ResponseWriter, r *http.Request) {
+	lines, err := linesParam(r)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	sc, err := a.sup.Screen(r.PathValue("id"), lines)
 	if err != nil {

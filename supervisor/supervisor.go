@@ -32,7 +32,9 @@ type Store interface {
 	SaveRuntime(ctx context.Context, id string, r schema.Runtime) error
 	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
 	AddUsage(ctx context.Context, u schema.UsageRow) error
-	UsageTotals(ctx context.Context) (map[string]schema.UsageTotal, error)
+	UsageByModel(ctx context.Context) (map[string]map[string]schema.UsageTotal, error)
+	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
+	FailedLast(ctx context.Context) ([]schema.Task, error)
 	TaskStore
 }
 
@@ -62,9 +64,15 @@ type Supervisor struct {
 	tasks     *outbox
 	tmux      *pane.TmuxServer
 
+	events    *hub
+	prices    prices
+
 	mu        sync.Mutex
 	panes     map[string]*entry
 	closeOnce sync.Once
+
+	usageMu sync.Mutex
+	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
 }
 
 // terminal is a terminal pane's running program: a PTY of ours
@@ -103,7 +111,14 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv)}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), events: newHub()}
+	var err error
+	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
+		return nil, err
+	}
+	if s.usage, err = store.UsageByModel(ctx); err != nil {
+		return nil, err
+	}
 	s.tasks = newOutbox(s, store)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
@@ -254,6 +269,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	s.mu.Lock()
 	s.panes[row.ID] = e
 	s.mu.Unlock()
+	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
 	return CreateResponse{ID: row.ID, Warnings: warnings}, nil
 }
@@ -303,6 +319,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 		Log:        log,
 		OnChange: func(st pane.Status) {
 			s.tasks.Kick()
+			s.paneChanged(id)
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.
 			if st.State == pane.Starting || !st.Running() {
@@ -391,28 +408,45 @@ func (s *Supervisor) List(ctx context.Context) []PaneInfo {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
-	totals := s.usageTotals(ctx)
 	out := make([]PaneInfo, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, s.describe(e, totals))
+		out = append(out, s.describe(e))
 	}
 	return out
 }
 
-func (s *Supervisor) usageTotals(ctx context.Context) map[string]schema.UsageTotal {
-	totals, err := s.store.UsageTotals(ctx)
-	if err != nil {
-		s.log.WithError(err).Warn("Could not sum usage")
+// addUsage counts one model call of a pane.
+func (s *Supervisor) addUsage(id, model string, u schema.UsageTotal) {
+	s.usageMu.Lock()
+	if s.usage[id] == nil {
+		s.usage[id] = map[string]schema.UsageTotal{}
 	}
-	return totals
+	s.usage[id][model] = s.usage[id][model].Add(u)
+	s.usageMu.Unlock()
+	s.paneChanged(id)
+}
+
+// usageOf is a pane's usage summed over models, and its cost if every
+// model's price is known.
+func (s *Supervisor) usageOf(id string) (Usage, *float64) {
+	s.usageMu.Lock()
+	defer s.usageMu.Unlock()
+	var t schema.UsageTotal
+	for _, u := range s.usage[id] {
+		t = t.Add(u)
+	}
+	u := Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+	if usd, ok := s.prices.cost(s.usage[id]); ok {
+		return u, &usd
+	}
+	return u, nil
 }
 
 // describe is a pane as the API shows it: its config and state, its usage
 // and, for tmux, how to attach.
-func (s *Supervisor) describe(e *entry, totals map[string]schema.UsageTotal) PaneInfo {
+func (s *Supervisor) describe(e *entry) PaneInfo {
 	pi := e.info()
-	t := totals[pi.ID]
-	pi.Usage = Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+	pi.Usage, pi.CostUSD = s.usageOf(pi.ID)
 	pi.CacheHit = cacheHit(pi.Usage)
 	if pi.Backend == "tmux" {
 		pi.Attach = s.tmux.AttachCommand(pi.ID)
@@ -468,7 +502,7 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 	if err != nil {
 		return PaneInfo{}, err
 	}
-	return s.describe(e, s.usageTotals(context.Background())), nil
+	return s.describe(e), nil
 }
 
 // running returns the pane's process, or an error saying why there is none.
@@ -633,6 +667,7 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 		}
 		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
 	}
+	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane restarted")
 	return nil
 }
@@ -653,13 +688,14 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
 	s.tasks.Kick() // its tasks end now
+	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
 	return nil
 }
 
 // Status builds the topology view.
 func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
-	counts, err := s.store.TaskCounts(ctx)
+	sum, err := s.taskSummary(ctx)
 	if err != nil {
 		return StatusResponse{}, err
 	}
@@ -667,25 +703,11 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 	if err != nil {
 		return StatusResponse{}, err
 	}
-	current := map[string]schema.Task{}
+	tasks := make([]TaskInfo, 0, len(delivered))
 	for _, t := range delivered {
-		current[t.To] = t
+		tasks = append(tasks, taskInfo(t))
 	}
-	var ps []topology.Pane
-	for _, pi := range s.List(ctx) {
-		u := pi.Usage
-		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
-			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
-		if pi.Master != nil {
-			tp.Master = *pi.Master
-		}
-		if t, ok := current[pi.ID]; ok {
-			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
-			tp.Elapsed = time.Since(schema.ParseTime(t.DeliveredAt.String)).Seconds()
-		}
-		ps = append(ps, tp)
-	}
-	return topology.Build(ps, counts), nil
+	return TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil
 }
 
 // Close stops every pane (in parallel, each with its grace period) and

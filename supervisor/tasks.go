@@ -135,6 +135,7 @@ func (o *outbox) move(id int64, ch schema.TaskChange) bool {
 	}
 	if ok {
 		o.s.log.WithFields(map[string]any{"task": id, "status": ch.To}).Info("Task " + ch.To + ": " + ch.Reason)
+		o.s.taskChanged(id)
 		o.notifyChange()
 		o.Kick()
 	}
@@ -555,6 +556,7 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 		return schema.Task{}, err
 	}
 	s.tasks.open.Store(true)
+	s.taskChanged(t.ID)
 	s.tasks.notifyChange()
 	s.tasks.Kick()
 	return t, nil

@@ -1,5 +1,10 @@
 package topology
 
+import (
+	"fmt"
+	"strings"
+)
+
 // The two magic values of agent_config.role. Any other text is a label: the
 // pane is untracked, excluded from completion tracking.
 const (
@@ -71,11 +76,33 @@ type Untracked struct {
 	Role  string `json:"role"`
 }
 
-// Attention is a pane that needs a person.
+// Attention is something that needs a person: a pane waiting for an
+// answer or in error, a worker whose last task failed, a master whose
+// tasks are all finished.
 type Attention struct {
-	ID     string `json:"id"`
+	ID     string `json:"id"` // the pane to look at
 	State  string `json:"state"`
 	Reason string `json:"reason"`
+	// Kind is waiting, error, task_failed or all_done.
+	Kind string `json:"kind"`
+	// Task is the failed task (task_failed).
+	Task int64 `json:"task,omitempty"`
+}
+
+// The kinds of attention.
+const (
+	NeedWaiting    = "waiting"
+	NeedError      = "error"
+	NeedTaskFailed = "task_failed"
+	NeedAllDone    = "all_done"
+)
+
+// FailedTask is a failed task that is its worker's latest finished one: it
+// needs a person until the worker finishes a later task.
+type FailedTask struct {
+	ID     int64  `json:"id"`
+	Worker string `json:"worker"`
+	Error  string `json:"error"`
 }
 
 // Status is the `status --json` document (SPEC §3).
@@ -101,8 +128,9 @@ func MasterOf(w Pane, masters []string) string {
 }
 
 // Build assembles the status view. panes must be in display order; counts
-// maps a master id to its tasks' counts by status.
-func Build(panes []Pane, counts map[string]map[string]int) Status {
+// maps a master id to its tasks' counts by status; failed are the failures
+// that still stand.
+func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) Status {
 	st := Status{Masters: []Master{}, Unassigned: []Worker{}, Untracked: []Untracked{}, NeedsYou: []Attention{}}
 	var masterIDs []string
 	index := map[string]int{}
@@ -116,9 +144,22 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 			})
 		}
 	}
+	failedBy := map[string][]FailedTask{}
+	for _, f := range failed {
+		failedBy[f.Worker] = append(failedBy[f.Worker], f)
+	}
 	for _, p := range panes {
-		if p.State == "waiting" || p.State == "error" {
-			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Reason: p.Reason})
+		if p.State == NeedWaiting || p.State == NeedError {
+			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Reason: p.Reason, Kind: p.State})
+		}
+		for _, f := range failedBy[p.ID] {
+			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedTaskFailed, Task: f.ID,
+				Reason: fmt.Sprintf("task %d failed: %s", f.ID, firstLine(f.Error))})
+		}
+		if i, ok := index[p.ID]; ok {
+			if c := st.Masters[i].Tasks; AllFinished(c) && p.State == "idle" {
+				st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedAllDone, Reason: finishedReason(c)})
+			}
 		}
 		switch {
 		case p.Role == RoleMaster:
@@ -134,6 +175,24 @@ func Build(panes []Pane, counts map[string]map[string]int) Status {
 		}
 	}
 	return st
+}
+
+// AllFinished reports whether a master has tasks and none is open.
+func AllFinished(c TaskCounts) bool { return c.Total > 0 && c.Queued+c.Delivered == 0 }
+
+func finishedReason(c TaskCounts) string {
+	if c.Done == c.Total {
+		return fmt.Sprintf("all %d tasks done", c.Total)
+	}
+	return fmt.Sprintf("all %d tasks finished: %d done, %d failed, %d cancelled", c.Total, c.Done, c.Failed, c.Cancelled)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }
 
 func countsOf(m map[string]int) TaskCounts {

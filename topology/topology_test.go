@@ -8,7 +8,7 @@ func TestBuildSingleMasterTakesUnassignedWorkers(t *testing.T) {
 		{ID: "w-2", Role: "worker", State: "busy"},
 		{ID: "w-3", Role: "reviewer", State: "idle"},
 		{ID: "w-4", Role: "worker", State: "waiting", Reason: "permission"},
-	}, map[string]map[string]int{"w-1": {"done": 2, "queued": 1}})
+	}, map[string]map[string]int{"w-1": {"done": 2, "queued": 1}}, nil)
 	if len(st.Masters) != 1 || len(st.Masters[0].Workers) != 2 {
 		t.Fatalf("masters = %+v", st.Masters)
 	}
@@ -29,12 +29,44 @@ func TestBuildTwoMastersNeedExplicitLinks(t *testing.T) {
 		{ID: "w-2", Role: "master"},
 		{ID: "w-3", Role: "worker", Master: "w-2"},
 		{ID: "w-4", Role: "worker"},
-	}, nil)
+	}, nil, nil)
 	if len(st.Masters[0].Workers) != 0 || len(st.Masters[1].Workers) != 1 || st.Masters[1].Workers[0].ID != "w-3" {
 		t.Fatalf("masters = %+v", st.Masters)
 	}
 	if len(st.Unassigned) != 1 || st.Unassigned[0].ID != "w-4" {
 		t.Fatalf("unassigned = %+v", st.Unassigned)
+	}
+}
+
+func TestNeedsYou(t *testing.T) {
+	panes := []Pane{
+		{ID: "w-1", Role: "master", State: "idle"},
+		{ID: "w-2", Role: "master", State: "busy"},
+		{ID: "w-3", Role: "worker", Master: "w-1", State: "idle"},
+		{ID: "w-4", Role: "worker", Master: "w-2", State: "error", Reason: "exit 1"},
+	}
+	counts := map[string]map[string]int{"w-1": {"done": 2, "failed": 1}, "w-2": {"done": 1}}
+	st := Build(panes, counts, []FailedTask{{ID: 7, Worker: "w-3", Error: "boom\nstack"}})
+	want := []Attention{
+		{ID: "w-1", State: "idle", Kind: NeedAllDone, Reason: "all 3 tasks finished: 2 done, 1 failed, 0 cancelled"},
+		{ID: "w-3", State: "idle", Kind: NeedTaskFailed, Task: 7, Reason: "task 7 failed: boom …"},
+		{ID: "w-4", State: "error", Kind: NeedError, Reason: "exit 1"},
+	}
+	if len(st.NeedsYou) != len(want) {
+		t.Fatalf("needs_you = %+v", st.NeedsYou)
+	}
+	for i := range want {
+		if st.NeedsYou[i] != want[i] {
+			t.Errorf("needs_you[%d] = %+v, want %+v", i, st.NeedsYou[i], want[i])
+		}
+	}
+	// A busy master may dispatch more: its finished tasks are not "all
+	// done" yet (w-2 above), and neither are open ones.
+	counts["w-1"]["queued"] = 1
+	for _, n := range Build(panes, counts, nil).NeedsYou {
+		if n.Kind == NeedAllDone {
+			t.Fatalf("all_done with an open task: %+v", n)
+		}
 	}
 }
 

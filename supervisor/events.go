@@ -1,0 +1,279 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// The team's event stream (GET /api/events): a snapshot on connect, then
+// what changed. Publishers (pane loops, the outbox, the API) never block
+// and never build documents: they mark a key dirty in every subscriber
+// ("pane:w-3", "task:12", "summary"). Each subscriber's writer wakes, waits
+// out the batch interval, takes its dirty set and builds the current value
+// of each key once. So a pane flipping state a thousand times a second
+// costs one line per batch, and cannot crowd out the others: every dirty
+// key gets its line in the next batch.
+
+// Event is one line of the team's event stream. Fields may be added.
+type Event struct {
+	// Type is snapshot, pane, pane_removed, task or summary.
+	Type string    `json:"type"`
+	At   time.Time `json:"at"`
+	// Snapshot: everything, first on every stream.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Pane: a pane's new state, usage or config (pane).
+	Pane *PaneInfo `json:"pane,omitempty"`
+	// ID: the pane that is gone (pane_removed).
+	ID string `json:"id,omitempty"`
+	// Task: a task created or moved (task).
+	Task *TaskInfo `json:"task,omitempty"`
+	// Summary: the task counts per master and the standing failures,
+	// whenever a task changes (summary).
+	Summary *TaskSummary `json:"summary,omitempty"`
+}
+
+// Snapshot is the team as it is now.
+type Snapshot struct {
+	Panes []PaneInfo `json:"panes"`
+	// Tasks are the open tasks and the latest finished ones (RecentTasks).
+	Tasks   []TaskInfo  `json:"tasks"`
+	Summary TaskSummary `json:"summary"`
+}
+
+// TaskSummary is what the topology needs of all tasks.
+type TaskSummary struct {
+	// Counts maps a master to its tasks' counts by status.
+	Counts map[string]map[string]int `json:"counts"`
+	// Failed are failures that still stand (schema FailedLast).
+	Failed []topology.FailedTask `json:"failed"`
+}
+
+// RecentTasks is how many finished tasks a snapshot carries.
+const RecentTasks = 50
+
+// eventBatch is the shortest time between two batches of one stream: at
+// most 20 writes a second whatever the team does, and at most this much
+// added latency.
+const eventBatch = 50 * time.Millisecond
+
+// hub fans dirty keys out to the subscribers.
+type hub struct {
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+}
+
+// subscriber is one stream's dirty set, in the order keys first became
+// dirty.
+type subscriber struct {
+	mu    sync.Mutex
+	dirty map[string]struct{}
+	order []string
+	wake  chan struct{}
+}
+
+func newHub() *hub { return &hub{subs: map[*subscriber]struct{}{}} }
+
+func (h *hub) subscribe() (*subscriber, func()) {
+	sub := &subscriber{dirty: map[string]struct{}{}, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.subs[sub] = struct{}{}
+	h.mu.Unlock()
+	return sub, func() {
+		h.mu.Lock()
+		delete(h.subs, sub)
+		h.mu.Unlock()
+	}
+}
+
+// publish marks keys dirty in every stream; it never blocks.
+func (h *hub) publish(keys ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		sub.mark(keys)
+	}
+}
+
+func (sub *subscriber) mark(keys []string) {
+	sub.mu.Lock()
+	for _, k := range keys {
+		if _, ok := sub.dirty[k]; !ok {
+			sub.dirty[k] = struct{}{}
+			sub.order = append(sub.order, k)
+		}
+	}
+	sub.mu.Unlock()
+	select {
+	case sub.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the dirty set.
+func (sub *subscriber) take() []string {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	keys := sub.order
+	sub.order = nil
+	clear(sub.dirty)
+	return keys
+}
+
+const (
+	keyPane    = "pane:"
+	keyTask    = "task:"
+	keySummary = "summary"
+)
+
+// paneChanged publishes a pane's change (state, usage, creation, removal).
+func (s *Supervisor) paneChanged(id string) { s.events.publish(keyPane + id) }
+
+// taskChanged publishes a task's change, and so the summary's.
+func (s *Supervisor) taskChanged(id int64) {
+	s.events.publish(keyTask+strconv.FormatInt(id, 10), keySummary)
+}
+
+// Stream calls emit with the snapshot, then with each batch of changes,
+// until ctx ends or emit fails.
+func (s *Supervisor) Stream(ctx context.Context, emit func([]Event) error) error {
+	sub, stop := s.events.subscribe()
+	defer stop()
+	// Subscribed first: a change racing the snapshot comes again after it.
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := emit([]Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
+		return err
+	}
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sub.wake:
+		}
+		if wait := eventBatch - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		last = time.Now()
+		evs := s.build(ctx, sub.take())
+		if len(evs) == 0 {
+			continue
+		}
+		if err := emit(evs); err != nil {
+			return err
+		}
+	}
+}
+
+// build turns dirty keys into events holding current values.
+func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
+	now := time.Now()
+	out := make([]Event, 0, len(keys))
+	for _, k := range keys {
+		switch {
+		case k == keySummary:
+			sum, err := s.taskSummary(ctx)
+			if err != nil {
+				s.log.WithError(err).Warn("Could not sum the tasks for the event stream")
+				continue
+			}
+			out = append(out, Event{Type: "summary", At: now, Summary: &sum})
+		case len(k) > len(keyPane) && k[:len(keyPane)] == keyPane:
+			id := k[len(keyPane):]
+			pi, err := s.Get(id)
+			if err != nil {
+				out = append(out, Event{Type: "pane_removed", At: now, ID: id})
+				continue
+			}
+			out = append(out, Event{Type: "pane", At: now, Pane: &pi})
+		case len(k) > len(keyTask) && k[:len(keyTask)] == keyTask:
+			n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
+			t, err := s.store.GetTask(ctx, n)
+			if err != nil {
+				if !errors.Is(err, schema.ErrNotFound) {
+					s.log.WithError(err).Warn("Could not read a task for the event stream")
+				}
+				continue
+			}
+			ti := taskInfo(t)
+			out = append(out, Event{Type: "task", At: now, Task: &ti})
+		}
+	}
+	return out
+}
+
+// Snapshot is the whole team now: panes, recent tasks, task summary.
+func (s *Supervisor) Snapshot(ctx context.Context) (Snapshot, error) {
+	snap := Snapshot{Panes: s.List(ctx), Tasks: []TaskInfo{}}
+	tasks, err := s.store.RecentTasks(ctx, RecentTasks)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	for _, t := range tasks {
+		snap.Tasks = append(snap.Tasks, taskInfo(t))
+	}
+	if snap.Summary, err = s.taskSummary(ctx); err != nil {
+		return Snapshot{}, err
+	}
+	return snap, nil
+}
+
+func (s *Supervisor) taskSummary(ctx context.Context) (TaskSummary, error) {
+	counts, err := s.store.TaskCounts(ctx)
+	if err != nil {
+		return TaskSummary{}, err
+	}
+	failed, err := s.store.FailedLast(ctx)
+	if err != nil {
+		return TaskSummary{}, err
+	}
+	sum := TaskSummary{Counts: counts, Failed: []topology.FailedTask{}}
+	for _, t := range failed {
+		sum.Failed = append(sum.Failed, topology.FailedTask{ID: t.ID, Worker: t.To, Error: t.Error})
+	}
+	return sum, nil
+}
+
+// TeamStatus is the status view (SPEC §3) of panes in display order, given
+// the tasks in flight (those delivered are their workers' current tasks)
+// and the task summary. The supervisor and the stream's subscribers build
+// it the same way.
+func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
+	current := map[string]TaskInfo{}
+	for _, t := range tasks {
+		if t.Status == schema.TaskDelivered {
+			current[t.To] = t
+		}
+	}
+	ps := make([]topology.Pane, 0, len(panes))
+	for _, pi := range panes {
+		u := pi.Usage
+		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
+			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
+		if pi.Master != nil {
+			tp.Master = *pi.Master
+		}
+		if t, ok := current[pi.ID]; ok {
+			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
+			if t.DeliveredAt != nil {
+				tp.Elapsed = now.Sub(*t.DeliveredAt).Seconds()
+			}
+		}
+		ps = append(ps, tp)
+	}
+	return topology.Build(ps, sum.Counts, sum.Failed)
+}

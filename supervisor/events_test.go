@@ -1,0 +1,211 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHubCoalescesPerKey(t *testing.T) {
+	h := newHub()
+	sub, stop := h.subscribe()
+	defer stop()
+	for i := 0; i < 1000; i++ {
+		h.publish("pane:w-1")
+	}
+	h.publish("pane:w-2")
+	h.publish("task:3", keySummary)
+	h.publish("pane:w-1")
+	got := sub.take()
+	want := []string{"pane:w-1", "pane:w-2", "task:3", keySummary}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("dirty keys %v, want %v: each key once, in first-change order", got, want)
+	}
+	if len(sub.take()) != 0 {
+		t.Fatal("take did not empty the set")
+	}
+	select {
+	case <-sub.wake:
+	default:
+		t.Fatal("publish did not wake the subscriber")
+	}
+	stop()
+	h.publish("pane:w-9") // no subscriber: must not block or panic
+}
+
+// streamReader reads a team stream in the background.
+type streamReader struct {
+	t      *testing.T
+	events chan Event
+}
+
+func readStream(t *testing.T, c *Client) *streamReader {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := c.TeamEvents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &streamReader{t: t, events: make(chan Event, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(r.events)
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				return
+			}
+			r.events <- ev
+		}
+	}()
+	t.Cleanup(func() { cancel(); st.Close(); <-done })
+	return r
+}
+
+// until reads events until ok says so, or fails at the deadline.
+func (r *streamReader) until(what string, ok func(Event) bool) Event {
+	r.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, open := <-r.events:
+			if !open {
+				r.t.Fatalf("stream ended waiting for %s", what)
+			}
+			if ok(ev) {
+				return ev
+			}
+		case <-deadline:
+			r.t.Fatalf("no event for %s", what)
+		}
+	}
+}
+
+func TestTeamEventStream(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(benchRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CICY_SCRIPT", rules)
+	c := startServer(t)
+	ctx := context.Background()
+	r := readStream(t, c)
+	snap := r.until("the snapshot", func(ev Event) bool { return true })
+	if snap.Type != "snapshot" || snap.Snapshot == nil || len(snap.Snapshot.Panes) != 0 {
+		t.Fatalf("first event %+v, want an empty snapshot", snap)
+	}
+
+	sh, err := c.Create(ctx, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("the shell pane idle", func(ev Event) bool {
+		return ev.Type == "pane" && ev.Pane.ID == sh.ID && ev.Pane.State == "idle"
+	})
+	task, err := c.Dispatch(ctx, DispatchRequest{To: sh.ID, Text: "echo done-marker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("the task done", func(ev Event) bool {
+		return ev.Type == "task" && ev.Task.ID == task.ID && ev.Task.Status == "done"
+	})
+	r.until("a summary counting it", func(ev Event) bool {
+		return ev.Type == "summary" && ev.Summary.Counts["user"]["done"] == 1
+	})
+
+	// A cicy pane's usage and its cost (the scripted model costs $0).
+	ci, err := c.Create(ctx, CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, ci.ID, SendRequest{Text: "hello", Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	ev := r.until("the cicy pane's usage", func(ev Event) bool {
+		return ev.Type == "pane" && ev.Pane.ID == ci.ID && ev.Pane.Usage.OutputTokens > 0
+	})
+	if ev.Pane.CostUSD == nil || *ev.Pane.CostUSD != 0 {
+		t.Fatalf("cost of the scripted model: %v, want 0", ev.Pane.CostUSD)
+	}
+
+	if err := c.Kill(ctx, sh.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.until("the shell pane removed", func(ev Event) bool { return ev.Type == "pane_removed" && ev.ID == sh.ID })
+
+	// A new subscriber's snapshot has the team as it is now.
+	snap = readStream(t, c).until("a second snapshot", func(Event) bool { return true })
+	if len(snap.Snapshot.Panes) != 1 || snap.Snapshot.Panes[0].ID != ci.ID || len(snap.Snapshot.Tasks) != 1 {
+		b, _ := json.Marshal(snap)
+		t.Fatalf("second snapshot: %s", b)
+	}
+}
+
+// TestNoisyPaneDoesNotStarve: one pane changing state as fast as it can
+// does not hold back another pane's change.
+func TestNoisyPaneDoesNotStarve(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c := startServer(t)
+	ctx := context.Background()
+	r := readStream(t, c)
+	r.until("the snapshot", func(Event) bool { return true })
+	_, err := c.Create(ctx, CreateRequest{Title: "noisy", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := c.Create(ctx, CreateRequest{Title: "quiet", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.until("the quiet pane idle", func(ev Event) bool {
+		return ev.Type == "pane" && ev.Pane.ID == quiet.ID && ev.Pane.State == "idle"
+	})
+	if _, err := c.Send(ctx, quiet.ID, SendRequest{Text: "exit 3"}); err != nil {
+		t.Fatal(err)
+	}
+	r.until("the quiet pane's exit", func(ev Event) bool {
+		return ev.Type == "pane" && ev.Pane.ID == quiet.ID && ev.Pane.State == "exited"
+	})
+}
+
+func TestPreviewStream(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sh, err := c.Create(ctx, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.Preview(ctx, sh.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	var first ScreenResponse
+	if err := dec.Decode(&first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, sh.ID, SendRequest{Text: "echo pre$((6*7))view"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var sc ScreenResponse
+		if err := dec.Decode(&sc); err != nil {
+			t.Fatalf("preview stream ended before the output: %v", err)
+		}
+		if strings.Contains(sc.Screen, "pre42view") {
+			break
+		}
+	}
+	if _, err := c.Preview(ctx, "w-99", 0); err == nil || !strings.Contains(err.Error(), "no pane w-99") {
+		t.Fatalf("preview of a missing pane: %v", err)
+	}
+}
