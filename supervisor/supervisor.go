@@ -64,8 +64,8 @@ type Supervisor struct {
 	tasks     *outbox
 	tmux      *pane.TmuxServer
 
-	events    *hub
-	prices    prices
+	events *hub
+	prices prices
 
 	mu        sync.Mutex
 	panes     map[string]*entry
