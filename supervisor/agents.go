@@ -66,10 +66,11 @@ func (h Home) paneDir(id string) string { return h.path("panes", id) }
 
 // hookCommand is the shell command line a hook runs.
 func hookCommand(self, agent, event string) string {
-	return shellQuote(self) + " hook --agent " + agent + " " + event
+	return ShellQuote(self) + " hook --agent " + agent + " " + event
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+// ShellQuote quotes s for a POSIX shell.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

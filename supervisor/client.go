@@ -196,6 +196,13 @@ func (s *EventStream) Next() (Event, error) {
 	return ev, err
 }
 
+// Pending reports whether more events have arrived already: a reader can
+// fold them into one update.
+func (s *EventStream) Pending() bool {
+	b, _ := io.ReadAll(io.LimitReader(s.dec.Buffered(), 64))
+	return len(bytes.TrimSpace(b)) > 0
+}
+
 // Close ends the stream.
 func (s *EventStream) Close() error { return s.body.Close() }
 

@@ -54,7 +54,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.hookCmd(), e.explainCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -125,6 +125,9 @@ func withPane(c *cli.Context, f func(cl *supervisor.Client, id string) error) er
 	}
 	return f(cl, id)
 }
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -511,15 +514,19 @@ func (e *env) restartCmd() *cli.Command {
 func (e *env) statusCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
-		Usage: "topology and completion: masters, their workers, untracked panes",
-		Flags: []cli.Flag{jsonFlag},
+		Usage: "topology and completion: masters, their workers, untracked panes, what needs you",
+		Flags: []cli.Flag{jsonFlag,
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print it again each time the team changes (with --json: one document per line)"}},
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+			if _, err := args(c, 0, 0, "[--json] [--watch]"); err != nil {
 				return err
 			}
 			cl, err := client(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("watch") {
+				return watchStatus(c, cl, e.stdout, c.Bool("json"))
 			}
 			st, err := cl.Status(c.Context)
 			if err != nil {

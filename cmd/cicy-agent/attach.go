@@ -147,6 +147,7 @@ func tmuxAttach(info supervisor.PaneInfo, in *os.File, out, errOut io.Writer) er
 		return failf("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", info.ID, info.Reason, info.ID)
 	}
 	cmd := exec.Command(info.Attach[0], info.Attach[1:]...)
+	cmd.Env = withoutTMUX(os.Environ()) // our server is not the one we may run inside
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errOut
 	if err := cmd.Run(); err != nil {
 		return failf("tmux attach failed: %v", err)

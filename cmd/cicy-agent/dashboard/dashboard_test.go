@@ -1,0 +1,320 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current rendering")
+
+// t0 is the fixtures' clock.
+var t0 = time.Date(2026, 12, 3, 9, 30, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// fixture is a team in the middle of its work: a master with three
+// workers (one busy on a task, one waiting for a permission answer, one
+// idle whose last task failed), an untracked reviewer, usage and costs.
+func fixture() supervisor.Event {
+	lead := "w-1"
+	at := func(s int) *time.Time { return ptr(t0.Add(time.Duration(s) * time.Second)) }
+	panes := []supervisor.PaneInfo{
+		{ID: "w-1", Title: "lead", Type: "cicy", Role: "master", State: "busy", Reason: "turn t1a2 running", Since: t0.Add(-5 * time.Second),
+			Usage: supervisor.Usage{InputTokens: 1200, OutputTokens: 3400, CacheReadInputTokens: 52000, CacheCreationInputTokens: 6000}, CacheHit: 0.881, CostUSD: ptr(0.1234)},
+		{ID: "w-2", Title: "alice", Type: "cicy", Role: "worker", Master: &lead, State: "busy", Reason: "turn t3b4 running",
+			Usage: supervisor.Usage{InputTokens: 800, OutputTokens: 900, CacheReadInputTokens: 9000, CacheCreationInputTokens: 2000}, CacheHit: 0.7377, CostUSD: ptr(0.0321)},
+		{ID: "w-3", Title: "claude-reviewer", Type: "claude", Role: "worker", State: "waiting", Reason: "hook:Notification permission_prompt", CacheHit: -1},
+		{ID: "w-4", Title: "bash1", Type: "shell", Role: "worker", State: "idle", Reason: "output quiet 500ms", CacheHit: -1},
+		{ID: "w-5", Title: "notes", Type: "opencode", Role: "reviewer", State: "idle", Reason: "hook:session.idle", CacheHit: -1},
+	}
+	tasks := []supervisor.TaskInfo{
+		{ID: 1, From: "w-1", To: "w-2", Text: "Count the lines of each text file in demo-data", Status: "done", Result: "a.txt 3", CreatedAt: t0.Add(-90 * time.Second), DeliveredAt: at(-89), FinishedAt: at(-60)},
+		{ID: 2, From: "w-1", To: "w-4", Text: "sum the numbers in numbers.csv", Status: "failed", Error: "exit status 1", CreatedAt: t0.Add(-80 * time.Second), DeliveredAt: at(-79), FinishedAt: at(-70)},
+		{ID: 3, From: "w-1", To: "w-2", Text: "Find the most common word in words.txt", Status: "delivered", CreatedAt: t0.Add(-50 * time.Second), DeliveredAt: at(-47)},
+		{ID: 4, From: "w-1", To: "w-3", Text: "Review the report draft for mistakes", Status: "delivered", CreatedAt: t0.Add(-20 * time.Second), DeliveredAt: at(-18)},
+		{ID: 5, From: "w-1", To: "w-2", Text: "Write the summary", Status: "queued", CreatedAt: t0.Add(-2 * time.Second)},
+	}
+	sum := supervisor.TaskSummary{
+		Counts: map[string]map[string]int{"w-1": {"done": 1, "failed": 1, "delivered": 2, "queued": 1}},
+		Failed: []topology.FailedTask{{ID: 2, Worker: "w-4", Error: "exit status 1"}},
+	}
+	return supervisor.Event{Type: "snapshot", At: t0, Snapshot: &supervisor.Snapshot{Panes: panes, Tasks: tasks, Summary: sum}}
+}
+
+// plain renders without colour, so a golden file is readable text; the
+// meaning must be in the text anyway.
+func plain() *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(&bytes.Buffer{})
+	r.SetColorProfile(termenv.Ascii)
+	return r
+}
+
+func newFixtureModel(t *testing.T, w, h int, b Backend) *Model {
+	t.Helper()
+	m := NewModel(Options{Backend: b, Now: func() time.Time { return t0 }, Renderer: plain()})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m.Update(linkMsg{up: true})
+	m.Update(eventsMsg{fixture()})
+	m.Update(previewMsg{seq: m.seq, screen: supervisor.ScreenResponse{ID: "w-1", State: "busy",
+		Screen: "› 🔔 [w-2] task 1 → done: a.txt 3\n\nTwo of three are in. Waiting for w-2's word count\nand w-3's review before the report.\n\n⚙ task_status → 3 delivered, 1 queued\n"}})
+	return m
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run: go test ./cmd/cicy-agent/dashboard -run Golden -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (rerun with -update if the change is meant):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// checkFrame: exactly h lines of exactly w cells.
+func checkFrame(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) != h {
+		t.Fatalf("%d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if n := ansi.StringWidth(l); n != w {
+			t.Errorf("line %d is %d cells wide, want %d: %q", i+1, n, w, l)
+		}
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}, {60, 20}, {40, 12}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			m := newFixtureModel(t, size.w, size.h, nil)
+			frame := m.View()
+			checkFrame(t, frame, size.w, size.h)
+			checkGolden(t, fmt.Sprintf("dashboard-%dx%d", size.w, size.h), frame)
+		})
+	}
+}
+
+// TestGoldenColour: the styled frame is as wide and tall as the plain one.
+func TestGoldenColour(t *testing.T) {
+	r := lipgloss.NewRenderer(&bytes.Buffer{})
+	r.SetColorProfile(termenv.ANSI256)
+	m := NewModel(Options{Now: func() time.Time { return t0 }, Renderer: r})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(eventsMsg{fixture()})
+	frame := m.View()
+	if !strings.Contains(frame, "\x1b[") {
+		t.Fatal("no colour in a 256-colour frame")
+	}
+	checkFrame(t, frame, 80, 24)
+}
+
+func TestHelpGolden(t *testing.T) {
+	m := newFixtureModel(t, 80, 24, nil)
+	m.Update(key("?"))
+	frame := m.View()
+	checkFrame(t, frame, 80, 24)
+	checkGolden(t, "dashboard-help-80x24", frame)
+}
+
+func key(s string) tea.KeyMsg {
+	switch s {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+}
+
+// fakeBackend records the actions asked of it.
+type fakeBackend struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeBackend) record(s string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeBackend) Send(_ context.Context, id string, req supervisor.SendRequest) (*supervisor.SendResult, error) {
+	f.record("send " + id + " " + req.Text)
+	return nil, nil
+}
+
+func (f *fakeBackend) Dispatch(_ context.Context, req supervisor.DispatchRequest) (supervisor.TaskInfo, error) {
+	f.record("dispatch " + req.To + " " + req.Text)
+	return supervisor.TaskInfo{ID: 6}, nil
+}
+
+func (f *fakeBackend) Command(_ context.Context, id, cmd string) (*supervisor.SendResult, error) {
+	f.record("command " + id + " " + cmd)
+	return &supervisor.SendResult{Status: "completed", Answer: "compacted 40 messages"}, nil
+}
+
+func (f *fakeBackend) Kill(_ context.Context, id string) error {
+	f.record("kill " + id)
+	return nil
+}
+
+// press sends keys and runs the commands they return (actions and their
+// outcome messages), the way the program would.
+func press(m *Model, keys ...string) {
+	for _, k := range keys {
+		_, cmd := m.Update(key(k))
+		run(m, cmd)
+	}
+}
+
+func run(m *Model, cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	msg := cmd()
+	switch msg := msg.(type) {
+	case nil, tickMsg, selectMsg:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			run(m, c)
+		}
+	default:
+		_, next := m.Update(msg)
+		run(m, next)
+	}
+}
+
+func lastLine(frame string) string {
+	lines := strings.Split(frame, "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func TestKeys(t *testing.T) {
+	b := &fakeBackend{}
+	m := newFixtureModel(t, 80, 24, b)
+	if m.selected != "w-1" {
+		t.Fatalf("selected %q at start, want the first pane", m.selected)
+	}
+	press(m, "j", "down", "k")
+	if m.selected != "w-2" {
+		t.Fatalf("selected %q after j, down, k; want w-2", m.selected)
+	}
+	press(m, "s", "h", "i", " ", "t", "h", "e", "r", "e", "enter")
+	press(m, "d", "r", "u", "n", "esc") // cancelled: nothing dispatched
+	press(m, "d", "g", "o", "enter")
+	press(m, "c")
+	press(m, "x", "n")
+	if got := lastLine(m.View()); got != "not killed" {
+		t.Errorf("footer after x n: %q", got)
+	}
+	press(m, "x", "y")
+	if got := lastLine(m.View()); got != "killed w-2" {
+		t.Errorf("footer after x y: %q", got)
+	}
+	want := []string{"send w-2 hi there", "dispatch w-2 go", "command w-2 /compact", "kill w-2"}
+	if strings.Join(b.calls, "|") != strings.Join(want, "|") {
+		t.Fatalf("actions %q, want %q", b.calls, want)
+	}
+
+	// A master takes no tasks, a CLI pane no /compact: said, not done.
+	press(m, "g", "d")
+	if got := lastLine(m.View()); !strings.Contains(got, "w-1 is a master; tasks go to workers") {
+		t.Errorf("d on a master: footer %q", got)
+	}
+	press(m, "j", "j", "c")
+	if got := lastLine(m.View()); !strings.Contains(got, "w-3 is a claude pane; c compacts cicy panes") {
+		t.Errorf("c on a claude pane: footer %q", got)
+	}
+	if len(b.calls) != len(want) {
+		t.Fatalf("refused actions reached the supervisor: %q", b.calls)
+	}
+	_, cmd := m.Update(key("q"))
+	if cmd == nil || cmd() != tea.Quit() {
+		t.Fatal("q does not quit")
+	}
+}
+
+func TestSelectionFollowsRemovedPane(t *testing.T) {
+	m := newFixtureModel(t, 80, 24, nil)
+	press(m, "j", "j")
+	m.Update(eventsMsg{{Type: "pane_removed", ID: "w-3"}})
+	if m.selected != "w-2" {
+		t.Fatalf("selected %q after its pane went, want its neighbour w-2", m.selected)
+	}
+	m.Update(eventsMsg{{Type: "pane", Pane: &supervisor.PaneInfo{ID: "w-7", Title: "late", Type: "shell", Role: "worker", State: "idle", CacheHit: -1}}})
+	if !strings.Contains(m.View(), "w-7") {
+		t.Fatal("a new pane is not in the table")
+	}
+}
+
+func TestBellRingsForNewAttentionOnly(t *testing.T) {
+	var bell bytes.Buffer
+	m := NewModel(Options{Now: func() time.Time { return t0 }, Renderer: plain(), Bell: true, BellOut: &bell})
+	_, cmd := m.Update(eventsMsg{fixture()})
+	run(m, cmd)
+	if m.bells != 0 {
+		t.Fatalf("the first snapshot rang %d times: what needs you at start is not news", m.bells)
+	}
+	w4 := fixture().Snapshot.Panes[3]
+	w4.State, w4.Reason = "waiting", "screen:permission"
+	_, cmd = m.Update(eventsMsg{{Type: "pane", Pane: &w4}})
+	run(m, cmd)
+	if m.bells != 1 || bell.String() != "\a" {
+		t.Fatalf("a pane entering waiting: bells %d, wrote %q", m.bells, bell.String())
+	}
+	_, cmd = m.Update(eventsMsg{{Type: "pane", Pane: &w4}})
+	run(m, cmd)
+	if m.bells != 1 {
+		t.Fatal("the same waiting pane rang again")
+	}
+	// A failed task rings; with the bell off nothing does.
+	sum := fixture().Snapshot.Summary
+	sum.Failed = append(sum.Failed, topology.FailedTask{ID: 3, Worker: "w-2", Error: "turn failed"})
+	_, cmd = m.Update(eventsMsg{{Type: "summary", Summary: &sum}})
+	run(m, cmd)
+	if m.bells != 2 {
+		t.Fatalf("a failed task: bells %d, want 2", m.bells)
+	}
+	if !strings.Contains(m.View(), "! w-2 alice — task 3 failed: turn failed") {
+		t.Fatalf("the failure is not highlighted:\n%s", m.View())
+	}
+	m.bell = false
+	w4.State = "error"
+	_, cmd = m.Update(eventsMsg{{Type: "pane", Pane: &w4}})
+	run(m, cmd)
+	if m.bells != 2 {
+		t.Fatal("rang with the bell off")
+	}
+}

@@ -1,0 +1,191 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+// Client is what Run needs of the supervisor: the stream, the preview and
+// the actions.
+type Client interface {
+	Backend
+	TeamEvents(ctx context.Context) (*supervisor.EventStream, error)
+	Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error)
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Attach is the command Enter runs to attach to a pane.
+	Attach func(id string) *exec.Cmd
+	Bell   bool
+	// In and Out are the terminal (default: stdin and stdout).
+	In  io.Reader
+	Out io.Writer
+	// ProgramOptions are passed to Bubble Tea (tests and benchmarks).
+	ProgramOptions []tea.ProgramOption
+}
+
+// previewLines is how much of a pane's screen the preview asks for.
+const previewLines = 200
+
+// Run shows the dashboard until the user quits or ctx ends. The terminal
+// is restored however it ends (Bubble Tea does, on a panic too).
+func Run(ctx context.Context, cl Client, o RunOptions) error {
+	if o.In == nil {
+		o.In = os.Stdin
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs := make(chan tea.Msg, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs before wg.Wait: every goroutine below ends with ctx
+
+	// The preview follows one pane at a time; a new selection ends the
+	// last one's stream.
+	var (
+		pmu         sync.Mutex
+		stopPreview = func() {}
+	)
+	preview := func(seq int, id string) {
+		pmu.Lock()
+		defer pmu.Unlock()
+		stopPreview()
+		pctx, pcancel := context.WithCancel(ctx)
+		stopPreview = pcancel
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			followPreview(pctx, cl, seq, id, msgs)
+		}()
+	}
+	m := NewModel(Options{Backend: cl, Attach: o.Attach, Preview: preview, Bell: o.Bell, BellOut: o.Out})
+	opts := append([]tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
+	p := tea.NewProgram(m, opts...)
+
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		followTeam(ctx, cl, msgs)
+	}()
+	go func() { // hands messages to the program, folding event batches
+		defer wg.Done()
+		for {
+			var msg tea.Msg
+			select {
+			case <-ctx.Done():
+				return
+			case msg = <-msgs:
+			}
+			if evs, ok := msg.(eventsMsg); ok {
+				msg = drainEvents(evs, msgs)
+			}
+			p.Send(msg)
+		}
+	}()
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// drainEvents folds the event batches already waiting into one; anything
+// else waiting is put back after it.
+func drainEvents(evs eventsMsg, msgs chan tea.Msg) tea.Msg {
+	for {
+		select {
+		case next := <-msgs:
+			more, ok := next.(eventsMsg)
+			if !ok {
+				go func() { msgs <- next }() // keep it; order against events does not matter
+				return evs
+			}
+			evs = append(evs, more...)
+		default:
+			return evs
+		}
+	}
+}
+
+// followTeam reads the team's events, reconnecting (with a new snapshot)
+// whenever the stream breaks, until ctx ends.
+func followTeam(ctx context.Context, cl Client, msgs chan<- tea.Msg) {
+	send := func(m tea.Msg) bool {
+		select {
+		case msgs <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ctx.Err() == nil {
+		st, err := cl.TeamEvents(ctx)
+		if err == nil {
+			if !send(linkMsg{up: true}) {
+				st.Close()
+				return
+			}
+			var batch eventsMsg
+			for {
+				ev, rerr := st.Next()
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				batch = append(batch, ev)
+				if st.Pending() {
+					continue
+				}
+				if !send(batch) {
+					st.Close()
+					return
+				}
+				batch = nil
+			}
+			st.Close()
+		}
+		if ctx.Err() != nil || !send(linkMsg{up: false, err: err}) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// followPreview streams one pane's screen to the program.
+func followPreview(ctx context.Context, cl Client, seq int, id string, msgs chan<- tea.Msg) {
+	body, err := cl.Preview(ctx, id, previewLines)
+	if err != nil {
+		return // the pane is gone or the link is down; the table says so
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	for {
+		var sc supervisor.ScreenResponse
+		if dec.Decode(&sc) != nil {
+			return
+		}
+		select {
+		case msgs <- previewMsg{seq: seq, screen: sc}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

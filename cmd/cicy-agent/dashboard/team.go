@@ -1,0 +1,138 @@
+// Package dashboard is `cicy-agent dashboard` (SPEC §8): a Bubble Tea
+// program fed by the supervisor's team event stream, and the team model
+// that `status --watch` shares with it.
+package dashboard
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Team is the team as a subscriber of the event stream knows it: the
+// snapshot, with every change after it applied.
+type Team struct {
+	Panes   []supervisor.PaneInfo // in id order
+	Tasks   map[int64]supervisor.TaskInfo
+	Summary supervisor.TaskSummary
+	// Synced is false until the first snapshot.
+	Synced bool
+}
+
+// NewTeam is an empty team.
+func NewTeam() *Team { return &Team{Tasks: map[int64]supervisor.TaskInfo{}} }
+
+// Apply folds one event into the team.
+func (t *Team) Apply(ev supervisor.Event) {
+	switch ev.Type {
+	case "snapshot":
+		if ev.Snapshot == nil {
+			return
+		}
+		t.Panes = slices.Clone(ev.Snapshot.Panes)
+		t.Tasks = map[int64]supervisor.TaskInfo{}
+		for _, k := range ev.Snapshot.Tasks {
+			t.Tasks[k.ID] = k
+		}
+		t.Summary = ev.Snapshot.Summary
+		t.Synced = true
+	case "pane":
+		if ev.Pane == nil {
+			return
+		}
+		if i := t.index(ev.Pane.ID); i >= 0 {
+			t.Panes[i] = *ev.Pane
+			return
+		}
+		t.Panes = append(t.Panes, *ev.Pane)
+		slices.SortFunc(t.Panes, func(a, b supervisor.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+	case "pane_removed":
+		if i := t.index(ev.ID); i >= 0 {
+			t.Panes = slices.Delete(t.Panes, i, i+1)
+		}
+	case "task":
+		if ev.Task != nil {
+			t.Tasks[ev.Task.ID] = *ev.Task
+			t.trim()
+		}
+	case "summary":
+		if ev.Summary != nil {
+			t.Summary = *ev.Summary
+		}
+	}
+}
+
+// trim forgets finished tasks beyond the recent ones, so a long-lived
+// dashboard does not grow.
+func (t *Team) trim() {
+	var finished []int64
+	for id, k := range t.Tasks {
+		if schema.Terminal(k.Status) {
+			finished = append(finished, id)
+		}
+	}
+	if len(finished) <= supervisor.RecentTasks {
+		return
+	}
+	slices.Sort(finished)
+	for _, id := range finished[:len(finished)-supervisor.RecentTasks] {
+		delete(t.Tasks, id)
+	}
+}
+
+func (t *Team) index(id string) int {
+	return slices.IndexFunc(t.Panes, func(p supervisor.PaneInfo) bool { return p.ID == id })
+}
+
+// Pane returns a pane by id.
+func (t *Team) Pane(id string) (supervisor.PaneInfo, bool) {
+	if i := t.index(id); i >= 0 {
+		return t.Panes[i], true
+	}
+	return supervisor.PaneInfo{}, false
+}
+
+// Status is the topology view, built as the supervisor builds it.
+func (t *Team) Status(now time.Time) topology.Status {
+	open := make([]supervisor.TaskInfo, 0, len(t.Tasks))
+	for _, k := range t.Tasks {
+		if !schema.Terminal(k.Status) {
+			open = append(open, k)
+		}
+	}
+	slices.SortFunc(open, func(a, b supervisor.TaskInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return supervisor.TeamStatus(t.Panes, open, t.Summary, now)
+}
+
+// Recent are the tasks, latest first.
+func (t *Team) Recent() []supervisor.TaskInfo {
+	out := make([]supervisor.TaskInfo, 0, len(t.Tasks))
+	for _, k := range t.Tasks {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b supervisor.TaskInfo) int { return cmp.Compare(b.ID, a.ID) })
+	return out
+}
+
+// CurrentTask is the task a worker works on now, if any.
+func (t *Team) CurrentTask(id string) (supervisor.TaskInfo, bool) {
+	var best supervisor.TaskInfo
+	found := false
+	for _, k := range t.Tasks {
+		if k.To == id && k.Status == schema.TaskDelivered && (!found || k.ID > best.ID) {
+			best, found = k, true
+		}
+	}
+	return best, found
+}
+
+func paneNum(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "w-"), 10, 64)
+	return n
+}

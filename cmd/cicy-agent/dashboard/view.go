@@ -1,0 +1,607 @@
+package dashboard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// The screen, top to bottom: a header line, what needs you, the pane
+// table, the topology with a completion bar per master, recent tasks, the
+// selected pane's preview, and the key line. Every line is exactly the
+// terminal's width and the whole exactly its height, so a frame overwrites
+// the last one cell for cell (Bubble Tea redraws only changed lines): no
+// flicker. Every meaning is in the text (▸ selected, ! needs you); colour
+// only repeats it, so NO_COLOR and narrow terminals lose nothing.
+
+// styles are the dashboard's colours (from the house style: few, muted,
+// state-coded).
+type styles struct {
+	head, dim, sel, warn, bad, good, busy, title, bar, barEmpty lipgloss.Style
+}
+
+func newStyles(r *lipgloss.Renderer) styles {
+	return styles{
+		head:     r.NewStyle().Bold(true),
+		dim:      r.NewStyle().Faint(true),
+		sel:      r.NewStyle().Reverse(true),
+		warn:     r.NewStyle().Foreground(lipgloss.Color("5")).Bold(true),
+		bad:      r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+		good:     r.NewStyle().Foreground(lipgloss.Color("2")),
+		busy:     r.NewStyle().Foreground(lipgloss.Color("3")),
+		title:    r.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+		bar:      r.NewStyle().Foreground(lipgloss.Color("2")),
+		barEmpty: r.NewStyle().Faint(true),
+	}
+}
+
+func (s styles) state(st string) lipgloss.Style {
+	switch st {
+	case "idle":
+		return s.good
+	case "busy", "starting":
+		return s.busy
+	case "waiting":
+		return s.warn
+	case "error":
+		return s.bad
+	}
+	return s.dim
+}
+
+// fit cuts s to w cells (with …) and pads it to exactly w.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if ansi.StringWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
+	}
+	if pad := w - ansi.StringWidth(s); pad > 0 {
+		s += strings.Repeat(" ", pad)
+	}
+	return s
+}
+
+// column is one column of the pane table.
+type column struct {
+	name  string
+	width int // minimum; reason and title take what is left
+	drop  int // lower goes first when the terminal is narrow (0: never)
+	right bool
+	cell  func(m *Model, p supervisor.PaneInfo) string
+}
+
+var columns = []column{
+	{name: "ID", width: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.ID }},
+	{name: "TITLE", width: 8, drop: 9, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Title }},
+	{name: "TYPE", width: 8, drop: 4, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Type }},
+	{name: "ROLE", width: 6, drop: 3, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Role }},
+	{name: "STATE", width: 8, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.State }},
+	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Reason }},
+	{name: "TASK", width: 5, drop: 8, cell: func(m *Model, p supervisor.PaneInfo) string {
+		if t, ok := m.team.CurrentTask(p.ID); ok {
+			return fmt.Sprintf("#%d", t.ID)
+		}
+		return "-"
+	}},
+	{name: "ELAPSED", width: 7, drop: 7, right: true, cell: func(m *Model, p supervisor.PaneInfo) string {
+		if t, ok := m.team.CurrentTask(p.ID); ok && t.DeliveredAt != nil {
+			return clock(m.now().Sub(*t.DeliveredAt))
+		}
+		return "-"
+	}},
+	{name: "TOKENS", width: 6, drop: 6, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+		u := p.Usage
+		n := u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+		if n == 0 {
+			return "-"
+		}
+		return tokens(n)
+	}},
+	{name: "CACHE", width: 5, drop: 2, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+		if p.CacheHit < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", p.CacheHit*100)
+	}},
+	{name: "COST", width: 6, drop: 1, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+		if p.CostUSD == nil {
+			return "-"
+		}
+		return fmt.Sprintf("$%.2f", *p.CostUSD)
+	}},
+}
+
+// layout picks the columns that fit in width and their widths.
+func layout(width int) ([]column, []int) {
+	cols := append([]column(nil), columns...)
+	need := func() int {
+		n := 2 // the selection mark and its space
+		for _, c := range cols {
+			n += c.width + 1
+		}
+		return n - 1
+	}
+	for need() > width {
+		drop := -1
+		for i, c := range cols {
+			if c.drop > 0 && (drop < 0 || c.drop < cols[drop].drop) {
+				drop = i
+			}
+		}
+		if drop < 0 {
+			break
+		}
+		cols = append(cols[:drop], cols[drop+1:]...)
+	}
+	widths := make([]int, len(cols))
+	for i, c := range cols {
+		widths[i] = c.width
+	}
+	// What is left goes to the reason, then the title (up to 20 cells).
+	extra := width - need()
+	for i, c := range cols {
+		if c.name == "TITLE" && extra > 0 {
+			add := min(extra, 20-c.width)
+			if !hasColumn(cols, "REASON") {
+				add = extra
+			}
+			widths[i] += add
+			extra -= add
+		}
+	}
+	for i, c := range cols {
+		if c.name == "REASON" && extra > 0 {
+			widths[i] += extra
+			extra = 0
+		}
+	}
+	return cols, widths
+}
+
+func hasColumn(cols []column, name string) bool {
+	for _, c := range cols {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+func tokens(n int64) string {
+	switch {
+	case n >= 10_000_000:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%dk", n/1000)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// rule is a section title: "── title ───…".
+func (m *Model) rule(st styles, title string) string {
+	t := "── " + title + " "
+	return st.dim.Render(fit(t+strings.Repeat("─", max(m.width-ansi.StringWidth(t), 0)), m.width))
+}
+
+// View renders the frame.
+func (m *Model) View() string {
+	if m.quitting {
+		return ""
+	}
+	st := newStyles(m.renderer())
+	w, h := max(m.width, 1), max(m.height, 1)
+	now := m.now()
+	status := m.team.Status(now)
+	var top, body, foot []string
+
+	top = append(top, m.header(st, status))
+	if m.mode == modeHelp {
+		body = m.help(st)
+	} else {
+		top = append(top, m.needs(st, status, max(h/6, 1))...)
+		body = m.body(st, status, h-len(top)-1)
+	}
+	foot = append(foot, m.footer(st))
+
+	lines := append(top, body...)
+	if len(lines) > h-1 {
+		lines = lines[:max(h-1, 0)]
+	}
+	for len(lines) < h-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, foot...)
+	for i, l := range lines { // exactly w cells each, whatever a section did
+		switch n := ansi.StringWidth(l); {
+		case n > w:
+			lines[i] = ansi.Truncate(l, w, "")
+		case n < w:
+			lines[i] = l + strings.Repeat(" ", w-n)
+		}
+	}
+	return strings.Join(lines[len(lines)-h:], "\n")
+}
+
+func (m *Model) renderer() *lipgloss.Renderer {
+	if m.r == nil {
+		m.r = lipgloss.DefaultRenderer()
+	}
+	return m.r
+}
+
+func (m *Model) header(st styles, status topology.Status) string {
+	counts := map[string]int{}
+	for _, p := range m.team.Panes {
+		counts[p.State]++
+	}
+	done, total := 0, 0
+	for _, ms := range status.Masters {
+		done += ms.Tasks.Done
+		total += ms.Tasks.Total
+	}
+	var cost float64
+	known := false
+	for _, p := range m.team.Panes {
+		if p.CostUSD != nil {
+			cost += *p.CostUSD
+			known = true
+		}
+	}
+	parts := []string{fmt.Sprintf("%d panes", len(m.team.Panes))}
+	for _, s := range []string{"busy", "waiting", "idle", "error", "exited"} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	if total > 0 {
+		parts = append(parts, fmt.Sprintf("tasks %d/%d", done, total))
+	}
+	if known {
+		parts = append(parts, fmt.Sprintf("$%.2f", cost))
+	}
+	link := "● live"
+	switch {
+	case !m.linked && m.linkErr != "":
+		link = "○ reconnecting"
+	case !m.linked:
+		link = "○ connecting"
+	}
+	left := " cicy-agent  " + strings.Join(parts, " · ")
+	room := m.width - ansi.StringWidth(link) - 1
+	if room < ansi.StringWidth(left)+1 {
+		return st.head.Render(fit(left, m.width))
+	}
+	return st.head.Render(fit(left, room)) + st.dim.Render(link) + " "
+}
+
+// needs lists what needs you (at most max lines).
+func (m *Model) needs(st styles, status topology.Status, limit int) []string {
+	var out []string
+	for i, n := range status.NeedsYou {
+		if i == limit-1 && len(status.NeedsYou) > limit {
+			out = append(out, st.warn.Render(fit(fmt.Sprintf("! …and %d more (status --json lists them)", len(status.NeedsYou)-i), m.width)))
+			break
+		}
+		title := ""
+		if p, ok := m.team.Pane(n.ID); ok {
+			title = " " + p.Title
+		}
+		what := n.Reason
+		switch n.Kind {
+		case topology.NeedWaiting:
+			what = "waiting: " + n.Reason
+		case topology.NeedError:
+			what = "error: " + n.Reason
+		}
+		style := st.warn
+		if n.Kind == topology.NeedError || n.Kind == topology.NeedTaskFailed {
+			style = st.bad
+		} else if n.Kind == topology.NeedAllDone {
+			style = st.good.Bold(true)
+		}
+		out = append(out, style.Render(fit("! "+n.ID+title+" — "+what, m.width)))
+	}
+	return out
+}
+
+// body is the table, topology, tasks and preview in h lines.
+func (m *Model) body(st styles, status topology.Status, h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	if len(m.team.Panes) == 0 {
+		msg := "no panes yet: 'cicy-agent create' or 'cicy-agent up team.yaml' starts some"
+		if !m.team.Synced {
+			msg = "connecting to the supervisor…"
+		}
+		return []string{st.dim.Render(fit(" "+msg, m.width))}
+	}
+	topo := m.topology(st, status)
+	tasks := m.tasks(st)
+	// Shares: the table first (all rows if it can), then the topology,
+	// recent tasks, and the preview takes the rest.
+	tableWant := 1 + len(m.team.Panes)
+	tableH := min(tableWant, max(h*2/5, 4))
+	topoH := min(len(topo), max(h/5, 2))
+	tasksH := min(len(tasks), max(h/6, 2))
+	previewH := h - tableH - topoH - tasksH
+	if previewH < 3 { // no room for a useful preview: give it back
+		tasksH = min(len(tasks), tasksH+max(previewH, 0))
+		previewH = 0
+	}
+	for tableH+topoH+tasksH+previewH > h {
+		switch {
+		case tasksH > 0:
+			tasksH--
+		case topoH > 0:
+			topoH--
+		default:
+			tableH--
+		}
+	}
+	if previewH > 0 { // the table may grow into the preview's spare room
+		previewH = h - tableH - topoH - tasksH
+	}
+	out := m.table(st, tableH)
+	out = append(out, topo[:topoH]...)
+	out = append(out, tasks[:tasksH]...)
+	if previewH > 0 {
+		out = append(out, m.previewLines(st, previewH)...)
+	}
+	return out
+}
+
+func (m *Model) table(st styles, h int) []string {
+	if h <= 0 {
+		return nil
+	}
+	cols, widths := layout(m.width)
+	var hdr strings.Builder
+	hdr.WriteString("  ")
+	for i, c := range cols {
+		if i > 0 {
+			hdr.WriteByte(' ')
+		}
+		hdr.WriteString(align(c.name, widths[i], c.right))
+	}
+	out := []string{st.dim.Render(fit(hdr.String(), m.width))}
+	rows := h - 1
+	sel := max(m.team.index(m.selected), 0)
+	if sel < m.offset {
+		m.offset = sel
+	}
+	if rows > 0 && sel >= m.offset+rows {
+		m.offset = sel - rows + 1
+	}
+	m.offset = min(m.offset, max(len(m.team.Panes)-rows, 0))
+	for i := m.offset; i < len(m.team.Panes) && len(out) < h; i++ {
+		p := m.team.Panes[i]
+		mark := "  "
+		if p.ID == m.selected {
+			mark = "▸ "
+		}
+		var line strings.Builder
+		line.WriteString(mark)
+		for j, c := range cols {
+			if j > 0 {
+				line.WriteByte(' ')
+			}
+			cell := align(c.cell(m, p), widths[j], c.right)
+			if c.name == "STATE" {
+				cell = st.state(p.State).Render(cell)
+			}
+			line.WriteString(cell)
+		}
+		text := line.String()
+		pad := m.width - ansi.StringWidth(text)
+		if pad < 0 {
+			text = ansi.Truncate(text, m.width, "")
+		} else {
+			text += strings.Repeat(" ", pad)
+		}
+		if p.ID == m.selected {
+			text = st.sel.Render(ansi.Strip(text))
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+func align(s string, w int, right bool) string {
+	if !right {
+		return fit(s, w)
+	}
+	s = fit(s, w)
+	t := strings.TrimRight(s, " ")
+	return strings.Repeat(" ", w-ansi.StringWidth(t)) + t
+}
+
+// topology is each master with its completion bar, then its workers.
+func (m *Model) topology(st styles, status topology.Status) []string {
+	if len(status.Masters) == 0 && len(status.Unassigned) == 0 {
+		return nil
+	}
+	out := []string{m.rule(st, "topology")}
+	barW := min(20, max(m.width/6, 5))
+	for _, ms := range status.Masters {
+		c := ms.Tasks
+		filled := 0
+		if c.Total > 0 {
+			filled = (c.Done + c.Failed + c.Cancelled) * barW / c.Total
+		}
+		label := fmt.Sprintf(" %d/%d done", c.Done, c.Total)
+		if c.Failed > 0 {
+			label += fmt.Sprintf(" · %d failed", c.Failed)
+		}
+		if c.Queued > 0 {
+			label += fmt.Sprintf(" · %d queued", c.Queued)
+		}
+		head := fmt.Sprintf("%s %s ", ms.ID, ms.Title)
+		headW := min(ansi.StringWidth(head), max(m.width-barW-ansi.StringWidth(label)-2, 4))
+		line := fit(head, headW) + "[" + st.bar.Render(strings.Repeat("█", filled)) + st.barEmpty.Render(strings.Repeat("░", barW-filled)) + "]"
+		rest := m.width - headW - barW - 2
+		out = append(out, line+fit(label, rest))
+		out = append(out, fit("  └ "+workers(ms.Workers), m.width))
+	}
+	if len(status.Unassigned) > 0 {
+		out = append(out, fit("no master: "+workers(status.Unassigned), m.width))
+	}
+	return out
+}
+
+func workers(ws []topology.Worker) string {
+	if len(ws) == 0 {
+		return "(no workers)"
+	}
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		s := w.ID + " " + w.Title + " " + w.State
+		if w.CurrentTask != "" {
+			s += " #" + w.CurrentTask
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// tasks are the latest tasks, newest first.
+func (m *Model) tasks(st styles) []string {
+	recent := m.team.Recent()
+	if len(recent) == 0 {
+		return nil
+	}
+	out := []string{m.rule(st, "recent tasks")}
+	for _, t := range recent {
+		status := fit(t.Status, 9)
+		switch t.Status {
+		case "done":
+			status = st.good.Render(status)
+		case "failed":
+			status = st.bad.Render(status)
+		case "delivered":
+			status = st.busy.Render(status)
+		default:
+			status = st.dim.Render(status)
+		}
+		head := fmt.Sprintf("#%-4d %s→%s ", t.ID, t.From, t.To)
+		text := t.Text
+		if t.Status == "failed" && t.Error != "" {
+			text = t.Error + " · " + text
+		}
+		out = append(out, fit(head, 16)+status+" "+fit(firstLine(text), m.width-26))
+	}
+	return out
+}
+
+// previewLines are the selected pane's screen: its last lines that fit.
+func (m *Model) previewLines(st styles, h int) []string {
+	p, _ := m.team.Pane(m.selected)
+	title := p.ID + " " + p.Title + " · " + p.State
+	if p.Type == "cicy" {
+		title += " · reply"
+	} else {
+		title += " · screen"
+	}
+	out := []string{m.rule(st, title)}
+	text := strings.TrimRight(m.screen.Screen, "\n ")
+	var lines []string
+	if text != "" {
+		lines = strings.Split(text, "\n")
+	}
+	// Trailing blank lines of a terminal screen carry nothing.
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n := h - 1; len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		out = append(out, fit(" "+l, m.width))
+	}
+	for len(out) < h {
+		out = append(out, fit("", m.width))
+	}
+	return out
+}
+
+func (m *Model) footer(st styles) string {
+	switch m.mode {
+	case modeSend:
+		return st.head.Render(fit(" send to "+m.selected+" › "+string(m.input)+"█", m.width))
+	case modeDispatch:
+		return st.head.Render(fit(" task for "+m.selected+" › "+string(m.input)+"█", m.width))
+	case modeKill:
+		p, _ := m.team.Pane(m.selected)
+		return st.bad.Render(fit(fmt.Sprintf(" kill %s %s? its process stops; its workspace stays. y/N", p.ID, p.Title), m.width))
+	case modeHelp:
+		return st.dim.Render(fit(" any key returns", m.width))
+	}
+	if m.flash != "" {
+		style := st.good
+		if m.flashErr {
+			style = st.bad
+		}
+		return style.Render(fit(" "+m.flash, m.width))
+	}
+	keys := " ↑↓ select  ⏎ attach  s send  d dispatch  c compact  x kill  ? help  q quit"
+	if m.width < ansi.StringWidth(keys) {
+		keys = " ↑↓ ⏎ s d c x ? q"
+	}
+	return st.dim.Render(fit(keys, m.width))
+}
+
+func (m *Model) help(st styles) []string {
+	text := []string{
+		"",
+		" cicy-agent dashboard — the team, live",
+		"",
+		"   ↑ ↓  j k    select a pane (g G: first, last)",
+		"   Enter       attach: a CLI pane's terminal (Ctrl-Q detaches) or a",
+		"               cicy pane's chat (Ctrl-D detaches); back here after",
+		"   s           send the selected pane a message",
+		"   d           dispatch a task to the selected worker (from its master)",
+		"   c           compact a cicy pane's conversation",
+		"   x           kill the selected pane (asks first; its workspace stays)",
+		"   ?           this help",
+		"   q  Ctrl-C   quit (the team keeps running)",
+		"",
+		" ! lines need you: a pane waiting for an answer or in error, a",
+		" worker whose last task failed, a master whose tasks all finished.",
+		" They ring the bell when they appear (--bell=false: silent).",
+	}
+	out := make([]string, 0, len(text))
+	for _, l := range text {
+		out = append(out, fit(l, m.width))
+	}
+	return out
+}
