@@ -84,8 +84,8 @@ type Model struct {
 	linked        bool
 	linkErr       string
 
-	seq        int // selection changes
-	screen     supervisor.ScreenResponse
+	seq       int // selection changes
+	screen    supervisor.ScreenResponse
 	attention map[string]bool // needs-you items already seen
 	primed    bool            // attention holds what was there at the start
 	bellOut   io.Writer
