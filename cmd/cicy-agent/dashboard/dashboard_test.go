@@ -231,6 +231,11 @@ func TestKeys(t *testing.T) {
 	if m.selected != "w-2" {
 		t.Fatalf("selected %q after j, down, k; want w-2", m.selected)
 	}
+	press(m, "jjk") // typed faster than read: one message, three keys
+	if m.selected != "w-3" {
+		t.Fatalf("selected %q after jjk in one read; want w-3", m.selected)
+	}
+	press(m, "k")
 	press(m, "s", "h", "i", " ", "t", "h", "e", "r", "e", "enter")
 	press(m, "d", "r", "u", "n", "esc") // cancelled: nothing dispatched
 	press(m, "d", "g", "o", "enter")

@@ -265,6 +265,15 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 	case modeSend, modeDispatch:
 		return m.edit(k)
 	}
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 && !k.Paste {
+		// Keys typed faster than the terminal is read come as one
+		// message ("jjj"): each is a key of its own.
+		var cmds []tea.Cmd
+		for _, r := range k.Runes {
+			cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+		}
+		return tea.Sequence(cmds...)
+	}
 	switch k.String() {
 	case "q", "ctrl+c":
 		return m.quit()
