@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
 
 // ErrExited is returned for input sent to a pane whose process has ended.
@@ -116,6 +117,11 @@ func StartPTY(opts Options) (*PTY, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", opts.Argv[0], err)
 	}
+	if ptmx, err = pollable(ptmx); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("start %s: %w", opts.Argv[0], err)
+	}
 	p := &PTY{
 		opts:     opts,
 		pid:      cmd.Process.Pid,
@@ -145,6 +151,27 @@ func StartPTY(opts Options) (*PTY, error) {
 		opts.OnChange(st.status)
 	}
 	return p, nil
+}
+
+// pollable returns the terminal's master side as a file Go's poller
+// reads. creack/pty leaves it in blocking mode (its ioctls call Fd), so
+// each read would hold an OS thread, and each return from one wake the
+// runtime's monitor thread: with 50 chatty panes that cost more CPU than
+// all the rest of the supervisor. The duplicate shares the open file,
+// now non-blocking; the original descriptor is closed.
+func pollable(f *os.File) (*os.File, error) {
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dup the terminal: %w", err)
+	}
+	f.Close()
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("make the terminal non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
 // readOutput feeds the loop with what the program prints. It ends at EOF
@@ -471,7 +498,18 @@ func (p *PTY) Resize(rows, cols uint16) error {
 		if st.emu.Width() == int(cols) && st.emu.Height() == int(rows) {
 			return
 		}
-		err = pty.Setsize(p.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+		// Through the raw descriptor: pty.Setsize would call Fd, which
+		// puts the file back in blocking mode.
+		rc, cerr := p.ptmx.SyscallConn()
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		if cerr = rc.Control(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+		}); cerr != nil {
+			err = cerr
+		}
 		st.emu.Resize(int(cols), int(rows))
 	})
 	if err != nil {

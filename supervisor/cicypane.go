@@ -46,7 +46,7 @@ func (s *Supervisor) startAgent(e *entry) error {
 		Getenv:   s.cfg.Getenv,
 		Usage:    usageSink{s},
 		Team:     teamTools{s},
-		OnStatus: func(pane.Status) { s.tasks.Kick(); s.paneChanged(e.cfg.ID) },
+		OnStatus: func(pane.Status) { s.tasks.paneKick(); s.paneChanged(e.cfg.ID) },
 		Log:      s.log,
 		Now:      time.Now,
 	})

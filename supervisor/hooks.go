@@ -203,7 +203,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		}
 	}
 	log.WithField("state", res.State).Debug("Hook applied")
-	s.tasks.Kick()
+	s.tasks.paneKick() // a turn-end hook may settle a delivered task
 	return res, nil
 }
 

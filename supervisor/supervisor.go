@@ -318,7 +318,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 		HookQuiet:  s.cfg.HookQuiet,
 		Log:        log,
 		OnChange: func(st pane.Status) {
-			s.tasks.Kick()
+			s.tasks.paneKick()
 			s.paneChanged(id)
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.

@@ -53,9 +53,12 @@ type outbox struct {
 	wg    sync.WaitGroup // turn waiters and shell verifiers
 
 	// open is false when no task is queued, delivered or untold: the
-	// timer then does not touch the database (an idle supervisor stays
-	// idle); a dispatch or a pane's state change wakes the outbox anyway.
+	// timer and panes' state changes then do not touch the database (an
+	// idle supervisor stays idle, and a team of busy panes with no tasks
+	// costs no queries); a dispatch or a task change wakes it anyway.
 	open atomic.Bool
+	// force: the next wake-up looks whatever open says (Kick).
+	force atomic.Bool
 
 	mu       sync.Mutex
 	changed  chan struct{}     // closed and replaced on every task change
@@ -80,6 +83,15 @@ func newOutbox(s *Supervisor, store TaskStore) *outbox {
 
 // Kick asks the outbox to look now (non-blocking; bursts merge).
 func (o *outbox) Kick() {
+	o.force.Store(true)
+	o.poke()
+}
+
+// paneKick tells the outbox a pane's state changed: it looks if a task is
+// open.
+func (o *outbox) paneKick() { o.poke() }
+
+func (o *outbox) poke() {
 	select {
 	case o.kick <- struct{}{}:
 	default:
@@ -98,6 +110,9 @@ func (o *outbox) run() {
 		case <-o.quit:
 			return
 		case <-o.kick:
+			if !o.force.Swap(false) && !o.open.Load() {
+				continue
+			}
 		case <-t.C:
 			if !o.open.Load() {
 				continue

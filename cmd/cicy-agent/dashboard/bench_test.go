@@ -1,0 +1,154 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+// frameWatch is the dashboard's terminal: it looks for a line in what the
+// renderer writes and says when it appears.
+type frameWatch struct {
+	mu    sync.Mutex
+	want  func(line string) bool
+	found chan struct{}
+}
+
+func (f *frameWatch) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.want != nil {
+		for _, line := range strings.Split(string(p), "\n") {
+			if f.want(line) {
+				f.want = nil
+				close(f.found)
+				break
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// expect watches for a line holding all of parts.
+func (f *frameWatch) expect(parts ...string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.want = func(line string) bool {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				return false
+			}
+		}
+		return true
+	}
+	f.found = make(chan struct{})
+	return f.found
+}
+
+// BenchmarkEventToScreen measures a pane's state change (a Claude Code
+// hook posted to the supervisor, as `cicy-agent hook` does) until the
+// running dashboard has written the pane's row with the new state to its
+// terminal — stream, batching, Bubble Tea's frame and all — with 49 other
+// panes changing state every second around it.
+func BenchmarkEventToScreen(b *testing.B) {
+	if !pane.TmuxAvailable() {
+		b.Skip("needs tmux")
+	}
+	dir := b.TempDir()
+	b.Setenv("HOME", dir)
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte("#!/bin/sh\nexec sleep 100000\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	h := supervisor.Home{Root: filepath.Join(dir, "home")}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- supervisor.Serve(ctx, supervisor.Config{Home: h, Version: "bench", Log: logrus.NewEntry(l)}) }()
+	defer func() { cancel(); <-served }()
+	c := supervisor.NewClient(h)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := c.Health(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("supervisor did not answer")
+		}
+	}
+	agent, err := c.Create(ctx, supervisor.CreateRequest{Title: "agent", Type: "claude", Backend: "tmux"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.Kill(context.Background(), agent.ID) }()
+	for i := 0; i < 49; i++ {
+		if _, err := c.Create(ctx, supervisor.CreateRequest{Title: fmt.Sprintf("flip%d", i), Type: "shell", Backend: "pty",
+			Command: []string{"sh", "-c", "while :; do echo tick; sleep 1; done"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	screen := &frameWatch{}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- Run(runCtx, c, RunOptions{In: bytes.NewReader(nil), Out: screen,
+			ProgramOptions: []tea.ProgramOption{tea.WithInput(nil), tea.WithoutSignalHandler()}})
+	}()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			b.Errorf("dashboard: %v", err)
+		}
+	}()
+	events := []struct{ event, state string }{{"PermissionRequest", "waiting"}, {"PostToolUse", "busy"}, {"Stop", "idle"}}
+	// Warm up: the dashboard shows the team (the agent first, selected).
+	found := screen.expect("▸ "+agent.ID+" ", " agent ")
+	select {
+	case <-found:
+	case <-time.After(20 * time.Second):
+		b.Fatal("the dashboard never showed the team")
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// Events come at any time, not just after a batch went out: a
+		// random pause puts this one anywhere in the batch cycle.
+		b.StopTimer()
+		time.Sleep(time.Duration(rand.Int64N(int64(100 * time.Millisecond))))
+		b.StartTimer()
+		ev := events[i%len(events)]
+		found := screen.expect("▸ "+agent.ID+" ", " "+ev.state+" ")
+		start := time.Now()
+		if _, err := c.Hook(ctx, agent.ID, supervisor.HookRequest{Agent: "claude", Event: ev.event, Payload: []byte(`{}`)}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-found:
+		case <-time.After(10 * time.Second):
+			b.Fatalf("state %s never reached the screen", ev.state)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+	b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
+}
