@@ -67,6 +67,18 @@ func readStream(t *testing.T, c *Client) *streamReader {
 	return r
 }
 
+// stateOf is the pane and state an event reports, from a pane or a state
+// event.
+func stateOf(ev Event) (id, state string) {
+	switch {
+	case ev.Type == "pane" && ev.Pane != nil:
+		return ev.Pane.ID, ev.Pane.State
+	case ev.Type == "state" && ev.State != nil:
+		return ev.ID, ev.State.State
+	}
+	return "", ""
+}
+
 // until reads events until ok says so, or fails at the deadline.
 func (r *streamReader) until(what string, ok func(Event) bool) Event {
 	r.t.Helper()
@@ -106,7 +118,8 @@ func TestTeamEventStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.until("the shell pane idle", func(ev Event) bool {
-		return ev.Type == "pane" && ev.Pane.ID == sh.ID && ev.Pane.State == "idle"
+		id, st := stateOf(ev)
+		return id == sh.ID && st == "idle"
 	})
 	task, err := c.Dispatch(ctx, DispatchRequest{To: sh.ID, Text: "echo done-marker"})
 	if err != nil {
@@ -164,14 +177,19 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.until("the quiet pane idle", func(ev Event) bool {
-		return ev.Type == "pane" && ev.Pane.ID == quiet.ID && ev.Pane.State == "idle"
+		id, st := stateOf(ev)
+		return id == quiet.ID && st == "idle"
 	})
 	if _, err := c.Send(ctx, quiet.ID, SendRequest{Text: "exit 3"}); err != nil {
 		t.Fatal(err)
 	}
-	r.until("the quiet pane's exit", func(ev Event) bool {
-		return ev.Type == "pane" && ev.Pane.ID == quiet.ID && ev.Pane.State == "exited"
+	ev := r.until("the quiet pane's exit", func(ev Event) bool {
+		id, st := stateOf(ev)
+		return id == quiet.ID && st == "exited"
 	})
+	if ev.Type == "state" && (ev.State.ExitCode == nil || *ev.State.ExitCode != 3) {
+		t.Fatalf("exit event without its code: %+v", ev.State)
+	}
 }
 
 func TestPreviewStream(t *testing.T) {

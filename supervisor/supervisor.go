@@ -319,7 +319,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 		Log:        log,
 		OnChange: func(st pane.Status) {
 			s.tasks.paneKick()
-			s.paneChanged(id)
+			s.stateChanged(id)
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.
 			if st.State == pane.Starting || !st.Running() {

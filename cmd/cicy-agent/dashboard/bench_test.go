@@ -63,9 +63,14 @@ func (f *frameWatch) expect(parts ...string) <-chan struct{} {
 // BenchmarkEventToScreen measures a pane's state change (a Claude Code
 // hook posted to the supervisor, as `cicy-agent hook` does) until the
 // running dashboard has written the pane's row with the new state to its
-// terminal — stream, batching, Bubble Tea's frame and all — with 49 other
-// panes changing state every second around it.
+// terminal — stream, batching, Bubble Tea's frame and all: in a quiet team,
+// and with 49 other panes changing state every second around it.
 func BenchmarkEventToScreen(b *testing.B) {
+	b.Run("quiet", func(b *testing.B) { benchEventToScreen(b, 0) })
+	b.Run("49-flipping", func(b *testing.B) { benchEventToScreen(b, 49) })
+}
+
+func benchEventToScreen(b *testing.B, flipping int) {
 	if !pane.TmuxAvailable() {
 		b.Skip("needs tmux")
 	}
@@ -80,7 +85,9 @@ func BenchmarkEventToScreen(b *testing.B) {
 	l.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- supervisor.Serve(ctx, supervisor.Config{Home: h, Version: "bench", Log: logrus.NewEntry(l)}) }()
+	go func() {
+		served <- supervisor.Serve(ctx, supervisor.Config{Home: h, Version: "bench", Log: logrus.NewEntry(l)})
+	}()
 	defer func() { cancel(); <-served }()
 	c := supervisor.NewClient(h)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
@@ -96,7 +103,7 @@ func BenchmarkEventToScreen(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = c.Kill(context.Background(), agent.ID) }()
-	for i := 0; i < 49; i++ {
+	for i := 0; i < flipping; i++ {
 		if _, err := c.Create(ctx, supervisor.CreateRequest{Title: fmt.Sprintf("flip%d", i), Type: "shell", Backend: "pty",
 			Command: []string{"sh", "-c", "while :; do echo tick; sleep 1; done"}}); err != nil {
 			b.Fatal(err)
@@ -107,7 +114,8 @@ func BenchmarkEventToScreen(b *testing.B) {
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() {
-		ran <- Run(runCtx, c, RunOptions{In: bytes.NewReader(nil), Out: screen,
+		ran <- Run(runCtx, c, RunOptions{ // stdout is not a terminal: 80x24, no colour
+			In: bytes.NewReader(nil), Out: screen,
 			ProgramOptions: []tea.ProgramOption{tea.WithInput(nil), tea.WithoutSignalHandler()}})
 	}()
 	defer func() {
@@ -128,9 +136,14 @@ func BenchmarkEventToScreen(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// Events come at any time, not just after a batch went out: a
-		// random pause puts this one anywhere in the batch cycle.
+		// random pause puts this one anywhere in the batch cycle (in a
+		// quiet team, after the last batch's interval: at once).
 		b.StopTimer()
-		time.Sleep(time.Duration(rand.Int64N(int64(100 * time.Millisecond))))
+		pause := time.Duration(rand.Int64N(int64(100 * time.Millisecond)))
+		if flipping == 0 {
+			pause += 100 * time.Millisecond
+		}
+		time.Sleep(pause)
 		b.StartTimer()
 		ev := events[i%len(events)]
 		found := screen.expect("▸ "+agent.ID+" ", " "+ev.state+" ")

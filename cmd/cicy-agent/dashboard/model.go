@@ -91,6 +91,13 @@ type Model struct {
 	bellOut   io.Writer
 	bells     int // rung so far
 	r         *lipgloss.Renderer
+
+	// rev counts the updates that may change the frame; View renders
+	// again only when it or the clock's second moved.
+	rev       int
+	cacheRev  int
+	cacheSec  int64
+	cacheView string
 	quitting  bool
 }
 
@@ -127,6 +134,7 @@ func tick() tea.Cmd {
 
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m.rev++
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height

@@ -35,6 +35,12 @@ type RunOptions struct {
 	ProgramOptions []tea.ProgramOption
 }
 
+// frameRate is how often Bubble Tea may draw a changed frame. Its ticker
+// runs whether anything changed or not: at the default 60 an idle
+// dashboard cost 1.5% of a core, at 30 under 0.9%; a frame waits at most
+// 33 ms.
+const frameRate = 30
+
 // previewLines is how much of a pane's screen the preview asks for.
 const previewLines = 200
 
@@ -73,7 +79,7 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 		}()
 	}
 	m := NewModel(Options{Backend: cl, Attach: o.Attach, Preview: preview, Bell: o.Bell, BellOut: o.Out})
-	opts := append([]tea.ProgramOption{tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
+	opts := append([]tea.ProgramOption{tea.WithFPS(frameRate), tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
 	p := tea.NewProgram(m, opts...)
 
 	wg.Add(2)

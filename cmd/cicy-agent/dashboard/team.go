@@ -52,6 +52,11 @@ func (t *Team) Apply(ev supervisor.Event) {
 		}
 		t.Panes = append(t.Panes, *ev.Pane)
 		slices.SortFunc(t.Panes, func(a, b supervisor.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+	case "state":
+		if i := t.index(ev.ID); i >= 0 && ev.State != nil {
+			p := &t.Panes[i]
+			p.State, p.Reason, p.Since, p.PID, p.ExitCode = ev.State.State, ev.State.Reason, ev.State.Since, ev.State.PID, ev.State.ExitCode
+		}
 	case "pane_removed":
 		if i := t.index(ev.ID); i >= 0 {
 			t.Panes = slices.Delete(t.Panes, i, i+1)

@@ -66,13 +66,44 @@ func fit(s string, w int) string {
 		}
 		return r
 	}, s)
-	if ansi.StringWidth(s) > w {
-		s = ansi.Truncate(s, w, "…")
+	if width(s) > w {
+		s = truncate(s, w, "…")
 	}
-	if pad := w - ansi.StringWidth(s); pad > 0 {
+	if pad := w - width(s); pad > 0 {
 		s += strings.Repeat(" ", pad)
 	}
 	return s
+}
+
+// width is how many cells s takes on a terminal. Most of what the
+// dashboard draws is ASCII: that is counted directly, and only the rest
+// goes through grapheme segmentation.
+func width(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return ansi.StringWidth(s)
+		}
+	}
+	if strings.IndexByte(s, 0x1b) < 0 {
+		return len(s)
+	}
+	return len(ansi.Strip(s))
+}
+
+// truncate cuts s to w cells, ending with tail (one cell or none).
+func truncate(s string, w int, tail string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] == 0x1b {
+			return ansi.Truncate(s, w, tail)
+		}
+	}
+	if len(s) <= w {
+		return s
+	}
+	if tail == "" {
+		return s[:w]
+	}
+	return s[:max(w-1, 0)] + tail
 }
 
 // column is one column of the pane table.
@@ -210,7 +241,7 @@ func tokens(n int64) string {
 // rule is a section title: "── title ───…".
 func (m *Model) rule(st styles, title string) string {
 	t := "── " + title + " "
-	return st.dim.Render(fit(t+strings.Repeat("─", max(m.width-ansi.StringWidth(t), 0)), m.width))
+	return st.dim.Render(fit(t+strings.Repeat("─", max(m.width-width(t), 0)), m.width))
 }
 
 // View renders the frame.
@@ -218,6 +249,16 @@ func (m *Model) View() string {
 	if m.quitting {
 		return ""
 	}
+	sec := m.now().Unix()
+	if m.cacheView != "" && m.cacheRev == m.rev && m.cacheSec == sec {
+		return m.cacheView
+	}
+	m.cacheView, m.cacheRev, m.cacheSec = m.render(), m.rev, sec
+	return m.cacheView
+}
+
+// render draws the frame.
+func (m *Model) render() string {
 	st := newStyles(m.renderer())
 	w, h := max(m.width, 1), max(m.height, 1)
 	now := m.now()
@@ -242,9 +283,9 @@ func (m *Model) View() string {
 	}
 	lines = append(lines, foot...)
 	for i, l := range lines { // exactly w cells each, whatever a section did
-		switch n := ansi.StringWidth(l); {
+		switch n := width(l); {
 		case n > w:
-			lines[i] = ansi.Truncate(l, w, "")
+			lines[i] = truncate(l, w, "")
 		case n < w:
 			lines[i] = l + strings.Repeat(" ", w-n)
 		}
@@ -297,8 +338,8 @@ func (m *Model) header(st styles, status topology.Status) string {
 		link = "○ connecting"
 	}
 	left := " cicy-agent  " + strings.Join(parts, " · ")
-	room := m.width - ansi.StringWidth(link) - 1
-	if room < ansi.StringWidth(left)+1 {
+	room := m.width - width(link) - 1
+	if room < width(left)+1 {
 		return st.head.Render(fit(left, m.width))
 	}
 	return st.head.Render(fit(left, room)) + st.dim.Render(link) + " "
@@ -423,9 +464,9 @@ func (m *Model) table(st styles, h int) []string {
 			line.WriteString(cell)
 		}
 		text := line.String()
-		pad := m.width - ansi.StringWidth(text)
+		pad := m.width - width(text)
 		if pad < 0 {
-			text = ansi.Truncate(text, m.width, "")
+			text = truncate(text, m.width, "")
 		} else {
 			text += strings.Repeat(" ", pad)
 		}
@@ -443,7 +484,7 @@ func align(s string, w int, right bool) string {
 	}
 	s = fit(s, w)
 	t := strings.TrimRight(s, " ")
-	return strings.Repeat(" ", w-ansi.StringWidth(t)) + t
+	return strings.Repeat(" ", w-width(t)) + t
 }
 
 // topology is each master with its completion bar, then its workers.
@@ -467,7 +508,7 @@ func (m *Model) topology(st styles, status topology.Status) []string {
 			label += fmt.Sprintf(" · %d queued", c.Queued)
 		}
 		head := fmt.Sprintf("%s %s ", ms.ID, ms.Title)
-		headW := min(ansi.StringWidth(head), max(m.width-barW-ansi.StringWidth(label)-2, 4))
+		headW := min(width(head), max(m.width-barW-width(label)-2, 4))
 		line := fit(head, headW) + "[" + st.bar.Render(strings.Repeat("█", filled)) + st.barEmpty.Render(strings.Repeat("░", barW-filled)) + "]"
 		rest := m.width - headW - barW - 2
 		out = append(out, line+fit(label, rest))
@@ -574,7 +615,7 @@ func (m *Model) footer(st styles) string {
 		return style.Render(fit(" "+m.flash, m.width))
 	}
 	keys := " ↑↓ select  ⏎ attach  s send  d dispatch  c compact  x kill  ? help  q quit"
-	if m.width < ansi.StringWidth(keys) {
+	if m.width < width(keys) {
 		keys = " ↑↓ ⏎ s d c x ? q"
 	}
 	return st.dim.Render(fit(keys, m.width))
