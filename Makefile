@@ -38,7 +38,9 @@ demo: build
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./supervisor/
+	$(GO) test -run '^$$' -bench EventToScreen -benchtime 200x ./cmd/cicy-agent/dashboard/
 	scripts/bench-idle-cpu.sh
+	scripts/bench-dashboard.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
