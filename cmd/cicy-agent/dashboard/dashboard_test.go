@@ -3,8 +3,10 @@ package dashboard
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,4 +324,59 @@ func TestBellRingsForNewAttentionOnly(t *testing.T) {
 	if m.bells != 2 {
 		t.Fatal("rang with the bell off")
 	}
+}
+
+// panicky is a client whose event stream blows up.
+type panicky struct{ fakeBackend }
+
+func (*panicky) TeamEvents(context.Context) (*supervisor.EventStream, error) {
+	panic("stream exploded")
+}
+
+func (*panicky) Preview(context.Context, string, int) (io.ReadCloser, error) {
+	return nil, errors.New("no preview")
+}
+
+// TestCrashRestoresTerminal: a panic in a helper goroutine ends the
+// program with the terminal restored (alternate screen left, cursor
+// shown) and an error saying so.
+func TestCrashRestoresTerminal(t *testing.T) {
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), &panicky{}, RunOptions{In: bytes.NewReader(nil), Out: &out,
+			ProgramOptions: []tea.ProgramOption{tea.WithInput(nil), tea.WithoutSignalHandler()}})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "stream exploded") {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end after a crash")
+	}
+	s := out.String()
+	if !strings.Contains(s, "\x1b[?1049h") || strings.LastIndex(s, "\x1b[?1049l") < strings.LastIndex(s, "\x1b[?1049h") {
+		t.Fatalf("the alternate screen was not left: %q", s)
+	}
+	if strings.LastIndex(s, "\x1b[?25h") < strings.LastIndex(s, "\x1b[?25l") {
+		t.Fatalf("the cursor was left hidden: %q", s)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -62,6 +63,26 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 
 	// The preview follows one pane at a time; a new selection ends the
 	// last one's stream.
+	// A panic in a helper goroutine must not leave the terminal raw:
+	// it ends the program (which restores the terminal) and comes back
+	// as Run's error. Bubble Tea does the same for its own loop.
+	var (
+		crashMu sync.Mutex
+		crashed any
+		p       *tea.Program
+	)
+	guard := func(f func()) {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				crashMu.Lock()
+				crashed = r
+				crashMu.Unlock()
+				p.Kill()
+			}
+		}()
+		f()
+	}
 	var (
 		pmu         sync.Mutex
 		stopPreview = func() {}
@@ -73,22 +94,15 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 		pctx, pcancel := context.WithCancel(ctx)
 		stopPreview = pcancel
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			followPreview(pctx, cl, seq, id, msgs)
-		}()
+		go guard(func() { followPreview(pctx, cl, seq, id, msgs) })
 	}
 	m := NewModel(Options{Backend: cl, Attach: o.Attach, Preview: preview, Bell: o.Bell, BellOut: o.Out})
 	opts := append([]tea.ProgramOption{tea.WithFPS(frameRate), tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
-	p := tea.NewProgram(m, opts...)
+	p = tea.NewProgram(m, opts...)
 
 	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		followTeam(ctx, cl, msgs)
-	}()
-	go func() { // hands messages to the program, folding event batches
-		defer wg.Done()
+	go guard(func() { followTeam(ctx, cl, msgs) })
+	go guard(func() { // hands messages to the program, folding event batches
 		for {
 			var msg tea.Msg
 			select {
@@ -101,8 +115,13 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 			}
 			p.Send(msg)
 		}
-	}()
+	})
 	_, err := p.Run()
+	crashMu.Lock()
+	defer crashMu.Unlock()
+	if crashed != nil {
+		return fmt.Errorf("the dashboard crashed (the terminal is restored): %v", crashed)
+	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
