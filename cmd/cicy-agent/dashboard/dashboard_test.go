@@ -380,3 +380,18 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAnySizeFits: whatever the terminal's size, every frame is exactly
+// that size (no wrapped line scrolls the screen), in every mode.
+func TestAnySizeFits(t *testing.T) {
+	for _, w := range []int{1, 5, 12, 20, 33, 47, 79, 81, 100, 200} {
+		for _, h := range []int{1, 2, 3, 5, 8, 13, 24, 60} {
+			m := newFixtureModel(t, w, h, &fakeBackend{})
+			checkFrame(t, m.View(), w, h)
+			press(m, "s", "x", "y", "z")
+			checkFrame(t, m.View(), w, h)
+			press(m, "esc", "?")
+			checkFrame(t, m.View(), w, h)
+		}
+	}
+}
