@@ -9,8 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -90,7 +89,10 @@ type Model struct {
 	primed    bool            // attention holds what was there at the start
 	bellOut   io.Writer
 	bells     int // rung so far
-	r         *lipgloss.Renderer
+	onStart   func()
+	// term draws the frames (Run); nil in tests, which read Frame.
+	term *screenWriter
+	tty  *rawTerm // the terminal's mode, when it is one
 
 	// rev counts the updates that may change the frame; View renders
 	// again only when it or the clock's second moved.
@@ -111,9 +113,8 @@ type Options struct {
 	// new needs you.
 	Bell    bool
 	BellOut io.Writer
-	// Renderer decides the colours (default: lipgloss's, from the
-	// terminal and NO_COLOR).
-	Renderer *lipgloss.Renderer
+	// OnStart is called once the program runs (from Init).
+	OnStart func()
 }
 
 // NewModel is a dashboard over an empty team; events fill it.
@@ -121,12 +122,17 @@ func NewModel(o Options) *Model {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Model{team: NewTeam(), backend: o.Backend, attach: o.Attach, preview: o.Preview, now: o.Now, bell: o.Bell, bellOut: o.BellOut, r: o.Renderer,
+	return &Model{team: NewTeam(), backend: o.Backend, attach: o.Attach, preview: o.Preview, now: o.Now, bell: o.Bell, bellOut: o.BellOut, onStart: o.OnStart,
 		width: 80, height: 24, attention: map[string]bool{}}
 }
 
 // Init starts the clock (elapsed times tick once a second).
-func (m *Model) Init() tea.Cmd { return tick() }
+func (m *Model) Init() tea.Cmd {
+	if m.onStart != nil {
+		m.onStart()
+	}
+	return tick()
+}
 
 func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
@@ -138,6 +144,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		if m.term != nil {
+			m.term.invalidate()
+		}
 		return m, nil
 	case eventsMsg:
 		for _, ev := range msg {
@@ -169,8 +178,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		m.say(msg.text, msg.err)
 		return m, nil
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m, m.key(msg)
+	case tea.PasteMsg:
+		if m.mode == modeSend || m.mode == modeDispatch {
+			m.input = append(m.input, []rune(strings.ReplaceAll(msg.Content, "\n", " "))...)
+		}
+		return m, nil
 	}
 	return m, nil
 }
@@ -252,7 +266,7 @@ func (m *Model) move(d int) tea.Cmd {
 	return m.choose(m.team.Panes[i].ID)
 }
 
-func (m *Model) key(k tea.KeyMsg) tea.Cmd {
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	switch m.mode {
 	case modeHelp:
 		m.mode = modeNormal
@@ -272,15 +286,6 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case modeSend, modeDispatch:
 		return m.edit(k)
-	}
-	if k.Type == tea.KeyRunes && len(k.Runes) > 1 && !k.Paste {
-		// Keys typed faster than the terminal is read come as one
-		// message ("jjj"): each is a key of its own.
-		var cmds []tea.Cmd
-		for _, r := range k.Runes {
-			cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
-		}
-		return tea.Sequence(cmds...)
 	}
 	switch k.String() {
 	case "q", "ctrl+c":
@@ -351,20 +356,20 @@ func (m *Model) quit() tea.Cmd {
 }
 
 // edit is the one-line editor of send and dispatch.
-func (m *Model) edit(k tea.KeyMsg) tea.Cmd {
-	switch k.Type {
-	case tea.KeyEsc, tea.KeyCtrlC:
+func (m *Model) edit(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case k.Code == tea.KeyEscape || k.String() == "ctrl+c":
 		m.mode = modeNormal
 		return nil
-	case tea.KeyBackspace:
+	case k.Code == tea.KeyBackspace:
 		if len(m.input) > 0 {
 			m.input = m.input[:len(m.input)-1]
 		}
 		return nil
-	case tea.KeyCtrlU:
+	case k.String() == "ctrl+u":
 		m.input = nil
 		return nil
-	case tea.KeyCtrlW:
+	case k.String() == "ctrl+w":
 		s := strings.TrimRightFunc(string(m.input), unicode.IsSpace)
 		if i := strings.LastIndexFunc(s, unicode.IsSpace); i >= 0 {
 			m.input = []rune(s[:i+1])
@@ -372,13 +377,10 @@ func (m *Model) edit(k tea.KeyMsg) tea.Cmd {
 			m.input = nil
 		}
 		return nil
-	case tea.KeySpace:
-		m.input = append(m.input, ' ')
+	case k.Code == tea.KeyEnter:
+	case k.Text != "":
+		m.input = append(m.input, []rune(k.Text)...)
 		return nil
-	case tea.KeyRunes:
-		m.input = append(m.input, k.Runes...)
-		return nil
-	case tea.KeyEnter:
 	default:
 		return nil
 	}
@@ -418,12 +420,16 @@ func (m *Model) attachSelected() tea.Cmd {
 		return nil
 	}
 	id := p.ID
-	return tea.ExecProcess(m.attach(id), func(err error) tea.Msg {
+	done := func(err error) tea.Msg {
 		if err != nil {
 			return doneMsg{err: fmt.Errorf("attach %s: %w", id, err)}
 		}
 		return doneMsg{text: "detached from " + id}
-	})
+	}
+	if m.term != nil {
+		return tea.Exec(&execOnMain{cmd: m.attach(id), screen: m.term, tty: m.tty}, done)
+	}
+	return tea.ExecProcess(m.attach(id), done)
 }
 
 func firstLine(s string) string {

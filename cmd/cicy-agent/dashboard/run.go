@@ -8,10 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
@@ -35,12 +39,6 @@ type RunOptions struct {
 	// ProgramOptions are passed to Bubble Tea (tests and benchmarks).
 	ProgramOptions []tea.ProgramOption
 }
-
-// frameRate is how often Bubble Tea may draw a changed frame. Its ticker
-// runs whether anything changed or not: at the default 60 an idle
-// dashboard cost 1.5% of a core, at 30 under 0.9%; a frame waits at most
-// 33 ms.
-const frameRate = 30
 
 // previewLines is how much of a pane's screen the preview asks for.
 const previewLines = 200
@@ -96,13 +94,62 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 		wg.Add(1)
 		go guard(func() { followPreview(pctx, cl, seq, id, msgs) })
 	}
-	m := NewModel(Options{Backend: cl, Attach: o.Attach, Preview: preview, Bell: o.Bell, BellOut: o.Out})
-	opts := append([]tea.ProgramOption{tea.WithFPS(frameRate), tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
+	out := o.Out
+	if colorprofile.Detect(o.Out, os.Environ()) == colorprofile.ASCII {
+		out = colorprofile.NewWriter(o.Out, os.Environ()) // NO_COLOR, or a terminal without colour
+	}
+	screen := &screenWriter{out: out}
+	defer screen.leave() // however the program ended, a panic included
+	// A terminal: raw input, and its size now and whenever it changes
+	// (SIGWINCH), since Bubble Tea without its renderer does neither.
+	var tty *rawTerm
+	if f, ok := o.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		tty = &rawTerm{fd: int(f.Fd())}
+		if err := tty.raw(); err != nil {
+			return err
+		}
+		defer tty.restore()
+	}
+	if f, ok := o.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		size := func() tea.Msg {
+			w, h, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return nil
+			}
+			return tea.WindowSizeMsg{Width: w, Height: h}
+		}
+		if msg, ok := size().(tea.WindowSizeMsg); ok {
+			o.ProgramOptions = append([]tea.ProgramOption{tea.WithWindowSize(msg.Width, msg.Height)}, o.ProgramOptions...)
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-winch:
+					if msg := size(); msg != nil {
+						select {
+						case msgs <- msg:
+						case <-ctx.Done():
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	started := make(chan struct{})
+	m := NewModel(Options{Backend: cl, Attach: o.Attach, Preview: preview, Bell: o.Bell, BellOut: screen,
+		OnStart: func() { screen.enter(); close(started) }})
+	m.term, m.tty = screen, tty
+	opts := append([]tea.ProgramOption{tea.WithoutRenderer(), tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.ProgramOptions...)
 	p = tea.NewProgram(m, opts...)
-
-	wg.Add(2)
-	go guard(func() { followTeam(ctx, cl, msgs) })
-	go guard(func() { // hands messages to the program, folding event batches
+	pump := func() { // hands messages to the program, folding event batches
 		for {
 			var msg tea.Msg
 			select {
@@ -115,7 +162,21 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 			}
 			p.Send(msg)
 		}
-	})
+	}
+	// The helpers start once the program runs: a helper's crash kills
+	// it, which must not race its start.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return
+		}
+		wg.Add(2)
+		go guard(func() { followTeam(ctx, cl, msgs) })
+		go guard(pump)
+	}()
 	_, err := p.Run()
 	crashMu.Lock()
 	defer crashMu.Unlock()

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cicy-ai/cicy-agent/supervisor"
@@ -26,19 +27,19 @@ type styles struct {
 	head, dim, sel, warn, bad, good, busy, title, bar, barEmpty lipgloss.Style
 }
 
-func newStyles(r *lipgloss.Renderer) styles {
-	return styles{
-		head:     r.NewStyle().Bold(true),
-		dim:      r.NewStyle().Faint(true),
-		sel:      r.NewStyle().Reverse(true),
-		warn:     r.NewStyle().Foreground(lipgloss.Color("5")).Bold(true),
-		bad:      r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
-		good:     r.NewStyle().Foreground(lipgloss.Color("2")),
-		busy:     r.NewStyle().Foreground(lipgloss.Color("3")),
-		title:    r.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
-		bar:      r.NewStyle().Foreground(lipgloss.Color("2")),
-		barEmpty: r.NewStyle().Faint(true),
-	}
+// The styles are ANSI colours: the terminal's own palette. Bubble Tea
+// drops them for a terminal without colour or with NO_COLOR set.
+var st = styles{
+	head:     lipgloss.NewStyle().Bold(true),
+	dim:      lipgloss.NewStyle().Faint(true),
+	sel:      lipgloss.NewStyle().Reverse(true),
+	warn:     lipgloss.NewStyle().Foreground(lipgloss.Color("5")).Bold(true),
+	bad:      lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
+	good:     lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+	busy:     lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
+	title:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("6")),
+	bar:      lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
+	barEmpty: lipgloss.NewStyle().Faint(true),
 }
 
 func (s styles) state(st string) lipgloss.Style {
@@ -79,15 +80,31 @@ func fit(s string, w int) string {
 // dashboard draws is ASCII: that is counted directly, and only the rest
 // goes through grapheme segmentation.
 func width(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+	plain := s
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		plain = ansi.Strip(s)
+	}
+	n := 0
+	for _, r := range plain {
+		if !narrow(r) {
 			return ansi.StringWidth(s)
 		}
+		n++
 	}
-	if strings.IndexByte(s, 0x1b) < 0 {
-		return len(s)
+	return n
+}
+
+// narrow reports whether a rune surely takes one cell: ASCII and Latin-1
+// letters, and the punctuation, arrows, box drawing, blocks and shapes
+// the dashboard draws with (…·›→▸─█░●○).
+func narrow(r rune) bool {
+	switch {
+	case r >= 0x20 && r < 0x7f, r >= 0xa0 && r < 0x300:
+		return true
+	case r >= 0x2010 && r <= 0x206f, r >= 0x2190 && r <= 0x21ff, r >= 0x2500 && r <= 0x25ff:
+		return true
 	}
-	return len(ansi.Strip(s))
+	return false
 }
 
 // truncate cuts s to w cells, ending with tail (one cell or none).
@@ -239,13 +256,23 @@ func tokens(n int64) string {
 }
 
 // rule is a section title: "── title ───…".
-func (m *Model) rule(st styles, title string) string {
+func (m *Model) rule(title string) string {
 	t := "── " + title + " "
 	return st.dim.Render(fit(t+strings.Repeat("─", max(m.width-width(t), 0)), m.width))
 }
 
-// View renders the frame.
-func (m *Model) View() string {
+// View draws the frame (Bubble Tea calls it after every update). The
+// program runs without Bubble Tea's renderer: the screen writer draws
+// the changed lines itself (see screenWriter).
+func (m *Model) View() tea.View {
+	if m.term != nil {
+		m.term.draw(m.Frame())
+	}
+	return tea.View{}
+}
+
+// Frame renders the frame: exactly the terminal's size.
+func (m *Model) Frame() string {
 	if m.quitting {
 		return ""
 	}
@@ -259,20 +286,19 @@ func (m *Model) View() string {
 
 // render draws the frame.
 func (m *Model) render() string {
-	st := newStyles(m.renderer())
 	w, h := max(m.width, 1), max(m.height, 1)
 	now := m.now()
 	status := m.team.Status(now)
 	var top, body, foot []string
 
-	top = append(top, m.header(st, status))
+	top = append(top, m.header(status))
 	if m.mode == modeHelp {
-		body = m.help(st)
+		body = m.help()
 	} else {
-		top = append(top, m.needs(st, status, max(h/6, 1))...)
-		body = m.body(st, status, h-len(top)-1)
+		top = append(top, m.needs(status, max(h/6, 1))...)
+		body = m.body(status, h-len(top)-1)
 	}
-	foot = append(foot, m.footer(st))
+	foot = append(foot, m.footer())
 
 	lines := append(top, body...)
 	if len(lines) > h-1 {
@@ -293,14 +319,7 @@ func (m *Model) render() string {
 	return strings.Join(lines[len(lines)-h:], "\n")
 }
 
-func (m *Model) renderer() *lipgloss.Renderer {
-	if m.r == nil {
-		m.r = lipgloss.DefaultRenderer()
-	}
-	return m.r
-}
-
-func (m *Model) header(st styles, status topology.Status) string {
+func (m *Model) header(status topology.Status) string {
 	counts := map[string]int{}
 	for _, p := range m.team.Panes {
 		counts[p.State]++
@@ -346,7 +365,7 @@ func (m *Model) header(st styles, status topology.Status) string {
 }
 
 // needs lists what needs you (at most max lines).
-func (m *Model) needs(st styles, status topology.Status, limit int) []string {
+func (m *Model) needs(status topology.Status, limit int) []string {
 	var out []string
 	for i, n := range status.NeedsYou {
 		if i == limit-1 && len(status.NeedsYou) > limit {
@@ -376,7 +395,7 @@ func (m *Model) needs(st styles, status topology.Status, limit int) []string {
 }
 
 // body is the table, topology, tasks and preview in h lines.
-func (m *Model) body(st styles, status topology.Status, h int) []string {
+func (m *Model) body(status topology.Status, h int) []string {
 	if h <= 0 {
 		return nil
 	}
@@ -387,8 +406,8 @@ func (m *Model) body(st styles, status topology.Status, h int) []string {
 		}
 		return []string{st.dim.Render(fit(" "+msg, m.width))}
 	}
-	topo := m.topology(st, status)
-	tasks := m.tasks(st)
+	topo := m.topology(status)
+	tasks := m.tasks()
 	// Shares: the table first (all rows if it can), then the topology,
 	// recent tasks, and the preview takes the rest.
 	tableWant := 1 + len(m.team.Panes)
@@ -413,16 +432,16 @@ func (m *Model) body(st styles, status topology.Status, h int) []string {
 	if previewH > 0 { // the table may grow into the preview's spare room
 		previewH = h - tableH - topoH - tasksH
 	}
-	out := m.table(st, tableH)
+	out := m.table(tableH)
 	out = append(out, topo[:topoH]...)
 	out = append(out, tasks[:tasksH]...)
 	if previewH > 0 {
-		out = append(out, m.previewLines(st, previewH)...)
+		out = append(out, m.previewLines(previewH)...)
 	}
 	return out
 }
 
-func (m *Model) table(st styles, h int) []string {
+func (m *Model) table(h int) []string {
 	if h <= 0 {
 		return nil
 	}
@@ -488,11 +507,11 @@ func align(s string, w int, right bool) string {
 }
 
 // topology is each master with its completion bar, then its workers.
-func (m *Model) topology(st styles, status topology.Status) []string {
+func (m *Model) topology(status topology.Status) []string {
 	if len(status.Masters) == 0 && len(status.Unassigned) == 0 {
 		return nil
 	}
-	out := []string{m.rule(st, "topology")}
+	out := []string{m.rule("topology")}
 	barW := min(20, max(m.width/6, 5))
 	for _, ms := range status.Masters {
 		c := ms.Tasks
@@ -536,12 +555,12 @@ func workers(ws []topology.Worker) string {
 }
 
 // tasks are the latest tasks, newest first.
-func (m *Model) tasks(st styles) []string {
+func (m *Model) tasks() []string {
 	recent := m.team.Recent()
 	if len(recent) == 0 {
 		return nil
 	}
-	out := []string{m.rule(st, "recent tasks")}
+	out := []string{m.rule("recent tasks")}
 	for _, t := range recent {
 		status := fit(t.Status, 9)
 		switch t.Status {
@@ -565,7 +584,7 @@ func (m *Model) tasks(st styles) []string {
 }
 
 // previewLines are the selected pane's screen: its last lines that fit.
-func (m *Model) previewLines(st styles, h int) []string {
+func (m *Model) previewLines(h int) []string {
 	p, _ := m.team.Pane(m.selected)
 	title := p.ID + " " + p.Title + " · " + p.State
 	if p.Type == "cicy" {
@@ -573,7 +592,7 @@ func (m *Model) previewLines(st styles, h int) []string {
 	} else {
 		title += " · screen"
 	}
-	out := []string{m.rule(st, title)}
+	out := []string{m.rule(title)}
 	text := strings.TrimRight(m.screen.Screen, "\n ")
 	var lines []string
 	if text != "" {
@@ -595,7 +614,7 @@ func (m *Model) previewLines(st styles, h int) []string {
 	return out
 }
 
-func (m *Model) footer(st styles) string {
+func (m *Model) footer() string {
 	switch m.mode {
 	case modeSend:
 		return st.head.Render(fit(" send to "+m.selected+" › "+string(m.input)+"█", m.width))
@@ -621,7 +640,7 @@ func (m *Model) footer(st styles) string {
 	return st.dim.Render(fit(keys, m.width))
 }
 
-func (m *Model) help(st styles) []string {
+func (m *Model) help() []string {
 	text := []string{
 		"",
 		" cicy-agent dashboard — the team, live",
