@@ -168,26 +168,7 @@ func (s *TmuxServer) poll() {
 		case <-s.wake:
 		case <-t.C:
 		}
-		infos, err := s.list()
-		busy, watch := false, false
-		s.mu.Lock()
-		panes := make([]*TmuxPane, 0, len(s.panes))
-		for _, p := range s.panes {
-			panes = append(panes, p)
-		}
-		s.mu.Unlock()
-		for _, p := range panes {
-			if err != nil {
-				continue
-			}
-			info, ok := infos[p.name]
-			if p.observe(info, ok) {
-				busy = true
-			}
-			if p.classify(info) {
-				watch = true
-			}
-		}
+		busy, watch := s.sweep(s.list)
 		interval = 5 * time.Second
 		switch {
 		case watch:
@@ -205,6 +186,35 @@ func (s *TmuxServer) poll() {
 		}
 		t.Reset(interval)
 	}
+}
+
+// sweep reads every session with list and hands each pane its own. The
+// panes are taken first, then the sessions: a pane registers after its
+// session exists, so every pane taken is in the list. (The other way
+// round, a pane created between the two was missing from the list, and
+// declared gone.) It reports whether a pane wants fast polls (busy) and
+// whether an agent's screen rules need watching.
+func (s *TmuxServer) sweep(list func() (map[string]paneInfo, error)) (busy, watch bool) {
+	s.mu.Lock()
+	panes := make([]*TmuxPane, 0, len(s.panes))
+	for _, p := range s.panes {
+		panes = append(panes, p)
+	}
+	s.mu.Unlock()
+	infos, err := list()
+	if err != nil {
+		return false, false
+	}
+	for _, p := range panes {
+		info, ok := infos[p.name]
+		if p.observe(info, ok) {
+			busy = true
+		}
+		if p.classify(info) {
+			watch = true
+		}
+	}
+	return busy, watch
 }
 
 func (s *TmuxServer) poke() {

@@ -130,3 +130,29 @@ func TestTmuxStopEscalates(t *testing.T) {
 		t.Fatalf("after stop: %+v", st)
 	}
 }
+
+// TestTmuxPaneCreatedDuringASweep: a pane whose session starts while the
+// poller reads the sessions is not declared gone. The poller used to read
+// the sessions first and take the panes after: a pane registered in
+// between was missing from the sessions (seen in CI under load).
+func TestTmuxPaneCreatedDuringASweep(t *testing.T) {
+	s := tmuxServer(t)
+	first, err := s.Start("first", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late *TmuxPane
+	s.sweep(func() (map[string]paneInfo, error) {
+		infos, err := s.list()
+		// A pane starts right after the sessions were read.
+		if late, err = s.Start("late", bashOpts(t)); err != nil {
+			t.Fatal(err)
+		}
+		return infos, err
+	})
+	for _, p := range []*TmuxPane{first, late} {
+		if st := p.Status(); !st.Running() {
+			t.Fatalf("pane %s is %s (%s) though its session runs", p.Name(), st.State, st.Reason)
+		}
+	}
+}

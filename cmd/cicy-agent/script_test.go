@@ -438,18 +438,22 @@ func cmdMkFile(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // waitgrep N REGEX FILE waits until FILE holds exactly N matches of REGEX
-// (fails if it ever holds more).
+// (fails if it ever holds more); with N+ at least N (a file that grows).
 func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
-		ts.Fatalf("usage: waitgrep <count> <regex> <file>")
+		ts.Fatalf("usage: waitgrep <count>[+] <regex> <file>")
 	}
-	want, err := strconv.Atoi(args[0])
+	atLeast := strings.HasSuffix(args[0], "+")
+	want, err := strconv.Atoi(strings.TrimSuffix(args[0], "+"))
 	ts.Check(err)
 	re := regexp.MustCompile(args[1])
 	deadline := time.Now().Add(pollDeadline)
 	for {
 		b, _ := os.ReadFile(ts.MkAbs(args[2]))
 		got := len(re.FindAllIndex(b, -1))
+		if atLeast && got > want {
+			got = want
+		}
 		if got > want {
 			ts.Fatalf("%s holds %d matches of %s, more than %d", args[2], got, args[1], want)
 		}
