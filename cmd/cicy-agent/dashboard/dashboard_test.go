@@ -383,3 +383,23 @@ func TestAnySizeFits(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainEvents: batches waiting are folded into one update; the first
+// other message comes back to be sent after them, and the rest stays.
+func TestDrainEvents(t *testing.T) {
+	msgs := make(chan tea.Msg, 8)
+	msgs <- eventsMsg{{Type: "state", ID: "w-2"}}
+	msgs <- eventsMsg{{Type: "state", ID: "w-3"}}
+	msgs <- previewMsg{seq: 1}
+	msgs <- eventsMsg{{Type: "state", ID: "w-4"}}
+	got, rest := drainEvents(eventsMsg{{Type: "state", ID: "w-1"}}, msgs)
+	if evs, ok := got.(eventsMsg); !ok || len(evs) != 3 || evs[2].ID != "w-3" {
+		t.Fatalf("folded %+v", got)
+	}
+	if _, ok := rest.(previewMsg); !ok {
+		t.Fatalf("the other message: %+v", rest)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages left, want the last batch", len(msgs))
+	}
+}

@@ -158,7 +158,12 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 			case msg = <-msgs:
 			}
 			if evs, ok := msg.(eventsMsg); ok {
-				msg = drainEvents(evs, msgs)
+				var rest tea.Msg
+				msg, rest = drainEvents(evs, msgs)
+				if rest != nil {
+					p.Send(msg)
+					msg = rest
+				}
 			}
 			p.Send(msg)
 		}
@@ -189,20 +194,19 @@ func Run(ctx context.Context, cl Client, o RunOptions) error {
 	return err
 }
 
-// drainEvents folds the event batches already waiting into one; anything
-// else waiting is put back after it.
-func drainEvents(evs eventsMsg, msgs chan tea.Msg) tea.Msg {
+// drainEvents folds the event batches already waiting into one; the first
+// other message met is returned too, to be sent after them.
+func drainEvents(evs eventsMsg, msgs chan tea.Msg) (tea.Msg, tea.Msg) {
 	for {
 		select {
 		case next := <-msgs:
 			more, ok := next.(eventsMsg)
 			if !ok {
-				go func() { msgs <- next }() // keep it; order against events does not matter
-				return evs
+				return evs, next
 			}
 			evs = append(evs, more...)
 		default:
-			return evs
+			return evs, nil
 		}
 	}
 }
