@@ -35,9 +35,9 @@ func fixture() supervisor.Event {
 	lead := "w-1"
 	at := func(s int) *time.Time { return ptr(t0.Add(time.Duration(s) * time.Second)) }
 	panes := []supervisor.PaneInfo{
-		{ID: "w-1", Title: "lead", Type: "cicy", Role: "master", State: "busy", Reason: "turn t1a2 running", Since: t0.Add(-5 * time.Second),
+		{ID: "w-1", Title: "lead", Type: "cicy", Role: "master", State: "busy", Reason: "turn t1a2", Since: t0.Add(-5 * time.Second),
 			Usage: supervisor.Usage{InputTokens: 1200, OutputTokens: 3400, CacheReadInputTokens: 52000, CacheCreationInputTokens: 6000}, CacheHit: 0.881, CostUSD: ptr(0.1234)},
-		{ID: "w-2", Title: "alice", Type: "cicy", Role: "worker", Master: &lead, State: "busy", Reason: "turn t3b4 running",
+		{ID: "w-2", Title: "alice", Type: "cicy", Role: "worker", Master: &lead, State: "busy", Reason: "turn t3b4",
 			Usage: supervisor.Usage{InputTokens: 800, OutputTokens: 900, CacheReadInputTokens: 9000, CacheCreationInputTokens: 2000}, CacheHit: 0.7377, CostUSD: ptr(0.0321)},
 		{ID: "w-3", Title: "claude-reviewer", Type: "claude", Role: "worker", State: "waiting", Reason: "hook:Notification permission_prompt", CacheHit: -1},
 		{ID: "w-4", Title: "bash1", Type: "shell", Role: "worker", State: "idle", Reason: "output quiet 500ms", CacheHit: -1},

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -138,7 +139,7 @@ var columns = []column{
 	{name: "TYPE", width: 8, drop: 4, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Type }},
 	{name: "ROLE", width: 6, drop: 3, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Role }},
 	{name: "STATE", width: 8, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.State }},
-	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Reason }},
+	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return reasonCell(p.Reason) }},
 	{name: "TASK", width: 5, drop: 8, cell: func(m *Model, p supervisor.PaneInfo) string {
 		if t, ok := m.team.CurrentTask(p.ID); ok {
 			return fmt.Sprintf("#%d", t.ID)
@@ -171,6 +172,19 @@ var columns = []column{
 		}
 		return fmt.Sprintf("$%.2f", *p.CostUSD)
 	}},
+}
+
+// turnReason is a cicy pane's reason: "turn <id> <outcome>".
+var turnReason = regexp.MustCompile(`^turn (\S+) (.+)$`)
+
+// reasonCell puts what happened before which turn it was, so a narrow
+// column keeps the part that matters ("done · turn t3b4…", not
+// "turn t3b4…").
+func reasonCell(reason string) string {
+	if m := turnReason.FindStringSubmatch(reason); m != nil {
+		return m[2] + " · turn " + m[1]
+	}
+	return reason
 }
 
 // layout picks the columns that fit in width and their widths.
