@@ -403,3 +403,18 @@ func TestDrainEvents(t *testing.T) {
 		t.Fatalf("%d messages left, want the last batch", len(msgs))
 	}
 }
+
+func TestReasonCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"turn t3b4 done":            "done · turn t3b4",
+		"turn t3b4 failed: boom":    "failed: boom · turn t3b4",
+		"turn t3b4":                 "turn t3b4",
+		"hook:Stop":                 "hook:Stop",
+		"output quiet for 500ms":    "output quiet for 500ms",
+		"screen:claude-idle-footer": "screen:claude-idle-footer",
+	} {
+		if got := reasonCell(in); got != want {
+			t.Errorf("reasonCell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
