@@ -21,20 +21,37 @@ func DefaultLiteConfig() LiteConfig {
 	}}
 }
 
+// LiteConfigPath is $CICY_HOME/db/lite-config.json.
+func LiteConfigPath(home string) string { return filepath.Join(home, "db", "lite-config.json") }
+
+// ReadLiteConfig decodes lite-config.json into v, which names the part its
+// reader wants (tool groups, screen rules, prices). A missing file leaves v
+// as it is and reports false.
+func ReadLiteConfig(home string, v any) (bool, error) {
+	path := LiteConfigPath(home)
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("%s is not valid JSON: %v", path, err)
+	}
+	return true, nil
+}
+
 // LoadLiteConfig reads lite-config.json (re-read every turn, so an edit
 // takes effect with no restart).
 func LoadLiteConfig(home string) (LiteConfig, error) {
-	path := filepath.Join(home, "db", "lite-config.json")
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return DefaultLiteConfig(), nil
-	}
-	if err != nil {
-		return LiteConfig{}, fmt.Errorf("read %s: %w", path, err)
-	}
 	var lc LiteConfig
-	if err := json.Unmarshal(b, &lc); err != nil {
-		return LiteConfig{}, fmt.Errorf("%s is not valid JSON: %v", path, err)
+	found, err := ReadLiteConfig(home, &lc)
+	if err != nil {
+		return LiteConfig{}, err
+	}
+	if !found {
+		return DefaultLiteConfig(), nil
 	}
 	return lc, nil
 }

@@ -359,21 +359,13 @@ type screenRulesFile struct {
 // LoadScreenRules is the compiled screen-rule table of an agent type:
 // lite-config.json's "screenRules" for it first, then the built-in rules.
 func LoadScreenRules(home, agentType string) (pane.Rules, error) {
-	path := filepath.Join(home, "db", "lite-config.json")
 	var f screenRulesFile
-	b, err := os.ReadFile(path)
-	switch {
-	case os.IsNotExist(err):
-	case err != nil:
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	default:
-		if err := json.Unmarshal(b, &f); err != nil {
-			return nil, fmt.Errorf("%s is not valid JSON: %v", path, err)
-		}
+	if _, err := cicy.ReadLiteConfig(home, &f); err != nil {
+		return nil, err
 	}
 	rules, err := pane.RulesFor(agentType, f.ScreenRules[agentType])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", cicy.LiteConfigPath(home), err)
 	}
 	return rules, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -35,21 +36,12 @@ type Event struct {
 	ID string `json:"id,omitempty"`
 	// State: a terminal pane's new state, and nothing else changed
 	// (state) — the common event of a busy team, kept small.
-	State *PaneState `json:"state,omitempty"`
+	State *pane.Status `json:"state,omitempty"`
 	// Task: a task created or moved (task).
 	Task *TaskInfo `json:"task,omitempty"`
 	// Summary: the task counts per master and the standing failures,
 	// whenever a task changes (summary).
 	Summary *TaskSummary `json:"summary,omitempty"`
-}
-
-// PaneState is a pane's state as a state event carries it.
-type PaneState struct {
-	State    string    `json:"state"`
-	Reason   string    `json:"reason"`
-	Since    time.Time `json:"since"`
-	PID      int       `json:"pid,omitempty"`
-	ExitCode *int      `json:"exit_code"`
 }
 
 // Snapshot is the team as it is now.
@@ -223,11 +215,10 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
 			e.op.Lock()
 			st := e.status()
 			e.op.Unlock()
-			ps := PaneState{State: string(st.State), Reason: st.Reason, Since: st.Since, ExitCode: st.ExitCode}
-			if st.Running() {
-				ps.PID = st.PID
+			if !st.Running() {
+				st.PID = 0 // as ls shows it
 			}
-			out = append(out, Event{Type: "state", At: now, ID: e.cfg.ID, State: &ps})
+			out = append(out, Event{Type: "state", At: now, ID: e.cfg.ID, State: &st})
 		case k == keySummary:
 			sum, err := s.taskSummary(ctx)
 			if err != nil {
@@ -291,17 +282,24 @@ func (s *Supervisor) taskSummary(ctx context.Context) (TaskSummary, error) {
 	return sum, nil
 }
 
-// TeamStatus is the status view (SPEC §3) of panes in display order, given
-// the tasks in flight (those delivered are their workers' current tasks)
-// and the task summary. The supervisor and the stream's subscribers build
-// it the same way.
-func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
+// CurrentTasks maps each worker to the task it works on now: its
+// delivered task (the latest, of tasks in id order).
+func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
 	current := map[string]TaskInfo{}
 	for _, t := range tasks {
 		if t.Status == schema.TaskDelivered {
 			current[t.To] = t
 		}
 	}
+	return current
+}
+
+// TeamStatus is the status view (SPEC §3) of panes in display order, given
+// the tasks in flight (those delivered are their workers' current tasks)
+// and the task summary. The supervisor and the stream's subscribers build
+// it the same way.
+func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
+	current := CurrentTasks(tasks)
 	ps := make([]topology.Pane, 0, len(panes))
 	for _, pi := range panes {
 		u := pi.Usage

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,7 @@ func stateOf(ev Event) (id, state string) {
 	case ev.Type == "pane" && ev.Pane != nil:
 		return ev.Pane.ID, ev.Pane.State
 	case ev.Type == "state" && ev.State != nil:
-		return ev.ID, ev.State.State
+		return ev.ID, string(ev.State.State)
 	}
 	return "", ""
 }
@@ -98,14 +99,21 @@ func (r *streamReader) until(what string, ok func(Event) bool) Event {
 	}
 }
 
-func TestTeamEventStream(t *testing.T) {
+// scriptedServer runs a supervisor whose cicy panes answer from the
+// scripted model's benchmark rules.
+func scriptedServer(t *testing.T) *Client {
+	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(rules, []byte(benchRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("CICY_SCRIPT", rules)
-	c := startServer(t)
+	return startServer(t)
+}
+
+func TestTeamEventStream(t *testing.T) {
+	c := scriptedServer(t)
 	ctx := context.Background()
 	r := readStream(t, c)
 	snap := r.until("the snapshot", func(ev Event) bool { return true })
@@ -160,16 +168,37 @@ func TestTeamEventStream(t *testing.T) {
 	}
 }
 
-// TestNoisyPaneDoesNotStarve: one pane changing state as fast as it can
-// does not hold back another pane's change.
+// TestNoisyPaneDoesNotStarve: while one pane changes state as fast as it
+// can (a cicy pane turned over and over: busy, idle, usage, again) and
+// another floods its terminal, a third pane's change still comes, with
+// its exit code.
 func TestNoisyPaneDoesNotStarve(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	c := startServer(t)
-	ctx := context.Background()
+	c := scriptedServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
 	r := readStream(t, c)
 	r.until("the snapshot", func(Event) bool { return true })
-	_, err := c.Create(ctx, CreateRequest{Title: "noisy", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}})
+	noisy, err := c.Create(ctx, CreateRequest{Title: "noisy", Type: "cicy", Provider: "script"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	turns := make(chan int, 1)
+	go func() { // turns until the test ends
+		n := 0
+		defer func() { turns <- n }()
+		for ctx.Err() == nil {
+			if _, err := c.Send(ctx, noisy.ID, SendRequest{Text: fmt.Sprintf("turn %d", n), Wait: true}); err != nil {
+				return
+			}
+			n++
+		}
+	}()
+	defer func() {
+		cancel()
+		if n := <-turns; n < 10 {
+			t.Errorf("the noisy pane took only %d turns", n)
+		}
+	}()
+	if _, err := c.Create(ctx, CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}}); err != nil {
 		t.Fatal(err)
 	}
 	quiet, err := c.Create(ctx, CreateRequest{Title: "quiet", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})

@@ -76,8 +76,12 @@ func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit fun
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-changed:
-			time.Sleep(previewBatch)
+		case <-changed: // let the output burst finish: one preview per batch
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(previewBatch):
+			}
 		case <-poll:
 		case <-stateTick.C:
 			if _, err := s.get(e.cfg.ID); err != nil {

@@ -1,12 +1,9 @@
 package supervisor
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -46,19 +43,11 @@ func loadPrices(home string) (prices, error) {
 	for k, v := range defaultPrices {
 		out[k] = v
 	}
-	path := filepath.Join(home, "db", "lite-config.json")
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return out, nil
-	}
-	if err != nil {
-		return out, fmt.Errorf("read %s: %w", path, err)
-	}
 	var lc struct {
 		Prices map[string]Price `json:"prices"`
 	}
-	if err := json.Unmarshal(b, &lc); err != nil {
-		return out, fmt.Errorf("%s is not valid JSON: %v", path, err)
+	if _, err := cicy.ReadLiteConfig(home, &lc); err != nil {
+		return out, err
 	}
 	for k, v := range lc.Prices {
 		out[k] = v

@@ -154,7 +154,7 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 		}
 		for _, f := range failedBy[p.ID] {
 			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedTaskFailed, Task: f.ID,
-				Reason: fmt.Sprintf("task %d failed: %s", f.ID, firstLine(f.Error))})
+				Reason: fmt.Sprintf("task %d failed: %s", f.ID, FirstLine(f.Error))})
 		}
 		if i, ok := index[p.ID]; ok {
 			if c := st.Masters[i].Tasks; AllFinished(c) && p.State == "idle" {
@@ -187,7 +187,8 @@ func finishedReason(c TaskCounts) string {
 	return fmt.Sprintf("all %d tasks finished: %d done, %d failed, %d cancelled", c.Total, c.Done, c.Failed, c.Cancelled)
 }
 
-func firstLine(s string) string {
+// FirstLine is the first line of s, marked " …" when more follows.
+func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i] + " …"

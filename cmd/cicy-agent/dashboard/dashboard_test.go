@@ -313,11 +313,14 @@ func TestBellRingsForNewAttentionOnly(t *testing.T) {
 	}
 }
 
-// panicky is a client whose event stream blows up.
-type panicky struct{ fakeBackend }
+// panicky is a client whose event stream blows up when told to.
+type panicky struct {
+	fakeBackend
+	boom chan struct{}
+}
 
-func (*panicky) TeamEvents(context.Context) (*supervisor.EventStream, error) {
-	time.Sleep(300 * time.Millisecond) // the first frame is on the screen
+func (p *panicky) TeamEvents(context.Context) (*supervisor.EventStream, error) {
+	<-p.boom
 	panic("stream exploded")
 }
 
@@ -330,11 +333,20 @@ func (*panicky) Preview(context.Context, string, int) (io.ReadCloser, error) {
 // shown) and an error saying so.
 func TestCrashRestoresTerminal(t *testing.T) {
 	var out syncBuffer
+	cl := &panicky{boom: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), &panicky{}, RunOptions{In: bytes.NewReader(nil), Out: &out,
+		done <- Run(context.Background(), cl, RunOptions{In: bytes.NewReader(nil), Out: &out,
 			ProgramOptions: []tea.ProgramOption{tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithWindowSize(80, 24)}})
 	}()
+	// The stream blows up once the dashboard has taken the screen.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "\x1b[?1049h"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the dashboard never took the screen: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(cl.boom)
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "stream exploded") {

@@ -332,7 +332,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 				if res.Error != "" {
 					return "", fmt.Errorf("compact %s: %s", id, res.Error)
 				}
-				return "compacted " + id + ": " + firstLine(res.Answer), nil
+				return "compacted " + id + ": " + topology.FirstLine(res.Answer), nil
 			})
 		}
 	case "x":
@@ -430,12 +430,4 @@ func (m *Model) attachSelected() tea.Cmd {
 		return tea.Exec(&execOnMain{cmd: m.attach(id), screen: m.term, tty: m.tty}, done)
 	}
 	return tea.ExecProcess(m.attach(id), done)
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }

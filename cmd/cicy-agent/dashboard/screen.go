@@ -88,13 +88,6 @@ func (s *screenWriter) draw(frame string) {
 	}
 }
 
-// bell rings the terminal bell.
-func (s *screenWriter) bell() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, _ = io.WriteString(s.out, "\a")
-}
-
 // Write lets the bell's writer be the screen (one writer, one lock).
 func (s *screenWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()

@@ -55,7 +55,7 @@ func (t *Team) Apply(ev supervisor.Event) {
 	case "state":
 		if i := t.index(ev.ID); i >= 0 && ev.State != nil {
 			p := &t.Panes[i]
-			p.State, p.Reason, p.Since, p.PID, p.ExitCode = ev.State.State, ev.State.Reason, ev.State.Since, ev.State.PID, ev.State.ExitCode
+			p.State, p.Reason, p.Since, p.PID, p.ExitCode = string(ev.State.State), ev.State.Reason, ev.State.Since, ev.State.PID, ev.State.ExitCode
 		}
 	case "pane_removed":
 		if i := t.index(ev.ID); i >= 0 {
@@ -105,6 +105,14 @@ func (t *Team) Pane(id string) (supervisor.PaneInfo, bool) {
 
 // Status is the topology view, built as the supervisor builds it.
 func (t *Team) Status(now time.Time) topology.Status {
+	return supervisor.TeamStatus(t.Panes, t.open(), t.Summary, now)
+}
+
+// Current maps each worker to the task it works on now.
+func (t *Team) Current() map[string]supervisor.TaskInfo { return supervisor.CurrentTasks(t.open()) }
+
+// open are the tasks not finished, in id order.
+func (t *Team) open() []supervisor.TaskInfo {
 	open := make([]supervisor.TaskInfo, 0, len(t.Tasks))
 	for _, k := range t.Tasks {
 		if !schema.Terminal(k.Status) {
@@ -112,7 +120,7 @@ func (t *Team) Status(now time.Time) topology.Status {
 		}
 	}
 	slices.SortFunc(open, func(a, b supervisor.TaskInfo) int { return cmp.Compare(a.ID, b.ID) })
-	return supervisor.TeamStatus(t.Panes, open, t.Summary, now)
+	return open
 }
 
 // Recent are the tasks, latest first.
@@ -123,18 +131,6 @@ func (t *Team) Recent() []supervisor.TaskInfo {
 	}
 	slices.SortFunc(out, func(a, b supervisor.TaskInfo) int { return cmp.Compare(b.ID, a.ID) })
 	return out
-}
-
-// CurrentTask is the task a worker works on now, if any.
-func (t *Team) CurrentTask(id string) (supervisor.TaskInfo, bool) {
-	var best supervisor.TaskInfo
-	found := false
-	for _, k := range t.Tasks {
-		if k.To == id && k.Status == schema.TaskDelivered && (!found || k.ID > best.ID) {
-			best, found = k, true
-		}
-	}
-	return best, found
 }
 
 func paneNum(id string) int64 {

@@ -130,29 +130,35 @@ type column struct {
 	width int // minimum; reason and title take what is left
 	drop  int // lower goes first when the terminal is narrow (0: never)
 	right bool
-	cell  func(m *Model, p supervisor.PaneInfo) string
+	cell  func(m *Model, r row) string
+}
+
+// row is one pane of the table with the task it works on, if any.
+type row struct {
+	supervisor.PaneInfo
+	task *supervisor.TaskInfo
 }
 
 var columns = []column{
-	{name: "ID", width: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.ID }},
-	{name: "TITLE", width: 8, drop: 9, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Title }},
-	{name: "TYPE", width: 8, drop: 4, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Type }},
-	{name: "ROLE", width: 6, drop: 3, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.Role }},
-	{name: "STATE", width: 8, cell: func(_ *Model, p supervisor.PaneInfo) string { return p.State }},
-	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p supervisor.PaneInfo) string { return reasonCell(p.Reason) }},
-	{name: "TASK", width: 5, drop: 8, cell: func(m *Model, p supervisor.PaneInfo) string {
-		if t, ok := m.team.CurrentTask(p.ID); ok {
-			return fmt.Sprintf("#%d", t.ID)
+	{name: "ID", width: 5, cell: func(_ *Model, p row) string { return p.ID }},
+	{name: "TITLE", width: 8, drop: 9, cell: func(_ *Model, p row) string { return p.Title }},
+	{name: "TYPE", width: 8, drop: 4, cell: func(_ *Model, p row) string { return p.Type }},
+	{name: "ROLE", width: 6, drop: 3, cell: func(_ *Model, p row) string { return p.Role }},
+	{name: "STATE", width: 8, cell: func(_ *Model, p row) string { return p.State }},
+	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p row) string { return reasonCell(p.Reason) }},
+	{name: "TASK", width: 5, drop: 8, cell: func(_ *Model, r row) string {
+		if r.task != nil {
+			return fmt.Sprintf("#%d", r.task.ID)
 		}
 		return "-"
 	}},
-	{name: "ELAPSED", width: 7, drop: 7, right: true, cell: func(m *Model, p supervisor.PaneInfo) string {
-		if t, ok := m.team.CurrentTask(p.ID); ok && t.DeliveredAt != nil {
-			return clock(m.now().Sub(*t.DeliveredAt))
+	{name: "ELAPSED", width: 7, drop: 7, right: true, cell: func(m *Model, r row) string {
+		if r.task != nil && r.task.DeliveredAt != nil {
+			return clock(m.now().Sub(*r.task.DeliveredAt))
 		}
 		return "-"
 	}},
-	{name: "TOKENS", width: 6, drop: 6, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+	{name: "TOKENS", width: 6, drop: 6, right: true, cell: func(_ *Model, p row) string {
 		u := p.Usage
 		n := u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 		if n == 0 {
@@ -160,13 +166,13 @@ var columns = []column{
 		}
 		return tokens(n)
 	}},
-	{name: "CACHE", width: 5, drop: 2, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+	{name: "CACHE", width: 5, drop: 2, right: true, cell: func(_ *Model, p row) string {
 		if p.CacheHit < 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.0f%%", p.CacheHit*100)
 	}},
-	{name: "COST", width: 6, drop: 1, right: true, cell: func(_ *Model, p supervisor.PaneInfo) string {
+	{name: "COST", width: 6, drop: 1, right: true, cell: func(_ *Model, p row) string {
 		if p.CostUSD == nil {
 			return "-"
 		}
@@ -478,8 +484,12 @@ func (m *Model) table(h int) []string {
 		m.offset = sel - rows + 1
 	}
 	m.offset = min(m.offset, max(len(m.team.Panes)-rows, 0))
+	current := m.team.Current()
 	for i := m.offset; i < len(m.team.Panes) && len(out) < h; i++ {
-		p := m.team.Panes[i]
+		p := row{PaneInfo: m.team.Panes[i]}
+		if t, ok := current[p.ID]; ok {
+			p.task = &t
+		}
 		mark := "  "
 		if p.ID == m.selected {
 			mark = "▸ "
@@ -592,7 +602,7 @@ func (m *Model) tasks() []string {
 		if t.Status == "failed" && t.Error != "" {
 			text = t.Error + " · " + text
 		}
-		out = append(out, fit(head, 16)+status+" "+fit(firstLine(text), m.width-26))
+		out = append(out, fit(head, 16)+status+" "+fit(topology.FirstLine(text), m.width-26))
 	}
 	return out
 }
