@@ -201,8 +201,9 @@ func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
 	}
 	switch u.Name {
 	case "shell":
-		defer clearToolGroup(j.a.dir())
-		return tools.ShellWatched(j.ctx, j.a.cfg.Workspace, u.Input, func(pgid int) { recordToolGroup(j.a.dir(), pgid) })
+		run := newToolRun(j.a.dir())
+		defer run.done()
+		return tools.ShellWatched(j.ctx, j.a.cfg.Workspace, u.Input, run.env(), run.started)
 	case "skill":
 		return tools.Skill(filepath.Join(j.a.env.Home, "skills"), u.Input)
 	default:

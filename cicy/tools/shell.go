@@ -70,13 +70,15 @@ const sudoRefusal = "error: sudo is not available: this command runs without a t
 // whether it is an error. It kills the whole process group on timeout or
 // when ctx ends.
 func Shell(ctx context.Context, workspace string, input json.RawMessage) (string, bool) {
-	return ShellWatched(ctx, workspace, input, nil)
+	return ShellWatched(ctx, workspace, input, nil, nil)
 }
 
-// ShellWatched is Shell with started called with the command's process
-// group id once it runs (the caller records it, so the group can be killed
-// after a crash of the supervisor left it behind).
-func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, started func(pgid int)) (string, bool) {
+// ShellWatched is Shell with marker (NAME=VALUE entries) added to the
+// command's environment, which every process it starts inherits, and
+// started called with the command's process group id once it runs. The
+// caller records both, so what the command started can be found and
+// killed after a crash of the supervisor left it behind.
+func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, marker []string, started func(pgid int)) (string, bool) {
 	in, err := parseShellInput(input)
 	if err != nil {
 		return "error: " + err.Error(), true
@@ -88,7 +90,7 @@ func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, 
 		return sudoRefusal, true
 	}
 	timeout := shellTimeout(in.Timeout)
-	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, started)
+	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, marker, started)
 }
 
 // parseShellInput decodes the input; an empty input counts as {} so a
@@ -133,19 +135,24 @@ func resolveCwd(workspace, cwd string) string {
 }
 
 // runShell runs the command and formats the result.
-func runShell(ctx context.Context, dir, command string, timeout time.Duration, started func(int)) (string, bool) {
+func runShell(ctx context.Context, dir, command string, timeout time.Duration, marker []string, started func(int)) (string, bool) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	out := &headWriter{limit: MaxShellOutput}
 	cmd := exec.CommandContext(tctx, "bash", "-lc", command)
 	cmd.Dir = dir
+	if len(marker) > 0 {
+		cmd.Env = append(cmd.Environ(), marker...)
+	}
 	// One writer for both streams: exec then uses a single pipe, so the
 	// output keeps the order in which the command wrote it.
 	cmd.Stdout = out
 	cmd.Stderr = out
 	// Its own process group, so a timeout or cancel kills the whole tree;
-	// Pdeathsig so a killed supervisor does not leave the command running.
+	// Pdeathsig so a killed supervisor takes the command with it. What the
+	// command started outlives it (its group has no leader then): the
+	// caller's marker is how the next start finds and kills it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay

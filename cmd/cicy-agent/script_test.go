@@ -112,6 +112,7 @@ func TestScripts(t *testing.T) {
 			"mkfile":          cmdMkFile,
 			"waitgrep":        cmdWaitGrep,
 			"taskorder":       cmdTaskOrder,
+			"waitreaped":      cmdWaitReaped,
 		},
 	})
 }
@@ -139,6 +140,11 @@ func setupScript(env *testscript.Env) error {
 		// and whatever a pane started that outlives its SIGHUP (opencode).
 		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
 		for _, pid := range paneProcesses(home) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		// And whatever still runs in this script's folder (a tool's
+		// processes a failing test left behind).
+		for _, pid := range workProcesses(env.WorkDir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -293,6 +299,23 @@ func paneProcesses(home string) []int {
 	return pids
 }
 
+// workProcesses are the pids of live processes whose working directory is
+// inside work.
+func workProcesses(work string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cwd, err := os.Readlink(filepath.Join(d, "cwd"))
+		if err != nil || (cwd != work && !strings.HasPrefix(cwd, work+"/")) || isZombie(d) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // nopaneprocesses checks that no process has CICY_HOME of this script in
 // its environment any more (the panes died with their supervisor).
 func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
@@ -322,6 +345,26 @@ func cmdWaitSocket(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("no socket at %s after %s", sock, pollDeadline)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitreaped FILE waits until the process whose pid FILE holds is gone
+// entirely: dead and reaped, not even a zombie.
+func cmdWaitReaped(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitreaped <pid file>")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	ts.Check(err)
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d is still there after %s", pid, pollDeadline)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
