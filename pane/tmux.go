@@ -628,3 +628,12 @@ func (p *TmuxPane) waitDead(ctx context.Context) {
 // Close forgets the pane; its session keeps running (it outlives the
 // supervisor).
 func (p *TmuxPane) Close() { p.srv.unregister(p) }
+
+// KillServer ends this home's tmux server and every session in it; a
+// server that is not running is not an error.
+func (s *TmuxServer) KillServer() error {
+	if _, err := s.run("kill-server"); err != nil && !strings.Contains(err.Error(), "no server running") && !strings.Contains(err.Error(), "error connecting") {
+		return err
+	}
+	return nil
+}

@@ -77,14 +77,29 @@ func (c *Client) Ensure(ctx context.Context) error {
 		return fmt.Errorf("open the supervisor log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "--home", c.home.Root, "serve")
+	// The supervisor writes why it could not start (one sentence) to the
+	// pipe given as its descriptor 3, and closes it once it is ready.
+	rp, wp, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start the supervisor: %w", err)
+	}
+	defer rp.Close() // also ends the reader below
+	cmd := exec.Command(exe, "--home", c.home.Root, "serve", "--report-fd", "3")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{wp}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in our terminal's session
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	wp.Close()
+	if err != nil {
 		return fmt.Errorf("start the supervisor: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	report := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(rp, 8<<10))
+		report <- strings.TrimSpace(string(b))
+	}()
 	deadline := time.Now().Add(c.StartTimeout)
 	for time.Now().Before(deadline) {
 		if _, err := c.Health(ctx); err == nil {
@@ -94,6 +109,11 @@ func (c *Client) Ensure(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
+		case msg := <-report:
+			report = nil
+			if msg != "" {
+				return &Error{Kind: KindFailed, Message: msg}
+			}
 		case <-exited:
 			// It may have lost a race with another supervisor starting for
 			// the same home; keep asking until the deadline.

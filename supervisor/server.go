@@ -33,6 +33,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer unlock()
 
+	if err := checkDatabase(h, cfg.Fresh, cfg.Log); err != nil {
+		return err
+	}
 	store, err := schema.Open(ctx, h.DB())
 	if err != nil {
 		return err
@@ -69,6 +72,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	cfg.Log.WithFields(map[string]any{"pid": os.Getpid(), "socket": h.Socket(), "version": cfg.Version}).Info("Supervisor listening")
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
 
 	select {
 	case <-ctx.Done():

@@ -52,6 +52,12 @@ type Config struct {
 	// HookQuiet is how long a CLI agent's hook stands before its screen
 	// rules may overrule it (default 10 s).
 	HookQuiet time.Duration
+	// Fresh lets the supervisor start on a missing or empty database
+	// beside the folders of the panes it described: they are moved aside
+	// first (see checkDatabase). Without it, that is refused.
+	Fresh bool
+	// Ready, if set, is called once the supervisor answers on its socket.
+	Ready func()
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -241,20 +247,48 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	}
 	var undo func()
 	row, err = s.store.CreatePane(ctx, row, func(id string) (string, error) {
+		// A new pane never adopts folders left by an earlier pane of the
+		// same id (a lost database): they are moved aside, with a warning.
+		// A workspace the user names is theirs to choose.
+		var putBack []func()
+		restore := func() {
+			for _, f := range putBack {
+				f()
+			}
+		}
 		ws := req.Workspace
+		dirs := []string{s.cfg.Home.paneDir(id)}
 		if ws == "" {
 			ws = s.cfg.Home.Workspace(id)
+			dirs = append(dirs, ws)
+		}
+		for _, d := range dirs {
+			note, back, err := setAsideForeign(s.cfg.Home, d, time.Now())
+			if err != nil {
+				restore()
+				return "", failedErr("%v", err)
+			}
+			if note != "" {
+				warnings = append(warnings, note)
+				putBack = append(putBack, back)
+				s.log.WithField("pane", id).Warn("Set aside: " + note)
+			}
 		}
 		u, err := makeWorkspace(ws)
-		undo = u
+		undo = func() { u(); restore() }
 		if err == nil && tmpl != nil {
-			if err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl); err != nil {
-				u()
-			}
+			err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl)
+		}
+		if err != nil {
+			undo()
+			undo = nil
 		}
 		return ws, err
 	})
 	if err != nil {
+		if undo != nil {
+			undo() // prepared, but the row was not stored
+		}
 		return CreateResponse{}, err
 	}
 	e := &entry{cfg: row}

@@ -141,11 +141,37 @@ func (e *env) serveCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the supervisor in the foreground (client commands start it in the background by themselves)",
+		Description: "The supervisor keeps its panes and tasks in db/cicy.db under the home. If that database is missing\n" +
+			"or empty (0 bytes) while the home still holds the folders of panes (workspaces/w-N, panes/w-N) or a\n" +
+			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
+			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
+			"and ends the home's tmux sessions.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
+			&cli.BoolFlag{Name: "fresh", Usage: "start over when the database is missing or empty: move the folders of the panes it described aside and end their tmux sessions"},
+			// The client that starts a supervisor in the background reads
+			// a startup failure from this descriptor (closed once ready).
+			&cli.IntFlag{Name: "report-fd", Hidden: true},
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
+			var report *os.File
+			if fd := c.Int("report-fd"); fd > 2 {
+				syscall.CloseOnExec(fd) // not for the panes
+				report = os.NewFile(uintptr(fd), "startup report")
+			}
+			ready := func() {
+				if report != nil {
+					report.Close()
+					report = nil
+				}
+			}
+			defer func() {
+				if err != nil && report != nil && !errors.Is(err, supervisor.ErrAlreadyRunning) {
+					fmt.Fprintln(report, strings.ReplaceAll(err.Error(), "\n", " "))
+				}
+				ready()
+			}()
 			if _, err := args(c, 0, 0, ""); err != nil {
 				return err
 			}
@@ -168,7 +194,7 @@ func (e *env) serveCmd() *cli.Command {
 			defer stop()
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
-				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()),
+				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")

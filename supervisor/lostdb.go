@@ -1,0 +1,169 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// A database that is missing or empty (0 bytes) while the home still holds
+// what it described — pane workspaces, pane folders, a tmux server with
+// sessions — was lost (deleted, truncated, a failed restore). Starting on
+// it would forget every pane and task and hand the old ids, with their
+// workspaces, conversations and memories, to new panes. The supervisor
+// refuses instead, unless told to start fresh (serve --fresh), which first
+// moves those folders aside and ends the tmux sessions.
+
+// leftovers is what a lost database leaves behind in a home.
+type leftovers struct {
+	folders  []string // relative to the home: workspaces/w-N, panes/w-N
+	sessions int      // live sessions of the home's tmux server
+}
+
+func (l leftovers) empty() bool { return len(l.folders) == 0 && l.sessions == 0 }
+
+// describe names what was found, briefly.
+func (l leftovers) describe(tmuxSocket string) string {
+	var parts []string
+	if n := len(l.folders); n > 0 {
+		names := l.folders
+		more := ""
+		if n > 3 {
+			names, more = names[:3], fmt.Sprintf(" and %d more", n-3)
+		}
+		parts = append(parts, fmt.Sprintf("the folders of panes it described (%s%s)", strings.Join(names, ", "), more))
+	}
+	if l.sessions > 0 {
+		parts = append(parts, fmt.Sprintf("a tmux server (%s) with %d session(s)", tmuxSocket, l.sessions))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// findLeftovers lists the home's pane folders and its tmux sessions.
+func findLeftovers(h Home, tmux *pane.TmuxServer) leftovers {
+	var l leftovers
+	for _, pattern := range []string{h.path("workspaces", "w-*"), h.path("panes", "*")} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if rel, err := filepath.Rel(h.Root, m); err == nil {
+				l.folders = append(l.folders, rel)
+			}
+		}
+	}
+	slices.Sort(l.folders)
+	if pane.TmuxAvailable() {
+		if sessions, err := tmux.Sessions(); err == nil {
+			l.sessions = len(sessions)
+		}
+	}
+	return l
+}
+
+// dbLost says how the database is missing or empty, or "" when it holds
+// something.
+func dbLost(path string) (string, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "is missing", nil
+	case err != nil:
+		return "", fmt.Errorf("check the database %s: %w", path, err)
+	case fi.Size() == 0:
+		return "is empty (0 bytes)", nil
+	}
+	return "", nil
+}
+
+// checkDatabase refuses a lost database beside what it described; with
+// fresh it moves that aside instead (and ends the home's tmux server), so
+// the supervisor starts with no panes and new panes get clean folders.
+func checkDatabase(h Home, fresh bool, log *logrus.Entry) error {
+	how, err := dbLost(h.DB())
+	if err != nil || how == "" {
+		return err
+	}
+	tmux := pane.NewTmuxServer(h.Root, log)
+	l := findLeftovers(h, tmux)
+	if l.empty() {
+		return nil
+	}
+	if !fresh {
+		return fmt.Errorf("the database %s %s but this home still holds %s: restore the database from a backup, "+
+			"or start over with 'cicy-agent serve --fresh', which moves those folders to %s and ends the tmux sessions",
+			h.DB(), how, l.describe(tmux.Socket), h.path("orphaned-<time>"))
+	}
+	aside := h.path("orphaned-" + time.Now().UTC().Format("20060102-150405"))
+	moved, err := moveAside(h, aside, l.folders)
+	if err != nil {
+		return err
+	}
+	if l.sessions > 0 {
+		if err := tmux.KillServer(); err != nil {
+			return fmt.Errorf("end the tmux server %s: %w", tmux.Socket, err)
+		}
+	}
+	log.WithFields(logrus.Fields{"database": how, "moved_to": aside, "moved": moved, "tmux_sessions_ended": l.sessions}).
+		Warn("Started fresh: the database was lost; what it described was moved aside")
+	return nil
+}
+
+// moveAside moves the folders (relative to the home) and what is left of
+// the database into dir, keeping their paths; it returns how many it moved.
+func moveAside(h Home, dir string, folders []string) (int, error) {
+	rels := slices.Clone(folders)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if _, err := os.Lstat(h.DB() + suffix); err == nil {
+			rel, _ := filepath.Rel(h.Root, h.DB()+suffix)
+			rels = append(rels, rel)
+		}
+	}
+	for _, rel := range rels {
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return 0, fmt.Errorf("set aside %s: %w", rel, err)
+		}
+		if err := os.Rename(h.path(rel), dst); err != nil {
+			return 0, fmt.Errorf("set aside %s: %w", rel, err)
+		}
+	}
+	return len(rels), nil
+}
+
+// setAsideForeign moves away a folder that a pane being created would
+// otherwise adopt: a default folder of its id that exists and is not
+// empty was left by another pane (one a lost database no longer knows).
+// It returns a sentence for the user (empty when nothing was moved) and a
+// function that moves the folder back.
+func setAsideForeign(h Home, dir string, now time.Time) (note string, undo func(), err error) {
+	undo = func() {}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", undo, nil
+	case err != nil:
+		return "", undo, fmt.Errorf("check %s: %w", dir, err)
+	case len(entries) == 0:
+		return "", undo, nil
+	}
+	aside := dir + ".orphaned-" + now.UTC().Format("20060102-150405")
+	if err := os.Rename(dir, aside); err != nil {
+		return "", undo, fmt.Errorf("set aside %s, which holds files of an earlier pane: %w", dir, err)
+	}
+	rel := func(p string) string {
+		if r, err := filepath.Rel(h.Root, p); err == nil {
+			return r
+		}
+		return p
+	}
+	note = fmt.Sprintf("%s already held files of an earlier pane that this home's database no longer knows; they were moved to %s",
+		rel(dir), rel(aside))
+	return note, func() { _ = os.Rename(aside, dir) }, nil
+}
