@@ -14,7 +14,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// Native completion signals of CLI agents (SPEC §7): Claude Code and Codex
+// Native completion signals of CLI agents (see docs/hooks.md): Claude Code and Codex
 // hooks, Codex notify and opencode plugin events all run `cicy-agent
 // hook`, which posts them here. Each may set the pane's state (reason
 // "hook:<event>"), confirm that a typed task was submitted, or end a turn
