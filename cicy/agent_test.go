@@ -393,7 +393,7 @@ func TestGoldenFirstRequest(t *testing.T) {
 		t.Errorf("first request differs from %s (rerun with -update after checking the change):\n%s", golden, firstDiff(want, got.Bytes()))
 	}
 
-	// The same contract, checked structurally (SPEC §4).
+	// The same contract, checked structurally (see docs/requests-and-caching.md).
 	req := rs[0].Req
 	systemMD := string(mustRead(t, filepath.Join(r.home, "memory", "agents", "assistant", "system.md")))
 	if len(req.System) != 2 {
@@ -673,7 +673,7 @@ func TestToolRoundRunsRealShell(t *testing.T) {
 }
 
 func TestCurrentJSONNamesModel(t *testing.T) {
-	// SPEC §4: current.json is {agent_id, conversation_id, updated_at,
+	// current.json is {agent_id, conversation_id, updated_at,
 	// model, messages}.
 	r := newRig(t, replies(textReply("hi")))
 	r.start()

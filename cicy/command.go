@@ -16,7 +16,7 @@ import (
 // summaryPrefix marks the user message that holds a /compact summary.
 const summaryPrefix = "[Summary of the earlier conversation, made by /compact; the most recent messages follow.]\n\n"
 
-// compactPrompt is the system prompt of the summary call (SPEC §4).
+// compactPrompt is the system prompt of the summary call (see docs/requests-and-caching.md).
 const compactPrompt = `You compact a conversation between a user and an AI agent so the agent can continue the work without the earlier messages. Write the summary in the conversation's language, with these sections:
 1. User goals and requests: every goal and request the user made.
 2. Key decisions: decisions and conclusions reached.

@@ -15,7 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
-// HistoryDir is where a pane keeps its conversation (SPEC §4).
+// HistoryDir is where a pane keeps its conversation (see docs/requests-and-caching.md).
 func HistoryDir(workspace string) string { return filepath.Join(workspace, ".cicy", "history") }
 
 // Current is current.json: the full display history, no injected blocks.

@@ -90,7 +90,7 @@ func (lc LiteConfig) Expand(want []string) ([]string, error) {
 	return out, nil
 }
 
-// MemoryCap is the most of MEMORY.md a request carries (SPEC §1).
+// MemoryCap is the most of MEMORY.md a request carries.
 const MemoryCap = 6000
 
 // loadMemories reads <workspace>/.cicy/memory/MEMORY.md, cut at a line

@@ -30,7 +30,7 @@ type realClock struct{}
 func (realClock) Now() time.Time                            { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
-// The memory loop's triggers and limits (SPEC §1, issue 4).
+// The memory loop's triggers and limits (issue 4).
 const (
 	MemoryIdle        = 5 * time.Minute  // since the last turn (restarted by each turn)
 	MemoryBatch       = 6                // buffered turns

@@ -30,7 +30,7 @@ type Prompt struct {
 	headMemories bool
 }
 
-// Limits of the history window (SPEC §4).
+// Limits of the history window (see docs/requests-and-caching.md).
 const (
 	CompactThreshold = 300 // more messages than this: compactable
 	CompactKeep      = 160 // messages /compact keeps verbatim
@@ -40,7 +40,7 @@ const (
 // finalNote tells the model on the last round that its tool budget is spent.
 const finalNote = "Your tool budget for this turn is spent: do not call any tool. Answer now with the most complete answer you can give, or say how far you got."
 
-// Assemble builds the request of one round, per SPEC §4: system blocks
+// Assemble builds the request of one round (docs/requests-and-caching.md): system blocks
 // with a breakpoint on the last; tools in the given order with a breakpoint
 // on the last (absent when none); the history window with the <role> block
 // first in the first user message, a breakpoint on the last block of the

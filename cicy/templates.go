@@ -133,7 +133,7 @@ func readOptional(path string) (string, error) {
 	return string(b), nil
 }
 
-// GuidanceFile names the guidance file of an agent type (SPEC §2).
+// GuidanceFile names the guidance file of an agent type.
 func GuidanceFile(agentType string) string {
 	if agentType == "claude" {
 		return "CLAUDE.md"

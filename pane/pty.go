@@ -324,7 +324,7 @@ func (p *PTY) classify(st *ptyState) {
 	}
 }
 
-// SetState records what an agent's own hook says of it (SPEC §7): it
+// SetState records what an agent's own hook says of it (see docs/hooks.md): it
 // stands over the screen rules for the hook-quiet time.
 func (p *PTY) SetState(s State, reason string) {
 	p.do(func(st *ptyState) {

@@ -10,7 +10,7 @@ import (
 // line among the last Last non-blank lines of a screen (all lines when
 // Last is 0), the pane is in State. Screen rules are the fallback of CLI
 // agent panes, used when the agent's own hooks have not spoken recently
-// (SPEC §7); users override them in lite-config.json ("screenRules").
+// (see docs/hooks.md); users override them in lite-config.json ("screenRules").
 type Rule struct {
 	Name  string `json:"name"`
 	State State  `json:"state"`

@@ -5,7 +5,7 @@ import "time"
 // State is where a pane is in its life.
 type State string
 
-// The pane states of SPEC §7.
+// The pane states.
 const (
 	Starting State = "starting"
 	Idle     State = "idle"

@@ -432,7 +432,7 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 	return fast
 }
 
-// SetState records what an agent's own hook says of it (SPEC §7): it
+// SetState records what an agent's own hook says of it (see docs/hooks.md): it
 // stands over the screen rules for the hook-quiet time. A pane whose
 // program ended keeps its exit.
 func (p *TmuxPane) SetState(s State, reason string) {

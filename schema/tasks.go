@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// Task is one tasks row (SPEC §6).
+// Task is one tasks row.
 type Task struct {
 	ID          int64          `db:"id"`
 	From        string         `db:"from_pane"`

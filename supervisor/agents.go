@@ -15,7 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// CLI agent panes (SPEC §7, issue 6): the real Claude Code, Codex and
+// CLI agent panes (see docs/hooks.md; issue 6): the real Claude Code, Codex and
 // opencode programs in terminal panes. Each pane gets its own config
 // folder under $CICY_HOME/panes/<id>/ (the user's own files are never
 // touched), seeded so the program starts straight at its prompt, with its

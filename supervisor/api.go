@@ -9,7 +9,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// The API's JSON documents. Fields may be added, never renamed (SPEC §3).
+// The API's JSON documents. Fields may be added, never renamed (see docs/http-api.md).
 
 // CreateRequest asks for a new pane. Paths are absolute: the client
 // resolves them against its own working directory.

@@ -17,7 +17,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// Pane types of SPEC §2, and those this version can run.
+// Pane types, and those this version can run.
 var (
 	paneTypes  = []string{"cicy", "claude", "codex", "opencode", "shell"}
 	builtTypes = []string{"shell", "cicy", "claude", "codex", "opencode"}

@@ -294,7 +294,7 @@ func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
 	return current
 }
 
-// TeamStatus is the status view (SPEC §3) of panes in display order, given
+// TeamStatus is the status view (see docs/http-api.md) of panes in display order, given
 // the tasks in flight (those delivered are their workers' current tasks)
 // and the task summary. The supervisor and the stream's subscribers build
 // it the same way.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 )
 
-// Home is a CICY_HOME folder and the paths inside it (SPEC §2).
+// Home is a CICY_HOME folder and the paths inside it.
 type Home struct{ Root string }
 
 // DefaultHome is $CICY_HOME, else ~/cicy-ai.

@@ -14,7 +14,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// Native completion signals of CLI agents (SPEC §7): Claude Code and Codex
+// Native completion signals of CLI agents (see docs/hooks.md): Claude Code and Codex
 // hooks, Codex notify and opencode plugin events all run `cicy-agent
 // hook`, which posts them here. Each may set the pane's state (reason
 // "hook:<event>"), confirm that a typed task was submitted, or end a turn
@@ -125,10 +125,13 @@ type hookLog struct {
 	result   string
 	failed   string
 	lastSeen time.Time
+	// The state the last signal that set one gave, and why.
+	state  pane.State
+	reason string
 }
 
 // record notes a signal; false when it is older than the last one.
-func (h *hookLog) record(eff hookEffect, at time.Time) bool {
+func (h *hookLog) record(eff hookEffect, event string, at time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if at.Before(h.lastSeen) {
@@ -141,7 +144,17 @@ func (h *hookLog) record(eff hookEffect, at time.Time) bool {
 	if eff.end {
 		h.end, h.result, h.failed = at, eff.result, eff.failed
 	}
+	if eff.state != "" {
+		h.state, h.reason = eff.state, "hook:"+event
+	}
 	return true
+}
+
+// lastState is the state the latest signal set, if any did.
+func (h *hookLog) lastState() (pane.State, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state, h.reason
 }
 
 // turnEnd is the last turn end at or after since, if any.
@@ -167,9 +180,18 @@ type stateSetter interface {
 
 // Hook applies one signal of a CLI agent pane.
 func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
-	e, err := s.get(id)
+	id, err := ParsePaneID(id)
 	if err != nil {
 		return HookResult{}, err
+	}
+	s.mu.Lock()
+	e, ok := s.panes[id]
+	if !ok {
+		e, ok = s.starting[id]
+	}
+	s.mu.Unlock()
+	if !ok {
+		return HookResult{}, notFoundErr(id)
 	}
 	if !isAgent(e.cfg.Type) {
 		return HookResult{}, usageErr("pane %s is a %s pane; hooks come from claude, codex and opencode panes", e.cfg.ID, e.cfg.Type)
@@ -186,25 +208,54 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		log.Debug("Hook ignored: " + eff.ignored)
 		return HookResult{Ignored: eff.ignored}, nil
 	}
-	if !e.hooks.record(eff, req.At) {
+	res := HookResult{}
+	if eff.state != "" {
+		res.State, res.Reason = string(eff.state), "hook:"+req.Event
+	}
+	recorded, pending := s.recordHook(e, eff, req)
+	if !recorded {
 		// Hooks run as separate processes and may arrive out of order
 		// (opencode's busy after its idle): an older one changes nothing.
 		log.Debug("Hook older than the last one applied; ignored")
 		return HookResult{Ignored: "older than the last signal of this pane"}, nil
 	}
-	res := HookResult{}
+	if pending {
+		// Create applies it once the pane's process is registered.
+		log.WithField("state", res.State).Debug("Hook kept for the pane being started")
+		return res, nil
+	}
 	if eff.state != "" {
-		res.State, res.Reason = string(eff.state), "hook:"+req.Event
 		e.op.Lock()
-		p := e.proc
+		e.applyHookState()
 		e.op.Unlock()
-		if ss, ok := p.(stateSetter); ok {
-			ss.SetState(eff.state, res.Reason)
-		}
 	}
 	log.WithField("state", res.State).Debug("Hook applied")
 	s.tasks.paneKick() // a turn-end hook may settle a delivered task
 	return res, nil
+}
+
+// recordHook notes a signal in the pane's hook log. pending is true while
+// Create is still starting the pane: it is recorded under s.mu, so Create,
+// which takes the pane out of s.starting under s.mu before it applies the
+// log's state, cannot miss it.
+func (s *Supervisor) recordHook(e *entry, eff hookEffect, req HookRequest) (recorded, pending bool) {
+	s.mu.Lock()
+	if s.starting[e.cfg.ID] == e {
+		defer s.mu.Unlock()
+		return e.hooks.record(eff, req.Event, req.At), true
+	}
+	s.mu.Unlock()
+	return e.hooks.record(eff, req.Event, req.At), false
+}
+
+// applyHookState gives the pane's process the state its latest hook set.
+// Always the latest, not the caller's own: hooks racing for e.op then
+// still end on the newest signal. The caller holds e.op.
+func (e *entry) applyHookState() {
+	st, reason := e.hooks.lastState()
+	if ss, ok := e.proc.(stateSetter); ok && st != "" {
+		ss.SetState(st, reason)
+	}
 }
 
 // HookSpool is where `cicy-agent hook` keeps signals while no supervisor

@@ -73,8 +73,11 @@ type Supervisor struct {
 	events *hub
 	prices prices
 
-	mu        sync.Mutex
-	panes     map[string]*entry
+	mu    sync.Mutex
+	panes map[string]*entry
+	// starting holds the panes Create is starting, not yet in panes: a
+	// CLI agent's first hook (SessionStart) can come before Create is done.
+	starting  map[string]*entry
 	closeOnce sync.Once
 
 	usageMu sync.Mutex
@@ -117,7 +120,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), events: newHub()}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
 		return nil, err
@@ -292,7 +295,24 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		return CreateResponse{}, err
 	}
 	e := &entry{cfg: row}
-	if err := s.start(ctx, e); err != nil {
+	s.mu.Lock()
+	s.starting[row.ID] = e
+	s.mu.Unlock()
+	err = s.start(ctx, e)
+	// Hooks that came while the process started were kept (hookStarting);
+	// from here on they go to the process, once the pending one is applied.
+	e.op.Lock()
+	s.mu.Lock()
+	delete(s.starting, row.ID)
+	if err == nil {
+		s.panes[row.ID] = e
+	}
+	s.mu.Unlock()
+	if err == nil {
+		e.applyHookState()
+	}
+	e.op.Unlock()
+	if err != nil {
 		// The row must not outlive a pane that never ran.
 		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
@@ -300,9 +320,6 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		undo()
 		return CreateResponse{}, failedErr("pane %s could not start: %v", row.ID, err)
 	}
-	s.mu.Lock()
-	s.panes[row.ID] = e
-	s.mu.Unlock()
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
 	return CreateResponse{ID: row.ID, Warnings: warnings}, nil

@@ -9,7 +9,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// TaskInfo is a task as `tasks --json` prints it (SPEC §3).
+// TaskInfo is a task as `tasks --json` prints it (see docs/http-api.md).
 type TaskInfo struct {
 	ID          int64      `json:"id"`
 	From        string     `json:"from"`

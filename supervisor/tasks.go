@@ -15,7 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// The task outbox (SPEC §6). One goroutine (run) decides deliveries and
+// The task outbox. One goroutine (run) decides deliveries and
 // completions; it wakes on every pane state change (kick) and on a timer,
 // so nothing waits forever. Every transition is a conditional update in
 // SQLite (MoveTask), so a task reaches exactly one terminal state whoever
@@ -392,7 +392,7 @@ func lineWith(lines []string, s string, last bool) int {
 	return found
 }
 
-// notification is the line a master gets (SPEC §6).
+// notification is the line a master gets.
 func notification(t schema.Task, full bool) string {
 	head := fmt.Sprintf("🔔 [%s] task %d → %s", t.To, t.ID, t.Status)
 	if !full {
@@ -450,7 +450,7 @@ func (o *outbox) notifyMasters() {
 	}
 }
 
-// recover settles what a previous supervisor left (SPEC §6, crash
+// recover settles what a previous supervisor left (crash
 // safety): a delivered cicy task whose worker answered is done from the
 // worker's history; one whose turn was interrupted or never started is
 // queued again (once; a second interruption fails it); a delivered shell
@@ -529,7 +529,7 @@ func (s *Supervisor) callerMaster(caller string) string {
 // userSender is the from of a task dispatched by a person, not a master.
 const userSender = "user"
 
-// Dispatch validates and queues a task (SPEC §6). from "" means the
+// Dispatch validates and queues a task. from "" means the
 // worker's master, or the user when it has none.
 func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schema.Task, error) {
 	if strings.TrimSpace(text) == "" {

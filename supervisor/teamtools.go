@@ -11,7 +11,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// teamTools are the team group of a cicy master (SPEC §4): dispatch,
+// teamTools are the team group of a cicy master (see docs/role-templates.md): dispatch,
 // workers, task_status. Results of dispatched tasks come back to the
 // master by themselves as 🔔 messages.
 type teamTools struct{ s *Supervisor }

@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Team files (SPEC §9): a team's panes and, optionally, its master's first
+// Team files (see docs/team-files.md): a team's panes and, optionally, its master's first
 // goal, as `cicy-agent up team.yaml` reads them.
 
 // TeamPane is one pane of a team file, with defaults filled in.

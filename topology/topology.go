@@ -105,7 +105,7 @@ type FailedTask struct {
 	Error  string `json:"error"`
 }
 
-// Status is the `status --json` document (SPEC §3).
+// Status is the `status --json` document (see docs/http-api.md).
 type Status struct {
 	Masters []Master `json:"masters"`
 	// Unassigned are workers that report to no master: none was given and

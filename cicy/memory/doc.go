@@ -1,5 +1,4 @@
-// Package memory is the long-term memory of a cicy pane (SPEC §1 "Long-term
-// memory", SPEC §5): plain files a person can read and edit under
+// Package memory is the long-term memory of a cicy pane: plain files a person can read and edit under
 // <workspace>/.cicy/memory/, and the text handling of the recognizer, the aux
 // LLM call that decides what deserves to be remembered.
 //

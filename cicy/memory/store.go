@@ -15,10 +15,10 @@ import (
 	"unicode/utf8"
 )
 
-// Types of SPEC §5.
+// Types of memories.
 var Types = []string{"preference", "fact", "person", "knowledge", "procedure", "constraint", "lesson"}
 
-// Limits of the store (SPEC §1, §5, issue 4).
+// Limits of the store (issue 4).
 const (
 	MaxMemories       = 120  // more than this → the weakest move to _archive/
 	KeepMemories      = 100  // … until this many remain
@@ -62,7 +62,7 @@ type Problem struct {
 	Err  string `json:"error"`
 }
 
-// Slug makes a mem_id safe as a file stem (SPEC §5): lowercase; [a-z0-9_-]
+// Slug makes a mem_id safe as a file stem: lowercase; [a-z0-9_-]
 // and Han characters kept; every other run of characters → "_"; trimmed of
 // "_" and "-"; at most 80 bytes (cut on a rune boundary). It returns an
 // error for a mem_id that is empty after this, or that contains "..", "/"
@@ -189,7 +189,7 @@ func (s *Store) readFile(name string) (Memory, error) {
 	return m, nil
 }
 
-// parse reads one memory file (SPEC §5). It is lenient with what a person
+// parse reads one memory file. It is lenient with what a person
 // may write by hand (CRLF, a BOM, quotes around values, "[a, b]" tags,
 // comments, unknown keys) and strict about the frontmatter itself.
 func parse(fileStem string, data []byte) (Memory, error) {
@@ -279,7 +279,7 @@ func splitTags(v string) []string {
 	return cleanTags(tags)
 }
 
-// format writes one memory file (SPEC §5), byte for byte.
+// format writes one memory file, byte for byte.
 func format(m Memory) []byte {
 	var b strings.Builder
 	b.WriteString("---\n")

@@ -12,7 +12,7 @@ import (
 )
 
 // Prompt-cache rules of the Anthropic Messages API that the simulator
-// follows (see research/memory-anchors.md §1.1).
+// follows (see docs/scripted-model.md).
 const (
 	// cacheTTL is the lifetime of an ephemeral entry, refreshed on read.
 	cacheTTL = 5 * time.Minute

@@ -21,7 +21,7 @@ func newTestSim() (*CacheSim, *fakeClock) {
 	return NewCacheSim(clk.now), clk
 }
 
-// convo builds requests the way the turn loop does (SPEC §4): system with a
+// convo builds requests the way the turn loop does (see docs/requests-and-caching.md): system with a
 // breakpoint, the history with a breakpoint on its last block, then a
 // <memories> block after it in the last user message.
 type convo struct {

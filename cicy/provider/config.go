@@ -16,7 +16,7 @@ type Streamer interface {
 	Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error)
 }
 
-// Factory builds providers from the environment's variables (SPEC §4). It
+// Factory builds providers from the environment's variables (see docs/requests-and-caching.md). It
 // keeps what must outlive one turn: the HTTP client, the script rules and
 // their cache simulator.
 type Factory struct {

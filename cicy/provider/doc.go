@@ -1,7 +1,7 @@
 // Package provider holds the LLM providers of cicy panes behind one
 // streaming call: anthropic (Messages API over SSE), openai (Chat
 // Completions over SSE, translated at the edge) and script (the scripted
-// model of SPEC §10, in process). Each takes a wire.Request and returns the
+// model of docs/scripted-model.md, in process). Each takes a wire.Request and returns the
 // assembled wire.Response, calling onEvent as text streams in.
 //
 // Transient failures (network, 408, 409, 429, 5xx, overloaded_error, a

@@ -18,7 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
-// ScriptRules is the parsed rules file of the scripted model (SPEC §10).
+// ScriptRules is the parsed rules file of the scripted model (see docs/scripted-model.md).
 // The first rule that matches a request answers it. A ScriptRules value
 // counts matches and tool-call ids, so it is used through a pointer; it is
 // safe for concurrent use.
@@ -217,7 +217,7 @@ func viewOf(req *wire.Request) scriptView {
 }
 
 // userTextBlocks drops the wire-only <role> and <memories> injections
-// (SPEC §1, §4): rules match what the user wrote, whatever the role
+// (see docs/requests-and-caching.md): rules match what the user wrote, whatever the role
 // template and memory hold.
 func userTextBlocks(in []wire.Block) []wire.Block {
 	var out []wire.Block

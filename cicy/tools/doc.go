@@ -1,5 +1,5 @@
 // Package tools holds the built-in tools of the headless cicy agent
-// (SPEC §4): shell, which runs a command with bash in the workspace, and
+// (see docs/role-templates.md): shell, which runs a command with bash in the workspace, and
 // skill, which lists the installed skills or returns one skill's
 // SKILL.md.
 //

@@ -36,7 +36,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Usage: "run a mixed team of AI agents on one machine",
 		Description: "A supervisor daemon owns the panes (CLI agents, shell commands, headless cicy agents)\n" +
 			"and keeps their state in $CICY_HOME/db/cicy.db. Client commands talk to it over\n" +
-			"$CICY_HOME/run/cicy.sock and start it in the background when none is running.",
+			"$CICY_HOME/run/cicy.sock and start it in the background when none is running.\n\n" +
+			"Reference (team files, role templates and meta.yaml, lite-config.json, the scripted model,\n" +
+			"hooks, the HTTP API, requests and caching): the docs/ folder of the cicy-agent repository.",
 		Version:         version,
 		Reader:          stdin,
 		Writer:          stdout,

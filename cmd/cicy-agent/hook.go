@@ -28,7 +28,8 @@ func (e *env) hookCmd() *cli.Command {
 			"JSON on stdin, or the last argument (Codex notify). The pane comes from CICY_PANE_ID and\n" +
 			"the supervisor from CICY_HOME, both set in every pane. It never starts a supervisor:\n" +
 			"while none runs, the signal is spooled under run/hooks/ and replayed by the next one.\n" +
-			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.",
+			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.\n" +
+			"What each agent's events mean: docs/hooks.md of the cicy-agent repository.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: claude, codex or opencode (default: the pane's)"},
 			&cli.StringFlag{Name: "pane", Usage: "the `PANE` it is about", EnvVars: []string{"CICY_PANE_ID"}},

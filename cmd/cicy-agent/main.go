@@ -1,6 +1,6 @@
 // Command cicy-agent runs a mixed team of AI agents on one machine: a
 // supervisor daemon that owns the panes, and the client commands that talk
-// to it over $CICY_HOME/run/cicy.sock (SPEC §3).
+// to it over $CICY_HOME/run/cicy.sock (see docs/http-api.md).
 package main
 
 import (

@@ -10,8 +10,8 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
-// memoryCmd is `memory ls/show/flush/rm`: a cicy pane's long-term memory
-// (SPEC §5), plain files under <workspace>/.cicy/memory/.
+// memoryCmd is `memory ls/show/flush/rm`: a cicy pane's long-term memory,
+// plain files under <workspace>/.cicy/memory/.
 func (e *env) memoryCmd() *cli.Command {
 	memArgs := func(c *cli.Context) (string, string, error) {
 		a := c.Args().Slice()

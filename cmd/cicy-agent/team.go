@@ -17,9 +17,10 @@ import (
 func (e *env) upCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "up",
-		Usage:     "start a whole team from a team file (SPEC §9) and hand the master its goal",
+		Usage:     "start a whole team from a team file and hand the master its goal",
 		ArgsUsage: "<team.yaml>",
-		Description: "Every pane of the file is created, or re-used when a pane with its title exists\n" +
+		Description: "The team file's keys and defaults are in docs/team-files.md of the cicy-agent repository.\n" +
+			"Every pane of the file is created, or re-used when a pane with its title exists\n" +
 			"(restarted if it had exited). Masters come first, so workers link to them. The goal goes\n" +
 			"to its master. With --wait the command follows the master's tasks and exits 0 when the\n" +
 			"goal is done: every task it dispatched has ended, the master was told of each, and it\n" +

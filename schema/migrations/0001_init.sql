@@ -1,5 +1,5 @@
 -- 0001: the supervisor's state. Later issues add behaviour, not tables:
--- tasks already has every column SPEC §6 names.
+-- tasks already has every column the task outbox needs.
 
 CREATE TABLE agent_config (
     pane_id       TEXT PRIMARY KEY,

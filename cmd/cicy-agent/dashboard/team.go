@@ -1,4 +1,4 @@
-// Package dashboard is `cicy-agent dashboard` (SPEC §8): a Bubble Tea
+// Package dashboard is `cicy-agent dashboard`: a Bubble Tea
 // program fed by the supervisor's team event stream, and the team model
 // that `status --watch` shares with it.
 package dashboard
