@@ -1184,8 +1184,9 @@ func TestClear(t *testing.T) {
 		turns++
 		return main(turns-1, rec)
 	})
-	r.writeMemory(testMemoryMD)
+	// The memory file first: MEMORY.md, newer, is taken as its index.
 	mustWrite(t, filepath.Join(r.ws, ".cicy", "memory", "preference_colour.md"), "---\nmem_id: preference_colour\n---\n\nteal\n")
+	r.writeMemory(testMemoryMD)
 	agentsBefore := mustRead(t, filepath.Join(r.ws, "AGENTS.md"))
 	memBefore := dirSnapshot(t, filepath.Join(r.ws, ".cicy", "memory"))
 	a := r.start()

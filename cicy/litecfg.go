@@ -112,6 +112,23 @@ func loadMemories(workspace string) string {
 	return capAtLine(strings.TrimSpace(string(b)), MemoryCap)
 }
 
+// memories is MEMORY.md as the next request carries it, rebuilt first when
+// a memory file changed on disk (a hand edit): the check is one read of the
+// folder.
+func (a *Agent) memories() string {
+	rebuilt, probs, err := a.store.Refresh()
+	if err != nil {
+		a.log.WithError(err).Warn("Could not check the memory files; MEMORY.md is used as it is")
+	}
+	if rebuilt {
+		a.log.WithField("skipped", len(probs)).Info("Memory files changed on disk; MEMORY.md rebuilt")
+		for _, p := range probs {
+			a.log.WithField("file", p.File).Warn("Memory file skipped: " + p.Err)
+		}
+	}
+	return loadMemories(a.cfg.Workspace)
+}
+
 // capAtLine cuts s to at most n bytes, at the end of a line.
 func capAtLine(s string, n int) string {
 	if len(s) <= n {
