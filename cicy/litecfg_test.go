@@ -63,3 +63,17 @@ func toolNames(ts []wire.Tool) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// Every reader of lite-config.json (prices, screen rules, tool groups)
+// takes a 0-byte file as no file.
+func TestReadLiteConfigEmptyFile(t *testing.T) {
+	home := t.TempDir()
+	mustWrite(t, LiteConfigPath(home), "")
+	v := struct {
+		Prices map[string]float64 `json:"prices"`
+	}{Prices: map[string]float64{"kept": 1}}
+	found, err := ReadLiteConfig(home, &v)
+	if err != nil || found || v.Prices["kept"] != 1 {
+		t.Fatalf("ReadLiteConfig of a 0-byte file = %v, %v (%v), want not found and v untouched", found, err, v)
+	}
+}
