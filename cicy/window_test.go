@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy/apitest"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
@@ -26,7 +27,15 @@ func TestLongTurnWindow(t *testing.T) {
 	r.writeTemplate("long", "You loop.\n", "name: Long\ntools: [core]\nmax_tool_rounds: 340\n")
 	r.cfg.RoleTemplate = "long"
 	r.start()
-	if res := r.send("loop for a long time"); res.Status != TurnCompleted || res.Answer != fmt.Sprintf("answer %d", rounds) {
+	// 330 rounds, each with its fsyncs and a request of up to 600
+	// messages: a deadline of its own, for a busy machine under -race.
+	var res TurnResult
+	select {
+	case res = <-r.sendAsync("loop for a long time", ""):
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("the %d-round turn did not end within 10 minutes", rounds)
+	}
+	if res.Status != TurnCompleted || res.Answer != fmt.Sprintf("answer %d", rounds) {
 		t.Fatalf("the long turn: %+v", res)
 	}
 	if res := r.send("and now?"); res.Status != TurnCompleted {
