@@ -1139,11 +1139,13 @@ func TestHardCapWindow(t *testing.T) {
 	r := newRig(t, replies(textReply("ok")))
 	msgs := alternating(700)
 	// Tool pairs around the cut (701 messages with the new one → the
-	// window would start at 101): the window must move to message 106.
-	msgs[101] = wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{{Type: wire.TypeToolUse, ID: "tu_a", Name: "shell", Input: json.RawMessage(`{"command":"true"}`)}}}
-	msgs[102] = wire.Message{Role: wire.RoleUser, Content: []wire.Block{wire.ToolResult("tu_a", "ok", false)}}
-	msgs[103] = wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{{Type: wire.TypeToolUse, ID: "tu_b", Name: "shell", Input: json.RawMessage(`{"command":"true"}`)}}}
-	msgs[104] = wire.Message{Role: wire.RoleUser, Content: []wire.Block{wire.ToolResult("tu_b", "ok", false)}}
+	// window starts at message 200, the first multiple of windowStep that
+	// leaves at most HardCap): message 200 answers a call of 199, cut off,
+	// so its result becomes the marker.
+	msgs[199] = wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{{Type: wire.TypeToolUse, ID: "tu_a", Name: "shell", Input: json.RawMessage(`{"command":"true"}`)}}}
+	msgs[200] = wire.Message{Role: wire.RoleUser, Content: []wire.Block{wire.ToolResult("tu_a", "ok", false)}}
+	msgs[201] = wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{{Type: wire.TypeToolUse, ID: "tu_b", Name: "shell", Input: json.RawMessage(`{"command":"true"}`)}}}
+	msgs[202] = wire.Message{Role: wire.RoleUser, Content: []wire.Block{wire.ToolResult("tu_b", "ok", false)}}
 	r.writeHistory("11111111-2222-4333-8444-555555555555", msgs)
 	r.start()
 	if res := r.send("new question"); res.Status != TurnCompleted {
@@ -1157,8 +1159,8 @@ func TestHardCapWindow(t *testing.T) {
 	if first.Role != wire.RoleUser || hasToolResult(first) {
 		t.Fatalf("the window starts with %+v, want a user message without tool_result", first)
 	}
-	if !strings.Contains(first.JoinedText(), "msg-106") || len(req.Messages) != 701-106 {
-		t.Errorf("the window starts at %q with %d messages, want msg-106 and %d", clip(first.JoinedText(), 200), len(req.Messages), 701-106)
+	if len(first.Content) != 2 || first.Content[1].Text != cutResultsMarker || len(req.Messages) != 701-200 {
+		t.Errorf("the window starts with %+v and has %d messages, want the marker and %d", first.Content, len(req.Messages), 701-200)
 	}
 	if !strings.HasPrefix(first.Content[0].Text, "<role>\n") {
 		t.Errorf("the role block is not first in the window")
@@ -1182,8 +1184,9 @@ func TestClear(t *testing.T) {
 		turns++
 		return main(turns-1, rec)
 	})
-	r.writeMemory(testMemoryMD)
+	// The memory file first: MEMORY.md, newer, is taken as its index.
 	mustWrite(t, filepath.Join(r.ws, ".cicy", "memory", "preference_colour.md"), "---\nmem_id: preference_colour\n---\n\nteal\n")
+	r.writeMemory(testMemoryMD)
 	agentsBefore := mustRead(t, filepath.Join(r.ws, "AGENTS.md"))
 	memBefore := dirSnapshot(t, filepath.Join(r.ws, ".cicy", "memory"))
 	a := r.start()

@@ -81,6 +81,13 @@ func (a *Agent) startCompact(w chan TurnResult) {
 		a.next()
 		return
 	}
+	if len(a.hist) == 1 && isSummary(a.hist[0]) {
+		res := TurnResult{Status: TurnCompleted, Answer: "the conversation is already one summary: nothing to compact"}
+		a.broadcast(Event{Kind: "system", Text: res.Answer})
+		reply(w, res)
+		a.next()
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hist, convID := a.hist, a.convID
 	a.hist, a.running, a.cancel = nil, true, cancel
@@ -142,6 +149,13 @@ func (a *Agent) compact(ctx context.Context, hist []wire.Message, convID string)
 		return fail(err.Error())
 	}
 	return out, TurnResult{Status: TurnCompleted, Answer: fmt.Sprintf("compacted: %d messages folded into a summary, %d kept", cut, len(hist)-cut)}
+}
+
+// isSummary: m is the message a /compact left, the summary and nothing
+// else.
+func isSummary(m wire.Message) bool {
+	return m.Role == wire.RoleUser && len(m.Content) == 1 && m.Content[0].Type == wire.TypeText &&
+		strings.HasPrefix(m.Content[0].Text, summaryPrefix)
 }
 
 // CompactCut is where /compact cuts: everything when the history has at

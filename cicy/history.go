@@ -144,8 +144,9 @@ func readJSON(path string, v any) (bool, error) {
 	return true, nil
 }
 
-// archive copies current.json to current.<unix-ts>.json (and reply.json
-// likewise); a second archive within the same second gets a suffix.
+// archive copies current.json to current.<unix-ts>.json (only current.json:
+// reply.json, the last turn, is not archived); a second archive within the
+// same second gets a suffix, and no current.json is nothing to archive.
 func archive(dir string, now time.Time) error {
 	src := filepath.Join(dir, "current.json")
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {

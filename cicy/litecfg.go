@@ -1,6 +1,7 @@
 package cicy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,12 +9,13 @@ import (
 	"strings"
 )
 
-// LiteConfig is $CICY_HOME/db/lite-config.json: the tool groups.
+// LiteConfig is the tool-group part of $CICY_HOME/db/lite-config.json.
 type LiteConfig struct {
 	ToolGroups map[string][]string `json:"toolGroups"`
 }
 
-// DefaultLiteConfig is used when lite-config.json does not exist.
+// DefaultLiteConfig holds the built-in tool groups: what a pane gets when
+// lite-config.json does not exist, and what the file's groups add to.
 func DefaultLiteConfig() LiteConfig {
 	return LiteConfig{ToolGroups: map[string][]string{
 		"core": {"shell", "skill"},
@@ -25,8 +27,8 @@ func DefaultLiteConfig() LiteConfig {
 func LiteConfigPath(home string) string { return filepath.Join(home, "db", "lite-config.json") }
 
 // ReadLiteConfig decodes lite-config.json into v, which names the part its
-// reader wants (tool groups, screen rules, prices). A missing file leaves v
-// as it is and reports false.
+// reader wants (tool groups, screen rules, prices). A missing file, or one
+// holding nothing but white space, leaves v as it is and reports false.
 func ReadLiteConfig(home string, v any) (bool, error) {
 	path := LiteConfigPath(home)
 	b, err := os.ReadFile(path)
@@ -36,22 +38,28 @@ func ReadLiteConfig(home string, v any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return false, nil
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return false, fmt.Errorf("%s is not valid JSON: %v", path, err)
 	}
 	return true, nil
 }
 
-// LoadLiteConfig reads lite-config.json (re-read every turn, so an edit
-// takes effect with no restart).
+// LoadLiteConfig is the built-in tool groups with those of lite-config.json
+// over them: a group of the file adds to the built-in ones, or replaces the
+// one of the same name. A file without "toolGroups" (one with only prices
+// or screen rules, or {}) keeps the built-in groups. It is re-read every
+// turn, so an edit takes effect with no restart.
 func LoadLiteConfig(home string) (LiteConfig, error) {
-	var lc LiteConfig
-	found, err := ReadLiteConfig(home, &lc)
-	if err != nil {
+	var file LiteConfig
+	if _, err := ReadLiteConfig(home, &file); err != nil {
 		return LiteConfig{}, err
 	}
-	if !found {
-		return DefaultLiteConfig(), nil
+	lc := DefaultLiteConfig()
+	for name, tools := range file.ToolGroups {
+		lc.ToolGroups[name] = tools
 	}
 	return lc, nil
 }
@@ -102,6 +110,23 @@ func loadMemories(workspace string) string {
 		return ""
 	}
 	return capAtLine(strings.TrimSpace(string(b)), MemoryCap)
+}
+
+// memories is MEMORY.md as the next request carries it, rebuilt first when
+// a memory file changed on disk (a hand edit): the check is one read of the
+// folder.
+func (a *Agent) memories() string {
+	rebuilt, probs, err := a.store.Refresh()
+	if err != nil {
+		a.log.WithError(err).Warn("Could not check the memory files; MEMORY.md is used as it is")
+	}
+	if rebuilt {
+		a.log.WithField("skipped", len(probs)).Info("Memory files changed on disk; MEMORY.md rebuilt")
+		for _, p := range probs {
+			a.log.WithField("file", p.File).Warn("Memory file skipped: " + p.Err)
+		}
+	}
+	return loadMemories(a.cfg.Workspace)
 }
 
 // capAtLine cuts s to at most n bytes, at the end of a line.

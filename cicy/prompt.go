@@ -64,14 +64,17 @@ func Assemble(p Prompt) *wire.Request {
 			req.ToolChoice = &wire.ToolChoice{Type: "none"}
 		}
 	}
-	start, msgs := window(p.History)
+	start, msgs, cut := window(p.History)
 	if len(msgs) == 0 {
 		return req
 	}
-	// The messages are shared with the history; the two that change get
+	// The messages are shared with the history; those that change get
 	// their own content slices.
 	msgs = append([]wire.Message(nil), msgs...)
 	changed := map[int]bool{}
+	for _, i := range cut {
+		changed[i] = true
+	}
 	if p.Role != "" {
 		if i := firstUser(msgs); i >= 0 {
 			role := wire.Text("<role>\n" + p.Role + "\n</role>")
@@ -118,17 +121,33 @@ func rawMessages(msgs []wire.Message, start int, enc [][]byte, changed map[int]b
 	return out
 }
 
+// windowStep is how far the window's start moves at a time once the
+// history is above HardCap: the start stays put for windowStep/2 rounds of
+// a tool loop, so the cached prefix of the request is rewritten once per
+// step instead of on every round. A window holds more than
+// HardCap-windowStep messages.
+const windowStep = 100
+
+// cutResultsMarker stands for the tool results at the start of a window
+// whose calls were cut off with the older messages.
+const cutResultsMarker = "[results of tool calls from before the start of this window]"
+
 // Window is the part of the history a request carries: empty messages
-// dropped, and above HardCap only the most recent messages, starting at a
-// user message that holds no tool_result (so no result loses its call).
+// dropped, and above HardCap only the most recent messages (see window).
 func Window(h []wire.Message) []wire.Message {
-	_, w := window(h)
+	_, w, _ := window(h)
 	return w
 }
 
-// window is Window and the index in h where it starts, or -1 when empty
-// messages were dropped (the indices then no longer line up).
-func window(h []wire.Message) (int, []wire.Message) {
+// window is Window, the index in h where it starts (-1 when empty messages
+// were dropped: the indices then no longer line up) and the indices in the
+// window of the messages it changed. Above HardCap the window starts at a
+// multiple of windowStep (counted from the oldest message), the first one
+// that leaves at most HardCap messages, moved forward to the next user
+// message; tool results in it whose call was cut off are replaced by a
+// short marker, so no result loses its call. It never holds fewer than
+// HardCap-windowStep-1 messages when the history has more.
+func window(h []wire.Message) (int, []wire.Message, []int) {
 	start, out := 0, h
 	for _, m := range h {
 		if len(m.Content) == 0 {
@@ -142,16 +161,71 @@ func window(h []wire.Message) (int, []wire.Message) {
 		}
 	}
 	if len(out) <= HardCap {
-		return start, out
+		return start, out, nil
 	}
-	cut := len(out) - HardCap
-	for cut < len(out) && !(out[cut].Role == wire.RoleUser && !hasToolResult(out[cut])) {
-		cut++
+	least := len(out) - HardCap
+	cut := nextUser(out, (least+windowStep-1)/windowStep*windowStep)
+	if cut < 0 {
+		cut = nextUser(out, least)
+	}
+	if cut < 0 {
+		cut = least
 	}
 	if start >= 0 {
 		start += cut
 	}
-	return start, out[cut:]
+	w, changed := dropOrphanResults(out[cut:])
+	return start, w, changed
+}
+
+// nextUser is the index of the first user message of msgs at or after i,
+// or -1.
+func nextUser(msgs []wire.Message, i int) int {
+	for ; i < len(msgs); i++ {
+		if msgs[i].Role == wire.RoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropOrphanResults replaces the tool results of msgs whose tool_use is not
+// in an earlier message of msgs by cutResultsMarker (once per message). The
+// messages it changes are copies; msgs itself is not modified.
+func dropOrphanResults(msgs []wire.Message) ([]wire.Message, []int) {
+	calls := map[string]bool{}
+	var changed []int
+	for i, m := range msgs {
+		orphan := false
+		for _, b := range m.Content {
+			if b.Type == wire.TypeToolResult && !calls[b.ToolUseID] {
+				orphan = true
+			}
+		}
+		if orphan {
+			if changed == nil {
+				msgs = append([]wire.Message(nil), msgs...)
+			}
+			var content []wire.Block
+			marked := false
+			for _, b := range m.Content {
+				if b.Type != wire.TypeToolResult || calls[b.ToolUseID] {
+					content = append(content, b)
+				} else if !marked {
+					content = append(content, wire.Text(cutResultsMarker))
+					marked = true
+				}
+			}
+			msgs[i].Content = content
+			changed = append(changed, i)
+		}
+		for _, b := range m.Content {
+			if b.Type == wire.TypeToolUse {
+				calls[b.ID] = true
+			}
+		}
+	}
+	return msgs, changed
 }
 
 func hasToolResult(m wire.Message) bool {

@@ -140,6 +140,7 @@ func (j *turnJob) run() TurnResult {
 
 // call makes one round's request and records its usage.
 func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
+	s.memories = j.a.memories()
 	req := Assemble(Prompt{
 		Model: s.model, MaxTokens: s.maxTokens, PaneID: j.a.cfg.ID, TurnID: j.id,
 		System: s.system, Skills: s.skills, Tools: s.tools, Role: s.role, Memories: s.memories,
@@ -328,7 +329,6 @@ func (a *Agent) resolve() (*setup, error) {
 	if s.role, err = RoleBody(a.cfg.Workspace, "cicy"); err != nil {
 		return nil, err
 	}
-	s.memories = loadMemories(a.cfg.Workspace)
 	return s, nil
 }
 

@@ -411,6 +411,13 @@ func (c *Client) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, 
 	return out, err
 }
 
+// MemoryReindex rebuilds the pane's MEMORY.md from its memory files.
+func (c *Client) MemoryReindex(ctx context.Context, id string) (ReindexResult, error) {
+	var out ReindexResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/memory/reindex", nil, &out)
+	return out, err
+}
+
 // Dispatch creates a task (and with req.Wait waits for it).
 func (c *Client) Dispatch(ctx context.Context, req DispatchRequest) (TaskInfo, error) {
 	var out TaskInfo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
@@ -74,6 +75,35 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 	return nil
 }
 
+// ReindexResult is `memory reindex --json`: MEMORY.md rebuilt from the
+// memory files, how many it lists, and the files it skipped.
+type ReindexResult struct {
+	Pane     string           `json:"pane"`
+	Memories int              `json:"memories"`
+	Problems []memory.Problem `json:"problems"`
+	Index    string           `json:"index"` // the path of MEMORY.md
+}
+
+// MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now.
+func (s *Supervisor) MemoryReindex(id string) (ReindexResult, error) {
+	_, st, err := s.memoryOf(id)
+	if err != nil {
+		return ReindexResult{}, err
+	}
+	problems, err := st.RebuildIndex()
+	if err != nil {
+		return ReindexResult{}, failedErr("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
+	}
+	ms, _, err := st.List()
+	if err != nil {
+		return ReindexResult{}, failedErr("%v", err)
+	}
+	if problems == nil {
+		problems = []memory.Problem{}
+	}
+	return ReindexResult{Pane: id, Memories: len(ms), Problems: problems, Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
+}
+
 // MemoryFlush recognises the buffered turns now and waits for it.
 func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
 	a, _, err := s.memoryOf(id)
@@ -103,6 +133,10 @@ func (a *api) memoryRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /api/panes/{id}/memory/flush", func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.MemoryFlush(r.Context(), r.PathValue("id"))
+		respond(w, res, err)
+	})
+	mux.HandleFunc("POST /api/panes/{id}/memory/reindex", func(w http.ResponseWriter, r *http.Request) {
+		res, err := a.sup.MemoryReindex(r.PathValue("id"))
 		respond(w, res, err)
 	})
 }

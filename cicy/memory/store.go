@@ -97,7 +97,13 @@ func slugRune(r rune) bool {
 }
 
 // Store is the memory folder of one workspace.
-type Store struct{ Dir string } // <workspace>/.cicy/memory
+type Store struct {
+	Dir string // <workspace>/.cicy/memory
+	// built is the fingerprint of the memory files when this store last
+	// built MEMORY.md (nil before its first look; see Refresh). It is
+	// guarded by the folder's lock.
+	built *string
+}
 
 // Open returns the store of a workspace; its folder is created on the first
 // write.
@@ -588,6 +594,10 @@ func (s *Store) RebuildIndex() ([]Problem, error) {
 }
 
 func (s *Store) rebuildIndex() ([]Problem, error) {
+	fp, _, err := s.fingerprint() // before reading: a later edit is seen by the next Refresh
+	if err != nil {
+		return nil, err
+	}
 	ms, probs, err := s.List()
 	if err != nil {
 		return nil, err
@@ -598,9 +608,17 @@ func (s *Store) rebuildIndex() ([]Problem, error) {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return probs, err
 		}
+		s.built = &fp
 		return probs, nil
 	}
-	return probs, writeAtomic(path, []byte(indexText(ms)))
+	text := indexText(ms)
+	if old, err := os.ReadFile(path); err != nil || string(old) != text {
+		if err := writeAtomic(path, []byte(text)); err != nil {
+			return probs, err
+		}
+	}
+	s.built = &fp
+	return probs, nil
 }
 
 func indexText(ms []Memory) string {

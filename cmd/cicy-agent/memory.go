@@ -10,7 +10,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
-// memoryCmd is `memory ls/show/flush/rm`: a cicy pane's long-term memory,
+// memoryCmd is `memory ls/show/flush/reindex/rm`: a cicy pane's long-term memory,
 // plain files under <workspace>/.cicy/memory/.
 func (e *env) memoryCmd() *cli.Command {
 	memArgs := func(c *cli.Context) (string, string, error) {
@@ -23,7 +23,7 @@ func (e *env) memoryCmd() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "memory",
-		Usage: "a cicy pane's long-term memory: ls, show, flush, rm",
+		Usage: "a cicy pane's long-term memory: ls, show, flush, reindex, rm",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "ls",
@@ -103,6 +103,32 @@ func (e *env) memoryCmd() *cli.Command {
 						if r.Error != "" {
 							return failf("memory recognition failed (the turns are kept for a retry): %s", r.Error)
 						}
+						return nil
+					})
+				},
+			},
+			{
+				Name:      "reindex",
+				Usage:     "rebuild MEMORY.md (the index every request carries) from the memory files now; hand edits are also picked up by themselves before the next request",
+				ArgsUsage: "<pane>",
+				Flags:     []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					return withPane(c, func(cl *supervisor.Client, id string) error {
+						r, err := cl.MemoryReindex(c.Context, id)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							return printJSON(e.stdout, r)
+						}
+						for _, p := range r.Problems {
+							fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
+						}
+						noun := "memories"
+						if r.Memories == 1 {
+							noun = "memory"
+						}
+						fmt.Fprintf(e.stdout, "%s rebuilt: it lists %d %s\n", r.Index, r.Memories, noun)
 						return nil
 					})
 				},
