@@ -52,6 +52,9 @@ type Config struct {
 	// HookQuiet is how long a CLI agent's hook stands before its screen
 	// rules may overrule it (default 10 s).
 	HookQuiet time.Duration
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// (default 10 s, like the header's).
+	BodyTimeout time.Duration
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -523,6 +526,14 @@ func (s *Supervisor) running(id string) (*entry, terminal, error) {
 // Send delivers input to a pane. For a cicy pane the text is a user
 // message; with req.Wait the result of its turn comes back.
 func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
+	if strings.ContainsRune(req.Text, 0) {
+		return nil, usageErr("the text contains a NUL byte, which cannot be typed into a pane; remove it")
+	}
+	for _, k := range req.Keys {
+		if strings.ContainsRune(k, 0) {
+			return nil, usageErr("the key %q contains a NUL byte; use a key name like Enter or C-c", k)
+		}
+	}
 	if e, err := s.get(id); err == nil && e.cfg.Type == "cicy" {
 		_, a, err := s.agentOf(id)
 		if err != nil {
