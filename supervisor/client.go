@@ -251,6 +251,13 @@ func (c *Client) Screen(ctx context.Context, id string, lines int) (ScreenRespon
 	return out, err
 }
 
+// Explain says why a pane has its state.
+func (c *Client) Explain(ctx context.Context, id string) (Explanation, error) {
+	var out Explanation
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/explain", nil, &out)
+	return out, err
+}
+
 // Kill stops and removes a pane.
 func (c *Client) Kill(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id), nil, nil)

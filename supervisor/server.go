@@ -138,6 +138,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
+	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
 	a.memoryRoutes(mux)
 	a.taskRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
@@ -430,6 +431,15 @@ func linesParam(r *http.Request) (int, error) {
 		return 0, usageErr("--lines must be a whole number of lines, not %q", v)
 	}
 	return n, nil
+}
+
+func (a *api) explain(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sup.Explain(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
 }
 
 func (a *api) screen(w http.ResponseWriter, r *http.Request) {
