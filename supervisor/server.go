@@ -190,15 +190,16 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if seg, ok := uncleanSegment(r.URL); ok {
-			writeErr(w, usageErr("%q is not allowed as a part of an API path (no empty, . or .. parts)", seg))
+			writeErr(w, usageErr("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// uncleanSegment returns the first segment of u's path that is empty (but
-// for a trailing slash), "." or "..", escaped or not.
+// uncleanSegment returns the first segment of u's path (unescaped) that is
+// empty (but for a trailing slash), "." or "..", escaped or not, or holds
+// an escaped "/.." or "../".
 func uncleanSegment(u *url.URL) (string, bool) {
 	segs := strings.Split(u.EscapedPath(), "/")
 	for i, raw := range segs {
@@ -210,7 +211,7 @@ func uncleanSegment(u *url.URL) (string, bool) {
 			s = raw
 		}
 		if raw == "" || s == "." || s == ".." || strings.HasPrefix(s, "../") || strings.HasSuffix(s, "/..") || strings.Contains(s, "/../") {
-			return raw, true
+			return s, true
 		}
 	}
 	return "", false

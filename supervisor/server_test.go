@@ -65,7 +65,7 @@ func TestAPIRefusesDotSegments(t *testing.T) {
 	} {
 		for _, method := range []string{http.MethodGet, http.MethodDelete} {
 			code, body := rawRequest(t, c, method, path, "", "")
-			if code != http.StatusBadRequest || !strings.Contains(body, "not allowed as a part of an API path") {
+			if code != http.StatusBadRequest || !strings.Contains(body, "is not a valid name here") {
 				t.Errorf("%s %s = %d %s, want 400 and a sentence", method, path, code, body)
 			}
 		}
