@@ -150,7 +150,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return refuseUncleanPaths(boundBody(mux, timeout))
+	return boundBody(refuseUncleanPaths(mux), timeout)
 }
 
 // boundBody gives a request's body timeout to arrive, as the server's
