@@ -153,13 +153,13 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	return boundBody(refuseUncleanPaths(mux), timeout)
 }
 
-// boundBody gives a request's body timeout to arrive, as the server's
-// ReadHeaderTimeout does for the header. The server lifts the deadline
-// itself once the body has been read to its end (it then watches the
-// connection for the client going away), so a long-poll or a stream
-// answering the request is not cut — http.Server.ReadTimeout would cut
-// them. After a deadline the server discards the rest of the body under
-// the same deadline and hangs up.
+// boundBody gives a request's body timeout to arrive once its header has
+// (ReadHeaderTimeout bounds the header), and says so in a sentence when it
+// does not. net/http lifts the read deadline itself once the body has been
+// read to its end (it then watches the connection for the client going
+// away), so a long-poll or a stream answering the request is not cut.
+// After a deadline the server discards the rest of the body under the same
+// deadline and hangs up.
 func boundBody(next http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 &&
