@@ -53,8 +53,12 @@ func (o Options) hookQuiet() time.Duration {
 	if o.HookQuiet > 0 {
 		return o.HookQuiet
 	}
-	return 10 * time.Second
+	return DefaultHookQuiet
 }
+
+// DefaultHookQuiet is how long a hook stands by default before screen
+// rules may overrule it.
+const DefaultHookQuiet = 10 * time.Second
 
 // PTY is a pane whose process runs on a pseudo-terminal of ours.
 type PTY struct {

@@ -15,14 +15,19 @@ import (
 
 // startServer runs a supervisor in this process for the test and returns a
 // client to it; the supervisor stops at cleanup.
-func startServer(tb testing.TB) *Client {
+func startServer(tb testing.TB) *Client { return startServerWith(tb, Config{}) }
+
+// startServerWith is startServer with cfg's settings (home, version and
+// log are the test's).
+func startServerWith(tb testing.TB, cfg Config) *Client {
 	tb.Helper()
 	h := Home{Root: filepath.Join(tb.TempDir(), "home")}
 	l := logrus.New()
 	l.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, Config{Home: h, Version: "test", Log: logrus.NewEntry(l)}) }()
+	cfg.Home, cfg.Version, cfg.Log = h, "test", logrus.NewEntry(l)
+	go func() { done <- Serve(ctx, cfg) }()
 	tb.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

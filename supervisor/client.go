@@ -38,10 +38,25 @@ func NewClient(home Home) *Client {
 		return d.DialContext(ctx, "unix", home.Socket())
 	}
 	return &Client{
-		home:         home,
-		http:         &http.Client{Transport: &http.Transport{DialContext: dial, DisableCompression: true}},
+		home: home,
+		http: &http.Client{
+			Transport: &http.Transport{DialContext: dial, DisableCompression: true},
+			// Never follow a redirect: a DELETE or POST re-sent to another
+			// path acts on something the user did not name.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
 		StartTimeout: 5 * time.Second,
 	}
+}
+
+// seg escapes one path segment; "." and ".." are escaped too, so that
+// they reach the API as themselves (which refuses them) rather than as
+// directions to another path.
+func seg(s string) string {
+	if s == "." || s == ".." {
+		return strings.ReplaceAll(s, ".", "%2E")
+	}
+	return url.PathEscape(s)
 }
 
 // ErrNotRunning means no supervisor answers on the home's socket.
@@ -157,7 +172,7 @@ func (c *Client) List(ctx context.Context) ([]PaneInfo, error) {
 // Get returns one pane.
 func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
 	var out PaneInfo
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id), nil, &out)
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id), nil, &out)
 	return out, err
 }
 
@@ -165,10 +180,10 @@ func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
 // result.
 func (c *Client) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
 	if !req.Wait {
-		return nil, c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, nil)
+		return nil, c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/send", req, nil)
 	}
 	var res SendResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/send", req, &res)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/send", req, &res)
 	return &res, err
 }
 
@@ -177,20 +192,20 @@ func (c *Client) Cancel(ctx context.Context, id string) (bool, error) {
 	var out struct {
 		Cancelled bool `json:"cancelled"`
 	}
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/cancel", nil, &out)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/cancel", nil, &out)
 	return out.Cancelled, err
 }
 
 // Command runs "compact" or "clear" on a cicy pane and waits for it.
 func (c *Client) Command(ctx context.Context, id, cmd string) (*SendResult, error) {
 	var res SendResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/"+cmd, nil, &res)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/"+seg(cmd), nil, &res)
 	return &res, err
 }
 
 // Events opens a cicy pane's event stream (JSON lines); close it to stop.
 func (c *Client) Events(ctx context.Context, id string) (io.ReadCloser, error) {
-	return c.stream(ctx, "/api/panes/"+url.PathEscape(id)+"/events")
+	return c.stream(ctx, "/api/panes/"+seg(id)+"/events")
 }
 
 // TeamEvents opens the team's event stream: a snapshot, then changes (JSON
@@ -229,7 +244,7 @@ func (s *EventStream) Close() error { return s.body.Close() }
 // Preview opens a pane's preview stream: JSON lines of ScreenResponse, one
 // each time the screen changes (the last lines if lines > 0).
 func (c *Client) Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error) {
-	return c.stream(ctx, fmt.Sprintf("/api/panes/%s/preview?lines=%d", url.PathEscape(id), lines))
+	return c.stream(ctx, fmt.Sprintf("/api/panes/%s/preview?lines=%d", seg(id), lines))
 }
 
 // stream opens a long-lived GET whose body the caller reads and closes.
@@ -252,18 +267,25 @@ func (c *Client) stream(ctx context.Context, path string) (io.ReadCloser, error)
 // Screen returns the screen; lines > 0 keeps the last lines.
 func (c *Client) Screen(ctx context.Context, id string, lines int) (ScreenResponse, error) {
 	var out ScreenResponse
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/panes/%s/screen?lines=%d", url.PathEscape(id), lines), nil, &out)
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/panes/%s/screen?lines=%d", seg(id), lines), nil, &out)
+	return out, err
+}
+
+// Explain says why a pane has its state.
+func (c *Client) Explain(ctx context.Context, id string) (Explanation, error) {
+	var out Explanation
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/explain", nil, &out)
 	return out, err
 }
 
 // Kill stops and removes a pane.
 func (c *Client) Kill(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/api/panes/"+url.PathEscape(id), nil, nil)
+	return c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id), nil, nil)
 }
 
 // Restart starts a pane again.
 func (c *Client) Restart(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/restart", nil, nil)
+	return c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/restart", nil, nil)
 }
 
 // Status returns the topology view.
@@ -309,7 +331,7 @@ func (c *Client) Attach(ctx context.Context, id string, rows, cols uint16) (*Att
 	if err != nil {
 		return nil, fmt.Errorf("%w for %s", ErrNotRunning, c.home.Root)
 	}
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://cicy/api/panes/%s/attach?rows=%d&cols=%d", url.PathEscape(id), rows, cols), nil)
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://cicy/api/panes/%s/attach?rows=%d&cols=%d", seg(id), rows, cols), nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", upgradeName)
 	if err := req.Write(conn); err != nil {
@@ -364,6 +386,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 func decodeErr(resp *http.Response) error {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return &Error{Kind: KindFailed, Message: fmt.Sprintf("the supervisor answered %s to %s %s; the request was not sent again",
+			resp.Status, resp.Request.Method, resp.Request.URL.Path)}
+	}
 	var e Error
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(b, &e) != nil || e.Message == "" {
@@ -381,33 +407,33 @@ func isNoServer(err error) bool {
 // answers (the caller spools it). It never starts a supervisor.
 func (c *Client) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
 	var res HookResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+id+"/hook", req, &res)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/hook", req, &res)
 	return res, err
 }
 
 // Memories lists a cicy pane's memories.
 func (c *Client) Memories(ctx context.Context, id string) (MemoryList, error) {
 	var out MemoryList
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id)+"/memory", nil, &out)
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/memory", nil, &out)
 	return out, err
 }
 
 // Memory returns one memory of a cicy pane.
 func (c *Client) Memory(ctx context.Context, id, memID string) (memory.Memory, error) {
 	var out memory.Memory
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+url.PathEscape(id)+"/memory/"+url.PathEscape(memID), nil, &out)
+	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/memory/"+seg(memID), nil, &out)
 	return out, err
 }
 
 // MemoryRemove moves a memory to the pane's _archive/.
 func (c *Client) MemoryRemove(ctx context.Context, id, memID string) error {
-	return c.do(ctx, http.MethodDelete, "/api/panes/"+url.PathEscape(id)+"/memory/"+url.PathEscape(memID), nil, nil)
+	return c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id)+"/memory/"+seg(memID), nil, nil)
 }
 
 // MemoryFlush recognises the pane's buffered turns now.
 func (c *Client) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
 	var out cicy.FlushResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/memory/flush", nil, &out)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/memory/flush", nil, &out)
 	return out, err
 }
 

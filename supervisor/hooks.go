@@ -45,6 +45,7 @@ type hookEffect struct {
 	result  string     // its last assistant message
 	failed  string     // the turn ended in an error
 	ignored string     // why nothing happened
+	event   string     // agent/event, for explain
 }
 
 // hookPayload holds the fields of every agent's payloads that matter.
@@ -128,6 +129,8 @@ type hookLog struct {
 	// The state the last signal that set one gave, and why.
 	state  pane.State
 	reason string
+	// lastEvent is the agent/event of the last signal applied.
+	lastEvent string
 }
 
 // record notes a signal; false when it is older than the last one.
@@ -137,7 +140,7 @@ func (h *hookLog) record(eff hookEffect, event string, at time.Time) bool {
 	if at.Before(h.lastSeen) {
 		return false
 	}
-	h.lastSeen = at
+	h.lastSeen, h.lastEvent = at, eff.event
 	if eff.prompt {
 		h.prompt = at
 	}
@@ -203,6 +206,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		req.At = time.Now()
 	}
 	eff := interpretHook(req.Agent, req.Event, req.Payload)
+	eff.event = req.Agent + "/" + req.Event
 	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
 	if eff.ignored != "" {
 		log.Debug("Hook ignored: " + eff.ignored)

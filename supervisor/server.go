@@ -1,17 +1,22 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/schema"
 )
@@ -139,6 +144,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
+	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
 	a.memoryRoutes(mux)
 	a.taskRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
@@ -146,7 +152,75 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
 	})
-	return mux
+	timeout := cfg.BodyTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return boundBody(refuseUncleanPaths(mux), timeout)
+}
+
+// boundBody gives a request's body timeout to arrive once its header has
+// (ReadHeaderTimeout bounds the header), and says so in a sentence when it
+// does not. net/http lifts the read deadline itself once the body has been
+// read to its end (it then watches the connection for the client going
+// away), so a long-poll or a stream answering the request is not cut.
+// After a deadline the server discards the rest of the body under the same
+// deadline and hangs up.
+func boundBody(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 &&
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, timeout: timeout}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody turns the body's read deadline into a sentence.
+type deadlineBody struct {
+	io.ReadCloser
+	timeout time.Duration
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("the request body did not arrive within %s", b.timeout)
+	}
+	return n, err
+}
+
+// refuseUncleanPaths answers 400 to a path with an empty, "." or ".."
+// segment (raw or escaped) instead of letting the mux redirect it to the
+// cleaned path: "memory rm w-1 .." must not become "kill w-1".
+func refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seg, ok := uncleanSegment(r.URL); ok {
+			writeErr(w, usageErr("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// uncleanSegment returns the first segment of u's path (unescaped) that is
+// empty (but for a trailing slash), "." or "..", escaped or not, or holds
+// an escaped "/.." or "../".
+func uncleanSegment(u *url.URL) (string, bool) {
+	segs := strings.Split(u.EscapedPath(), "/")
+	for i, raw := range segs {
+		if i == 0 || (raw == "" && i == len(segs)-1) {
+			continue
+		}
+		s, err := url.PathUnescape(raw)
+		if err != nil {
+			s = raw
+		}
+		if raw == "" || s == "." || s == ".." || strings.HasPrefix(s, "../") || strings.HasSuffix(s, "/..") || strings.Contains(s, "/../") {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -164,6 +238,14 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 4<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		return usageErr("bad request body: %v", err)
+	}
+	// One JSON value and nothing after it (reading to the end also lifts
+	// the body's read deadline).
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("more data after the JSON value")
+		}
 		return usageErr("bad request body: %v", err)
 	}
 	return nil
@@ -358,6 +440,15 @@ func linesParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
+func (a *api) explain(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sup.Explain(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
 func (a *api) screen(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
@@ -410,21 +501,66 @@ func (a *api) getGuidance(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) putGuidance(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Content *string `json:"content"`
-	}
-	if err := decode(r, &body); err != nil {
+	content, err := guidanceBody(r)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	if body.Content == nil {
-		writeErr(w, usageErr("the body needs a content field"))
-		return
-	}
-	doc, err := a.sup.SetGuidance(r.PathValue("id"), *body.Content)
+	doc, err := a.sup.SetGuidance(r.PathValue("id"), content)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, doc)
+}
+
+// maxGuidance bounds a guidance file sent to the API.
+const maxGuidance = 4 << 20
+
+// guidanceBody reads a PUT of a guidance file: {"content": "…"} or the
+// Markdown itself. A Content-Type of application/json means the object
+// form, text/* means Markdown; without either, a body whose first
+// non-space byte is "{" and that parses as a JSON object must be the
+// object form (a typo like {"contents": …} is refused, not stored), and
+// anything else is Markdown.
+func guidanceBody(r *http.Request) (string, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxGuidance))
+	if err != nil {
+		return "", usageErr("bad request body: %v", err)
+	}
+	asJSON := false
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch {
+	case mt == "application/json":
+		asJSON = true
+	case strings.HasPrefix(mt, "text/"):
+	default:
+		var obj map[string]json.RawMessage
+		t := bytes.TrimLeft(b, " \t\r\n")
+		asJSON = len(t) > 0 && t[0] == '{' && json.Unmarshal(b, &obj) == nil
+	}
+	if !asJSON {
+		if !utf8.Valid(b) {
+			return "", usageErr("the guidance file is not valid UTF-8 text")
+		}
+		return string(b), nil
+	}
+	var body struct {
+		Content *string `json:"content"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&body)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errors.New("more data after the JSON value")
+		}
+	}
+	if err == nil && body.Content == nil {
+		err = errors.New("it has no content field")
+	}
+	if err != nil {
+		return "", usageErr("a JSON body must be {\"content\": \"…\"} (%v); send Markdown as it is with Content-Type text/markdown", err)
+	}
+	return *body.Content, nil
 }

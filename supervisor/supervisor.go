@@ -58,6 +58,9 @@ type Config struct {
 	Fresh bool
 	// Ready, if set, is called once the supervisor answers on its socket.
 	Ready func()
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// (default 10 s, like the header's).
+	BodyTimeout time.Duration
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -574,6 +577,14 @@ func (s *Supervisor) running(id string) (*entry, terminal, error) {
 // Send delivers input to a pane. For a cicy pane the text is a user
 // message; with req.Wait the result of its turn comes back.
 func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
+	if strings.ContainsRune(req.Text, 0) {
+		return nil, usageErr("the text contains a NUL byte, which cannot be typed into a pane; remove it")
+	}
+	for _, k := range req.Keys {
+		if strings.ContainsRune(k, 0) {
+			return nil, usageErr("the key %q contains a NUL byte; use a key name like Enter or C-c", k)
+		}
+	}
 	if e, err := s.get(id); err == nil && e.cfg.Type == "cicy" {
 		_, a, err := s.agentOf(id)
 		if err != nil {

@@ -538,6 +538,9 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 	if len(text) > MaxTaskText {
 		return schema.Task{}, usageErr("the task is %d bytes; at most %d are accepted (put long input in a file and name it)", len(text), MaxTaskText)
 	}
+	if strings.ContainsRune(text, 0) {
+		return schema.Task{}, usageErr("the task contains a NUL byte, which cannot be typed into a pane; remove it")
+	}
 	w, err := s.resolvePane(to)
 	if err != nil {
 		return schema.Task{}, err

@@ -47,6 +47,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:    onUsageError,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // errors are reported by run
+		// A command line ending in --generate-bash-completion lists the
+		// words that may come next (see completion.go).
+		EnableBashCompletion: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "home", Usage: "the cicy home `DIR` (default: $CICY_HOME, else ~/cicy-ai)", EnvVars: []string{"CICY_HOME"}},
 		},
@@ -56,7 +59,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -45,7 +45,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	var unknown string
 	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
-	err := app.Run(permuteArgs(app, args))
+	if len(args) == 0 || args[len(args)-1] != "--generate-bash-completion" {
+		// A completion request stays as typed: its flag must be last.
+		args = permuteArgs(app, args)
+	}
+	err := app.Run(args)
 	if unknown != "" && err == nil {
 		err = usagef("unknown command %q; see 'cicy-agent --help'", unknown)
 	}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/supervisor"
+)
+
+func (e *env) explainCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "why a pane has its state; or the state the screen rules give a saved screen",
+		ArgsUsage: "<pane> | --type TYPE --screen FILE",
+		Description: "With a pane: its state, the reason and the signal behind it (the hook or screen rule that\n" +
+			"decided, and when; a cicy pane's turn), what the screen rules say of its screen now, and the\n" +
+			"screen itself.\n\n" +
+			"With --type and --screen: the state the screen rules give a saved screen (plain text as\n" +
+			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). Rules come from\n" +
+			"$CICY_HOME/db/lite-config.json (\"screenRules\": {\"claude\": [{\"name\": …, \"state\":\n" +
+			"\"busy|idle|waiting\", \"match\": \"<Go regexp>\", \"last\": N}]}), which go first, then the\n" +
+			"built-in rules. The first line is busy, idle, waiting or unknown (no rule matched: the pane\n" +
+			"keeps its state).\n\n" +
+			"Examples: cicy-agent explain w-3\n" +
+			"          cicy-agent screen w-3 > s.txt; cicy-agent explain --type claude --screen s.txt",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "type", Usage: "agent `TYPE` of a saved screen: claude, codex, opencode or shell"},
+			&cli.StringFlag{Name: "screen", Usage: "the saved screen `FILE` (- for stdin)"},
+			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 15, Usage: "with a pane: print the last `N` lines of its screen (0: all)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			switch {
+			case c.NArg() == 1 && !c.IsSet("type") && !c.IsSet("screen"):
+				return e.explainPane(c)
+			case c.NArg() == 0 && c.IsSet("type") && c.IsSet("screen"):
+				return e.explainScreen(c)
+			}
+			return usagef("usage: cicy-agent explain <pane>, or cicy-agent explain --type TYPE --screen FILE")
+		},
+	}
+}
+
+// explainPane explains a live pane.
+func (e *env) explainPane(c *cli.Context) error {
+	if c.Int("lines") < 0 {
+		return usagef("--lines must not be negative")
+	}
+	return withPane(c, func(cl *supervisor.Client, id string) error {
+		x, err := cl.Explain(c.Context, id)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(e.stdout, x)
+		}
+		printExplanation(e.stdout, x, c.Int("lines"), time.Now())
+		return nil
+	})
+}
+
+func printExplanation(w io.Writer, x supervisor.Explanation, lines int, now time.Time) {
+	p := x.Pane
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%s ago)", t.Local().Format("15:04:05"), now.Sub(t).Round(time.Second))
+	}
+	fmt.Fprintf(w, "%s %q: %s pane", p.ID, p.Title, p.Type)
+	if p.Backend != "" && p.Type != "cicy" {
+		fmt.Fprintf(w, " (%s)", p.Backend)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "state:   %s since %s\n", p.State, when(p.Since))
+	fmt.Fprintf(w, "reason:  %s\n", p.Reason)
+	fmt.Fprintf(w, "signal:  %s: %s\n", x.Signal.Kind, x.Signal.Detail)
+	if h := x.LastHook; h != nil {
+		fmt.Fprintf(w, "hook:    last %s at %s; screen rules may overrule it from %s\n", h.Event, when(h.At), h.ScreenRulesFrom.Local().Format("15:04:05"))
+	} else if p.Type != "cicy" && p.Type != "shell" {
+		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
+	}
+	if t := x.Turn; t != nil {
+		if t.ID == "" {
+			fmt.Fprintf(w, "turn:    none yet; %d messages in the history\n", t.Messages)
+		} else {
+			fmt.Fprintf(w, "turn:    %s %s, started %s, %d tool calls; %d messages in the history\n", t.ID, t.Status, when(t.StartedAt), t.ToolCalls, t.Messages)
+		}
+	}
+	r := x.Rules
+	switch {
+	case !r.Applies:
+		fmt.Fprintf(w, "rules:   %s\n", r.Note)
+	case r.Rule != "":
+		fmt.Fprintf(w, "rules:   the screen now says %s: %s\n         line %q\n", r.State, r.Note, r.Line)
+	default:
+		fmt.Fprintf(w, "rules:   %s\n", r.Note)
+	}
+	screen := strings.TrimRight(x.Screen, "\n ")
+	if screen == "" {
+		fmt.Fprintln(w, "screen:  (empty)")
+		return
+	}
+	all := strings.Split(screen, "\n")
+	if lines > 0 && len(all) > lines {
+		fmt.Fprintf(w, "screen:  (last %d of %d lines)\n", lines, len(all))
+		all = all[len(all)-lines:]
+	} else {
+		fmt.Fprintln(w, "screen:")
+	}
+	for _, l := range all {
+		fmt.Fprintf(w, "  │ %s\n", l)
+	}
+}
+
+// explainScreen classifies a saved screen with a type's screen rules.
+func (e *env) explainScreen(c *cli.Context) error {
+	typ := c.String("type")
+	switch typ {
+	case "claude", "codex", "opencode", "shell":
+	default:
+		return usagef("unknown type %q (choose claude, codex, opencode or shell)", typ)
+	}
+	b, err := readInput(e, c.String("screen"))
+	if err != nil {
+		return err
+	}
+	h, err := home(c)
+	if err != nil {
+		return err
+	}
+	rules, err := supervisor.LoadScreenRules(h.Root, typ)
+	if err != nil {
+		return err
+	}
+	v, ok := rules.Classify(string(b))
+	out := struct {
+		State string `json:"state"`
+		Rule  string `json:"rule,omitempty"`
+		Match string `json:"match,omitempty"`
+		Line  string `json:"line,omitempty"`
+	}{State: "unknown"}
+	if ok {
+		out.State, out.Rule, out.Match, out.Line = string(v.State), v.Rule.Name, v.Rule.Match, v.Line
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	fmt.Fprintln(e.stdout, out.State)
+	switch {
+	case ok:
+		fmt.Fprintf(e.stdout, "rule %s\nline %q\n", v.Rule.Describe(), v.Line)
+	case typ == "shell":
+		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
+	default:
+		fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)
+	}
+	return nil
+}

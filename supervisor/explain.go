@@ -1,0 +1,163 @@
+package supervisor
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// Explanation is `explain <pane>`: why a live pane has its state.
+type Explanation struct {
+	Pane PaneInfo `json:"pane"`
+	// Signal is what set the state, read from its reason.
+	Signal Signal `json:"signal"`
+	// LastHook is a CLI agent's last signal applied (null when none came
+	// from this supervisor's start); ScreenRulesFrom is when its screen
+	// rules may overrule it.
+	LastHook *HookSeen `json:"last_hook"`
+	// Rules is what the screen rules say of the current screen (CLI agent
+	// panes), or why there are none (shell and cicy panes).
+	Rules RulesVerdict `json:"screen_rules"`
+	// Turn is a cicy pane's current or last turn.
+	Turn *TurnSeen `json:"turn,omitempty"`
+	// Screen is the current screen (a cicy pane's latest reply).
+	Screen string `json:"screen"`
+}
+
+// Signal is what decided a pane's state.
+type Signal struct {
+	// Kind is hook, screen_rule, output, quiet, input, start, turn,
+	// command or process.
+	Kind string `json:"kind"`
+	// Name is the hook's event or the screen rule's name.
+	Name   string    `json:"name,omitempty"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
+}
+
+// HookSeen is the last hook applied to a CLI agent pane.
+type HookSeen struct {
+	Event           string    `json:"event"`
+	At              time.Time `json:"at"`
+	ScreenRulesFrom time.Time `json:"screen_rules_from"`
+}
+
+// RulesVerdict is what a pane's screen rules say of its current screen.
+type RulesVerdict struct {
+	// Applies is false for panes without screen rules (shell, cicy).
+	Applies bool `json:"applies"`
+	// State is busy, idle or waiting, or "unknown" when no rule matched
+	// (the pane keeps its state).
+	State string `json:"state,omitempty"`
+	Rule  string `json:"rule,omitempty"`
+	Match string `json:"match,omitempty"`
+	Line  string `json:"line,omitempty"`
+	Note  string `json:"note"`
+}
+
+// TurnSeen is a cicy pane's current or last turn.
+type TurnSeen struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	ToolCalls int       `json:"tool_calls"`
+	Messages  int       `json:"messages"`
+}
+
+// Explain says why a pane has its state: the signal behind its reason,
+// the last hook of a CLI agent and what its screen rules say of the screen
+// now, a cicy pane's turn.
+func (s *Supervisor) Explain(id string) (Explanation, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return Explanation{}, err
+	}
+	x := Explanation{Pane: s.describe(e)}
+	if sc, err := s.Screen(id, 0); err == nil {
+		x.Screen = sc.Screen
+	}
+	x.Signal = signalOf(x.Pane, s.cfg.Settle)
+	e.op.Lock()
+	a := e.agent
+	e.op.Unlock()
+	switch {
+	case e.cfg.Type == "cicy":
+		x.Rules.Note = "cicy panes have no screen: their state is their turn's"
+		if a != nil {
+			r := a.Reply()
+			x.Turn = &TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
+				ToolCalls: len(r.ToolCalls), Messages: a.MessageCount()}
+		}
+	case isAgent(e.cfg.Type):
+		x.LastHook = e.hooks.seen(s.hookQuiet())
+		x.Rules = s.rulesVerdict(e.cfg.Type, x.Screen)
+	default:
+		x.Rules.Note = fmt.Sprintf("shell panes have no screen rules: busy while output flows, idle once it is quiet for %s", s.cfg.Settle)
+	}
+	return x, nil
+}
+
+// hookQuiet is how long a hook stands before screen rules may overrule it.
+func (s *Supervisor) hookQuiet() time.Duration {
+	if s.cfg.HookQuiet > 0 {
+		return s.cfg.HookQuiet
+	}
+	return pane.DefaultHookQuiet
+}
+
+func (s *Supervisor) rulesVerdict(typ, screen string) RulesVerdict {
+	rules, err := LoadScreenRules(s.cfg.Home.Root, typ)
+	if err != nil {
+		return RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
+	}
+	v, ok := rules.Classify(screen)
+	if !ok {
+		return RulesVerdict{Applies: true, State: "unknown", Note: "no " + typ + " rule matches the current screen; the pane keeps its state"}
+	}
+	return RulesVerdict{Applies: true, State: string(v.State), Rule: v.Rule.Name, Match: v.Rule.Match, Line: v.Line,
+		Note: "rule " + v.Rule.Describe()}
+}
+
+// signalOf reads the signal behind a pane's state from its reason.
+func signalOf(p PaneInfo, settle time.Duration) Signal {
+	r := p.Reason
+	sig := Signal{At: p.Since, Detail: r}
+	switch {
+	case p.State == string(pane.Exited) || p.State == string(pane.Error):
+		sig.Kind = "process"
+	case strings.HasPrefix(r, "hook:"):
+		sig.Kind, sig.Name = "hook", strings.TrimPrefix(r, "hook:")
+		sig.Detail = fmt.Sprintf("the %s hook %s set it", p.Type, sig.Name)
+	case strings.HasPrefix(r, "screen:"):
+		sig.Kind, sig.Name = "screen_rule", strings.TrimPrefix(r, "screen:")
+		sig.Detail = fmt.Sprintf("the screen rule %s matched the screen (no hook had spoken recently)", sig.Name)
+	case r == "output":
+		sig.Kind, sig.Detail = "output", "the program wrote output"
+	case strings.HasPrefix(r, "output quiet"):
+		sig.Kind, sig.Detail = "quiet", fmt.Sprintf("the program's output has been quiet for %s", settle)
+	case r == "input":
+		sig.Kind, sig.Detail = "input", "input was typed into the pane"
+	case strings.HasPrefix(r, "started") || strings.HasPrefix(r, "re-adopted"):
+		sig.Kind = "start"
+	case p.Type == "cicy" && strings.HasPrefix(r, "turn "):
+		sig.Kind = "turn"
+	case p.Type == "cicy":
+		sig.Kind = "command"
+	default:
+		sig.Kind = "other"
+	}
+	return sig
+}
+
+// seen is the last hook applied, or nil.
+func (h *hookLog) seen(quiet time.Duration) *HookSeen {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastEvent == "" {
+		return nil
+	}
+	return &HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
+}
