@@ -230,9 +230,14 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	}
 	cmdJSON, _ := json.Marshal(req.Command)
 	config := "{}"
-	if req.Team != "" || req.AllowAll {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll})
+	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env})
 		config = string(b)
+	}
+	for _, n := range req.Env {
+		if s.cfg.Getenv(n) == "" {
+			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
+		}
 	}
 	row := schema.Pane{
 		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
@@ -290,7 +295,11 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	}
 	id := e.cfg.ID
 	log := s.log.WithField("pane", id)
-	env := paneEnv(s.cfg.Home, id)
+	pass := parsePaneConfig(e.cfg.Config).Env
+	if isAgent(e.cfg.Type) {
+		pass = append(pass, agentKinds[e.cfg.Type].creds...)
+	}
+	env := paneEnv(s.cfg.Home, id, os.Environ(), pass, s.cfg.Getenv)
 	enterDelay := time.Duration(shellEnterDelay)
 	var rules pane.Rules
 	if isAgent(e.cfg.Type) {
@@ -348,16 +357,29 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	return nil
 }
 
-// paneEnv is the environment of a pane's process: the supervisor's own,
-// the terminal type our emulator speaks, and where the pane is.
-func paneEnv(h Home, id string) []string {
+// paneEnv is the environment of a pane's process: the supervisor's own
+// (environ) without the provider credentials, plus those of pass the
+// supervisor has (read with getenv: asked for with --env, or needed by a
+// CLI agent), the terminal type our emulator speaks, and where the pane is.
+func paneEnv(h Home, id string, environ, pass []string, getenv func(string) string) []string {
 	env := []string{}
-	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, "TERM="), strings.HasPrefix(kv, "CICY_PANE_ID="), strings.HasPrefix(kv, "CICY_HOME="), strings.HasPrefix(kv, "TMUX="):
+	for _, kv := range provider.WithoutCredentials(environ) {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "TERM", "CICY_PANE_ID", "CICY_HOME", "TMUX":
 			continue
 		}
+		if slices.Contains(pass, name) {
+			continue // set below, once
+		}
 		env = append(env, kv)
+	}
+	var given []string
+	for _, name := range pass {
+		if v := getenv(name); v != "" && !slices.Contains(given, name) {
+			env = append(env, name+"="+v)
+			given = append(given, name)
+		}
 	}
 	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
 }

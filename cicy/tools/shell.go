@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -140,6 +141,8 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, s
 	out := &headWriter{limit: MaxShellOutput}
 	cmd := exec.CommandContext(tctx, "bash", "-lc", command)
 	cmd.Dir = dir
+	// The model reads whatever the command prints: no provider key.
+	cmd.Env = provider.WithoutCredentials(os.Environ())
 	// One writer for both streams: exec then uses a single pipe, so the
 	// output keeps the order in which the command wrote it.
 	cmd.Stdout = out
