@@ -168,6 +168,27 @@ func (s *TmuxServer) writeEnvFile(name string, env []string) (string, error) {
 	return path, nil
 }
 
+// ForgetGlobal removes names from the global environment of the server
+// if one runs (one an older version started with the supervisor's whole
+// environment), so the sessions it starts from now on do not inherit them.
+func (s *TmuxServer) ForgetGlobal(names ...string) error {
+	var args []string
+	for _, n := range names {
+		if len(args) > 0 {
+			args = append(args, ";")
+		}
+		args = append(args, "set-environment", "-g", "-u", n)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := s.run(args...)
+	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
+		return nil
+	}
+	return err
+}
+
 // paneInfo is one line of the poller's list-panes.
 type paneInfo struct {
 	pid        int

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,5 +81,40 @@ func TestTmuxEnvNotInArguments(t *testing.T) {
 		}
 		// The first session stays: the second is started on a running server.
 		t.Cleanup(func() { p.Stop(time.Second, "test"); p.Close() })
+	}
+}
+
+// TestTmuxForgetGlobal: a server started with a secret in its environment
+// (by an older version) no longer hands it to the sessions started after
+// ForgetGlobal; without a server it is a no-op that starts none.
+func TestTmuxForgetGlobal(t *testing.T) {
+	s := tmuxServer(t)
+	if err := s.ForgetGlobal("CICY_TEST_OLD_SECRET"); err != nil {
+		t.Fatalf("without a server: %v", err)
+	}
+	if _, err := s.run("list-sessions"); err == nil {
+		t.Fatal("ForgetGlobal started a server")
+	}
+	start := exec.Command("tmux", append(s.base(), "new-session", "-d", "-s", "old", "sleep", "60")...)
+	start.Env = append(clientEnv(os.Environ()), "CICY_TEST_OLD_SECRET=old-secret")
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("start a server the old way: %v %s", err, out)
+	}
+	if err := s.ForgetGlobal("CICY_TEST_OLD_SECRET", "CICY_TEST_NOT_SET"); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "env")
+	p, err := s.Start("w-1", Options{Argv: []string{"sh", "-c", `env > "$1"; exec sleep 60`, "sh", out}, Dir: t.TempDir(),
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test"); p.Close() })
+	eventually(t, 15*time.Second, "the program's environment", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), "PATH=")
+	})
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), "old-secret") {
+		t.Fatalf("the new session inherited the old server's secret:\n%s", b)
 	}
 }

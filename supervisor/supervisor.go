@@ -121,6 +121,11 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	s.tasks = newOutbox(s, store)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
+	if pane.TmuxAvailable() {
+		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
+			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
+		}
+	}
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
 		return nil, fmt.Errorf("seed the role templates: %w", err)
 	}
