@@ -164,6 +164,9 @@ func (e *env) serveCmd() *cli.Command {
 			logger := logrus.New()
 			logger.SetOutput(logf)
 			logger.SetFormatter(supervisor.ScrubLog(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, os.Getenv))
+			if err := supervisor.HideEnvironment(); err != nil {
+				logger.WithError(err).Warn("Could not hide the supervisor's environment from the panes' programs")
+			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			err = supervisor.Serve(ctx, supervisor.Config{
