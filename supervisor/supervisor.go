@@ -61,6 +61,7 @@ type Supervisor struct {
 	store     Store
 	log       *logrus.Entry
 	providers *provider.Factory
+	scrub     *provider.Scrubber // the credentials, out of text from outside
 	tasks     *outbox
 	tmux      *pane.TmuxServer
 
@@ -111,7 +112,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: provider.NewScrubber(cfg.Getenv), events: newHub()}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
 		return nil, err
