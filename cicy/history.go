@@ -107,8 +107,10 @@ func writeJSONAtomic(path string, v any) error {
 
 // WriteFileAtomic writes b to path through a temp file, fsync and rename:
 // a crash, or a reader at the same moment, sees the old file or the new one.
+// The file is the user's alone (0600; CreateTemp's mode), and so is a folder
+// it creates (0700): it may hold conversation text.
 func WriteFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
@@ -169,7 +171,7 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("archive %s: %w", src, err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("archive to %s: %w", dst, err)
 	}
@@ -268,7 +270,7 @@ func (w *historyWriter) appendRound(hist []wire.Message, now time.Time) error {
 	for i := w.written; i < len(w.enc); i++ {
 		buf = append(appendWithID(buf, i+1, w.enc[i]), '\n')
 	}
-	f, err := os.OpenFile(filepath.Join(w.dir, journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(w.dir, journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the history journal: %w", err)
 	}

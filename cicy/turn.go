@@ -399,7 +399,7 @@ func defaultModel(provider string) string {
 func (a *Agent) dumpRequest(req *wire.Request) {
 	body, err := req.Body()
 	if err == nil {
-		err = os.WriteFile(filepath.Join(a.dir(), "last-request.json"), body, 0o644)
+		err = os.WriteFile(filepath.Join(a.dir(), "last-request.json"), body, 0o600)
 	}
 	if err != nil {
 		a.log.WithError(err).Warn("Could not write last-request.json")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,11 @@ func (s *TmuxServer) statusFile(name string) string {
 	return filepath.Join(s.home, "run", "tmux", name+".exit")
 }
 
+// envFile is where a pane's environment waits for its wrapper.
+func (s *TmuxServer) envFile(name string) string {
+	return filepath.Join(s.home, "run", "tmux", name+".env")
+}
+
 // AttachCommand is how a person attaches to a pane's session.
 func (s *TmuxServer) AttachCommand(name string) []string {
 	return []string{"tmux", "-L", s.Socket, "attach", "-t", "=" + name}
@@ -95,6 +101,7 @@ func (s *TmuxServer) base() []string { return []string{"-u", "-L", s.Socket, "-f
 
 func (s *TmuxServer) run(args ...string) ([]byte, error) {
 	cmd := exec.Command("tmux", append(s.base(), args...)...)
+	cmd.Env = clientEnv(os.Environ())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -102,6 +109,84 @@ func (s *TmuxServer) run(args ...string) ([]byte, error) {
 		return out, fmt.Errorf("tmux %s: %s", args[0], strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// clientEnv is the environment of our tmux calls: what tmux needs (its
+// socket folder, the locale) and nothing else. The call that starts the
+// server makes its environment the server's global one, which every
+// session inherits; the supervisor's own may hold secrets. A pane gets its
+// environment from Options.Env instead (see Start).
+func clientEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "PATH", name == "HOME", name == "USER", name == "LOGNAME", name == "SHELL",
+			name == "LANG", strings.HasPrefix(name, "LC_"), name == "TZ", name == "TMPDIR", name == "TMUX_TMPDIR":
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// shellName is a variable name sh can export.
+var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// writeEnvFile writes env as sh export lines to a file only the user can
+// read, for a session's wrapper to source and remove. Variables sh sets
+// itself (or that a bash as sh holds read-only) are left out.
+func (s *TmuxServer) writeEnvFile(name string, env []string) (string, error) {
+	var b strings.Builder
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !shellName.MatchString(k) {
+			continue
+		}
+		switch k {
+		case "PWD", "OLDPWD", "SHLVL", "_", "PPID", "UID", "EUID", "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO", "IFS":
+			continue
+		}
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	path := s.envFile(name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	_ = os.Remove(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write the environment of %s: %w", name, err)
+	}
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("write the environment of %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// ForgetGlobal removes names from the global environment of the server
+// if one runs (one an older version started with the supervisor's whole
+// environment), so the sessions it starts from now on do not inherit them.
+func (s *TmuxServer) ForgetGlobal(names ...string) error {
+	var args []string
+	for _, n := range names {
+		if len(args) > 0 {
+			args = append(args, ";")
+		}
+		args = append(args, "set-environment", "-g", "-u", n)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := s.run(args...)
+	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
+		return nil
+	}
+	return err
 }
 
 // paneInfo is one line of the poller's list-panes.
@@ -283,23 +368,25 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 		opts.Rows, opts.Cols = 40, 120
 	}
 	args := []string{"new-session", "-d", "-s", name, "-n", "main", "-x", strconv.Itoa(int(opts.Cols)), "-y", strconv.Itoa(int(opts.Rows)), "-c", opts.Dir}
-	// The server keeps the environment it started with; each session gets
-	// the supervisor's current one explicitly.
-	for _, kv := range opts.Env {
-		if strings.Contains(kv, "=") {
-			args = append(args, "-e", kv)
-		}
-	}
-	args = append(args, "-e", "CICY_EXIT_FILE="+s.statusFile(name))
 	// The program runs under sh, which writes its exit status to a file
 	// when it ends, since tmux does not always keep it. sh catches the
 	// signals a stop or a typed Ctrl-C sends to the whole group (a caught
 	// signal, unlike an ignored one, is back to default in the program), so
 	// it outlives the program and the program gets its grace period.
+	//
+	// The pane's environment may hold secrets (a key a CLI agent needs), so
+	// it is not given as -e arguments, which every user sees in ps (the
+	// server's own arguments are those of the call that started it): sh
+	// reads it from a file only we can read, removes it, then runs the
+	// program.
 	status := s.statusFile(name)
 	_ = os.MkdirAll(filepath.Dir(status), 0o700)
 	_ = os.Remove(status)
-	args = append(args, "--", "sh", "-c", `trap : HUP INT QUIT TERM; "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh")
+	envFile, err := s.writeEnvFile(name, append(slices.Clip(opts.Env), "CICY_EXIT_FILE="+status))
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "--", "sh", "-c", `trap : HUP INT QUIT TERM; . "$1" && rm -f "$1" && shift && "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
 	args = append(args, opts.Argv...)
 	// In one tmux call, before the session exists: keep dead panes, so an
 	// exit status stays readable however fast the program ends, and let
@@ -308,6 +395,7 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	setup := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"bind-key", "-n", "C-q", "detach-client", ";"}
 	if _, err := s.run(append(setup, args...)...); err != nil {
+		_ = os.Remove(envFile)
 		return nil, err
 	}
 	p := s.newPane(name, opts, Status{State: Starting, Reason: "started in tmux session " + name, Since: time.Now()})
@@ -537,6 +625,7 @@ func (p *TmuxPane) SendText(text string, enter bool) error {
 		if strings.Contains(text, "\n") {
 			buf := "cicy-" + p.name
 			cmd := exec.Command("tmux", append(p.srv.base(), "load-buffer", "-b", buf, "-")...)
+			cmd.Env = clientEnv(os.Environ())
 			cmd.Stdin = strings.NewReader(text)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("tmux load-buffer: %s", strings.TrimSpace(string(out)))
@@ -598,6 +687,7 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 		cancel()
 	}
 	_, _ = p.srv.run("kill-session", "-t", "="+p.name)
+	_ = os.Remove(p.srv.envFile(p.name)) // a program that never started
 	p.mu.Lock()
 	if p.status.Running() {
 		p.status.State, p.status.Reason, p.status.Since = Exited, why+": session killed", time.Now()

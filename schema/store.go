@@ -73,6 +73,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	// SQLite creates its files 0644; they hold task texts and results.
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			db.Close()
+			return nil, fmt.Errorf("make database %s private: %w", f, err)
+		}
+	}
 	var check string
 	if err := db.GetContext(ctx, &check, `PRAGMA quick_check`); err != nil || check != "ok" {
 		db.Close()

@@ -28,12 +28,19 @@ type agentKind struct {
 	// (Codex turns an Enter that follows a fast paste into a newline).
 	enterDelay time.Duration
 	prepare    func(a agentSetup) (argv, env []string, err error)
+	// creds are the provider credentials the program needs: it gets
+	// them in its environment (which only its user can read), never in a
+	// file or an argument.
+	creds []string
 }
 
 var agentKinds = map[string]agentKind{
-	"claude":   {bin: "claude", pkg: "@anthropic-ai/claude-code", enterDelay: 100 * time.Millisecond, prepare: prepareClaude},
-	"codex":    {bin: "codex", pkg: "@openai/codex", enterDelay: 300 * time.Millisecond, prepare: prepareCodex},
-	"opencode": {bin: "opencode", pkg: "opencode-ai", enterDelay: 100 * time.Millisecond, prepare: prepareOpencode},
+	"claude": {bin: "claude", pkg: "@anthropic-ai/claude-code", enterDelay: 100 * time.Millisecond, prepare: prepareClaude,
+		creds: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}},
+	"codex": {bin: "codex", pkg: "@openai/codex", enterDelay: 300 * time.Millisecond, prepare: prepareCodex,
+		creds: []string{"OPENAI_API_KEY"}},
+	"opencode": {bin: "opencode", pkg: "opencode-ai", enterDelay: 100 * time.Millisecond, prepare: prepareOpencode,
+		creds: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}},
 }
 
 // isAgent reports whether a pane type is a CLI agent.
@@ -314,6 +321,8 @@ func prepareOpencode(a agentSetup) ([]string, []string, error) {
 type paneConfig struct {
 	Team     string `json:"team,omitempty"`
 	AllowAll bool   `json:"allow_all,omitempty"`
+	// Env: the variables asked for with --env (names only).
+	Env []string `json:"env,omitempty"`
 }
 
 func parsePaneConfig(s string) paneConfig {

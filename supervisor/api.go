@@ -29,6 +29,11 @@ type CreateRequest struct {
 	// AllowAll runs a CLI agent in its own bypass-permissions mode; without
 	// it, a permission prompt puts the pane in waiting.
 	AllowAll bool `json:"allow_all,omitempty"`
+	// Env names variables of the supervisor's environment that the pane's
+	// program gets although they are kept from panes (the provider keys:
+	// see provider.Credentials). Names only: the value is the
+	// supervisor's, read at every start, and never stored.
+	Env []string `json:"env,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.

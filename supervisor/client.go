@@ -87,7 +87,7 @@ func (c *Client) Ensure(ctx context.Context) error {
 	if err := c.home.Prepare(); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(c.home.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(c.home.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the supervisor log: %w", err)
 	}

@@ -136,6 +136,9 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	if req.AllowAll && !isAgent(req.Type) {
 		return nil, usageErr("--allow-all applies to claude, codex and opencode panes (it maps to their own bypass modes)")
 	}
+	if err := checkEnvNames(req); err != nil {
+		return nil, err
+	}
 	if isAgent(req.Type) {
 		if req.Provider != "" {
 			return nil, usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
@@ -169,6 +172,26 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 			req.Role))
 	}
 	return warnings, nil
+}
+
+// checkEnvNames checks the variables a terminal pane asks for.
+func checkEnvNames(req *CreateRequest) error {
+	if len(req.Env) > 0 && req.Type == "cicy" {
+		return usageErr("--env applies to terminal panes; a cicy pane's tools never get the provider keys")
+	}
+	var names []string
+	for _, n := range req.Env {
+		switch {
+		case strings.Contains(n, "="):
+			return usageErr("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
+		case !topology.EnvNameRe.MatchString(n):
+			return usageErr("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
+		case !slices.Contains(names, n):
+			names = append(names, n)
+		}
+	}
+	req.Env = names
+	return nil
 }
 
 // makeWorkspace creates the workspace folder if needed and checks that the

@@ -1,9 +1,12 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Home is a CICY_HOME folder and the paths inside it.
@@ -44,18 +47,57 @@ func (h Home) Workspace(id string) string { return h.path("workspaces", id) }
 // maxSocketPath is what sockaddr_un holds on Linux, less the terminating NUL.
 const maxSocketPath = 107
 
-// Prepare creates the home's folders.
+// Prepare creates the home's folders, the user's alone (0700): they hold
+// conversations, tasks and logs. A home that others may enter is
+// tightened if it is ours, and refused if it is another user's and others
+// may write in it.
 func (h Home) Prepare() error {
 	if len(h.Socket()) > maxSocketPath {
 		return fmt.Errorf("the home %s is too deep: its socket path would exceed %d bytes; choose a shorter --home", h.Root, maxSocketPath)
 	}
-	for _, d := range []struct {
-		path string
-		mode os.FileMode
-	}{{h.path("db"), 0o700}, {h.path("run"), 0o700}, {h.path("logs"), 0o755}, {h.path("workspaces"), 0o755}} {
-		if err := os.MkdirAll(d.path, d.mode); err != nil {
-			return fmt.Errorf("create %s: %w", d.path, err)
+	if err := private(h.Root, true); err != nil {
+		return err
+	}
+	for _, d := range []string{h.path("db"), h.path("run"), h.path("logs"), h.path("workspaces")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
 		}
+	}
+	// A log an older version left readable by all.
+	for _, d := range []string{h.path("logs"), h.Log()} {
+		if err := private(d, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// private takes group and other access away from path (a folder becomes
+// 0700, a file 0600) when it exists and is ours. Another user's path that
+// others may write in is refused when root is set (it is the home: anyone
+// could plant or read files in it).
+func private(path string, root bool) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check %s: %w", path, err)
+	case root && !fi.IsDir():
+		return fmt.Errorf("the home %s is not a folder; choose another with --home or CICY_HOME", path)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != os.Geteuid() {
+		if root && fi.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("the home %s belongs to another user and others can write in it (mode %o); choose a home of your own with --home or CICY_HOME", path, fi.Mode().Perm())
+		}
+		return nil
+	}
+	if fi.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()&^0o077); err != nil {
+		return fmt.Errorf("make %s private (mode %o): %w", path, fi.Mode().Perm(), err)
 	}
 	return nil
 }

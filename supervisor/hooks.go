@@ -207,6 +207,8 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 	}
 	eff := interpretHook(req.Agent, req.Event, req.Payload)
 	eff.event = req.Agent + "/" + req.Event
+	// An agent's error may quote its upstream, which may echo the key.
+	eff.result, eff.failed = s.scrub.String(eff.result), s.scrub.String(eff.failed)
 	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
 	if eff.ignored != "" {
 		log.Debug("Hook ignored: " + eff.ignored)

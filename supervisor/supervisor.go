@@ -70,6 +70,7 @@ type Supervisor struct {
 	store     Store
 	log       *logrus.Entry
 	providers *provider.Factory
+	scrub     *provider.Scrubber // the credentials, out of text from outside
 	tasks     *outbox
 	tmux      *pane.TmuxServer
 
@@ -123,7 +124,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: provider.NewScrubber(cfg.Getenv), events: newHub()}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
 		return nil, err
@@ -133,6 +134,11 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	s.tasks = newOutbox(s, store)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
+	if pane.TmuxAvailable() {
+		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
+			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
+		}
+	}
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
 		return nil, fmt.Errorf("seed the role templates: %w", err)
 	}
@@ -242,9 +248,14 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	}
 	cmdJSON, _ := json.Marshal(req.Command)
 	config := "{}"
-	if req.Team != "" || req.AllowAll {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll})
+	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env})
 		config = string(b)
+	}
+	for _, n := range req.Env {
+		if s.cfg.Getenv(n) == "" {
+			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
+		}
 	}
 	row := schema.Pane{
 		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
@@ -344,7 +355,11 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	}
 	id := e.cfg.ID
 	log := s.log.WithField("pane", id)
-	env := paneEnv(s.cfg.Home, id)
+	pass := parsePaneConfig(e.cfg.Config).Env
+	if isAgent(e.cfg.Type) {
+		pass = append(pass, agentKinds[e.cfg.Type].creds...)
+	}
+	env := paneEnv(s.cfg.Home, id, os.Environ(), pass, s.cfg.Getenv)
 	enterDelay := time.Duration(shellEnterDelay)
 	var rules pane.Rules
 	if isAgent(e.cfg.Type) {
@@ -402,16 +417,29 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	return nil
 }
 
-// paneEnv is the environment of a pane's process: the supervisor's own,
-// the terminal type our emulator speaks, and where the pane is.
-func paneEnv(h Home, id string) []string {
+// paneEnv is the environment of a pane's process: the supervisor's own
+// (environ) without the provider credentials, plus those of pass the
+// supervisor has (read with getenv: asked for with --env, or needed by a
+// CLI agent), the terminal type our emulator speaks, and where the pane is.
+func paneEnv(h Home, id string, environ, pass []string, getenv func(string) string) []string {
 	env := []string{}
-	for _, kv := range os.Environ() {
-		switch {
-		case strings.HasPrefix(kv, "TERM="), strings.HasPrefix(kv, "CICY_PANE_ID="), strings.HasPrefix(kv, "CICY_HOME="), strings.HasPrefix(kv, "TMUX="):
+	for _, kv := range provider.WithoutCredentials(environ) {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "TERM", "CICY_PANE_ID", "CICY_HOME", "TMUX":
 			continue
 		}
+		if slices.Contains(pass, name) {
+			continue // set below, once
+		}
 		env = append(env, kv)
+	}
+	var given []string
+	for _, name := range pass {
+		if v := getenv(name); v != "" && !slices.Contains(given, name) {
+			env = append(env, name+"="+v)
+			given = append(given, name)
+		}
 	}
 	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
 }

@@ -47,10 +47,10 @@ func agentPrompt(t schema.Task, workspace string) (string, error) {
 		return msg, nil
 	}
 	path := filepath.Join(workspace, ".cicy", "tasks", fmt.Sprintf("task-%d.md", t.ID))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create the task folder: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(t.Text+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(t.Text+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write the task file: %w", err)
 	}
 	return fmt.Sprintf("task %d: read the file %s and do what it says.", t.ID, path), nil

@@ -33,7 +33,11 @@ type TeamPane struct {
 	// the file names, else the team's only master ("" when there is none,
 	// and always for a master).
 	Master string `yaml:"master"`
-	Line   int    `yaml:"-"` // line of this pane in the file
+	// Env names variables of the supervisor's environment the pane's
+	// program gets although the supervisor keeps them from panes (the
+	// provider keys); like cicy-agent create --env.
+	Env  []string `yaml:"env"`
+	Line int      `yaml:"-"` // line of this pane in the file
 }
 
 // TeamGoal is the first message for a master of the team.
@@ -117,7 +121,7 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 // Known keys, in the order error messages list them.
 var (
 	teamKeys = []string{"name", "panes", "goal"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env"}
 	goalKeys = []string{"to", "text"}
 
 	teamPaneTypes = []string{"cicy", "claude", "codex", "opencode", "shell"}
@@ -410,7 +414,46 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if tp.Master != "" && tp.Role == RoleMaster {
 		return tp, p.errf(line, `"master" %s is not allowed: a master does not report to another master; drop master or make the pane a worker`, where)
 	}
+	if e, ok := fields["env"]; ok {
+		if tp.Env, err = p.envNames(e, where); err != nil {
+			return tp, err
+		}
+		if tp.Type == "cicy" && len(tp.Env) > 0 {
+			return tp, p.errf(deref(e.value).Line, `"env" %s is not allowed: a cicy pane runs in the supervisor, and its tools never get the provider keys`, where)
+		}
+	}
 	return tp, nil
+}
+
+// EnvNameRe is what a variable name passed with env (--env) looks like.
+var EnvNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// envNames reads an env list: names of the supervisor's variables.
+func (p *parser) envNames(e entry, where string) ([]string, error) {
+	v := deref(e.value)
+	if isNull(v) {
+		return nil, nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.errf(v.Line, `"env" %s must be a list of variable names, like env: [ANTHROPIC_API_KEY], not %s`, where, kindName(v))
+	}
+	var names []string
+	for i, a := range v.Content {
+		a = deref(a)
+		if a.Kind != yaml.ScalarNode || isNull(a) {
+			return nil, p.errf(a.Line, `entry %d of "env" %s must be a variable name, not %s`, i+1, where, kindName(a))
+		}
+		if strings.Contains(a.Value, "=") {
+			return nil, p.errf(a.Line, `entry %d of "env" %s must be a variable name without a value (the pane gets the supervisor's value of it); a fixed value goes in the command, like command: [env, NAME=value, bash]`, i+1, where)
+		}
+		if !EnvNameRe.MatchString(a.Value) {
+			return nil, p.errf(a.Line, `entry %d of "env" %s, %q, is not a variable name (letters, digits and _, not starting with a digit)`, i+1, where, a.Value)
+		}
+		if !slices.Contains(names, a.Value) {
+			names = append(names, a.Value)
+		}
+	}
+	return names, nil
 }
 
 // command reads a command list.

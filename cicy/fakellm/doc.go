@@ -27,7 +27,9 @@
 //	                    bash) that runs CMD
 //	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments
 //	[[status=N]]        fail with HTTP status N (400-599) and an error body in
-//	                    the API's own shape
+//	                    the API's own shape; a 401's message echoes the
+//	                    x-api-key and Authorization headers it got, as some
+//	                    proxies do (to test that nothing shows them)
 //
 // Tool calls carry only the argument keys the tool's schema declares. Once
 // the conversation ends with a tool result the server answers

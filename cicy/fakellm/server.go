@@ -170,7 +170,12 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, route string, api
 	}
 	x := &exchange{s: s, w: w, r: r, req: &req, turn: api.turn(&req), inTokens: tokens(body)}
 	if code := x.turn.status(); code != 0 {
-		s.fail(w, route, code, fmt.Sprintf("fake-llm status directive %d", code))
+		msg := fmt.Sprintf("fake-llm status directive %d", code)
+		if code == http.StatusUnauthorized {
+			// As some proxies do: the refused credential, echoed.
+			msg += ": invalid x-api-key " + r.Header.Get("x-api-key") + " / authorization " + r.Header.Get("Authorization")
+		}
+		s.fail(w, route, code, msg)
 		return
 	}
 	api.answer(x)

@@ -396,7 +396,7 @@ func (s *Store) Upsert(ms []Memory, now time.Time) (stored int, problems []Probl
 			m.File = name
 		}
 		finish(&m, now)
-		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 			errs = append(errs, err)
 			break
 		}
@@ -544,7 +544,7 @@ func (s *Store) Remove(memID string) error {
 // file already there.
 func (s *Store) archive(name string) error {
 	dir := filepath.Join(s.Dir, ArchiveDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	base := stem(name)
@@ -722,7 +722,7 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
+	if err = os.Chmod(tmp, 0o600); err != nil { // memories quote conversations
 		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {

@@ -36,7 +36,28 @@ func NewFactory(getenv func(string) string) *Factory {
 }
 
 // New returns the named provider, or an error sentence naming what to set.
+// Its errors never carry a credential of the environment (an upstream may
+// echo the key it was sent).
 func (f *Factory) New(name string) (Streamer, error) {
+	p, err := f.build(name)
+	if err != nil {
+		return nil, err
+	}
+	return scrubbing{p, NewScrubber(f.Getenv)}, nil
+}
+
+// scrubbing cleans a provider's errors of the credentials.
+type scrubbing struct {
+	Streamer
+	scrub *Scrubber
+}
+
+func (p scrubbing) Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
+	resp, err := p.Streamer.Stream(ctx, req, onEvent)
+	return resp, p.scrub.Error(err)
+}
+
+func (f *Factory) build(name string) (Streamer, error) {
 	switch name {
 	case "anthropic":
 		key, token := f.Getenv("ANTHROPIC_API_KEY"), f.Getenv("ANTHROPIC_AUTH_TOKEN")

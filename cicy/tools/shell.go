@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -142,9 +143,8 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, m
 	out := &headWriter{limit: MaxShellOutput}
 	cmd := exec.CommandContext(tctx, "bash", "-lc", command)
 	cmd.Dir = dir
-	if len(marker) > 0 {
-		cmd.Env = append(cmd.Environ(), marker...)
-	}
+	// The model reads whatever the command prints: no provider key.
+	cmd.Env = append(provider.WithoutCredentials(os.Environ()), marker...)
 	// One writer for both streams: exec then uses a single pipe, so the
 	// output keeps the order in which the command wrote it.
 	cmd.Stdout = out

@@ -187,14 +187,17 @@ func (e *env) serveCmd() *cli.Command {
 			if err := h.Prepare(); err != nil {
 				return err
 			}
-			logf, err := os.OpenFile(h.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			logf, err := os.OpenFile(h.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 			if err != nil {
 				return fmt.Errorf("open log %s: %w", h.Log(), err)
 			}
 			defer logf.Close()
 			logger := logrus.New()
 			logger.SetOutput(logf)
-			logger.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true})
+			logger.SetFormatter(supervisor.ScrubLog(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, os.Getenv))
+			if err := supervisor.HideEnvironment(); err != nil {
+				logger.WithError(err).Warn("Could not hide the supervisor's environment from the panes' programs")
+			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			err = supervisor.Serve(ctx, supervisor.Config{
@@ -249,6 +252,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
 			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a claude/codex/opencode pane"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
+			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes get the keys their CLI needs without it"},
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 		},
 		Action: func(c *cli.Context) error {
@@ -260,6 +264,7 @@ func (e *env) createCmd() *cli.Command {
 				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
 				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
 				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"),
+				Env: c.StringSlice("env"),
 			}
 			if c.IsSet("role") && req.Role == "" {
 				return usagef("--role must not be empty")

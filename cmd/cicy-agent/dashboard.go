@@ -203,16 +203,24 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []supervisor.PaneInf
 			return err
 		}
 	} else {
-		// The view is a set of viewers: an old one is replaced.
-		_, _ = tmux("kill-session", "-t", "="+res.Session)
+		// The view is a set of viewers: an old one is replaced. The new
+		// session comes first: killing the server's only session ends the
+		// server, and a new-session racing its exit fails ("server exited
+		// unexpectedly").
 		w, hgt := 200, 50
 		if f, ok := e.stdout.(*os.File); ok {
 			if cw, ch, err := term.GetSize(int(f.Fd())); err == nil {
 				w, hgt = cw, ch
 			}
 		}
-		if target, err = tmux("new-session", "-d", "-P", "-F", "#{window_id}", "-s", res.Session, "-n", "team",
+		next := res.Session + "-next"
+		_, _ = tmux("kill-session", "-t", "="+next)
+		if target, err = tmux("new-session", "-d", "-P", "-F", "#{window_id}", "-s", next, "-n", "team",
 			"-x", fmt.Sprint(w), "-y", fmt.Sprint(hgt), tile(ids[0])); err != nil {
+			return err
+		}
+		_, _ = tmux("kill-session", "-t", "="+res.Session)
+		if _, err := tmux("rename-session", "-t", "="+next, res.Session); err != nil {
 			return err
 		}
 	}

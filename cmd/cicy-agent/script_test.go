@@ -113,6 +113,9 @@ func TestScripts(t *testing.T) {
 			"waitgrep":        cmdWaitGrep,
 			"taskorder":       cmdTaskOrder,
 			"waitreaped":      cmdWaitReaped,
+			"noargs":          cmdNoArgs,
+			"paneenv":         cmdPaneEnv,
+			"nofilewith":      cmdNoFileWith,
 		},
 	})
 }
@@ -533,5 +536,81 @@ func cmdTaskOrder(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("task %d was delivered to %s before its previous task finished", t.ID, t.To)
 		}
 		last[t.To] = t.FinishedAt
+	}
+}
+
+// noargs VALUE checks that no process's arguments (/proc/<pid>/cmdline)
+// hold VALUE.
+func cmdNoArgs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: noargs <value>")
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), args[0]) {
+			ts.Fatalf("%s holds the value: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+}
+
+// paneenv [!] VALUE target… checks that the environment of every process
+// of each target (a pane id, or tmux for the home's tmux server) holds
+// VALUE, or with ! that none does. A target with no process fails.
+func cmdPaneEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: [!] paneenv <value> <pane|tmux>…")
+	}
+	home := ts.Getenv("CICY_HOME")
+	for _, target := range args[1:] {
+		var pids []int
+		if target == "tmux" {
+			out, err := exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "display-message", "-p", "#{pid}").Output()
+			ts.Check(err)
+			pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+			ts.Check(err)
+			pids = []int{pid}
+		} else {
+			for _, pid := range paneProcesses(home) {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && strings.Contains(string(b), "\x00CICY_PANE_ID="+target+"\x00") {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		if len(pids) == 0 {
+			ts.Fatalf("no process of %s", target)
+		}
+		for _, pid := range pids {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+			ts.Check(err)
+			if has := strings.Contains(string(b), args[0]); has == neg {
+				ts.Fatalf("the environment of process %d of %s holds the value: %v (want %v)", pid, target, has, !neg)
+			}
+		}
+	}
+}
+
+// nofilewith VALUE DIR checks that no file under DIR holds VALUE.
+func cmdNoFileWith(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: nofilewith <value> <dir>")
+	}
+	n := 0
+	err := filepath.WalkDir(ts.MkAbs(args[1]), func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		n++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), args[0]) {
+			ts.Fatalf("%s holds the value", path)
+		}
+		return nil
+	})
+	ts.Check(err)
+	if n == 0 {
+		ts.Fatalf("no file under %s", args[1])
 	}
 }

@@ -106,6 +106,7 @@ func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology
 		req := supervisor.CreateRequest{
 			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
 			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
+			Env: p.Env,
 		}
 		resp, err := cl.Create(ctx, req)
 		if err != nil {

@@ -1,0 +1,107 @@
+package provider
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+)
+
+// Credentials are the variables that hold a provider's secret. This list is
+// the one place that says which variables a tool, a shell pane or the
+// private tmux server must never be given, and whose values are scrubbed
+// from error and log text.
+var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+
+// IsCredential reports whether name is one of Credentials.
+func IsCredential(name string) bool { return slices.Contains(Credentials, name) }
+
+// WithoutCredentials returns env (NAME=VALUE entries) without the
+// credential variables.
+func WithoutCredentials(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !IsCredential(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// redacted replaces a credential in scrubbed text.
+const redacted = "[redacted]"
+
+// minSecret is the shortest value treated as a secret: replacing a
+// one-letter "key" would mangle every message.
+const minSecret = 6
+
+// Scrubber removes the credential values a process holds from text.
+type Scrubber struct{ secrets []string }
+
+// NewScrubber reads the credential variables with getenv.
+func NewScrubber(getenv func(string) string) *Scrubber {
+	s := &Scrubber{}
+	for _, name := range Credentials {
+		if v := strings.TrimSpace(getenv(name)); len(v) >= minSecret && !slices.Contains(s.secrets, v) {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	// The longest first, so a key that contains another is replaced whole.
+	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
+	return s
+}
+
+// String returns text with every credential replaced by [redacted].
+func (s *Scrubber) String(text string) string {
+	if s == nil {
+		return text
+	}
+	for _, v := range s.secrets {
+		text = strings.ReplaceAll(text, v, redacted)
+	}
+	return text
+}
+
+// Bytes is String for a byte slice; b is returned as is when it holds no
+// credential.
+func (s *Scrubber) Bytes(b []byte) []byte {
+	if s == nil {
+		return b
+	}
+	for _, v := range s.secrets {
+		if strings.Contains(string(b), v) {
+			b = []byte(strings.ReplaceAll(string(b), v, redacted))
+		}
+	}
+	return b
+}
+
+// Error returns err with the credentials removed from its text: an
+// APIError is cleaned in place (callers test for it with errors.As); any
+// other error holding a credential becomes a plain error with the cleaned
+// text.
+func (s *Scrubber) Error(err error) error {
+	if err == nil || s == nil || len(s.secrets) == 0 {
+		return err
+	}
+	var ae *wire.APIError
+	if errors.As(err, &ae) {
+		ae.Message, ae.Type = s.String(ae.Message), s.String(ae.Type)
+	}
+	if text := err.Error(); s.String(text) != text {
+		return scrubbedError{text: s.String(text), err: err}
+	}
+	return err
+}
+
+// scrubbedError keeps the wrapped error for errors.Is/As (a context
+// cancel, an APIError) while showing only the cleaned text.
+type scrubbedError struct {
+	text string
+	err  error
+}
+
+func (e scrubbedError) Error() string { return e.text }
+func (e scrubbedError) Unwrap() error { return e.err }
