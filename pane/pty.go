@@ -75,7 +75,7 @@ type PTY struct {
 // ptyState is everything the loop owns.
 type ptyState struct {
 	status Status
-	emu    *vt.Emulator
+	scr    *screen
 	paste  pasteModeTracker
 	subs   map[chan []byte]struct{}
 	eof    bool // the PTY gave its last byte
@@ -85,6 +85,9 @@ type ptyState struct {
 	classifiedAt time.Time
 	inputAt      time.Time
 	quiet        *time.Timer
+	// feed fires feedDelay after output was queued for the emulator.
+	feed      *time.Timer
+	feedArmed bool
 }
 
 type waitResult struct {
@@ -135,16 +138,18 @@ func StartPTY(opts Options) (*PTY, error) {
 	}
 	st := &ptyState{
 		status: Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
-		emu:    vt.NewEmulator(int(opts.Cols), int(opts.Rows)),
+		scr:    newScreen(int(opts.Cols), int(opts.Rows)),
 		subs:   map[chan []byte]struct{}{},
 		quiet:  time.NewTimer(opts.Settle),
+		feed:   time.NewTimer(time.Hour),
 	}
+	st.feed.Stop()
 	out := make(chan []byte, 64)
 	waited := make(chan waitResult, 1)
 	go p.readOutput(out)
 	go func() { err := cmd.Wait(); waited <- waitResult{cmd.ProcessState, err} }()
 	go p.writeInput()
-	go p.forwardReplies(st.emu)
+	go p.forwardReplies(st.scr.emu)
 	go p.loop(st, out, waited)
 	opts.Log.WithField("pid", p.pid).Info("Pane started")
 	if opts.OnChange != nil {
@@ -245,16 +250,22 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	for {
 		select {
 		case chunk, ok := <-out:
-			if !ok {
+			var ended bool
+			if ok {
+				chunk, ended = gather(chunk, out)
+				p.onOutput(st, chunk)
+			}
+			if !ok || ended {
 				out = nil
 				st.eof = true
 				for ch := range st.subs {
 					close(ch)
 				}
 				clear(st.subs)
-				continue
 			}
-			p.onOutput(st, chunk)
+		case <-st.feed.C:
+			st.feedArmed = false
+			st.scr.flush()
 		case <-st.quiet.C:
 			if p.opts.Rules != nil {
 				p.classify(st)
@@ -270,8 +281,9 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			f(st)
 		case <-p.quit:
 			st.quiet.Stop()
-			st.emu.SendText(replyStop) // returns once the forwarder has read it
-			st.emu.Close()
+			st.feed.Stop()
+			st.scr.emu.SendText(replyStop) // returns once the forwarder has read it
+			st.scr.emu.Close()
 			p.ptmx.Close()
 			for ch := range st.subs {
 				close(ch)
@@ -281,8 +293,42 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	}
 }
 
+// maxBatch bounds how much output the loop takes in one go: the emulator
+// and the viewers get it as one write, so a flood costs per batch what a
+// few lines cost, and a viewer's queue (attachQueue batches) stays bounded.
+const maxBatch = 128 << 10
+
+// feedDelay is the longest output waits before the emulator sees it
+// unasked (a program's terminal query is answered by then); Screen and the
+// screen rules feed it first.
+const feedDelay = 20 * time.Millisecond
+
+// gather joins to first the output already waiting behind it, up to
+// maxBatch; ended reports that the output ended meanwhile.
+func gather(first []byte, out <-chan []byte) (batch []byte, ended bool) {
+	batch = first
+	for len(batch) < maxBatch {
+		select {
+		case more, ok := <-out:
+			if !ok {
+				return batch, true
+			}
+			if len(batch) == len(first) {
+				batch = append(make([]byte, 0, maxBatch+32<<10), first...)
+			}
+			batch = append(batch, more...)
+		default:
+			return batch, false
+		}
+	}
+	return batch, false
+}
+
 func (p *PTY) onOutput(st *ptyState, chunk []byte) {
-	st.emu.Write(chunk) //nolint:errcheck // the emulator never fails a write
+	if st.scr.add(chunk) && !st.feedArmed {
+		st.feed.Reset(feedDelay)
+		st.feedArmed = true
+	}
 	st.paste.feed(chunk)
 	for ch := range st.subs {
 		select {
@@ -319,7 +365,7 @@ func (p *PTY) classify(st *ptyState) {
 		st.quiet.Reset(inputGrace) // look again once the agent had time to draw
 		return
 	}
-	if v, ok := p.opts.Rules.Classify(st.emu.String()); ok && v.State != st.status.State {
+	if v, ok := p.opts.Rules.Classify(st.scr.view().String()); ok && v.State != st.status.State {
 		p.setState(st, v.State, "screen:"+v.Rule.Name)
 	}
 }
@@ -426,7 +472,7 @@ func (p *PTY) Status() Status {
 // lines removed.
 func (p *PTY) Screen() string {
 	var s string
-	p.do(func(st *ptyState) { s = st.emu.String() })
+	p.do(func(st *ptyState) { s = st.scr.view().String() })
 	return strings.TrimRight(s, "\n ")
 }
 
@@ -495,7 +541,7 @@ func (p *PTY) Resize(rows, cols uint16) error {
 	}
 	var err error
 	p.do(func(st *ptyState) {
-		if st.emu.Width() == int(cols) && st.emu.Height() == int(rows) {
+		if st.scr.emu.Width() == int(cols) && st.scr.emu.Height() == int(rows) {
 			return
 		}
 		// Through the raw descriptor: pty.Setsize would call Fd, which
@@ -510,7 +556,7 @@ func (p *PTY) Resize(rows, cols uint16) error {
 		}); cerr != nil {
 			err = cerr
 		}
-		st.emu.Resize(int(cols), int(rows))
+		st.scr.resize(int(cols), int(rows))
 	})
 	if err != nil {
 		return fmt.Errorf("resize: %w", err)
@@ -529,7 +575,7 @@ func (p *PTY) Attach() (repaint []byte, output <-chan []byte, detach func(), err
 			err = ErrExited
 			return
 		}
-		repaint = paintScreen(st.emu)
+		repaint = paintScreen(st.scr.view())
 		st.subs[ch] = struct{}{}
 	})
 	if !ok {
