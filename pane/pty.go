@@ -78,7 +78,9 @@ type ptyState struct {
 	scr    *screen
 	paste  pasteModeTracker
 	subs   map[chan []byte]struct{}
-	eof    bool // the PTY gave its last byte
+	// watchers hear that the screen changed (Watch).
+	watchers map[chan struct{}]struct{}
+	eof      bool // the PTY gave its last byte
 	// Agent panes (opts.Rules set): when a hook last spoke and when the
 	// screen rules last looked.
 	lastHook     time.Time
@@ -137,11 +139,12 @@ func StartPTY(opts Options) (*PTY, error) {
 		stopping: make(chan struct{}),
 	}
 	st := &ptyState{
-		status: Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
-		scr:    newScreen(int(opts.Cols), int(opts.Rows)),
-		subs:   map[chan []byte]struct{}{},
-		quiet:  time.NewTimer(opts.Settle),
-		feed:   time.NewTimer(time.Hour),
+		status:   Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
+		scr:      newScreen(int(opts.Cols), int(opts.Rows)),
+		subs:     map[chan []byte]struct{}{},
+		watchers: map[chan struct{}]struct{}{},
+		quiet:    time.NewTimer(opts.Settle),
+		feed:     time.NewTimer(time.Hour),
 	}
 	st.feed.Stop()
 	out := make(chan []byte, 64)
@@ -262,6 +265,10 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 					close(ch)
 				}
 				clear(st.subs)
+				for ch := range st.watchers {
+					close(ch)
+				}
+				clear(st.watchers)
 			}
 		case <-st.feed.C:
 			st.feedArmed = false
@@ -286,6 +293,9 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			st.scr.emu.Close()
 			p.ptmx.Close()
 			for ch := range st.subs {
+				close(ch)
+			}
+			for ch := range st.watchers {
 				close(ch)
 			}
 			return
@@ -336,6 +346,12 @@ func (p *PTY) onOutput(st *ptyState, chunk []byte) {
 		default: // a viewer too slow to keep up is dropped, not waited for
 			close(ch)
 			delete(st.subs, ch)
+		}
+	}
+	for ch := range st.watchers {
+		select {
+		case ch <- struct{}{}:
+		default: // one change is already waiting to be seen
 		}
 	}
 	if !st.status.Running() {
@@ -593,6 +609,33 @@ func (p *PTY) Attach() (repaint []byte, output <-chan []byte, detach func(), err
 		})
 	}
 	return repaint, ch, detach, nil
+}
+
+// Watch tells the caller when the screen changes: the channel holds at
+// most one pending change, so a flood is one wake-up per look, not one per
+// read, and a watcher is never dropped. It is closed when the program's
+// output ends or the pane closes; stop ends the watch.
+func (p *PTY) Watch() (changed <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	ok := p.do(func(st *ptyState) {
+		if st.eof {
+			close(ch)
+			return
+		}
+		st.watchers[ch] = struct{}{}
+	})
+	if !ok {
+		close(ch)
+	}
+	stop = func() {
+		p.do(func(st *ptyState) {
+			if _, ok := st.watchers[ch]; ok {
+				delete(st.watchers, ch)
+				close(ch)
+			}
+		})
+	}
+	return ch, stop
 }
 
 // paintScreen renders the emulator's screen as bytes that redraw it on a

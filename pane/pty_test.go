@@ -245,3 +245,41 @@ func TestPTYLongLinesKeepNoScrollback(t *testing.T) {
 		t.Fatalf("the emulator keeps %d lines of scrollback, more than %d", n, scrollbackLines)
 	}
 }
+
+// TestPTYWatcherOutlivesFlood: a watcher that does not look while a pane
+// floods finds one change waiting, and is still told of the next one (a
+// byte stream subscriber that fell behind would have been dropped).
+func TestPTYWatcherOutlivesFlood(t *testing.T) {
+	p := startBash(t, nil)
+	changed, stop := p.Watch()
+	defer stop()
+	if err := p.SendText("yes | head -c 4M; echo flood-done", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the flood's end", func() bool { return hasLine(p.Screen(), "flood-done") })
+	select {
+	case _, ok := <-changed:
+		if !ok {
+			t.Fatal("the watch ended during the flood")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change was waiting after the flood")
+	}
+	eventually(t, 10*time.Second, "quiet after the flood", func() bool { return p.Status().State == Idle })
+	select {
+	case <-changed: // the prompt, drawn after the look above
+	default:
+	}
+	tok := fmt.Sprintf("tok%d", rand.Int64())
+	if err := p.SendText("echo "+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-changed:
+		if !ok {
+			t.Fatal("the watch ended")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher was not told of the echo")
+	}
+}
