@@ -274,6 +274,7 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			st.feedArmed = false
 			st.scr.flush()
 		case <-st.quiet.C:
+			st.scr.release()
 			if p.opts.Rules != nil {
 				p.classify(st)
 				continue
@@ -303,9 +304,8 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	}
 }
 
-// maxBatch bounds how much output the loop takes in one go: the emulator
-// and the viewers get it as one write, so a flood costs per batch what a
-// few lines cost, and a viewer's queue (attachQueue batches) stays bounded.
+// maxBatch bounds how much output the loop takes in one go (the viewers
+// get it as one write; an attach queue of 1024 batches stays bounded).
 const maxBatch = 128 << 10
 
 // feedDelay is the longest output waits before the emulator sees it
@@ -323,10 +323,7 @@ func gather(first []byte, out <-chan []byte) (batch []byte, ended bool) {
 			if !ok {
 				return batch, true
 			}
-			if len(batch) == len(first) {
-				batch = append(make([]byte, 0, maxBatch+32<<10), first...)
-			}
-			batch = append(batch, more...)
+			batch = append(batch[:len(batch):len(batch)], more...)
 		default:
 			return batch, false
 		}

@@ -48,15 +48,18 @@ type screen struct {
 	pending []byte
 }
 
+// maxPending bounds the output queued for the emulator.
+const maxPending = 512 << 10
+
 // add queues output for the emulator. It is fed when the queue reaches
-// maxBatch, when the loop's feed timer fires, or when someone looks (view),
+// maxPending, when the loop's feed timer fires, or when someone looks (view),
 // so a flood is emulated a few dozen times a second, not once per read.
 // It reports whether the queue was empty before (the loop then arms its
 // feed timer).
 func (s *screen) add(b []byte) (first bool) {
 	first = len(s.pending) == 0
 	s.pending = append(s.pending, b...)
-	if len(s.pending) >= maxBatch {
+	if len(s.pending) >= maxPending {
 		s.flush()
 	}
 	return first
@@ -68,10 +71,14 @@ func (s *screen) flush() {
 		return
 	}
 	s.write(s.pending)
-	if cap(s.pending) > 64<<10 {
-		s.pending = nil // a pane that stopped flooding keeps no big buffer
-	} else {
-		s.pending = s.pending[:0]
+	s.pending = s.pending[:0]
+}
+
+// release lets the queue's memory go once output is quiet, so a pane that
+// flooded once keeps no big buffer.
+func (s *screen) release() {
+	if len(s.pending) == 0 {
+		s.pending = nil
 	}
 }
 

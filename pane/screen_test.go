@@ -150,3 +150,25 @@ func TestScreenSkipsOnlyWhatCannotBeSeen(t *testing.T) {
 		t.Fatal("no byte was ever left out: the floods were all emulated")
 	}
 }
+
+// TestPasteModeAcrossChunks: the bracketed-paste switch is seen wherever
+// the output is cut, the last one standing.
+func TestPasteModeAcrossChunks(t *testing.T) {
+	out := "ab" + pasteOn + "text" + pasteOff + "x" + pasteOn + "yz"
+	for i := 0; i <= len(out); i++ {
+		for j := i; j <= len(out); j++ {
+			var tr pasteModeTracker
+			tr.feed([]byte(out[:i]))
+			tr.feed([]byte(out[i:j]))
+			tr.feed([]byte(out[j:]))
+			if !tr.on {
+				t.Fatalf("cut at %d and %d: paste mode off", i, j)
+			}
+			tr.feed([]byte(pasteOff[:3]))
+			tr.feed([]byte(pasteOff[3:]))
+			if tr.on {
+				t.Fatalf("cut at %d and %d: paste mode still on after %q", i, j, pasteOff)
+			}
+		}
+	}
+}
