@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -67,6 +68,7 @@ func benchPTYFlood(b *testing.B, script func(mb int) string) {
 	mb := benchFloodMB()
 	b.SetBytes(int64(mb) << 20)
 	cpu0, wall0 := cpuTime(), time.Now()
+	var heap uint64
 	for b.Loop() {
 		p, err := StartPTY(Options{
 			Argv: []string{"bash", "--norc", "--noprofile", "-c", script(mb) + "; exec sleep 600"},
@@ -78,9 +80,16 @@ func benchPTYFlood(b *testing.B, script func(mb int) string) {
 		}
 		waitMarker(b, p.Screen)
 		b.StopTimer()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = max(heap, ms.HeapInuse)
 		p.Close()
 		b.StartTimer()
 	}
+	// What the pane holds once the flood is on its screen (the Go heap in
+	// use, with the pane still open).
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 	// The share of one core this process (the pane, its reader, the
 	// watcher's polls) used while the output flowed.
 	b.ReportMetric(100*float64(cpuTime()-cpu0)/float64(time.Since(wall0)), "cpu-%")
