@@ -304,9 +304,10 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	}
 }
 
-// maxBatch bounds how much output the loop takes in one go (the viewers
-// get it as one write; an attach queue of 1024 batches stays bounded).
-const maxBatch = 128 << 10
+// maxBatch bounds how much output the loop takes in one go: the viewers
+// get it as one write, and an attach queue of 1024 batches holds no more
+// than 1024 reads could (32 MB).
+const maxBatch = 32 << 10
 
 // feedDelay is the longest output waits before the emulator sees it
 // unasked (a program's terminal query is answered by then); Screen and the
