@@ -15,7 +15,7 @@ import (
 func floodOutput(r *rand.Rand, rows int) string {
 	var b strings.Builder
 	line := func() {
-		n := r.IntN(200)
+		n := r.IntN(120)
 		for range n {
 			switch k := r.IntN(40); {
 			case k == 0:
@@ -48,7 +48,7 @@ func floodOutput(r *rand.Rand, rows int) string {
 		"\x1b[2J", "\x1b[3A", "\x1b[4h", "\x1b[4l", "\x1b[?7l", "\x1b[?7h", "\x1b[1;4r", "\x1b[20h", "\x1b[20l",
 		"\x1b[38;5;200m", "\x1b(0", "\x1b(B", "\x1b[?6h", "\x1b[?6l", "\x1b[%dL",
 	}
-	for range 30 {
+	for range 20 {
 		if r.IntN(3) == 0 {
 			s := special[r.IntN(len(special))]
 			if strings.Contains(s, "%d") {
@@ -139,7 +139,7 @@ func TestScreenFloodAfterSequences(t *testing.T) {
 // cells, the cursor, which screen is up — and did leave bytes out.
 func TestScreenSkipsOnlyWhatCannotBeSeen(t *testing.T) {
 	var skipped int64
-	for seed := range uint64(24) {
+	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		cols, rows := []int{120, 80, 20}[seed%3], []int{40, 24, 5}[seed%3]
 		s := sameScreen(t, fmt.Sprintf("seed %d", seed), r, cols, rows, floodOutput(r, rows))
