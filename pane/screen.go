@@ -16,11 +16,12 @@ import (
 // screen), so `yes` reached the screen at 70 KB/s. Lines that scroll off
 // before anyone could look at them need not be drawn. write looks for long
 // runs of plain text — printable characters, UTF-8, tabs, CR, LF, and the
-// colour (SGR) and erase-in-line (EL) sequences — and leaves out the middle
-// of a run when what follows it in the same run would scroll the whole
-// screen anyway; the colour changes left out are replayed (they change the
-// pen, which outlives the run). What is left out could only have changed
-// rows that scroll off, the scrollback, and the character REP repeats.
+// colour (SGR) and erase-in-line (EL) sequences — and leaves out the head
+// of a run when the rest of the run scrolls every row the head drew off the
+// screen; the colour changes left out are replayed (they change the pen,
+// which outlives the run). What is left out could only have changed rows
+// that scroll off, the scrollback, and the character REP repeats (when the
+// rest of the run prints no ASCII character).
 //
 // That holds when line feeds scroll the whole screen: while a program has
 // set a scroll region (DECSTBM) or left/right margins (DECLRMM), rows
