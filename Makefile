@@ -38,6 +38,7 @@ demo: build
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./supervisor/
+	$(GO) test -run '^$$' -bench 'Throughput|Ceiling' -benchtime 2x ./pane/
 	$(GO) test -run '^$$' -bench EventToScreen -benchtime 200x ./cmd/cicy-agent/dashboard/
 	scripts/bench-idle-cpu.sh
 	scripts/bench-dashboard.sh

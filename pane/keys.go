@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -57,15 +58,26 @@ const (
 )
 
 func (t *pasteModeTracker) feed(chunk []byte) {
-	buf := append(t.tail, chunk...)
-	on := strings.LastIndex(string(buf), pasteOn)
-	off := strings.LastIndex(string(buf), pasteOff)
+	// A sequence split between chunks shows in the seam, and comes before
+	// any sequence wholly inside this chunk.
+	t.update(append(t.tail, chunk[:min(len(chunk), len(pasteOn)-1)]...))
+	t.update(chunk)
+	keep := len(pasteOn) - 1
+	if len(chunk) >= keep {
+		t.tail = append(t.tail[:0], chunk[len(chunk)-keep:]...)
+		return
+	}
+	t.tail = append(t.tail, chunk...)
+	t.tail = append(t.tail[:0], t.tail[max(0, len(t.tail)-keep):]...)
+}
+
+func (t *pasteModeTracker) update(b []byte) {
+	if bytes.IndexByte(b, '\x1b') < 0 { // most output: no sequence at all
+		return
+	}
+	on := bytes.LastIndex(b, []byte(pasteOn))
+	off := bytes.LastIndex(b, []byte(pasteOff))
 	if on >= 0 || off >= 0 {
 		t.on = on > off
 	}
-	keep := len(pasteOn) - 1
-	if len(buf) < keep {
-		keep = len(buf)
-	}
-	t.tail = append(t.tail[:0], buf[len(buf)-keep:]...)
 }

@@ -79,16 +79,21 @@ type PTY struct {
 // ptyState is everything the loop owns.
 type ptyState struct {
 	status Status
-	emu    *vt.Emulator
+	scr    *screen
 	paste  pasteModeTracker
 	subs   map[chan []byte]struct{}
-	eof    bool // the PTY gave its last byte
+	// watchers hear that the screen changed (Watch).
+	watchers map[chan struct{}]struct{}
+	eof      bool // the PTY gave its last byte
 	// Agent panes (opts.Rules set): when a hook last spoke and when the
 	// screen rules last looked.
 	lastHook     time.Time
 	classifiedAt time.Time
 	inputAt      time.Time
 	quiet        *time.Timer
+	// feed fires feedDelay after output was queued for the emulator.
+	feed      *time.Timer
+	feedArmed bool
 }
 
 type waitResult struct {
@@ -138,17 +143,20 @@ func StartPTY(opts Options) (*PTY, error) {
 		stopping: make(chan struct{}),
 	}
 	st := &ptyState{
-		status: Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
-		emu:    vt.NewEmulator(int(opts.Cols), int(opts.Rows)),
-		subs:   map[chan []byte]struct{}{},
-		quiet:  time.NewTimer(opts.Settle),
+		status:   Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
+		scr:      newScreen(int(opts.Cols), int(opts.Rows)),
+		subs:     map[chan []byte]struct{}{},
+		watchers: map[chan struct{}]struct{}{},
+		quiet:    time.NewTimer(opts.Settle),
+		feed:     time.NewTimer(time.Hour),
 	}
+	st.feed.Stop()
 	out := make(chan []byte, 64)
 	waited := make(chan waitResult, 1)
 	go p.readOutput(out)
 	go func() { err := cmd.Wait(); waited <- waitResult{cmd.ProcessState, err} }()
 	go p.writeInput()
-	go p.forwardReplies(st.emu)
+	go p.forwardReplies(st.scr.emu)
 	go p.loop(st, out, waited)
 	opts.Log.WithField("pid", p.pid).Info("Pane started")
 	if opts.OnChange != nil {
@@ -249,17 +257,28 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	for {
 		select {
 		case chunk, ok := <-out:
-			if !ok {
+			var ended bool
+			if ok {
+				chunk, ended = gather(chunk, out)
+				p.onOutput(st, chunk)
+			}
+			if !ok || ended {
 				out = nil
 				st.eof = true
 				for ch := range st.subs {
 					close(ch)
 				}
 				clear(st.subs)
-				continue
+				for ch := range st.watchers {
+					close(ch)
+				}
+				clear(st.watchers)
 			}
-			p.onOutput(st, chunk)
+		case <-st.feed.C:
+			st.feedArmed = false
+			st.scr.flush()
 		case <-st.quiet.C:
+			st.scr.release()
 			if p.opts.Rules != nil {
 				p.classify(st)
 				continue
@@ -274,10 +293,14 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			f(st)
 		case <-p.quit:
 			st.quiet.Stop()
-			st.emu.SendText(replyStop) // returns once the forwarder has read it
-			st.emu.Close()
+			st.feed.Stop()
+			st.scr.emu.SendText(replyStop) // returns once the forwarder has read it
+			st.scr.emu.Close()
 			p.ptmx.Close()
 			for ch := range st.subs {
+				close(ch)
+			}
+			for ch := range st.watchers {
 				close(ch)
 			}
 			return
@@ -285,8 +308,39 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 	}
 }
 
+// maxBatch bounds how much output the loop takes in one go: the viewers
+// get it as one write, and an attach queue of 1024 batches holds no more
+// than 1024 reads could (32 MB).
+const maxBatch = 32 << 10
+
+// feedDelay is the longest output waits before the emulator sees it
+// unasked (a program's terminal query is answered by then); Screen and the
+// screen rules feed it first.
+const feedDelay = 20 * time.Millisecond
+
+// gather joins to first the output already waiting behind it, up to
+// maxBatch; ended reports that the output ended meanwhile.
+func gather(first []byte, out <-chan []byte) (batch []byte, ended bool) {
+	batch = first
+	for len(batch) < maxBatch {
+		select {
+		case more, ok := <-out:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch[:len(batch):len(batch)], more...)
+		default:
+			return batch, false
+		}
+	}
+	return batch, false
+}
+
 func (p *PTY) onOutput(st *ptyState, chunk []byte) {
-	st.emu.Write(chunk) //nolint:errcheck // the emulator never fails a write
+	if st.scr.add(chunk) && !st.feedArmed {
+		st.feed.Reset(feedDelay)
+		st.feedArmed = true
+	}
 	st.paste.feed(chunk)
 	for ch := range st.subs {
 		select {
@@ -294,6 +348,12 @@ func (p *PTY) onOutput(st *ptyState, chunk []byte) {
 		default: // a viewer too slow to keep up is dropped, not waited for
 			close(ch)
 			delete(st.subs, ch)
+		}
+	}
+	for ch := range st.watchers {
+		select {
+		case ch <- struct{}{}:
+		default: // one change is already waiting to be seen
 		}
 	}
 	if !st.status.Running() {
@@ -323,7 +383,7 @@ func (p *PTY) classify(st *ptyState) {
 		st.quiet.Reset(inputGrace) // look again once the agent had time to draw
 		return
 	}
-	if v, ok := p.opts.Rules.Classify(st.emu.String()); ok && v.State != st.status.State {
+	if v, ok := p.opts.Rules.Classify(st.scr.view().String()); ok && v.State != st.status.State {
 		p.setState(st, v.State, "screen:"+v.Rule.Name)
 	}
 }
@@ -430,7 +490,7 @@ func (p *PTY) Status() Status {
 // lines removed.
 func (p *PTY) Screen() string {
 	var s string
-	p.do(func(st *ptyState) { s = st.emu.String() })
+	p.do(func(st *ptyState) { s = st.scr.view().String() })
 	return strings.TrimRight(s, "\n ")
 }
 
@@ -499,7 +559,7 @@ func (p *PTY) Resize(rows, cols uint16) error {
 	}
 	var err error
 	p.do(func(st *ptyState) {
-		if st.emu.Width() == int(cols) && st.emu.Height() == int(rows) {
+		if st.scr.emu.Width() == int(cols) && st.scr.emu.Height() == int(rows) {
 			return
 		}
 		// Through the raw descriptor: pty.Setsize would call Fd, which
@@ -514,7 +574,7 @@ func (p *PTY) Resize(rows, cols uint16) error {
 		}); cerr != nil {
 			err = cerr
 		}
-		st.emu.Resize(int(cols), int(rows))
+		st.scr.resize(int(cols), int(rows))
 	})
 	if err != nil {
 		return fmt.Errorf("resize: %w", err)
@@ -533,7 +593,7 @@ func (p *PTY) Attach() (repaint []byte, output <-chan []byte, detach func(), err
 			err = ErrExited
 			return
 		}
-		repaint = paintScreen(st.emu)
+		repaint = paintScreen(st.scr.view())
 		st.subs[ch] = struct{}{}
 	})
 	if !ok {
@@ -551,6 +611,33 @@ func (p *PTY) Attach() (repaint []byte, output <-chan []byte, detach func(), err
 		})
 	}
 	return repaint, ch, detach, nil
+}
+
+// Watch tells the caller when the screen changes: the channel holds at
+// most one pending change, so a flood is one wake-up per look, not one per
+// read, and a watcher is never dropped. It is closed when the program's
+// output ends or the pane closes; stop ends the watch.
+func (p *PTY) Watch() (changed <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	ok := p.do(func(st *ptyState) {
+		if st.eof {
+			close(ch)
+			return
+		}
+		st.watchers[ch] = struct{}{}
+	})
+	if !ok {
+		close(ch)
+	}
+	stop = func() {
+		p.do(func(st *ptyState) {
+			if _, ok := st.watchers[ch]; ok {
+				delete(st.watchers, ch)
+				close(ch)
+			}
+		})
+	}
+	return ch, stop
 }
 
 // paintScreen renders the emulator's screen as bytes that redraw it on a

@@ -202,3 +202,84 @@ func TestPTYInputMakesBusy(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "idle again", func() bool { return p.Status().State == Idle })
 }
+
+// startFlood runs script in a PTY pane of the default size.
+func startFlood(t *testing.T, script string) *PTY {
+	t.Helper()
+	p, err := StartPTY(Options{
+		Argv: []string{"bash", "--norc", "--noprofile", "-c", script + "; sleep 600"},
+		Env:  append(os.Environ(), "TERM=xterm-256color"),
+		Log:  testLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestPTYFloodReachesScreen: 16 MB of `yes` and then a marker; the marker
+// reaches the screen (before, the emulator drew every line and took about
+// four minutes for this).
+func TestPTYFloodReachesScreen(t *testing.T) {
+	p := startFlood(t, "yes | head -c 16M; echo; echo flood-done")
+	eventually(t, 90*time.Second, "the marker after the flood", func() bool { return hasLine(p.Screen(), "flood-done") })
+	var lines []string
+	for _, l := range strings.Split(p.Screen(), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	if n := len(lines); n < 3 || lines[n-1] != "flood-done" || lines[n-2] != "" || lines[n-3] != "y" {
+		t.Fatalf("the screen after the flood ends %q", lines[max(0, len(lines)-3):])
+	}
+}
+
+// TestPTYLongLinesKeepNoScrollback: 25,000 wrapped lines of base64; the
+// emulator holds no more than its small scrollback bound (before, it kept
+// 10,000 lines of cells, ~200 MB for such lines).
+func TestPTYLongLinesKeepNoScrollback(t *testing.T) {
+	p := startFlood(t, "head -c 3000000 /dev/zero | base64 -w 160; echo flood-done")
+	eventually(t, 120*time.Second, "the marker after the flood", func() bool { return hasLine(p.Screen(), "flood-done") })
+	var n int
+	p.do(func(st *ptyState) { n = st.scr.view().ScrollbackLen() })
+	if n > scrollbackLines {
+		t.Fatalf("the emulator keeps %d lines of scrollback, more than %d", n, scrollbackLines)
+	}
+}
+
+// TestPTYWatcherOutlivesFlood: a watcher that does not look while a pane
+// floods finds one change waiting, and is still told of the next one (a
+// byte stream subscriber that fell behind would have been dropped).
+func TestPTYWatcherOutlivesFlood(t *testing.T) {
+	p := startBash(t, nil)
+	changed, stop := p.Watch()
+	defer stop()
+	if err := p.SendText("yes | head -c 4M; echo flood-done", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the flood's end", func() bool { return hasLine(p.Screen(), "flood-done") })
+	select {
+	case _, ok := <-changed:
+		if !ok {
+			t.Fatal("the watch ended during the flood")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change was waiting after the flood")
+	}
+	eventually(t, 10*time.Second, "quiet after the flood", func() bool { return p.Status().State == Idle })
+	select {
+	case <-changed: // the prompt, drawn after the look above
+	default:
+	}
+	tok := fmt.Sprintf("tok%d", rand.Int64())
+	if err := p.SendText("echo "+tok, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-changed:
+		if !ok {
+			t.Fatal("the watch ended")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher was not told of the echo")
+	}
+}

@@ -34,22 +34,13 @@ func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit fun
 	if a != nil {
 		return s.previewAgent(ctx, e.cfg.ID, a, lines, emit)
 	}
-	changed := make(chan struct{}, 1)
+	var changed <-chan struct{}
 	var poll <-chan time.Time
 	switch t := p.(type) {
 	case *pane.PTY:
-		_, out, detach, err := t.Attach()
-		if err == nil {
-			defer detach()
-			go func() { // ends when detach closes out
-				for range out {
-					select {
-					case changed <- struct{}{}:
-					default:
-					}
-				}
-			}()
-		}
+		ch, stop := t.Watch()
+		defer stop()
+		changed = ch
 	case *pane.TmuxPane:
 		tick := time.NewTicker(tmuxPreviewPoll)
 		defer tick.Stop()
@@ -76,7 +67,11 @@ func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit fun
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-changed: // let the output burst finish: one preview per batch
+		case _, ok := <-changed: // let the output burst finish: one preview per batch
+			if !ok {
+				changed = nil // the output ended; the state tick still looks
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return nil
