@@ -157,11 +157,13 @@ func StartPTY(opts Options) (*PTY, error) {
 	go func() { err := cmd.Wait(); waited <- waitResult{cmd.ProcessState, err} }()
 	go p.writeInput()
 	go p.forwardReplies(st.scr.emu)
-	go p.loop(st, out, waited)
-	opts.Log.WithField("pid", p.pid).Info("Pane started")
+	// The start is announced before the loop owns st: the loop's own
+	// changes (an exit at once) must come after it, never before.
 	if opts.OnChange != nil {
 		opts.OnChange(st.status)
 	}
+	go p.loop(st, out, waited)
+	opts.Log.WithField("pid", p.pid).Info("Pane started")
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,5 +282,43 @@ func TestPTYWatcherOutlivesFlood(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher was not told of the echo")
+	}
+}
+
+// A program that ends at once: its start is announced first and its exit
+// last, however fast the pane's loop sees the end (the start used to be
+// announced after the loop began, racing the exit, so a record of the
+// pane's state could end on "starting").
+func TestPTYStartAnnouncedBeforeExit(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		var (
+			mu   sync.Mutex
+			seen []State
+		)
+		p, err := StartPTY(Options{
+			Argv: []string{"true"},
+			Dir:  t.TempDir(),
+			Env:  os.Environ(),
+			Log:  testLog(t),
+			OnChange: func(s Status) {
+				mu.Lock()
+				seen = append(seen, s.State)
+				mu.Unlock()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "the program's exit", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(seen) > 0 && seen[len(seen)-1] == Exited
+		})
+		p.Close()
+		mu.Lock()
+		if seen[0] != Starting {
+			t.Fatalf("run %d: changes %v, want starting first", i, seen)
+		}
+		mu.Unlock()
 	}
 }
