@@ -8,10 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 //go:embed templates
@@ -65,11 +66,6 @@ type Template struct {
 	Meta   Meta
 }
 
-var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// ValidSlug reports whether s can name a role template folder.
-func ValidSlug(s string) bool { return slugRe.MatchString(s) }
-
 // ErrNoTemplate is returned for a role template that does not exist.
 var ErrNoTemplate = errors.New("no such role template")
 
@@ -77,7 +73,7 @@ var ErrNoTemplate = errors.New("no such role template")
 // role.md reads as empty; a missing folder or a malformed meta.yaml is an
 // error whose text is one sentence for the user.
 func LoadTemplate(home, slug string) (*Template, error) {
-	if !ValidSlug(slug) {
+	if !topology.ValidSlug(slug) {
 		return nil, fmt.Errorf("role template %q is not a valid name (lowercase letters, digits, - and _)", slug)
 	}
 	dir := filepath.Join(home, "memory", "agents", slug)

@@ -10,19 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// Pane types, and those this version can run.
-var (
-	paneTypes  = []string{"cicy", "claude", "codex", "opencode", "shell"}
-	builtTypes = []string{"shell", "cicy", "claude", "codex", "opencode"}
-	providers  = []string{"anthropic", "openai", "script"}
-)
+// The providers a cicy pane can talk to.
+var providers = []string{"anthropic", "openai", "script"}
 
 var paneIDRe = regexp.MustCompile(`^w-([1-9][0-9]{0,17})(:main(\.0)?)?$`)
 
@@ -36,102 +30,27 @@ func ParsePaneID(s string) (string, error) {
 	return fmt.Sprintf("w-%d", n), nil
 }
 
-var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
 // checkText refuses control characters and over-long values in a
-// user-given string field.
+// user-given string field (topology.CheckText's rules).
 func checkText(field, v string, max int) error {
-	if len(v) > max {
-		return usageErr("%s is too long (%d bytes, at most %d)", field, len(v), max)
-	}
-	for _, r := range v {
-		if unicode.IsControl(r) {
-			return usageErr("%s contains a control character (%q); use plain text", field, r)
-		}
-	}
-	if !utf8.ValidString(v) {
-		return usageErr("%s is not valid UTF-8", field)
+	if err := topology.CheckText(v, max); err != nil {
+		return usageErr("%s %v", field, err)
 	}
 	return nil
 }
 
 // normalize fills defaults into req and checks every field that needs no
-// database; it returns the warnings the user must see.
+// database; it returns the warnings the user must see. The rules a team
+// file shares are topology's (types, limits, names, links between fields).
 func normalize(req *CreateRequest) (warnings []string, err error) {
-	req.Title = strings.TrimSpace(req.Title)
-	if req.Title == "" {
-		return nil, usageErr("a pane needs a title: cicy-agent create <title> …")
-	}
-	if err := checkText("the title", req.Title, 100); err != nil {
+	if err := normalizeFields(req); err != nil {
 		return nil, err
 	}
-	if req.Type == "" {
-		req.Type = "cicy"
-	}
-	if !slices.Contains(paneTypes, req.Type) {
-		return nil, usageErr("unknown pane type %q (choose cicy, claude, codex, opencode or shell)", req.Type)
-	}
-	if req.Role == "" {
-		req.Role = topology.RoleWorker
-	}
-	if err := checkText("the role", req.Role, 64); err != nil {
+	if err := normalizeLinks(req); err != nil {
 		return nil, err
 	}
-	switch {
-	case req.RoleTemplate != "":
-	case req.Type == "cicy":
-		req.RoleTemplate = "assistant"
-	case isAgent(req.Type) && req.Role == topology.RoleMaster:
-		req.RoleTemplate = "coordinator"
-	case isAgent(req.Type):
-		req.RoleTemplate = "engineer"
-	}
-	if req.RoleTemplate != "" && !slugRe.MatchString(req.RoleTemplate) {
-		return nil, usageErr("role template %q is not a valid name (lowercase letters, digits, - and _; it names a folder under memory/agents/)", req.RoleTemplate)
-	}
-	if req.Master != "" {
-		id, err := ParsePaneID(req.Master)
-		if err != nil {
-			return nil, usageErr("--master %s is not a pane id (expected w-<N>)", req.Master)
-		}
-		req.Master = id
-		if req.Role == topology.RoleMaster {
-			return nil, usageErr("a master does not report to another master; drop --master or the master role")
-		}
-	}
-	if req.Provider != "" && !slices.Contains(providers, req.Provider) {
-		return nil, usageErr("unknown provider %q (choose anthropic, openai or script)", req.Provider)
-	}
-	if err := checkText("the model", req.Model, 200); err != nil {
+	if err := normalizeBackend(req); err != nil {
 		return nil, err
-	}
-	if !slices.Contains(builtTypes, req.Type) {
-		return nil, failedErr("pane type %s is not built yet in this version; only cicy and shell panes can run now", req.Type)
-	}
-	if req.Type == "cicy" {
-		if req.Backend != "" && req.Backend != "inproc" {
-			return nil, usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
-		}
-		if len(req.Command) > 0 {
-			return nil, usageErr("a cicy pane takes no command after --; its persona comes from --role-template")
-		}
-		req.Backend = "inproc"
-	} else {
-		switch req.Backend {
-		case "":
-			// tmux when it is there: its panes outlive the supervisor.
-			req.Backend = "pty"
-			if pane.TmuxAvailable() {
-				req.Backend = "tmux"
-			}
-		case "pty":
-		case "tmux":
-			if !pane.TmuxAvailable() {
-				return nil, failedErr("the tmux backend needs tmux 3.0 or newer on PATH; install it or use --backend pty")
-			}
-		default:
-			return nil, usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
-		}
 	}
 	if req.AllowAll && !isAgent(req.Type) {
 		return nil, usageErr("--allow-all applies to claude, codex and opencode panes (it maps to their own bypass modes)")
@@ -139,28 +58,7 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	if err := checkEnvNames(req); err != nil {
 		return nil, err
 	}
-	if isAgent(req.Type) {
-		if req.Provider != "" {
-			return nil, usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
-		}
-		if _, err := findAgent(req.Type); err != nil {
-			return nil, err
-		}
-	}
-	if req.Type == "shell" {
-		if len(req.Command) == 0 || req.Command[0] == "" {
-			return nil, usageErr("a shell pane needs a command after --, like: cicy-agent create %s --type shell -- bash", req.Title)
-		}
-		if _, err := exec.LookPath(req.Command[0]); err != nil {
-			return nil, usageErr("command %q was not found or is not executable", req.Command[0])
-		}
-	}
-	for i, a := range req.Command {
-		if strings.ContainsRune(a, 0) {
-			return nil, usageErr("argument %d of the command contains a NUL byte", i)
-		}
-	}
-	if err := checkText("the team name", req.Team, 64); err != nil {
+	if err := checkProgram(req); err != nil {
 		return nil, err
 	}
 	if req.Workspace != "" && !filepath.IsAbs(req.Workspace) {
@@ -174,11 +72,135 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 	return warnings, nil
 }
 
+// normalizeFields fills in and checks the fields one by one.
+func normalizeFields(req *CreateRequest) error {
+	req.Title = strings.TrimSpace(req.Title)
+	if req.Title == "" {
+		return usageErr("a pane needs a title: cicy-agent create <title> …")
+	}
+	req.Role = topology.PaneRole(req.Role)
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"the title", req.Title, topology.MaxTitleBytes},
+		{"the role", req.Role, topology.MaxRoleBytes},
+		{"the model", req.Model, topology.MaxModelBytes},
+		{"the team name", req.Team, topology.MaxTeamBytes},
+	} {
+		if err := checkText(f.name, f.v, f.max); err != nil {
+			return err
+		}
+	}
+	var ok bool
+	if req.Type, ok = topology.PaneType(req.Type); !ok {
+		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices)
+	}
+	if req.RoleTemplate == "" {
+		req.RoleTemplate = defaultTemplate(req.Type, req.Role)
+	}
+	if req.RoleTemplate != "" && !topology.ValidSlug(req.RoleTemplate) {
+		return usageErr("role template %q is not a valid name (lowercase letters, digits, - and _; it names a folder under memory/agents/)", req.RoleTemplate)
+	}
+	if req.Provider != "" && !slices.Contains(providers, req.Provider) {
+		return usageErr("unknown provider %q (choose anthropic, openai or script)", req.Provider)
+	}
+	for i, a := range req.Command {
+		if strings.ContainsRune(a, 0) {
+			return usageErr("argument %d of the command contains a NUL byte", i)
+		}
+	}
+	return nil
+}
+
+// defaultTemplate is the role template of a pane that names none: a cicy
+// pane is an assistant, a CLI agent an engineer or a coordinator, a shell
+// pane has none.
+func defaultTemplate(typ, role string) string {
+	switch {
+	case typ == "cicy":
+		return "assistant"
+	case isAgent(typ) && role == topology.RoleMaster:
+		return "coordinator"
+	case isAgent(typ):
+		return "engineer"
+	}
+	return ""
+}
+
+// normalizeLinks parses --master and checks the rules between fields.
+func normalizeLinks(req *CreateRequest) error {
+	if req.Master != "" {
+		id, err := ParsePaneID(req.Master)
+		if err != nil {
+			return usageErr("--master %s is not a pane id (expected w-<N>)", req.Master)
+		}
+		req.Master = id
+	}
+	switch err := topology.CheckLinks(req.Type, req.Role, req.Master, req.Command, req.Env); {
+	case err == nil:
+		return nil
+	case errors.Is(err, topology.ErrMasterOfMaster):
+		return usageErr("%v; drop --master or the master role", err)
+	case errors.Is(err, topology.ErrCicyCommand):
+		return usageErr("a cicy pane takes no command after --; its persona comes from --role-template")
+	case errors.Is(err, topology.ErrCicyEnv):
+		return usageErr("--env applies to terminal panes; %v", err)
+	case errors.Is(err, topology.ErrShellCommand):
+		return usageErr("%v after --, like: cicy-agent create %s --type shell -- bash", err, req.Title)
+	default:
+		return usageErr("%v", err)
+	}
+}
+
+// normalizeBackend chooses and checks the backend: inproc for a cicy pane,
+// tmux (when it is there: its panes outlive the supervisor) or pty for a
+// terminal pane.
+func normalizeBackend(req *CreateRequest) error {
+	if req.Type == "cicy" {
+		if req.Backend != "" && req.Backend != "inproc" {
+			return usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
+		}
+		req.Backend = "inproc"
+		return nil
+	}
+	switch req.Backend {
+	case "":
+		req.Backend = "pty"
+		if pane.TmuxAvailable() {
+			req.Backend = "tmux"
+		}
+	case "pty":
+	case "tmux":
+		if !pane.TmuxAvailable() {
+			return failedErr("the tmux backend needs tmux 3.0 or newer on PATH; install it or use --backend pty")
+		}
+	default:
+		return usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
+	}
+	return nil
+}
+
+// checkProgram checks that the program a terminal pane runs is there.
+func checkProgram(req *CreateRequest) error {
+	if isAgent(req.Type) {
+		if req.Provider != "" {
+			return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
+		}
+		if _, err := findAgent(req.Type); err != nil {
+			return err
+		}
+	}
+	if req.Type == "shell" {
+		if _, err := exec.LookPath(req.Command[0]); err != nil {
+			return usageErr("command %q was not found or is not executable", req.Command[0])
+		}
+	}
+	return nil
+}
+
 // checkEnvNames checks the variables a terminal pane asks for.
 func checkEnvNames(req *CreateRequest) error {
-	if len(req.Env) > 0 && req.Type == "cicy" {
-		return usageErr("--env applies to terminal panes; a cicy pane's tools never get the provider keys")
-	}
 	var names []string
 	for _, n := range req.Env {
 		switch {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -124,11 +123,7 @@ var (
 	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env"}
 	goalKeys = []string{"to", "text"}
 
-	teamPaneTypes = []string{"cicy", "claude", "codex", "opencode", "shell"}
-
-	teamNameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-	roleTemplateRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	yamlLineRe     = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
 
 // parser carries the file name into every error.
@@ -146,6 +141,34 @@ func (p *parser) errf(line int, format string, a ...any) error {
 
 func parseTeam(data []byte, dir, file string) (*Team, error) {
 	p := &parser{file: file, dir: dir}
+	root, err := p.document(data)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := p.mapping(root, "at the top level", teamKeys)
+	if err != nil {
+		return nil, err
+	}
+	t := &Team{}
+	if t.Name, err = p.teamName(root, fields); err != nil {
+		return nil, err
+	}
+	if t.Panes, err = p.panes(root, fields); err != nil {
+		return nil, err
+	}
+	if err := p.links(t); err != nil {
+		return nil, err
+	}
+	if g, ok := fields["goal"]; ok {
+		if t.Goal, err = p.goal(t, deref(g.value)); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// document parses the YAML and returns its top-level mapping.
+func (p *parser) document(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -174,30 +197,32 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, p.errf(root.Line, "the top level must be a mapping with the keys name, panes and goal, not %s", kindName(root))
 	}
-	fields, err := p.mapping(root, "at the top level", teamKeys)
-	if err != nil {
-		return nil, err
-	}
-	t := &Team{}
+	return root, nil
+}
 
-	// name
+// teamName reads and checks the team's name.
+func (p *parser) teamName(root *yaml.Node, fields map[string]entry) (string, error) {
 	nameNode, ok := fields["name"]
 	if !ok {
-		return nil, p.errf(root.Line, "the team has no name: key; add one, like name: demo")
+		return "", p.errf(root.Line, "the team has no name: key; add one, like name: demo")
 	}
-	if t.Name, err = p.scalar(nameNode, `the team's "name"`); err != nil {
-		return nil, err
+	name, err := p.scalar(nameNode, `the team's "name"`)
+	if err != nil {
+		return "", err
 	}
 	switch {
-	case t.Name == "":
-		return nil, p.errf(nameNode.value.Line, `the team's "name" is empty; give it a name like name: demo`)
-	case len(t.Name) > 64:
-		return nil, p.errf(nameNode.value.Line, `the team's "name" is too long (%d bytes, at most 64)`, len(t.Name))
-	case !teamNameRe.MatchString(t.Name):
-		return nil, p.errf(nameNode.value.Line, `the team's "name" %q is not a valid name (lowercase letters, digits, - and _, starting with a letter or digit)`, t.Name)
+	case name == "":
+		return "", p.errf(nameNode.value.Line, `the team's "name" is empty; give it a name like name: demo`)
+	case len(name) > MaxTeamBytes:
+		return "", p.errf(nameNode.value.Line, `the team's "name" is too long (%d bytes, at most %d)`, len(name), MaxTeamBytes)
+	case !ValidSlug(name):
+		return "", p.errf(nameNode.value.Line, `the team's "name" %q is not a valid name (lowercase letters, digits, - and _, starting with a letter or digit)`, name)
 	}
+	return name, nil
+}
 
-	// panes
+// panes reads and checks the list of panes; titles are unique.
+func (p *parser) panes(root *yaml.Node, fields map[string]entry) ([]TeamPane, error) {
 	panesNode, ok := fields["panes"]
 	if !ok {
 		return nil, p.errf(root.Line, `the team has no "panes" key; list at least one pane, like panes: [{title: lead, role: master}]`)
@@ -209,6 +234,7 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 	if pn.Kind != yaml.SequenceNode {
 		return nil, p.errf(pn.Line, `"panes" must be a list of panes (one "- title: …" entry each), not %s`, kindName(pn))
 	}
+	var panes []TeamPane
 	firstLine := map[string]int{}
 	for i, item := range pn.Content {
 		tp, err := p.pane(deref(item), i+1)
@@ -220,19 +246,9 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 			return nil, p.errf(tp.Line, `pane title %q is used twice (lines %d and %d); "title" names a pane and must be unique in the team`, tp.Title, l, tp.Line)
 		}
 		firstLine[tp.Title] = tp.Line
-		t.Panes = append(t.Panes, tp)
+		panes = append(panes, tp)
 	}
-	if err := p.links(t); err != nil {
-		return nil, err
-	}
-
-	// goal
-	if g, ok := fields["goal"]; ok {
-		if t.Goal, err = p.goal(t, deref(g.value)); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
+	return panes, nil
 }
 
 // entry is one key of a mapping with its value node.
@@ -274,155 +290,183 @@ func (p *parser) scalar(e entry, what string) (string, error) {
 }
 
 // pane reads and checks one pane (index is 1-based, for panes whose title
-// is missing).
+// is missing). The rules a pane follows are spec.go's, as for create.
 func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	tp := TeamPane{Line: n.Line}
 	if n.Kind != yaml.MappingNode {
 		return tp, p.errf(n.Line, `pane %d of "panes" must be a mapping with at least a title (like - {title: alice}), not %s`, index, kindName(n))
 	}
-	where := fmt.Sprintf("in pane %d", index)
+	r, err := p.paneReader(n, index)
+	if err != nil {
+		return tp, err
+	}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.links}
+	for _, step := range steps {
+		if err := step(&tp); err != nil {
+			return tp, err
+		}
+	}
+	return tp, nil
+}
+
+// paneFields reads the keys of one pane.
+type paneFields struct {
+	p      *parser
+	n      *yaml.Node
+	index  int
+	where  string // "in pane "alice"", or "in pane 2" while it has no title
+	fields map[string]entry
+}
+
+func (p *parser) paneReader(n *yaml.Node, index int) (*paneFields, error) {
+	r := &paneFields{p: p, n: n, index: index, where: fmt.Sprintf("in pane %d", index)}
 	// The title first, so later messages can name the pane.
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := deref(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == "title" {
 			if v := deref(n.Content[i+1]); v.Kind == yaml.ScalarNode && !isNull(v) && strings.TrimSpace(v.Value) != "" {
-				where = fmt.Sprintf("in pane %q", strings.TrimSpace(v.Value))
+				r.where = fmt.Sprintf("in pane %q", strings.TrimSpace(v.Value))
 			}
 			break
 		}
 	}
-	fields, err := p.mapping(n, where, paneKeys)
-	if err != nil {
-		return tp, err
-	}
-	text := func(key string) (string, int, error) {
-		e, ok := fields[key]
-		if !ok {
-			return "", n.Line, nil
-		}
-		s, err := p.scalar(e, fmt.Sprintf("%q %s", key, where))
-		return strings.TrimSpace(s), deref(e.value).Line, err
-	}
-	check := func(key, v string, line, max int) error {
-		if len(v) > max {
-			return p.errf(line, "%q %s is too long (%d bytes, at most %d)", key, where, len(v), max)
-		}
-		if !utf8.ValidString(v) {
-			return p.errf(line, "%q %s is not valid UTF-8", key, where)
-		}
-		for _, r := range v {
-			if unicode.IsControl(r) {
-				return p.errf(line, "%q %s contains a control character (%q); use plain text", key, where, r)
-			}
-		}
-		return nil
-	}
+	var err error
+	r.fields, err = p.mapping(n, r.where, paneKeys)
+	return r, err
+}
 
-	title, line, err := text("title")
+// line is the line of key's value, else the pane's.
+func (r *paneFields) line(key string) int {
+	if e, ok := r.fields[key]; ok {
+		return deref(e.value).Line
+	}
+	return r.n.Line
+}
+
+// text returns key's trimmed text value ("" when absent) and its line.
+func (r *paneFields) text(key string) (string, int, error) {
+	e, ok := r.fields[key]
+	if !ok {
+		return "", r.n.Line, nil
+	}
+	s, err := r.p.scalar(e, fmt.Sprintf("%q %s", key, r.where))
+	return strings.TrimSpace(s), deref(e.value).Line, err
+}
+
+// checked is text within CheckText's rules and max bytes.
+func (r *paneFields) checked(key string, max int) (string, int, error) {
+	v, line, err := r.text(key)
 	if err != nil {
-		return tp, err
+		return "", line, err
+	}
+	if err := CheckText(v, max); err != nil {
+		return "", line, r.p.errf(line, "%q %s %v", key, r.where, err)
+	}
+	return v, line, nil
+}
+
+// names reads the title, type, role and role template.
+func (r *paneFields) names(tp *TeamPane) error {
+	title, line, err := r.text("title")
+	if err != nil {
+		return err
 	}
 	if title == "" {
-		return tp, p.errf(line, `pane %d has no "title"; every pane needs one, like title: alice`, index)
+		return r.p.errf(line, `pane %d has no "title"; every pane needs one, like title: alice`, r.index)
 	}
-	if err := check("title", title, line, 100); err != nil {
-		return tp, err
+	if tp.Title, _, err = r.checked("title", MaxTitleBytes); err != nil {
+		return err
 	}
-	tp.Title = title
+	if tp.Type, line, err = r.text("type"); err != nil {
+		return err
+	}
+	var ok bool
+	if tp.Type, ok = PaneType(tp.Type); !ok {
+		return r.p.errf(line, `"type" %q %s is not a pane type (choose %s)`, tp.Type, r.where, PaneTypeChoices)
+	}
+	if tp.Role, line, err = r.text("role"); err != nil {
+		return err
+	}
+	if tp.Role = PaneRole(tp.Role); tp.Role != RoleMaster && tp.Role != RoleWorker {
+		return r.p.errf(line, `"role" %q %s is not allowed: team panes are masters or workers (role: master or role: worker); a label role is for cicy-agent create --role, and a persona is set with role_template`, tp.Role, r.where)
+	}
+	if tp.RoleTemplate, line, err = r.text("role_template"); err != nil {
+		return err
+	}
+	if tp.RoleTemplate != "" && !ValidSlug(tp.RoleTemplate) {
+		return r.p.errf(line, `"role_template" %q %s is not a valid template name (lowercase letters, digits, - and _; it names a folder under memory/agents/)`, tp.RoleTemplate, r.where)
+	}
+	return nil
+}
 
-	if tp.Type, line, err = text("type"); err != nil {
-		return tp, err
+// lists reads the command and the env names.
+func (r *paneFields) lists(tp *TeamPane) (err error) {
+	if e, ok := r.fields["command"]; ok {
+		if tp.Command, err = r.p.command(e, r.where); err != nil {
+			return err
+		}
 	}
-	if tp.Type == "" {
-		tp.Type = "cicy"
+	if e, ok := r.fields["env"]; ok {
+		if tp.Env, err = r.p.envNames(e, r.where); err != nil {
+			return err
+		}
 	}
-	if !slices.Contains(teamPaneTypes, tp.Type) {
-		return tp, p.errf(line, `"type" %q %s is not a pane type (choose cicy, claude, codex, opencode or shell)`, tp.Type, where)
-	}
+	return nil
+}
 
-	if tp.Role, line, err = text("role"); err != nil {
-		return tp, err
+// workspace reads the workspace and makes it absolute: ~ is the home
+// folder, a relative path is relative to the team file's folder.
+func (r *paneFields) workspace(tp *TeamPane) error {
+	ws, line, err := r.text("workspace")
+	if err != nil || ws == "" {
+		return err
 	}
-	if tp.Role == "" {
-		tp.Role = RoleWorker
+	if strings.ContainsRune(ws, 0) {
+		return r.p.errf(line, `"workspace" %s contains a NUL byte`, r.where)
 	}
-	if tp.Role != RoleMaster && tp.Role != RoleWorker {
-		return tp, p.errf(line, `"role" %q %s is not allowed: team panes are masters or workers (role: master or role: worker); a label role is for cicy-agent create --role, and a persona is set with role_template`, tp.Role, where)
+	if ws == "~" || strings.HasPrefix(ws, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return r.p.errf(line, `"workspace" %s starts with ~ but the home folder is unknown: %v`, r.where, err)
+		}
+		ws = filepath.Join(home, strings.TrimPrefix(ws, "~"))
 	}
+	if !filepath.IsAbs(ws) {
+		ws = filepath.Join(r.p.dir, ws)
+	}
+	if tp.Workspace, err = filepath.Abs(ws); err != nil {
+		return r.p.errf(line, `"workspace" %s cannot be made absolute: %v`, r.where, err)
+	}
+	return nil
+}
 
-	if tp.RoleTemplate, line, err = text("role_template"); err != nil {
-		return tp, err
+// texts reads the provider, the model and the master.
+func (r *paneFields) texts(tp *TeamPane) (err error) {
+	if tp.Provider, _, err = r.checked("provider", MaxProviderBytes); err != nil {
+		return err
 	}
-	if tp.RoleTemplate != "" && !roleTemplateRe.MatchString(tp.RoleTemplate) {
-		return tp, p.errf(line, `"role_template" %q %s is not a valid template name (lowercase letters, digits, - and _; it names a folder under memory/agents/)`, tp.RoleTemplate, where)
+	if tp.Model, _, err = r.checked("model", MaxModelBytes); err != nil {
+		return err
 	}
+	tp.Master, _, err = r.text("master")
+	return err
+}
 
-	if e, ok := fields["command"]; ok {
-		if tp.Command, err = p.command(e, where); err != nil {
-			return tp, err
-		}
-		if tp.Type == "cicy" && len(tp.Command) > 0 {
-			return tp, p.errf(deref(e.value).Line, `"command" %s is not allowed: a cicy pane runs no program (its persona comes from role_template); drop command or set type`, where)
-		}
+// links checks the rules between the pane's fields (CheckLinks).
+func (r *paneFields) links(tp *TeamPane) error {
+	switch err := CheckLinks(tp.Type, tp.Role, tp.Master, tp.Command, tp.Env); {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrMasterOfMaster):
+		return r.p.errf(r.line("master"), `"master" %s is not allowed: %v; drop master or make the pane a worker`, r.where, err)
+	case errors.Is(err, ErrCicyCommand):
+		return r.p.errf(r.line("command"), `"command" %s is not allowed: %v (its persona comes from role_template); drop command or set type`, r.where, err)
+	case errors.Is(err, ErrCicyEnv):
+		return r.p.errf(r.line("env"), `"env" %s is not allowed: a cicy pane runs in the supervisor, and its tools never get the provider keys`, r.where)
+	case errors.Is(err, ErrShellCommand):
+		return r.p.errf(r.line("command"), `a shell pane needs a "command" %s, like command: [bash]`, r.where)
+	default:
+		return r.p.errf(r.n.Line, "%s: %v", r.where, err)
 	}
-	if tp.Type == "shell" && (len(tp.Command) == 0 || tp.Command[0] == "") {
-		line := n.Line
-		if e, ok := fields["command"]; ok {
-			line = deref(e.value).Line
-		}
-		return tp, p.errf(line, `a shell pane needs a "command" %s, like command: [bash]`, where)
-	}
-
-	if tp.Workspace, line, err = text("workspace"); err != nil {
-		return tp, err
-	}
-	if strings.ContainsRune(tp.Workspace, 0) {
-		return tp, p.errf(line, `"workspace" %s contains a NUL byte`, where)
-	}
-	if tp.Workspace != "" {
-		ws := tp.Workspace
-		if ws == "~" || strings.HasPrefix(ws, "~/") {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return tp, p.errf(line, `"workspace" %s starts with ~ but the home folder is unknown: %v`, where, err)
-			}
-			ws = filepath.Join(home, strings.TrimPrefix(ws, "~"))
-		}
-		if !filepath.IsAbs(ws) {
-			ws = filepath.Join(p.dir, ws)
-		}
-		if ws, err = filepath.Abs(ws); err != nil {
-			return tp, p.errf(line, `"workspace" %s cannot be made absolute: %v`, where, err)
-		}
-		tp.Workspace = ws
-	}
-
-	if tp.Provider, line, err = text("provider"); err != nil {
-		return tp, err
-	}
-	if err := check("provider", tp.Provider, line, 64); err != nil {
-		return tp, err
-	}
-	if tp.Model, line, err = text("model"); err != nil {
-		return tp, err
-	}
-	if err := check("model", tp.Model, line, 200); err != nil {
-		return tp, err
-	}
-	if tp.Master, line, err = text("master"); err != nil {
-		return tp, err
-	}
-	if tp.Master != "" && tp.Role == RoleMaster {
-		return tp, p.errf(line, `"master" %s is not allowed: a master does not report to another master; drop master or make the pane a worker`, where)
-	}
-	if e, ok := fields["env"]; ok {
-		if tp.Env, err = p.envNames(e, where); err != nil {
-			return tp, err
-		}
-		if tp.Type == "cicy" && len(tp.Env) > 0 {
-			return tp, p.errf(deref(e.value).Line, `"env" %s is not allowed: a cicy pane runs in the supervisor, and its tools never get the provider keys`, where)
-		}
-	}
-	return tp, nil
 }
 
 // EnvNameRe is what a variable name passed with env (--env) looks like.

@@ -1,0 +1,108 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Pane specs: the rules every pane follows however it is described —
+// `cicy-agent create` (the supervisor's normalize) or a team file
+// (parser.pane). Each check returns the heart of the sentence (or, for the
+// links between fields, which rule is broken); the caller names the field
+// its own way ("the title", or `"title" in pane "a"`), adds the line of a
+// team file, and says how to fix it in its own terms (a flag or a key).
+
+// PaneTypes are the kinds of pane, in the order messages list them.
+var PaneTypes = []string{"cicy", "claude", "codex", "opencode", "shell"}
+
+// DefaultPaneType is the type of a pane that names none.
+const DefaultPaneType = "cicy"
+
+// PaneTypeChoices lists PaneTypes for a message: "cicy, claude, … or shell".
+var PaneTypeChoices = strings.Join(PaneTypes[:len(PaneTypes)-1], ", ") + " or " + PaneTypes[len(PaneTypes)-1]
+
+// Limits of a pane's text fields, in bytes.
+const (
+	MaxTitleBytes    = 100
+	MaxRoleBytes     = 64
+	MaxProviderBytes = 64
+	MaxModelBytes    = 200
+	MaxTeamBytes     = 64
+)
+
+// slugRe is a name that becomes a folder: a role template, a team.
+var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidSlug reports whether s can name a folder: 1 to 64 lowercase
+// letters, digits, - and _, starting with a letter or digit.
+func ValidSlug(s string) bool { return slugRe.MatchString(s) }
+
+// CheckText refuses an over-long value, invalid UTF-8 and control
+// characters in a text field; the error is the sentence's predicate ("is
+// too long (120 bytes, at most 100)"), for the caller to put after the
+// field's name.
+func CheckText(v string, max int) error {
+	if len(v) > max {
+		return fmt.Errorf("is too long (%d bytes, at most %d)", len(v), max)
+	}
+	if !utf8.ValidString(v) {
+		return errors.New("is not valid UTF-8")
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("contains a control character (%q); use plain text", r)
+		}
+	}
+	return nil
+}
+
+// PaneType fills in the default type and reports whether t is a pane type.
+func PaneType(t string) (string, bool) {
+	if t == "" {
+		t = DefaultPaneType
+	}
+	return t, slices.Contains(PaneTypes, t)
+}
+
+// PaneRole fills in the default role, worker.
+func PaneRole(role string) string {
+	if role == "" {
+		return RoleWorker
+	}
+	return role
+}
+
+// The rules that tie a pane's fields together; CheckLinks returns one of
+// these.
+var (
+	// ErrMasterOfMaster: a master names a master.
+	ErrMasterOfMaster = errors.New("a master does not report to another master")
+	// ErrCicyCommand: a cicy pane is given a program to run.
+	ErrCicyCommand = errors.New("a cicy pane runs no program")
+	// ErrShellCommand: a shell pane is given no program to run.
+	ErrShellCommand = errors.New("a shell pane needs a command")
+	// ErrCicyEnv: a cicy pane asks for variables of the supervisor.
+	ErrCicyEnv = errors.New("a cicy pane's tools never get the provider keys")
+)
+
+// CheckLinks checks the rules between a pane's fields (its type and role
+// filled in): a master reports to no master, a cicy pane runs no command
+// and gets no variables, a shell pane runs one.
+func CheckLinks(typ, role, master string, command, env []string) error {
+	switch {
+	case master != "" && role == RoleMaster:
+		return ErrMasterOfMaster
+	case typ == "cicy" && len(command) > 0:
+		return ErrCicyCommand
+	case typ == "cicy" && len(env) > 0:
+		return ErrCicyEnv
+	case typ == "shell" && (len(command) == 0 || command[0] == ""):
+		return ErrShellCommand
+	}
+	return nil
+}

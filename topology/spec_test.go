@@ -1,0 +1,60 @@
+package topology
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestPaneSpecRules(t *testing.T) {
+	if typ, ok := PaneType(""); typ != "cicy" || !ok {
+		t.Errorf(`PaneType("") = %q, %v; want cicy, true`, typ, ok)
+	}
+	if _, ok := PaneType("bash"); ok {
+		t.Error(`PaneType("bash") is a pane type`)
+	}
+	if PaneTypeChoices != "cicy, claude, codex, opencode or shell" {
+		t.Errorf("PaneTypeChoices = %q", PaneTypeChoices)
+	}
+	if r := PaneRole(""); r != RoleWorker {
+		t.Errorf(`PaneRole("") = %q`, r)
+	}
+	for s, want := range map[string]bool{"engineer": true, "a-b_1": true, "Eng": false, "../etc": false, "-x": false, "": false, strings.Repeat("a", 64): true, strings.Repeat("a", 65): false} {
+		if ValidSlug(s) != want {
+			t.Errorf("ValidSlug(%q) = %v", s, !want)
+		}
+	}
+	for _, tc := range []struct {
+		v    string
+		max  int
+		want string
+	}{
+		{"plain", 10, ""},
+		{"x\ty", 10, "control character"},
+		{"toolong", 3, "is too long (7 bytes, at most 3)"},
+		{"a\xffb", 10, "not valid UTF-8"},
+	} {
+		err := CheckText(tc.v, tc.max)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckText(%q, %d) = %v; want %q", tc.v, tc.max, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		typ, role, master string
+		cmd, env          []string
+		want              error
+	}{
+		{"cicy", RoleWorker, "", nil, nil, nil},
+		{"shell", RoleWorker, "lead", []string{"bash"}, []string{"FOO"}, nil},
+		{"cicy", RoleMaster, "lead", nil, nil, ErrMasterOfMaster},
+		{"cicy", RoleWorker, "", []string{"bash"}, nil, ErrCicyCommand},
+		{"cicy", RoleWorker, "", nil, []string{"FOO"}, ErrCicyEnv},
+		{"shell", RoleWorker, "", nil, nil, ErrShellCommand},
+		{"shell", RoleWorker, "", []string{""}, nil, ErrShellCommand},
+		{"claude", RoleWorker, "", nil, nil, nil},
+	} {
+		if err := CheckLinks(tc.typ, tc.role, tc.master, tc.cmd, tc.env); !errors.Is(err, tc.want) {
+			t.Errorf("CheckLinks(%+v) = %v; want %v", tc, err, tc.want)
+		}
+	}
+}
