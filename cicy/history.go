@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -105,31 +106,14 @@ func writeJSONAtomic(path string, v any) error {
 	return WriteFileAtomic(path, append(b, '\n'))
 }
 
-// WriteFileAtomic writes b to path through a temp file, fsync and rename:
-// a crash, or a reader at the same moment, sees the old file or the new one.
-// The file is the user's alone (0600; CreateTemp's mode), and so is a folder
-// it creates (0700): it may hold conversation text.
+// WriteFileAtomic writes b to path atomically (atomicfile.Write). The file
+// is the user's alone (0600), and so is a folder it creates (0700): it may
+// hold conversation text.
 func WriteFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, b, 0o600)
 }
 
 func readJSON(path string, v any) (bool, error) {

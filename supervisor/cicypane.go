@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
@@ -160,13 +161,10 @@ func (s *Supervisor) SetGuidance(id, content string) (GuidanceDoc, error) {
 	if err != nil {
 		return GuidanceDoc{}, err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return GuidanceDoc{}, failedErr("write %s: %v", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return GuidanceDoc{}, failedErr("write %s: %v", path, err)
+	// The workspace's own file (AGENTS.md, CLAUDE.md): readable, as
+	// the project's files are.
+	if err := atomicfile.Write(path, []byte(content), 0o644); err != nil {
+		return GuidanceDoc{}, failedErr("%v", err)
 	}
 	return GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path, Exists: true, Saved: true}, nil
 }

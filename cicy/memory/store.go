@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 )
 
 // Types of memories.
@@ -36,7 +38,7 @@ const (
 	ArchiveDir = "_archive"
 
 	maxFileBytes = 1 << 20 // a bigger file is reported, not read
-	tempPrefix   = ".tmp-"
+	tempPrefix   = atomicfile.TempPrefix
 	staleTemp    = time.Hour
 )
 
@@ -400,7 +402,7 @@ func (s *Store) Upsert(ms []Memory, now time.Time) (stored int, problems []Probl
 			errs = append(errs, err)
 			break
 		}
-		if err := writeAtomic(filepath.Join(s.Dir, m.File), format(m)); err != nil {
+		if err := atomicfile.Write(filepath.Join(s.Dir, m.File), format(m), 0o600); err != nil {
 			errs = append(errs, fmt.Errorf("memory %s: %w", quote(m.MemID), err))
 			continue
 		}
@@ -613,7 +615,7 @@ func (s *Store) rebuildIndex() ([]Problem, error) {
 	}
 	text := indexText(ms)
 	if old, err := os.ReadFile(path); err != nil || string(old) != text {
-		if err := writeAtomic(path, []byte(text)); err != nil {
+		if err := atomicfile.Write(path, []byte(text), 0o600); err != nil {
 			return probs, err
 		}
 	}
@@ -696,43 +698,6 @@ func CutIndex(text string, max int) string {
 		return text[:i]
 	}
 	return cutBytes(text, max)
-}
-
-// writeAtomic writes a file through a temp file in the same folder, fsync
-// and rename: a reader or a crash sees the old file or the new one.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp, 0o600); err != nil { // memories quote conversations
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
 }
 
 func normType(t string) string {
