@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/cicy/apitest"
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -506,7 +507,7 @@ func firstDiff(want, got []byte) string {
 			g = gl[i]
 		}
 		if w != g {
-			return fmt.Sprintf("line %d:\n  want %s\n  got  %s", i+1, clip(w, 300), clip(g, 300))
+			return fmt.Sprintf("line %d:\n  want %s\n  got  %s", i+1, clip.Bytes(w, 300), clip.Bytes(g, 300))
 		}
 	}
 	return "(same lines, different bytes)"
@@ -539,12 +540,12 @@ func TestPrefixByteIdenticalAcrossRounds(t *testing.T) {
 				d++
 			}
 			t.Errorf("request %d changes the bytes before request %d's breakpoint at offset %d of %d:\n  request %d: …%s…\n  request %d: …%s…",
-				i+2, i+1, d, off, i+1, clip(string(a[max(0, d-80):]), 160), i+2, clip(string(b[max(0, d-80):]), 160))
+				i+2, i+1, d, off, i+1, clip.Bytes(string(a[max(0, d-80):]), 160), i+2, clip.Bytes(string(b[max(0, d-80):]), 160))
 		}
 		// The same, structurally: tools, system and the messages up to the
 		// breakpoint block, without cache_control.
 		if pa, pb := prefixJSON(rs[i].Req, rs[i].Req), prefixJSON(rs[i].Req, rs[i+1].Req); pa != pb {
-			t.Errorf("the prefix up to request %d's breakpoint differs in request %d:\n%s\n%s", i+1, i+2, clip(pa, 400), clip(pb, 400))
+			t.Errorf("the prefix up to request %d's breakpoint differs in request %d:\n%s\n%s", i+1, i+2, clip.Bytes(pa, 400), clip.Bytes(pb, 400))
 		}
 	}
 
@@ -926,7 +927,7 @@ func TestMemoriesCapped(t *testing.T) {
 	inner, ok := strings.CutPrefix(block, "<memories>\n")
 	inner, ok2 := strings.CutSuffix(inner, "\n</memories>")
 	if !ok || !ok2 {
-		t.Fatalf("last block %q is not the memories block", clip(block, 100))
+		t.Fatalf("last block %q is not the memories block", clip.Bytes(block, 100))
 	}
 	if len(inner) > MemoryCap || len(inner) < MemoryCap-200 {
 		t.Errorf("memories block holds %d bytes of MEMORY.md, want at most %d (and close to it)", len(inner), MemoryCap)
@@ -1041,7 +1042,7 @@ func TestCompact350(t *testing.T) {
 		t.Error("current.json changed during the summary call")
 	}
 	if s.system != compactPrompt {
-		t.Errorf("summary system prompt %q", clip(s.system, 100))
+		t.Errorf("summary system prompt %q", clip.Bytes(s.system, 100))
 	}
 	if !strings.Contains(s.prompt, "msg-000") || !strings.Contains(s.prompt, "msg-189") || strings.Contains(s.prompt, "msg-190") {
 		t.Errorf("the summary call does not get exactly the 190 oldest messages")
@@ -1352,7 +1353,7 @@ func TestBadInputKeepsPaneWorking(t *testing.T) {
 		}
 		c := trs[0].Content
 		if len(c) > 12000+300 || !strings.Contains(c, "truncated") || !strings.Contains(c, "5000000") {
-			t.Errorf("5 MB output gave a %d-byte result ending %q", len(c), clip(c[max(0, len(c)-120):], 120))
+			t.Errorf("5 MB output gave a %d-byte result ending %q", len(c), clip.Bytes(c[max(0, len(c)-120):], 120))
 		}
 		if n := len(rs[1].Body); n > 64<<10 {
 			t.Errorf("the request after a 5 MB output is %d bytes", n)

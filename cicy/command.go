@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -185,9 +186,9 @@ func transcript(h []wire.Message) string {
 				}
 				fmt.Fprintf(&b, "%s: %s\n", m.Role, blk.Text)
 			case wire.TypeToolUse:
-				fmt.Fprintf(&b, "%s [calls %s %s]\n", m.Role, blk.Name, clip(string(blk.Input), 300))
+				fmt.Fprintf(&b, "%s [calls %s %s]\n", m.Role, blk.Name, clip.Bytes(string(blk.Input), 300))
 			case wire.TypeToolResult:
-				fmt.Fprintf(&b, "tool result: %s\n", clip(blk.Content, 400))
+				fmt.Fprintf(&b, "tool result: %s\n", clip.Bytes(blk.Content, 400))
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
 
@@ -71,5 +72,5 @@ func memoriesOf(body []byte) string {
 	if i < 0 {
 		return ""
 	}
-	return clip(s[i:], 300)
+	return clip.Bytes(s[i:], 300)
 }

@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
@@ -106,23 +106,11 @@ func (a *Agent) harvest(question, answer string, calls []ToolCall) {
 		}
 	}
 	a.mem.waiting = append(a.mem.waiting, memory.Turn{
-		Question: clip(question, memoryClip), Answer: clip(answer, memoryClip),
+		Question: clip.Bytes(question, memoryClip), Answer: clip.Bytes(answer, memoryClip),
 		Tools: tools, At: a.env.Clock.Now(),
 	})
 	a.saveBuffer()
 	a.armMemory(explicitRe.MatchString(question))
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // armMemory flushes when a trigger holds, else (re)arms the timer for the

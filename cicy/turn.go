@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/tools"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -214,7 +215,7 @@ func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return clip(line, 200)
+	return clip.Bytes(line, 200)
 }
 
 // persist writes current.json in full and reply.json; a write failure is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -100,9 +101,9 @@ func (t teamTools) taskStatus(ctx context.Context, master string, input json.Raw
 		fmt.Fprintf(&b, "task %d → %s: %s", task.ID, task.To, task.Status)
 		switch task.Status {
 		case schema.TaskDone:
-			fmt.Fprintf(&b, ": %s", clipText(task.Result, 300))
+			fmt.Fprintf(&b, ": %s", clipText(task.Result))
 		case schema.TaskFailed:
-			fmt.Fprintf(&b, ": %s", clipText(task.Error, 300))
+			fmt.Fprintf(&b, ": %s", clipText(task.Error))
 		}
 		b.WriteByte('\n')
 	}
@@ -115,10 +116,8 @@ func (t teamTools) taskStatus(ctx context.Context, master string, input json.Raw
 	return b.String(), false
 }
 
-func clipText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
+// clipText is a task's result or error on one line: its first 300 runes
+// and "…" when it is longer.
+func clipText(s string) string {
+	return clip.Runes(strings.Join(strings.Fields(s), " "), 300+1)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 )
 
 // SystemPrompt is the recognizer's system prompt: fixed English text, byte-stable so the aux call's prefix caches.
@@ -77,8 +79,8 @@ func RecognizerInput(index string, turns []Turn) string {
 	b.WriteString("\n\n")
 	for i, t := range turns {
 		b.WriteString("[turn " + strconv.Itoa(i+1) + "]\n")
-		b.WriteString("User: " + clip(strings.TrimSpace(t.Question), MaxTurnBytes) + "\n")
-		b.WriteString("Agent: " + clip(strings.TrimSpace(t.Answer), MaxTurnBytes) + "\n")
+		b.WriteString("User: " + clip.Bytes(strings.TrimSpace(t.Question), MaxTurnBytes) + "\n")
+		b.WriteString("Agent: " + clip.Bytes(strings.TrimSpace(t.Answer), MaxTurnBytes) + "\n")
 		if len(t.Tools) > 0 {
 			b.WriteString("Tools used: " + strings.Join(t.Tools, ", ") + "\n")
 		}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 )
 
 // Types of memories.
@@ -635,7 +636,7 @@ func indexText(ms []Memory) string {
 // IndexLine is one line of MEMORY.md, bounded whatever the memory holds.
 func IndexLine(m Memory) string {
 	title := cutBytes(oneLine(m.Title), MaxTitleBytes)
-	content := clip(oneLine(m.Content), IndexContentBytes)
+	content := clip.Bytes(oneLine(m.Content), IndexContentBytes)
 	text := title + ": " + content
 	switch {
 	case title == "":
@@ -766,14 +767,6 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// clip is cutBytes with an ellipsis, still at most n bytes.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutBytes(s, n-len("…")) + "…"
 }
 
 func quote(s string) string { return strconv.Quote(cutBytes(s, 120)) }

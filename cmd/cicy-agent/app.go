@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -327,8 +328,8 @@ func (e *env) lsCmd() *cli.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTITLE\tTYPE\tROLE\tSTATE\tREASON\tTOKENS\tCACHE\tWORKSPACE")
 			for _, p := range panes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip(p.Title, 24), p.Type, clip(p.Role, 16),
-					p.State, clip(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip.Runes(p.Title, 24), p.Type, clip.Runes(p.Role, 16),
+					p.State, clip.Runes(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
 			}
 			return tw.Flush()
 		},
@@ -369,15 +370,6 @@ func percent(f float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*f)
-}
-
-// clip shortens s to n runes with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 func (e *env) sendCmd() *cli.Command {
@@ -586,13 +578,13 @@ func printStatus(w io.Writer, st supervisor.StatusResponse) {
 		} else {
 			task += fmt.Sprintf(" (%s)", (time.Duration(wk.Elapsed) * time.Second).String())
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip(wk.Title, 24), wk.Type, wk.State, clip(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip.Runes(wk.Title, 24), wk.Type, wk.State, clip.Runes(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
 	}
 	if len(st.Masters) == 0 {
 		fmt.Fprintln(tw, "no masters (create one with --role master)")
 	}
 	for _, m := range st.Masters {
-		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip(m.Title, 24), m.Type, m.State, clip(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit, m.Compactable))
+		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip.Runes(m.Title, 24), m.Type, m.State, clip.Runes(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit, m.Compactable))
 		for _, wk := range m.Workers {
 			worker(wk)
 		}
@@ -606,7 +598,7 @@ func printStatus(w io.Writer, st supervisor.StatusResponse) {
 	if len(st.Untracked) > 0 {
 		fmt.Fprintln(tw, "untracked (role is a label; not in completion tracking):")
 		for _, u := range st.Untracked {
-			fmt.Fprintf(tw, "  %s\t%s\trole %q\n", u.ID, clip(u.Title, 24), u.Role)
+			fmt.Fprintf(tw, "  %s\t%s\trole %q\n", u.ID, clip.Runes(u.Title, 24), u.Role)
 		}
 	}
 	if len(st.NeedsYou) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
@@ -109,7 +110,7 @@ func printEvent(out io.Writer, ev cicy.Event) {
 	case "text":
 		fmt.Fprint(out, ev.Text)
 	case "tool":
-		fmt.Fprintf(out, "\n  ⚙ %s %s → %s\n", ev.Name, clip(ev.Text, 80), ev.Result)
+		fmt.Fprintf(out, "\n  ⚙ %s %s → %s\n", ev.Name, clip.Runes(ev.Text, 80), ev.Result)
 	case "turn_end":
 		switch ev.Status {
 		case "completed":
@@ -118,7 +119,7 @@ func printEvent(out io.Writer, ev cicy.Event) {
 			fmt.Fprintf(out, "\n[turn %s]\n", ev.Status)
 		}
 	case "queued":
-		fmt.Fprintf(out, "  (queued: %s)\n", clip(ev.Text, 80))
+		fmt.Fprintf(out, "  (queued: %s)\n", clip.Runes(ev.Text, 80))
 	case "system":
 		fmt.Fprintf(out, "[%s]\n", ev.Text)
 	}

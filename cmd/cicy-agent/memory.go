@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
@@ -42,7 +43,7 @@ func (e *env) memoryCmd() *cli.Command {
 						tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 						fmt.Fprintln(tw, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE")
 						for _, m := range l.Memories {
-							fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip(m.Title, 40))
+							fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip.Runes(m.Title, 40))
 						}
 						tw.Flush()
 						for _, p := range l.Problems {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
@@ -130,7 +131,7 @@ func (e *env) tasksCmd() *cli.Command {
 					out = t.Error
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, t.Status,
-					time.Since(t.CreatedAt).Round(time.Second), clip(oneLine(t.Text), 40), clip(oneLine(out), 40))
+					time.Since(t.CreatedAt).Round(time.Second), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
 			}
 			return tw.Flush()
 		},
@@ -219,7 +220,7 @@ func (e *env) waitCmd() *cli.Command {
 				if t.Status != "done" {
 					out = t.Error
 				}
-				fmt.Fprintf(e.stdout, "task %d %s: %s\n", t.ID, t.Status, clip(oneLine(out), 100))
+				fmt.Fprintf(e.stdout, "task %d %s: %s\n", t.ID, t.Status, clip.Runes(oneLine(out), 100))
 				if err := taskExit(t); err != nil && firstErr == nil {
 					firstErr = err
 				}

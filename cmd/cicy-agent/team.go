@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -147,9 +148,9 @@ func (e *env) followGoal(ctx context.Context, cl *supervisor.Client, master stri
 				line := fmt.Sprintf("task %d → %s: %s", t.ID, t.To, t.Status)
 				switch t.Status {
 				case "done":
-					line += ": " + clip(oneLine(t.Result), 70)
+					line += ": " + clip.Runes(oneLine(t.Result), 70)
 				case "failed":
-					line += ": " + clip(oneLine(t.Error), 70)
+					line += ": " + clip.Runes(oneLine(t.Error), 70)
 				}
 				fmt.Fprintln(e.stdout, line)
 			}
