@@ -1,6 +1,12 @@
 // Package cicy is the headless runtime of cicy panes: the turn loop, role
 // templates, byte-stable prompt assembly with its cache breakpoints
 // (docs/requests-and-caching.md), history on disk, /compact and /clear, and
-// the memory loop. The LLM providers, the built-in tools and the memory
-// store are its subpackages.
+// the memory loop. Each pane is one cicy.Agent running inside the
+// supervisor.
+//
+// Its subpackages: wire (the Anthropic-shaped conversation types), provider
+// (anthropic, openai and the scripted model), tools (shell and skill),
+// memory (the long-term memory store), atomicfile (the one way a file is
+// replaced), clip (shortening text on a rune boundary), and for tests
+// apitest and fakellm.
 package cicy
