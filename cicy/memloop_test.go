@@ -149,13 +149,20 @@ func (r *memRig) turn(text string) {
 	}
 }
 
-// waitCalls waits until n recognitions ran and the buffer settled.
+// waitCalls waits until n recognitions ran and the buffer settled: none
+// is in flight any more (a call is counted when it starts, and a failed
+// one leaves the batch buffered, as it was while the call ran).
 func (r *memRig) waitCalls(n int, buffered int) {
 	r.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for r.rec.count() != n || r.a.BufferedTurns() != buffered {
+	inflight := func() int {
+		k := 0
+		r.a.do(func() { k = len(r.a.mem.inflight) })
+		return k
+	}
+	for r.rec.count() != n || r.a.BufferedTurns() != buffered || inflight() > 0 {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("recognitions = %d (want %d), buffered = %d (want %d)", r.rec.count(), n, r.a.BufferedTurns(), buffered)
+			r.t.Fatalf("recognitions = %d (want %d), buffered = %d (want %d), %d turns in flight", r.rec.count(), n, r.a.BufferedTurns(), buffered, inflight())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

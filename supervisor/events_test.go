@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -181,22 +182,20 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns := make(chan int, 1)
+	var turned atomic.Int64
+	stopped := make(chan struct{})
 	go func() { // turns until the test ends
-		n := 0
-		defer func() { turns <- n }()
+		defer close(stopped)
 		for ctx.Err() == nil {
-			if _, err := c.Send(ctx, noisy.ID, SendRequest{Text: fmt.Sprintf("turn %d", n), Wait: true}); err != nil {
+			if _, err := c.Send(ctx, noisy.ID, SendRequest{Text: fmt.Sprintf("turn %d", turned.Load()), Wait: true}); err != nil {
 				return
 			}
-			n++
+			turned.Add(1)
 		}
 	}()
 	defer func() {
 		cancel()
-		if n := <-turns; n < 10 {
-			t.Errorf("the noisy pane took only %d turns", n)
-		}
+		<-stopped
 	}()
 	if _, err := c.Create(ctx, CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}}); err != nil {
 		t.Fatal(err)
@@ -209,6 +208,15 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 		id, st := stateOf(ev)
 		return id == quiet.ID && st == "idle"
 	})
+	// The quiet pane changes only once the noisy one has been noisy for a
+	// while (however slow the machine), and while it still is.
+	deadline := time.Now().Add(time.Minute)
+	for turned.Load() < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the noisy pane took only %d turns in a minute", turned.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := c.Send(ctx, quiet.ID, SendRequest{Text: "exit 3"}); err != nil {
 		t.Fatal(err)
 	}
