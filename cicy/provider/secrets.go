@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -71,8 +72,8 @@ func (s *Scrubber) Bytes(b []byte) []byte {
 		return b
 	}
 	for _, v := range s.secrets {
-		if strings.Contains(string(b), v) {
-			b = []byte(strings.ReplaceAll(string(b), v, redacted))
+		if bytes.Contains(b, []byte(v)) {
+			b = bytes.ReplaceAll(b, []byte(v), []byte(redacted))
 		}
 	}
 	return b
