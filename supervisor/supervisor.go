@@ -313,7 +313,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	s.starting[row.ID] = e
 	s.mu.Unlock()
 	err = s.start(ctx, e)
-	// Hooks that came while the process started were kept (hookStarting);
+	// Hooks that came while the process started were kept (recordHook);
 	// from here on they go to the process, once the pending one is applied.
 	e.op.Lock()
 	s.mu.Lock()
