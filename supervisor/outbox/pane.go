@@ -1,0 +1,103 @@
+package outbox
+
+import (
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// Pane is one pane as the outbox drives it. The supervisor's pane-kind
+// adapters (cicy, shell, CLI agent) implement it; the outbox never asks
+// which kind a pane is.
+type Pane interface {
+	// View is the pane's state now, as the decision step needs it.
+	View() View
+	// Deliver hands t to the pane, which View said is idle. wake may be
+	// called from any goroutine when the delivery progressed without a
+	// state change of the pane (a cicy turn's result arrived); it never
+	// blocks.
+	Deliver(t schema.Task, wake func()) (Delivery, error)
+	// Notify gives this master the line that tells of t, which ended.
+	Notify(t schema.Task) error
+	// Recover says what became of t, delivered to this pane before the
+	// supervisor restarted. wake is as for Deliver.
+	Recover(t schema.Task, wake func()) Recovery
+	// Noticed says whether the notification of t reached this master
+	// before the supervisor restarted, when the pane can tell (a cicy
+	// pane's history can).
+	Noticed(t schema.Task) Notice
+}
+
+// View is what the outbox knows of a pane at one step.
+type View struct {
+	// Running: its process or turn loop runs.
+	Running bool
+	// Idle: it takes a task now.
+	Idle bool
+	// Receptive: a notification can be given to it now (a cicy pane
+	// queues it; a shell pane is typed into; a CLI agent takes it at
+	// its idle prompt).
+	Receptive bool
+	// Reason is why it is in its state, for people (a failure's text).
+	Reason string
+}
+
+// Delivery is a task handed to a pane. Only the outbox goroutine calls
+// its methods.
+type Delivery interface {
+	// Check looks at the pane: has the task ended, and how? A delivery
+	// whose pane did not take the task in time ends failed here.
+	Check(now time.Time) Progress
+	// Abandon lets go of the task: it was cancelled, or its pane is
+	// gone (a cicy pane's running turn is cancelled).
+	Abandon()
+}
+
+// Progress is what a pane says of a task delivered to it.
+type Progress struct {
+	Ended  bool
+	Failed string // the error, when it ended failed
+	Result string // the answer, when it ended done
+	How    string // the change's reason, for people
+	// Next is when Check wants to look again even if nothing happens
+	// (a deadline, a second Enter); zero when only an event can matter.
+	Next time.Time
+}
+
+// Verdict is what became of a task delivered before a restart.
+type Verdict int
+
+// The verdicts.
+const (
+	// Resumed: the pane outlived the supervisor (a tmux session); the
+	// Recovery's Delivery tracks the task from here.
+	Resumed Verdict = iota
+	// Finished: the pane finished it before the restart (from its
+	// history); Result holds the answer.
+	Finished
+	// Interrupted: the restart cut its work short; it may be delivered
+	// again.
+	Interrupted
+	// Lost: the pane's process ended with the supervisor.
+	Lost
+)
+
+// Recovery is a Pane's word on a task delivered before a restart.
+type Recovery struct {
+	Verdict  Verdict
+	Result   string
+	Delivery Delivery // with Resumed
+}
+
+// Notice is whether a master got a notification before a restart.
+type Notice int
+
+// The notices.
+const (
+	// NoticeUnknown: the pane cannot tell; the record stands.
+	NoticeUnknown Notice = iota
+	// NoticeSeen: the master has it, recorded or not.
+	NoticeSeen
+	// NoticeLost: recorded as sent, but the master never got it.
+	NoticeLost
+)
