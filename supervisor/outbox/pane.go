@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"errors"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -28,6 +29,10 @@ type Pane interface {
 	Noticed(t schema.Task) Notice
 }
 
+// ErrRetry, wrapped in Deliver's error, says the pane could not take the
+// task now but may later: it is queued again instead of failed.
+var ErrRetry = errors.New("the worker could not take the task now")
+
 // View is what the outbox knows of a pane at one step.
 type View struct {
 	// Running: its process or turn loop runs.
@@ -40,6 +45,9 @@ type View struct {
 	Receptive bool
 	// Reason is why it is in its state, for people (a failure's text).
 	Reason string
+	// Handoff says how a task is handed to it, for people: the reason
+	// of the change to delivered ("typed into the idle worker").
+	Handoff string
 }
 
 // Delivery is a task handed to a pane. Only the outbox goroutine calls
