@@ -16,7 +16,6 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
-	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // Provider streams one model call; cicy/provider implements it.
@@ -61,7 +60,7 @@ type Env struct {
 	Clock Clock
 	// OnStatus is called (on the agent's loop; it must not block) after
 	// every state change.
-	OnStatus func(pane.Status)
+	OnStatus func(Status)
 
 	headMemories bool // see Prompt.headMemories
 }
@@ -122,7 +121,7 @@ type Agent struct {
 	hist    []wire.Message
 	convID  string
 	model   string // the model of the last turn, named in current.json
-	status  pane.Status
+	status  Status
 	queue   []item
 	running bool
 	cancel  context.CancelFunc
@@ -163,7 +162,7 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.status = pane.Status{State: pane.Idle, Reason: reason, Since: env.Now()}
+	a.status = Status{State: Idle, Reason: reason, Since: env.Now()}
 	a.restoreMemory()
 	go a.loop()
 	return a, nil
@@ -289,10 +288,10 @@ func (a *Agent) Close() {
 }
 
 // Status is the pane's state.
-func (a *Agent) Status() pane.Status {
-	var s pane.Status
+func (a *Agent) Status() Status {
+	var s Status
 	if !a.do(func() { s = a.status }) {
-		return pane.Status{State: pane.Exited, Reason: "closed", Since: time.Now()}
+		return Status{State: Closed, Reason: "closed", Since: time.Now()}
 	}
 	return s
 }
@@ -428,8 +427,8 @@ func (a *Agent) broadcast(e Event) {
 	}
 }
 
-func (a *Agent) setStatus(s pane.State, reason string) {
-	a.status = pane.Status{State: s, Reason: reason, Since: a.env.Now()}
+func (a *Agent) setStatus(s State, reason string) {
+	a.status = Status{State: s, Reason: reason, Since: a.env.Now()}
 	if a.env.OnStatus != nil {
 		a.env.OnStatus(a.status)
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
-	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -127,7 +126,7 @@ func (r *rig) start() *Agent {
 	r.a = a
 	r.t.Cleanup(func() {
 		deadline := time.Now().Add(testWait)
-		for a.Status().State == pane.Busy && time.Now().Before(deadline) {
+		for a.Status().State == Busy && time.Now().Before(deadline) {
 			a.Cancel()
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -176,7 +175,7 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 
 func (r *rig) expectIdle() {
 	r.t.Helper()
-	if s := r.a.Status(); s.State != pane.Idle {
+	if s := r.a.Status(); s.State != Idle {
 		r.t.Fatalf("pane state %s (%s), want idle", s.State, s.Reason)
 	}
 }
@@ -768,7 +767,7 @@ func TestQueueDuringTurn(t *testing.T) {
 	a := r.start()
 	ch1 := r.sendAsync("one", "")
 	pollUntil(t, "the first request", func() bool { return r.srv.Len() == 1 })
-	if s := a.Status(); s.State != pane.Busy {
+	if s := a.Status(); s.State != Busy {
 		t.Fatalf("state %s during a turn", s.State)
 	}
 	chC := r.sendAsync("/compact", "")
@@ -1454,7 +1453,7 @@ func TestRestartInterruptedTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := r.start()
-	if s := a.Status(); s.State != pane.Idle || !strings.Contains(s.Reason, "interrupted") {
+	if s := a.Status(); s.State != Idle || !strings.Contains(s.Reason, "interrupted") {
 		t.Errorf("status after restart: %+v", s)
 	}
 	h := r.history()
@@ -1518,7 +1517,7 @@ func TestRestoreCorruptHistory(t *testing.T) {
 	r := newRig(t, replies(textReply("fresh start")))
 	mustWrite(t, filepath.Join(HistoryDir(r.ws), "current.json"), "{not json")
 	a := r.start()
-	if s := a.Status(); s.State != pane.Idle || !strings.Contains(s.Reason, "unreadable") {
+	if s := a.Status(); s.State != Idle || !strings.Contains(s.Reason, "unreadable") {
 		t.Errorf("status %+v", s)
 	}
 	aside, _ := filepath.Glob(filepath.Join(HistoryDir(r.ws), "current.corrupt-*.json"))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
-	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // summaryPrefix marks the user message that holds a /compact summary.
@@ -67,7 +66,7 @@ func (a *Agent) clear() TurnResult {
 	if err != nil {
 		return TurnResult{Status: TurnFailed, Error: err.Error()}
 	}
-	a.setStatus(pane.Idle, "cleared")
+	a.setStatus(Idle, "cleared")
 	a.log.WithFields(map[string]any{"from": old, "to": a.convID}).Info("Conversation cleared")
 	return TurnResult{Status: TurnCompleted, Answer: "conversation cleared; new conversation " + a.convID}
 }
@@ -92,7 +91,7 @@ func (a *Agent) startCompact(w chan TurnResult) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hist, convID := a.hist, a.convID
 	a.hist, a.running, a.cancel = nil, true, cancel
-	a.setStatus(pane.Busy, "compacting")
+	a.setStatus(Busy, "compacting")
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
@@ -101,9 +100,9 @@ func (a *Agent) startCompact(w chan TurnResult) {
 		a.post(func() {
 			a.hist, a.running, a.cancel = newHist, false, nil
 			if res.Status == TurnCompleted {
-				a.setStatus(pane.Idle, "compacted")
+				a.setStatus(Idle, "compacted")
 			} else {
-				a.setStatus(pane.Idle, "compact failed: "+res.Error)
+				a.setStatus(Idle, "compact failed: "+res.Error)
 			}
 			a.broadcast(Event{Kind: "system", Text: res.Answer + res.Error})
 			reply(w, res)

@@ -54,14 +54,9 @@ func resizePayload(rows, cols uint16) []byte {
 }
 
 func (a *api) attach(w http.ResponseWriter, r *http.Request) {
-	e, t, err := a.sup.running(r.PathValue("id"))
+	p, err := a.sup.ptyOf(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
-		return
-	}
-	p, ok := t.(*pane.PTY)
-	if !ok {
-		writeErr(w, usageErr("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(a.sup.tmux.AttachCommand(e.cfg.ID), " ")))
 		return
 	}
 	rows, _ := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16)
@@ -135,4 +130,28 @@ func (a *api) attachInput(r *bufio.Reader, p interface {
 			}
 		}
 	}
+}
+
+// attachable is a pane whose program may run on a PTY of ours.
+type attachable interface{ attachable() (*pane.PTY, bool) }
+
+// ptyOf is the PTY a viewer attaches to, or why there is none.
+func (s *Supervisor) ptyOf(id string) (*pane.PTY, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	k := e.kind()
+	t, ok := k.(attachable)
+	if !ok {
+		if st := k.Status(); !st.Running() {
+			return nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, st.Reason, e.cfg.ID)
+		}
+		return nil, usageErr("pane %s is a %s pane: it has no terminal; follow it with 'cicy-agent screen %s'", e.cfg.ID, e.cfg.Type, e.cfg.ID)
+	}
+	p, ok := t.attachable()
+	if !ok {
+		return nil, usageErr("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(s.tmux.AttachCommand(e.cfg.ID), " "))
+	}
+	return p, nil
 }

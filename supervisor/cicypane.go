@@ -11,7 +11,6 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
-	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -31,10 +30,11 @@ func (u usageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
 }
 
 // startAgent runs a cicy pane's turn loop, restoring its conversation.
-func (s *Supervisor) startAgent(e *entry) error {
+func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
+	id := cfg.ID
 	a, err := cicy.Start(cicy.PaneConfig{
-		ID: e.cfg.ID, Workspace: e.cfg.Workspace, RoleTemplate: e.cfg.RoleTemplate,
-		Provider: e.cfg.Provider, Model: e.cfg.Model,
+		ID: id, Workspace: cfg.Workspace, RoleTemplate: cfg.RoleTemplate,
+		Provider: cfg.Provider, Model: cfg.Model,
 	}, cicy.Env{
 		Home: s.cfg.Home.Root,
 		NewProvider: func(name string) (cicy.Provider, error) {
@@ -47,31 +47,29 @@ func (s *Supervisor) startAgent(e *entry) error {
 		Getenv:   s.cfg.Getenv,
 		Usage:    usageSink{s},
 		Team:     teamTools{s},
-		OnStatus: func(pane.Status) { s.tasks.paneKick(); s.paneChanged(e.cfg.ID) },
+		OnStatus: func(cicy.Status) { s.tasks.PaneChanged(); s.paneChanged(id) },
 		Log:      s.log,
 		Now:      time.Now,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.agent = a
-	return nil
+	return &cicyKind{cfg: cfg, a: a, log: s.log.WithField("pane", id)}, nil
 }
 
-// agentOf returns the pane's turn loop, or an error when it is not a cicy
-// pane.
+// agentOf returns the pane's turn loop, or an error when it has none.
 func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	e, err := s.get(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.op.Lock()
-	a := e.agent
-	e.op.Unlock()
-	if a == nil {
-		return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)
+	if t, ok := e.kind().(turnLoop); ok {
+		return e, t.agent(), nil
 	}
-	return e, a, nil
+	if e.cfg.Type == "cicy" {
+		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.status().Reason, e.cfg.ID)
+	}
+	return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)
 }
 
 // SendResult is the answer of `send --wait` and of compact/clear.
@@ -79,24 +77,6 @@ type SendResult struct {
 	Status string `json:"status"`
 	Answer string `json:"answer"`
 	Error  string `json:"error,omitempty"`
-}
-
-// sendCicy delivers a message to a cicy pane; with wait it blocks until
-// the turn that handles it ends or ctx ends.
-func (s *Supervisor) sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*SendResult, error) {
-	ch, err := a.Send(text, "", wait)
-	if err != nil {
-		return nil, failedErr("%v", err)
-	}
-	if !wait {
-		return nil, nil
-	}
-	select {
-	case r := <-ch:
-		return &SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}, nil
-	case <-ctx.Done():
-		return nil, failedErr("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
-	}
 }
 
 // Cancel stops the running turn of a cicy pane.
@@ -114,7 +94,7 @@ func (s *Supervisor) Command(ctx context.Context, id, cmd string) (*SendResult, 
 	if err != nil {
 		return nil, err
 	}
-	return s.sendCicy(ctx, a, cmd, true)
+	return sendCicy(ctx, a, cmd, true)
 }
 
 // Events streams a cicy pane's events.

@@ -212,9 +212,7 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
 				out = append(out, Event{Type: "pane_removed", At: now, ID: id})
 				continue
 			}
-			e.op.Lock()
 			st := e.status()
-			e.op.Unlock()
 			if !st.Running() {
 				st.PID = 0 // as ls shows it
 			}

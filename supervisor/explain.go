@@ -80,23 +80,7 @@ func (s *Supervisor) Explain(id string) (Explanation, error) {
 		x.Screen = sc.Screen
 	}
 	x.Signal = signalOf(x.Pane, s.cfg.Settle)
-	e.op.Lock()
-	a := e.agent
-	e.op.Unlock()
-	switch {
-	case e.cfg.Type == "cicy":
-		x.Rules.Note = "cicy panes have no screen: their state is their turn's"
-		if a != nil {
-			r := a.Reply()
-			x.Turn = &TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
-				ToolCalls: len(r.ToolCalls), Messages: a.MessageCount()}
-		}
-	case isAgent(e.cfg.Type):
-		x.LastHook = e.hooks.seen(s.hookQuiet())
-		x.Rules = s.rulesVerdict(e.cfg.Type, x.Screen)
-	default:
-		x.Rules.Note = fmt.Sprintf("shell panes have no screen rules: busy while output flows, idle once it is quiet for %s", s.cfg.Settle)
-	}
+	e.kind().Explain(&x)
 	return x, nil
 }
 
@@ -108,8 +92,10 @@ func (s *Supervisor) hookQuiet() time.Duration {
 	return pane.DefaultHookQuiet
 }
 
-func (s *Supervisor) rulesVerdict(typ, screen string) RulesVerdict {
-	rules, err := LoadScreenRules(s.cfg.Home.Root, typ)
+// rulesVerdict is what a CLI agent's screen rules, read afresh from home,
+// say of screen.
+func rulesVerdict(home, typ, screen string) RulesVerdict {
+	rules, err := LoadScreenRules(home, typ)
 	if err != nil {
 		return RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
 	}

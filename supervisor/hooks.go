@@ -176,11 +176,6 @@ func (h *hookLog) promptSince(since time.Time) bool {
 	return !h.prompt.IsZero() && !h.prompt.Before(since)
 }
 
-// stateSetter is a terminal whose state a hook may set.
-type stateSetter interface {
-	SetState(s pane.State, reason string)
-}
-
 // Hook applies one signal of a CLI agent pane.
 func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
 	id, err := ParsePaneID(id)
@@ -236,7 +231,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		e.op.Unlock()
 	}
 	log.WithField("state", res.State).Debug("Hook applied")
-	s.tasks.paneKick() // a turn-end hook may settle a delivered task
+	s.tasks.PaneChanged() // a turn-end hook may settle a delivered task
 	return res, nil
 }
 
@@ -259,8 +254,8 @@ func (s *Supervisor) recordHook(e *entry, eff hookEffect, req HookRequest) (reco
 // still end on the newest signal. The caller holds e.op.
 func (e *entry) applyHookState() {
 	st, reason := e.hooks.lastState()
-	if ss, ok := e.proc.(stateSetter); ok && st != "" {
-		ss.SetState(st, reason)
+	if t, ok := e.kind().(hookTarget); ok && st != "" {
+		t.SetState(st, reason)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
-	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // A pane's preview (GET /api/panes/{id}/preview): its screen now, then
@@ -28,70 +27,33 @@ func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit fun
 	if err != nil {
 		return err
 	}
-	e.op.Lock()
-	p, a := e.proc, e.agent
-	e.op.Unlock()
-	if a != nil {
-		return s.previewAgent(ctx, e.cfg.ID, a, lines, emit)
-	}
-	var changed <-chan struct{}
-	var poll <-chan time.Time
-	switch t := p.(type) {
-	case *pane.PTY:
-		ch, stop := t.Watch()
-		defer stop()
-		changed = ch
-	case *pane.TmuxPane:
-		tick := time.NewTicker(tmuxPreviewPoll)
-		defer tick.Stop()
-		poll = tick.C
-	}
-	var last ScreenResponse
-	send := func() error {
-		sc, err := s.Screen(e.cfg.ID, lines)
-		if err != nil {
-			sc = ScreenResponse{ID: e.cfg.ID, State: string(e.status().State), Screen: ""}
+	// A restart replaces what runs the pane: the preview follows the new one.
+	for ctx.Err() == nil {
+		k := e.kind()
+		replaced := func() bool {
+			_, err := s.get(e.cfg.ID)
+			return err != nil || e.kind() != k
 		}
-		if sc == last {
-			return nil
-		}
-		last = sc
-		return emit(sc)
-	}
-	if err := send(); err != nil {
-		return err
-	}
-	stateTick := time.NewTicker(time.Second) // the state line, and a pane that is gone
-	defer stateTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-changed: // let the output burst finish: one preview per batch
-			if !ok {
-				changed = nil // the output ended; the state tick still looks
-				continue
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(previewBatch):
-			}
-		case <-poll:
-		case <-stateTick.C:
-			if _, err := s.get(e.cfg.ID); err != nil {
-				return nil
-			}
-		}
-		if err := send(); err != nil {
+		if err := k.Preview(ctx, lines, emit, replaced); err != nil {
 			return err
 		}
+		if _, err := s.get(e.cfg.ID); err != nil {
+			return nil // the pane is gone
+		}
+		if e.kind() == k { // it stopped and is not replaced yet
+			select {
+			case <-ctx.Done():
+			case <-time.After(previewBatch):
+			}
+		}
 	}
+	return nil
 }
 
 // previewAgent follows a cicy pane's turn: the message it answers, the
 // reply as it streams, the tools it calls.
-func (s *Supervisor) previewAgent(ctx context.Context, id string, a *cicy.Agent, lines int, emit func(ScreenResponse) error) error {
+func (p *cicyKind) Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, _ func() bool) error {
+	id, a := p.cfg.ID, p.a
 	ch, stop := a.Subscribe()
 	defer stop()
 	var view turnView

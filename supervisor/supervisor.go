@@ -20,6 +20,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -71,7 +72,7 @@ type Supervisor struct {
 	log       *logrus.Entry
 	providers *provider.Factory
 	scrub     *provider.Scrubber // the credentials, out of text from outside
-	tasks     *outbox
+	tasks     *outbox.Outbox
 	tmux      *pane.TmuxServer
 
 	events *hub
@@ -86,30 +87,6 @@ type Supervisor struct {
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
-}
-
-// terminal is a terminal pane's running program: a PTY of ours
-// (*pane.PTY) or a session of the private tmux server (*pane.TmuxPane).
-type terminal interface {
-	Status() pane.Status
-	Screen() string
-	SendText(text string, enter bool) error
-	SendKeys(b []byte) error
-	Resize(rows, cols uint16) error
-	Stop(grace time.Duration, why string)
-	Close()
-}
-
-// entry is one pane in the registry. op serialises lifecycle operations
-// (restart, kill) on it. A terminal pane has proc (nil when no process
-// runs for it since this supervisor started); a cicy pane has agent.
-type entry struct {
-	op    sync.Mutex
-	cfg   schema.Pane
-	proc  terminal
-	agent *cicy.Agent
-	last  pane.Status // the status when neither runs
-	hooks hookLog     // what a CLI agent's own signals said
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -132,7 +109,16 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if s.usage, err = store.UsageByModel(ctx); err != nil {
 		return nil, err
 	}
-	s.tasks = newOutbox(s, store)
+	s.tasks = outbox.New(outbox.Config{
+		Store: store, Log: cfg.Log, OnTaskChange: s.taskChanged,
+		Pane: func(id string) (outbox.Pane, bool) {
+			e, err := s.get(id)
+			if err != nil {
+				return nil, false
+			}
+			return e.kind(), true
+		},
+	})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	if pane.TmuxAvailable() {
 		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
@@ -147,42 +133,49 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	for _, r := range rows {
-		e := &entry{cfg: r, last: statusFromRuntime(r.Runtime)}
-		if r.Backend == "tmux" {
-			// tmux sessions outlive the supervisor: adopt the running one.
-			if err := s.launch(e, true); err != nil {
-				e.last = pane.Status{State: pane.Exited, Reason: "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again", Since: time.Now()}
-				if err := store.SaveRuntime(ctx, r.ID, runtimeOf(e.last)); err != nil {
-					return nil, err
-				}
-			}
-			s.panes[r.ID] = e
-			continue
-		}
-		if r.Type == "cicy" {
-			// A cicy pane lives in the supervisor: it comes back with it,
-			// its conversation restored from disk.
-			if err := s.startAgent(e); err != nil {
-				e.last = pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}
-			}
-			s.panes[r.ID] = e
-			continue
-		}
-		if e.last.State != pane.Exited && e.last.State != pane.Error {
-			e.last = pane.Status{
-				State:  pane.Exited,
-				Reason: "lost when the supervisor died (crash or kill -9); 'cicy-agent restart " + r.ID + "' starts it again",
-				Since:  time.Now(),
-			}
-			if err := store.SaveRuntime(ctx, r.ID, runtimeOf(e.last)); err != nil {
-				return nil, err
-			}
+		e, err := s.load(ctx, r)
+		if err != nil {
+			return nil, err
 		}
 		s.panes[r.ID] = e
 	}
 	s.log.WithField("panes", len(rows)).Info("Supervisor loaded its panes")
-	go s.tasks.run()
+	s.replayHooks()
+	go s.tasks.Run()
 	return s, nil
+}
+
+// load makes the entry of a stored pane. A tmux session outlives the
+// supervisor: the running one is adopted. A cicy pane lives in the
+// supervisor: it comes back with it, its conversation restored from disk.
+// A PTY pane cannot outlive the supervisor: one recorded as running is now
+// exited, with the reason.
+func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
+	e := newEntry(r, statusFromRuntime(r.Runtime))
+	var lost string
+	switch {
+	case r.Backend == "tmux" || r.Type == "cicy":
+		k, err := s.launch(e, true)
+		if err == nil {
+			e.set(k)
+			return e, nil
+		}
+		if r.Type == "cicy" {
+			e.set(stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
+			return e, nil
+		}
+		lost = "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
+	case e.status().Running():
+		lost = "lost when the supervisor died (crash or kill -9); 'cicy-agent restart " + r.ID + "' starts it again"
+	default:
+		return e, nil
+	}
+	st := pane.Status{State: pane.Exited, Reason: lost, Since: time.Now()}
+	e.set(stopped{cfg: r, st: st})
+	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 func statusFromRuntime(r schema.Runtime) pane.Status {
@@ -231,75 +224,19 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	if err != nil {
 		return CreateResponse{}, err
 	}
-	var tmpl *cicy.Template
-	if req.RoleTemplate != "" {
-		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
-			return CreateResponse{}, usageErr("%v", err)
-		}
-	}
-	if req.Master != "" {
-		m, err := s.get(req.Master)
-		if err != nil {
-			return CreateResponse{}, usageErr("--master %s: no such pane", req.Master)
-		}
-		if m.cfg.Role != topology.RoleMaster {
-			return CreateResponse{}, usageErr("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
-		}
-	}
-	cmdJSON, _ := json.Marshal(req.Command)
-	config := "{}"
-	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env})
-		config = string(b)
+	tmpl, err := s.checkCreate(req)
+	if err != nil {
+		return CreateResponse{}, err
 	}
 	for _, n := range req.Env {
 		if s.cfg.Getenv(n) == "" {
 			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
 		}
 	}
-	row := schema.Pane{
-		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
-		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
-		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: config,
-	}
 	var undo func()
-	row, err = s.store.CreatePane(ctx, row, func(id string) (string, error) {
-		// A new pane never adopts folders left by an earlier pane of the
-		// same id (a lost database): they are moved aside, with a warning.
-		// A workspace the user names is theirs to choose.
-		var putBack []func()
-		restore := func() {
-			for _, f := range putBack {
-				f()
-			}
-		}
-		ws := req.Workspace
-		dirs := []string{s.cfg.Home.paneDir(id)}
-		if ws == "" {
-			ws = s.cfg.Home.Workspace(id)
-			dirs = append(dirs, ws)
-		}
-		for _, d := range dirs {
-			note, back, err := setAsideForeign(s.cfg.Home, d, time.Now())
-			if err != nil {
-				restore()
-				return "", failedErr("%v", err)
-			}
-			if note != "" {
-				warnings = append(warnings, note)
-				putBack = append(putBack, back)
-				s.log.WithField("pane", id).Warn("Set aside: " + note)
-			}
-		}
-		u, err := makeWorkspace(ws)
-		undo = func() { u(); restore() }
-		if err == nil && tmpl != nil {
-			err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl)
-		}
-		if err != nil {
-			undo()
-			undo = nil
-		}
+	row, err := s.store.CreatePane(ctx, newPaneRow(req), func(id string) (string, error) {
+		ws, notes, u, err := s.prepareFolders(id, req, tmpl)
+		warnings, undo = append(warnings, notes...), u
 		return ws, err
 	})
 	if err != nil {
@@ -308,25 +245,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		}
 		return CreateResponse{}, err
 	}
-	e := &entry{cfg: row}
-	s.mu.Lock()
-	s.starting[row.ID] = e
-	s.mu.Unlock()
-	err = s.start(ctx, e)
-	// Hooks that came while the process started were kept (recordHook);
-	// from here on they go to the process, once the pending one is applied.
-	e.op.Lock()
-	s.mu.Lock()
-	delete(s.starting, row.ID)
-	if err == nil {
-		s.panes[row.ID] = e
-	}
-	s.mu.Unlock()
-	if err == nil {
-		e.applyHookState()
-	}
-	e.op.Unlock()
-	if err != nil {
+	if err := s.register(row); err != nil {
 		// The row must not outlive a pane that never ran.
 		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
@@ -339,19 +258,120 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 	return CreateResponse{ID: row.ID, Warnings: warnings}, nil
 }
 
-// start runs the pane's process or turn loop. The caller holds e.op or
-// owns e alone.
-func (s *Supervisor) start(ctx context.Context, e *entry) error { return s.launch(e, false) }
+// checkCreate checks what a new pane names — its role template and its
+// master — and returns the template.
+func (s *Supervisor) checkCreate(req CreateRequest) (*cicy.Template, error) {
+	var tmpl *cicy.Template
+	if req.RoleTemplate != "" {
+		var err error
+		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
+			return nil, usageErr("%v", err)
+		}
+	}
+	if req.Master != "" {
+		m, err := s.get(req.Master)
+		if err != nil {
+			return nil, usageErr("--master %s: no such pane", req.Master)
+		}
+		if m.cfg.Role != topology.RoleMaster {
+			return nil, usageErr("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
+		}
+	}
+	return tmpl, nil
+}
 
-// launch starts the pane, or with adopt takes over its running tmux
-// session after a supervisor restart.
-func (s *Supervisor) launch(e *entry, adopt bool) error {
+// newPaneRow is the row a valid request stores.
+func newPaneRow(req CreateRequest) schema.Pane {
+	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
+	config := "{}"
+	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env})
+		config = string(b)
+	}
+	return schema.Pane{
+		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
+		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
+		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: config,
+	}
+}
+
+// prepareFolders makes a new pane's workspace (and its guidance file)
+// and returns it, the warnings to show, and how to undo it all. A new pane
+// never adopts folders left by an earlier pane of the same id (a lost
+// database): they are moved aside, with a warning. A workspace the user
+// names is theirs to choose. On error nothing is left to undo.
+func (s *Supervisor) prepareFolders(id string, req CreateRequest, tmpl *cicy.Template) (ws string, notes []string, undo func(), err error) {
+	var putBack []func()
+	restore := func() {
+		for _, f := range putBack {
+			f()
+		}
+	}
+	ws = req.Workspace
+	dirs := []string{s.cfg.Home.paneDir(id)}
+	if ws == "" {
+		ws = s.cfg.Home.Workspace(id)
+		dirs = append(dirs, ws)
+	}
+	for _, d := range dirs {
+		note, back, err := setAsideForeign(s.cfg.Home, d, time.Now())
+		if err != nil {
+			restore()
+			return "", nil, nil, failedErr("%v", err)
+		}
+		if note != "" {
+			notes = append(notes, note)
+			putBack = append(putBack, back)
+			s.log.WithField("pane", id).Warn("Set aside: " + note)
+		}
+	}
+	u, err := makeWorkspace(ws)
+	if err == nil && tmpl != nil {
+		if err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl); err != nil {
+			u()
+		}
+	}
+	if err != nil {
+		restore()
+		return ws, notes, nil, err
+	}
+	return ws, notes, func() { u(); restore() }, nil
+}
+
+// register starts a new pane and puts it in the registry. Hooks that
+// come while its process starts are kept (recordHook); from here on they
+// go to the process, once the pending one is applied.
+func (s *Supervisor) register(row schema.Pane) error {
+	e := newEntry(row, pane.Status{State: pane.Starting, Reason: "starting", Since: time.Now()})
+	s.mu.Lock()
+	s.starting[row.ID] = e
+	s.mu.Unlock()
+	k, err := s.launch(e, false)
+	e.op.Lock()
+	defer e.op.Unlock()
+	s.mu.Lock()
+	delete(s.starting, row.ID)
+	if err == nil {
+		e.set(k)
+		s.panes[row.ID] = e
+	}
+	s.mu.Unlock()
+	if err == nil {
+		e.applyHookState()
+	}
+	return err
+}
+
+// launch starts the pane's program or turn loop, or with adopt takes over
+// its running tmux session (or restores its turn loop) after a supervisor
+// restart.
+func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	if e.cfg.Type == "cicy" {
-		return s.startAgent(e)
+		return s.startAgent(e.cfg)
 	}
 	var argv []string
 	if err := json.Unmarshal([]byte(e.cfg.Command), &argv); err != nil {
-		return fmt.Errorf("stored command of %s is not a JSON list: %w", e.cfg.ID, err)
+		return nil, fmt.Errorf("stored command of %s is not a JSON list: %w", e.cfg.ID, err)
 	}
 	id := e.cfg.ID
 	log := s.log.WithField("pane", id)
@@ -365,13 +385,13 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 	if isAgent(e.cfg.Type) {
 		var err error
 		if rules, err = LoadScreenRules(s.cfg.Home.Root, e.cfg.Type); err != nil {
-			return err
+			return nil, err
 		}
 		enterDelay = agentKinds[e.cfg.Type].enterDelay
 		if !adopt {
 			extra, err := s.prepareAgent(e.cfg, argv)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			argv = extra.argv
 			env = append(env, extra.env...)
@@ -387,7 +407,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 		HookQuiet:  s.cfg.HookQuiet,
 		Log:        log,
 		OnChange: func(st pane.Status) {
-			s.tasks.paneKick()
+			s.tasks.PaneChanged()
 			s.stateChanged(id)
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.
@@ -411,10 +431,13 @@ func (s *Supervisor) launch(e *entry, adopt bool) error {
 		t, err = pane.StartPTY(opts)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.proc = t
-	return nil
+	term := termKind{cfg: e.cfg, proc: t, keeps: e.cfg.Backend == "tmux", log: log}
+	if isAgent(e.cfg.Type) {
+		return &cliKind{termKind: term, hooks: &e.hooks, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
+	}
+	return &shellKind{termKind: term, settle: s.cfg.Settle}, nil
 }
 
 // paneEnv is the environment of a pane's process: the supervisor's own
@@ -442,43 +465,6 @@ func paneEnv(h Home, id string, environ, pass []string, getenv func(string) stri
 		}
 	}
 	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
-}
-
-// halt stops what runs for the pane — its turn loop, or its process (SIGTERM,
-// grace, SIGKILL), keeping the final status. The caller holds e.op.
-func (e *entry) halt(grace time.Duration, why string) {
-	if e.agent != nil {
-		e.agent.Close()
-		e.agent = nil
-	}
-	if e.proc != nil {
-		e.proc.Stop(grace, why)
-		e.last = e.proc.Status()
-		e.proc.Close()
-		e.proc = nil
-	}
-}
-
-// detach lets go of the pane at a supervisor shutdown: a tmux session
-// keeps running (the next supervisor adopts it); anything else is halted.
-func (e *entry) detach(grace time.Duration, why string) {
-	if t, ok := e.proc.(*pane.TmuxPane); ok {
-		e.last = t.Status()
-		t.Close()
-		e.proc = nil
-		return
-	}
-	e.halt(grace, why)
-}
-
-func (e *entry) status() pane.Status {
-	switch {
-	case e.agent != nil:
-		return e.agent.Status()
-	case e.proc != nil:
-		return e.proc.Status()
-	}
-	return e.last
 }
 
 // List returns every pane, in id order.
@@ -547,11 +533,10 @@ func cacheHit(u Usage) float64 {
 }
 
 func (e *entry) info() PaneInfo {
-	e.op.Lock()
-	defer e.op.Unlock()
-	st := e.status()
+	k := e.kind()
+	st := k.Status()
 	var argv []string
-	_ = json.Unmarshal([]byte(e.cfg.Command), &argv)
+	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
 	pi := PaneInfo{
 		ID: e.cfg.ID, Title: e.cfg.Title, Type: e.cfg.Type, Role: e.cfg.Role, RoleTemplate: e.cfg.RoleTemplate,
 		Backend: e.cfg.Backend, State: string(st.State), Reason: st.Reason, Since: st.Since,
@@ -561,20 +546,12 @@ func (e *entry) info() PaneInfo {
 	if st.Running() {
 		pi.PID = st.PID
 	}
-	if e.agent != nil {
-		pi.Messages = e.agent.MessageCount()
-		pi.Compactable = pi.Messages > cicy.CompactThreshold
-	}
+	k.Describe(&pi)
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m
 	}
-
-	var conf struct {
-		Team string `json:"team"`
-	}
-	_ = json.Unmarshal([]byte(e.cfg.Config), &conf)
-	pi.Team = conf.Team
+	pi.Team = parsePaneConfig(e.cfg.Config).Team
 	return pi
 }
 
@@ -587,23 +564,9 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 	return s.describe(e), nil
 }
 
-// running returns the pane's process, or an error saying why there is none.
-func (s *Supervisor) running(id string) (*entry, terminal, error) {
-	e, err := s.get(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	e.op.Lock()
-	p := e.proc
-	e.op.Unlock()
-	if p == nil {
-		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.last.Reason, e.cfg.ID)
-	}
-	return e, p, nil
-}
-
-// Send delivers input to a pane. For a cicy pane the text is a user
-// message; with req.Wait the result of its turn comes back.
+// Send delivers input to a pane: typed into a terminal pane, a user
+// message to a cicy pane. With req.Wait the result comes back: the output
+// that followed once the terminal is idle again, or the turn's answer.
 func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
 	if strings.ContainsRune(req.Text, 0) {
 		return nil, usageErr("the text contains a NUL byte, which cannot be typed into a pane; remove it")
@@ -613,96 +576,16 @@ func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*Sen
 			return nil, usageErr("the key %q contains a NUL byte; use a key name like Enter or C-c", k)
 		}
 	}
-	if e, err := s.get(id); err == nil && e.cfg.Type == "cicy" {
-		_, a, err := s.agentOf(id)
-		if err != nil {
-			return nil, failedErr("pane %s is not running (%s)", e.cfg.ID, e.last.Reason)
-		}
-		if len(req.Keys) > 0 {
-			return nil, usageErr("--key sends keys to terminal panes; %s is a cicy pane", e.cfg.ID)
-		}
-		if strings.TrimSpace(req.Text) == "" {
-			return nil, usageErr("nothing to send")
-		}
-		if req.Timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
-			defer cancel()
-		}
-		return s.sendCicy(ctx, a, req.Text, req.Wait)
+	e, err := s.get(id)
+	if err != nil {
+		return nil, err
 	}
-	if !req.Wait {
-		return nil, s.sendTerminal(id, req)
-	}
-	if req.Timeout > 0 {
+	if req.Wait && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
 		defer cancel()
 	}
-	sent := time.Now()
-	if err := s.sendTerminal(id, req); err != nil {
-		return nil, err
-	}
-	return s.waitQuiet(ctx, id, req.Text, sent)
-}
-
-// waitQuiet is `send --wait` on a terminal pane: it returns the output that
-// followed the typed text once the pane is idle again (its output quiet
-// for the settle time), or when the program exits.
-func (s *Supervisor) waitQuiet(ctx context.Context, id, text string, sent time.Time) (*SendResult, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, p, err := s.running(id)
-		if err != nil {
-			return nil, err
-		}
-		st := p.Status()
-		if !st.Running() {
-			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.Screen(), text), Error: "the program " + st.Reason}, nil
-		}
-		if st.State == pane.Idle && st.Since.After(sent) {
-			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.Screen(), text)}, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, failedErr("timed out waiting for the output to settle; see 'cicy-agent screen %s'", id)
-		case <-tick.C:
-		}
-	}
-}
-
-func (s *Supervisor) sendTerminal(id string, req SendRequest) error {
-	e, p, err := s.running(id)
-	if err != nil {
-		return err
-	}
-	var keys []byte
-	for _, k := range req.Keys {
-		b, err := pane.KeyBytes(k)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		keys = append(keys, b...)
-	}
-	if req.Text != "" || !req.NoEnter {
-		if err := p.SendText(req.Text, !req.NoEnter); err != nil {
-			return notRunning(e.cfg.ID, p, err)
-		}
-	}
-	if len(keys) > 0 {
-		if err := p.SendKeys(keys); err != nil {
-			return notRunning(e.cfg.ID, p, err)
-		}
-	}
-	return nil
-}
-
-func notRunning(id string, p terminal, err error) error {
-	if errors.Is(err, pane.ErrExited) {
-		return failedErr("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", id, p.Status().Reason, id)
-	}
-	return err
+	return e.kind().Send(ctx, req)
 }
 
 // paneNum is the N of w-N, for ordering.
@@ -717,16 +600,12 @@ func (s *Supervisor) Screen(id string, lines int) (ScreenResponse, error) {
 	if err != nil {
 		return ScreenResponse{}, err
 	}
-	e.op.Lock()
-	p, a := e.proc, e.agent
-	e.op.Unlock()
-	if a != nil {
-		return ScreenResponse{ID: e.cfg.ID, State: string(a.Status().State), Screen: lastLines(replyText(a.Reply()), lines)}, nil
+	k := e.kind()
+	sc, err := k.Screen()
+	if err != nil {
+		return ScreenResponse{}, err
 	}
-	if p == nil {
-		return ScreenResponse{}, failedErr("pane %s has no screen: its process ended with an earlier supervisor; 'cicy-agent restart %s' starts it again", e.cfg.ID, e.cfg.ID)
-	}
-	return ScreenResponse{ID: e.cfg.ID, State: string(p.Status().State), Screen: lastLines(p.Screen(), lines)}, nil
+	return ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(sc, lines)}, nil
 }
 
 func lastLines(s string, n int) string {
@@ -750,19 +629,23 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.halt(s.cfg.StopGrace, "restarted")
-	if err := s.start(ctx, e); err != nil {
-		e.last = pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
-		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(e.last)); serr != nil {
+	k, err := s.launch(e, false)
+	if err != nil {
+		st := pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
+		e.set(stopped{cfg: e.cfg, st: st})
+		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(st)); serr != nil {
 			s.log.WithError(serr).Error("Could not record the failed restart")
 		}
 		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
 	}
+	e.set(k)
 	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane restarted")
 	return nil
 }
 
-// Kill stops a pane and removes it; its workspace stays.
+// Kill stops a pane and removes it; its workspace stays. While it stops
+// (its grace period), ls and the event stream show it stopping.
 func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	e, err := s.get(id)
 	if err != nil {
@@ -803,7 +686,7 @@ func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
 // Close stops every pane (in parallel, each with its grace period) and
 // records why.
 func (s *Supervisor) Close() {
-	s.closeOnce.Do(s.tasks.stop)
+	s.closeOnce.Do(s.tasks.Stop)
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {
@@ -817,7 +700,7 @@ func (s *Supervisor) Close() {
 			defer wg.Done()
 			e.op.Lock()
 			defer e.op.Unlock()
-			e.detach(s.cfg.StopGrace, "the supervisor shut down")
+			e.set(stopped{cfg: e.cfg, st: e.kind().Detach(s.cfg.StopGrace, "the supervisor shut down")})
 		}()
 	}
 	wg.Wait()
@@ -828,12 +711,3 @@ func (s *Supervisor) Close() {
 // Readline takes both in one read; agent CLIs get their own delay when
 // their types arrive (Codex needs about 0.3 s).
 const shellEnterDelay = 0
-
-// replyText is what `screen` shows of a cicy pane: the latest answer, or
-// while a turn works with no answer yet, its progress.
-func replyText(r cicy.Reply) string {
-	if r.Answer != "" || r.Status != cicy.TurnWorking {
-		return r.Answer
-	}
-	return fmt.Sprintf("… working (turn %s, %d tool calls so far)", r.TurnID, len(r.ToolCalls))
-}

@@ -1,0 +1,93 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+)
+
+// kind is a pane of one kind as the registry drives it. Four adapters
+// implement it: cicyKind (a turn loop in this process), shellKind and
+// cliKind (a program in a terminal: a shell command, or Claude Code, Codex
+// or opencode), and stopped (nothing runs). Only the adapters know which
+// kind they are; operations that exist for some kinds only are small
+// interfaces of their own (turnLoop, attachable, hookTarget).
+type kind interface {
+	outbox.Pane
+	// Status is the pane's state and its cause. It never waits for a
+	// stop or a restart in progress.
+	Status() pane.Status
+	// Screen is what `screen` shows: the terminal's screen, or a cicy
+	// pane's latest reply.
+	Screen() (string, error)
+	// Send delivers input the caller checked for NUL bytes.
+	Send(ctx context.Context, req SendRequest) (*SendResult, error)
+	// Stop ends what runs — a turn loop, or a program (SIGTERM, grace,
+	// SIGKILL) — and returns the final status.
+	Stop(grace time.Duration, why string) pane.Status
+	// Detach lets go of the pane at a supervisor shutdown: a tmux
+	// session keeps running for the next supervisor; anything else stops.
+	Detach(grace time.Duration, why string) pane.Status
+	// Describe adds what the kind knows to the pane's API view.
+	Describe(pi *PaneInfo)
+	// Explain adds the kind's account of why the pane has its state.
+	Explain(x *Explanation)
+	// Preview calls emit with the screen (its last lines when lines > 0),
+	// then each time it changes, until ctx ends, the pane stops, or emit
+	// fails or gone says the pane was removed.
+	Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, gone func() bool) error
+}
+
+// Every adapter is a kind and, through it, an outbox.Pane.
+var (
+	_ kind = (*cicyKind)(nil)
+	_ kind = (*shellKind)(nil)
+	_ kind = (*cliKind)(nil)
+	_ kind = (*stopped)(nil)
+)
+
+// entry is one pane in the registry: its stored config and the one value
+// that runs it. op serialises what changes that value (start, restart,
+// kill, a hook's state); readers — ls, status, the event stream, the
+// outbox — load the value without it, so a pane that takes its grace
+// period to stop stalls nobody.
+type entry struct {
+	cfg   schema.Pane // fixed once the pane is created
+	op    sync.Mutex
+	cur   atomic.Pointer[held]
+	hooks hookLog // what a CLI agent's own signals said; kept across restarts
+}
+
+// held boxes a kind for the atomic pointer.
+type held struct{ k kind }
+
+func (e *entry) kind() kind          { return e.cur.Load().k }
+func (e *entry) set(k kind)          { e.cur.Store(&held{k}) }
+func (e *entry) status() pane.Status { return e.kind().Status() }
+
+// newEntry is a registry entry with nothing running yet.
+func newEntry(cfg schema.Pane, st pane.Status) *entry {
+	e := &entry{cfg: cfg}
+	e.set(stopped{cfg: cfg, st: st})
+	return e
+}
+
+// halt stops what runs for the pane, keeping its final status. The caller
+// holds e.op.
+func (e *entry) halt(grace time.Duration, why string) {
+	e.set(stopped{cfg: e.cfg, st: e.kind().Stop(grace, why)})
+}
+
+// turnLoop is a pane with a cicy turn loop.
+type turnLoop interface{ agent() *cicy.Agent }
+
+// hookTarget is a pane whose state a CLI agent's hooks set.
+type hookTarget interface {
+	SetState(s pane.State, reason string)
+}

@@ -1,0 +1,212 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+)
+
+// cicyKind is a cicy pane: a headless turn loop in this process. Input is
+// a user message; its screen is its latest reply; a task is a message
+// whose turn's answer is the result.
+type cicyKind struct {
+	cfg schema.Pane
+	a   *cicy.Agent
+	log *logrus.Entry
+}
+
+func (p *cicyKind) agent() *cicy.Agent { return p.a }
+
+// Status is the turn loop's, in the words of pane states.
+func (p *cicyKind) Status() pane.Status { return paneStatus(p.a.Status()) }
+
+func paneStatus(st cicy.Status) pane.Status {
+	return pane.Status{State: pane.State(st.State), Reason: st.Reason, Since: st.Since}
+}
+
+func (p *cicyKind) Screen() (string, error) { return replyText(p.a.Reply()), nil }
+
+// replyText is what `screen` shows of a cicy pane: the latest answer, or
+// while a turn works with no answer yet, its progress.
+func replyText(r cicy.Reply) string {
+	if r.Answer != "" || r.Status != cicy.TurnWorking {
+		return r.Answer
+	}
+	return fmt.Sprintf("… working (turn %s, %d tool calls so far)", r.TurnID, len(r.ToolCalls))
+}
+
+// Send queues a user message; with Wait it returns the result of the
+// turn that handles it.
+func (p *cicyKind) Send(ctx context.Context, req SendRequest) (*SendResult, error) {
+	if len(req.Keys) > 0 {
+		return nil, usageErr("--key sends keys to terminal panes; %s is a cicy pane", p.cfg.ID)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, usageErr("nothing to send")
+	}
+	return sendCicy(ctx, p.a, req.Text, req.Wait)
+}
+
+// sendCicy delivers a message to a cicy pane; with wait it blocks until
+// the turn that handles it ends or ctx ends.
+func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*SendResult, error) {
+	ch, err := a.Send(text, "", wait)
+	if err != nil {
+		return nil, failedErr("%v", err)
+	}
+	if !wait {
+		return nil, nil
+	}
+	select {
+	case r := <-ch:
+		return &SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}, nil
+	case <-ctx.Done():
+		return nil, failedErr("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
+	}
+}
+
+func (p *cicyKind) Stop(time.Duration, string) pane.Status {
+	p.a.Close()
+	return pane.Status{State: pane.Exited, Reason: "stopped", Since: time.Now()}
+}
+
+// Detach stops the loop: a cicy pane comes back with the next supervisor,
+// its conversation restored from disk.
+func (p *cicyKind) Detach(grace time.Duration, why string) pane.Status { return p.Stop(grace, why) }
+
+func (p *cicyKind) Describe(pi *PaneInfo) {
+	pi.Messages = p.a.MessageCount()
+	pi.Compactable = pi.Messages > cicy.CompactThreshold
+}
+
+func (p *cicyKind) Explain(x *Explanation) {
+	x.Rules.Note = "cicy panes have no screen: their state is their turn's"
+	r := p.a.Reply()
+	x.Turn = &TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
+		ToolCalls: len(r.ToolCalls), Messages: p.a.MessageCount()}
+}
+
+func (p *cicyKind) View() outbox.View {
+	st := p.a.Status()
+	running := st.State != cicy.Closed
+	// A message waits in the loop's queue: a master takes a notification
+	// whatever its turn is doing.
+	return outbox.View{Running: running, Idle: st.State == cicy.Idle, Receptive: running, Reason: st.Reason,
+		Handoff: "sent to the idle worker as a message"}
+}
+
+// Deliver sends the task as a message; the turn that handles it settles it.
+func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
+	ch, err := p.a.Send(outbox.Message(t), t.From, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", outbox.ErrRetry, err)
+	}
+	d := &cicyDelivery{a: p.a, res: make(chan cicy.TurnResult, 1), quit: make(chan struct{})}
+	go d.await(ch, wake)
+	return d, nil
+}
+
+// Notify queues the full notification as a message.
+func (p *cicyKind) Notify(t schema.Task) error {
+	_, err := p.a.Send(outbox.Notification(t, true), "", false)
+	return err
+}
+
+// Recover reads the worker's history: a task it answered is finished; one
+// whose turn the restart cut short, or never started, may run again.
+func (p *cicyKind) Recover(t schema.Task, _ func()) outbox.Recovery {
+	outcome, answer := p.a.MessageOutcome(outbox.Message(t))
+	if outcome == cicy.OutcomeDone {
+		return outbox.Recovery{Verdict: outbox.Finished, Result: answer}
+	}
+	return outbox.Recovery{Verdict: outbox.Interrupted}
+}
+
+// Noticed reads the master's history for the notification of t: one sent
+// after the history was last written and not in it was lost with the
+// previous supervisor (one sent before that and absent was folded by
+// /compact or dropped by /clear: not lost).
+func (p *cicyKind) Noticed(t schema.Task) outbox.Notice {
+	if t.NotifiedAt.Valid && schema.ParseTime(t.NotifiedAt.String).Before(p.a.RestoredFrom()) {
+		return outbox.NoticeUnknown
+	}
+	if p.a.Mentions(outbox.Notification(t, false)) {
+		return outbox.NoticeSeen
+	}
+	if t.NotifiedAt.Valid {
+		return outbox.NoticeLost
+	}
+	return outbox.NoticeUnknown
+}
+
+// cicyDelivery is a task sent to a cicy worker as a message.
+type cicyDelivery struct {
+	a     *cicy.Agent
+	res   chan cicy.TurnResult // the turn's result, once it came
+	got   *cicy.TurnResult
+	quit  chan struct{} // closed by Abandon
+	ended bool
+}
+
+// await passes the turn's result on and wakes the outbox; it ends with the
+// result, the loop's stop, or Abandon.
+func (d *cicyDelivery) await(ch <-chan cicy.TurnResult, wake func()) {
+	select {
+	case r := <-ch:
+		d.res <- r
+	case <-d.a.Done():
+	case <-d.quit:
+		return
+	}
+	wake()
+}
+
+func (d *cicyDelivery) Check(time.Time) outbox.Progress {
+	if d.got == nil {
+		select {
+		case r := <-d.res:
+			d.got = &r
+		default:
+		}
+	}
+	if d.got == nil {
+		select {
+		case <-d.a.Done():
+			d.ended = true
+			return outbox.Progress{Ended: true, Failed: "the worker's turn loop stopped before its turn ended", How: "worker exited"}
+		default:
+			return outbox.Progress{}
+		}
+	}
+	d.ended = true
+	switch r := d.got; r.Status {
+	case cicy.TurnCompleted:
+		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer"}
+	case cicy.TurnCancelled:
+		return outbox.Progress{Ended: true, Failed: "the worker's turn was cancelled", How: "turn cancelled"}
+	default:
+		return outbox.Progress{Ended: true, Failed: r.Error, How: "the worker's turn failed"}
+	}
+}
+
+// Abandon cancels the running turn when the task's own turn has not ended
+// (the task was cancelled, or its worker killed).
+func (d *cicyDelivery) Abandon() {
+	select {
+	case <-d.quit:
+		return
+	default:
+		close(d.quit)
+	}
+	if !d.ended && d.got == nil && len(d.res) == 0 {
+		d.a.Cancel()
+	}
+}

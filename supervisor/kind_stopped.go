@@ -1,0 +1,58 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+)
+
+// stopped is a pane with nothing running: never started by this
+// supervisor, ended, killed, or failed to start. It keeps the last status.
+type stopped struct {
+	cfg schema.Pane
+	st  pane.Status
+}
+
+func (p stopped) Status() pane.Status { return p.st }
+
+// notRunning is the error for input to a stopped pane.
+func (p stopped) notRunning() error {
+	return failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
+}
+
+func (p stopped) Screen() (string, error) {
+	return "", failedErr("pane %s has no screen: it is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
+}
+
+func (p stopped) Send(context.Context, SendRequest) (*SendResult, error) { return nil, p.notRunning() }
+
+func (p stopped) Stop(time.Duration, string) pane.Status   { return p.st }
+func (p stopped) Detach(time.Duration, string) pane.Status { return p.st }
+func (p stopped) Describe(*PaneInfo)                       {}
+
+func (p stopped) Explain(x *Explanation) {
+	x.Rules.Note = "the pane is not running"
+}
+
+func (p stopped) Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, gone func() bool) error {
+	screen := func() ScreenResponse { return ScreenResponse{ID: p.cfg.ID, State: string(p.st.State)} }
+	return previewLoop(ctx, screen, nil, nil, emit, gone)
+}
+
+func (p stopped) View() outbox.View { return outbox.View{Reason: p.st.Reason} }
+
+func (p stopped) Deliver(schema.Task, func()) (outbox.Delivery, error) {
+	return nil, errors.New("the worker is not running")
+}
+
+func (p stopped) Notify(schema.Task) error { return p.notRunning() }
+
+func (p stopped) Recover(schema.Task, func()) outbox.Recovery {
+	return outbox.Recovery{Verdict: outbox.Lost}
+}
+
+func (p stopped) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
