@@ -22,7 +22,16 @@ type Status struct {
 	Since    time.Time `json:"since"`
 	PID      int       `json:"pid,omitempty"`
 	ExitCode *int      `json:"exit_code,omitempty"`
+	Cause Cause `json:"-"`
 }
 
 // Running reports whether the pane's process is alive.
 func (s Status) Running() bool { return s.State != Exited && s.State != Error }
+
+// TEMP stub
+type Cause string
+
+const (
+	CauseInput  Cause = "input"
+	CauseScreen Cause = "screen"
+)

@@ -122,10 +122,7 @@ func TestTeamEventStream(t *testing.T) {
 		t.Fatalf("first event %+v, want an empty snapshot", snap)
 	}
 
-	sh, err := c.Create(ctx, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh := mustCreate(t, c, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	r.until("the shell pane idle", func(ev Event) bool {
 		id, st := stateOf(ev)
 		return id == sh.ID && st == "idle"
@@ -142,10 +139,7 @@ func TestTeamEventStream(t *testing.T) {
 	})
 
 	// A cicy pane's usage and its cost (the scripted model costs $0).
-	ci, err := c.Create(ctx, CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ci := mustCreate(t, c, CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
 	if _, err := c.Send(ctx, ci.ID, SendRequest{Text: "hello", Wait: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +161,16 @@ func TestTeamEventStream(t *testing.T) {
 		b, _ := json.Marshal(snap)
 		t.Fatalf("second snapshot: %s", b)
 	}
+}
+
+// mustCreate creates a pane or ends the test.
+func mustCreate(t *testing.T, c *Client, req CreateRequest) CreateResponse {
+	t.Helper()
+	r, err := c.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestNoisyPaneDoesNotStarve: while one pane changes state as fast as it
