@@ -1,6 +1,14 @@
 // Package outbox moves tasks from masters to workers and tells masters
-// when they end. A pure decision step (Decide) turns the open tasks, the
-// panes' views and what is in flight into actions; one goroutine executes
-// them through the Pane seam, woken by events, with one timer for the slow
-// cases.
+// when they end.
+//
+// A pure decision step (Decide) turns a Snapshot — the open tasks, the
+// panes' views and the progress of what is in flight — into actions:
+// deliver, settle, abandon, notify. One goroutine (Outbox.Run) reads the
+// snapshot, asks Decide, and executes the actions through the Pane seam,
+// which the supervisor's pane-kind adapters implement; it is woken by
+// pane and task changes and by one timer for the slow cases. Every change
+// of a task's status is the store's conditional update, so a task ends
+// exactly once whoever decides it. The first step after a start settles
+// what the previous supervisor left, from each pane's word (Recover,
+// Noticed).
 package outbox

@@ -13,12 +13,15 @@ import (
 type Pane interface {
 	// View is the pane's state now, as the decision step needs it.
 	View() View
-	// Deliver hands t to the pane, which View said is idle. wake may be
-	// called from any goroutine when the delivery progressed without a
+	// Deliver hands t to the pane, which View said is idle; t is already
+	// recorded as delivered. wake may be called from any goroutine, even
+	// after the outbox stopped, when the delivery progressed without a
 	// state change of the pane (a cicy turn's result arrived); it never
-	// blocks.
+	// blocks. An error's text is the task's error ("could not type into
+	// the worker: …"); one made with Retry queues the task again instead.
 	Deliver(t schema.Task, wake func()) (Delivery, error)
-	// Notify gives this master the line that tells of t, which ended.
+	// Notify gives this master the line that tells of t, which ended
+	// (Notification, full or not as the pane takes it).
 	Notify(t schema.Task) error
 	// Recover says what became of t, delivered to this pane before the
 	// supervisor restarted. wake is as for Deliver.
@@ -32,6 +35,15 @@ type Pane interface {
 // ErrRetry, wrapped in Deliver's error, says the pane could not take the
 // task now but may later: it is queued again instead of failed.
 var ErrRetry = errors.New("the worker could not take the task now")
+
+// Retry is err wrapping ErrRetry with err's own text: the task queued
+// again gives the reason "the worker could not take it: " + err.Error().
+func Retry(err error) error { return retryError{err} }
+
+type retryError struct{ err error }
+
+func (e retryError) Error() string   { return e.err.Error() }
+func (e retryError) Unwrap() []error { return []error{ErrRetry, e.err} }
 
 // View is what the outbox knows of a pane at one step.
 type View struct {
@@ -51,21 +63,30 @@ type View struct {
 }
 
 // Delivery is a task handed to a pane. Only the outbox goroutine calls
-// its methods.
+// its methods. The outbox lets go of it without a call when the task is
+// settled or the outbox stops (the task stays delivered for the next
+// start to recover).
 type Delivery interface {
 	// Check looks at the pane: has the task ended, and how? A delivery
-	// whose pane did not take the task in time ends failed here.
+	// whose pane did not take the task in time ends failed here. Once
+	// ended, it keeps saying so (a settle the store did not record is
+	// tried again).
 	Check(now time.Time) Progress
 	// Abandon lets go of the task: it was cancelled, or its pane is
-	// gone (a cicy pane's running turn is cancelled).
+	// gone or stopped (a cicy pane's running turn is cancelled).
 	Abandon()
 }
 
-// Progress is what a pane says of a task delivered to it.
+// Progress is what a pane says of a task delivered to it. A pane that
+// stopped (View().Running is false) with the task not ended fails it
+// with the outbox's words ("the worker's process ended: …"); a delivery
+// that wants its own says Ended first.
 type Progress struct {
-	Ended  bool
-	Failed string // the error, when it ended failed
+	Ended bool
+	// Failed: it ended failed, with Error; otherwise done, with Result.
+	Failed bool
 	Result string // the answer, when it ended done
+	Error  string // the error, when it ended failed
 	How    string // the change's reason, for people
 	// Next is when Check wants to look again even if nothing happens
 	// (a deadline, a second Enter); zero when only an event can matter.

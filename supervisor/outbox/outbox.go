@@ -1,0 +1,446 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// Store is what the outbox needs of the database. Every change of a
+// task's status is MoveTask's conditional update, so a task ends exactly
+// once whoever decides it.
+type Store interface {
+	ListTasks(ctx context.Context, pane string) ([]schema.Task, error)
+	TasksIn(ctx context.Context, status string) ([]schema.Task, error)
+	Unnotified(ctx context.Context) ([]schema.Task, error)
+	MoveTask(ctx context.Context, id int64, ch schema.TaskChange) (bool, error)
+	MarkNotified(ctx context.Context, id int64) error
+}
+
+// Config is what an Outbox works with.
+type Config struct {
+	Store Store
+	// Pane finds a pane by id; false when it is gone.
+	Pane func(id string) (Pane, bool)
+	Log  *logrus.Entry
+	// OnTaskChange is told of every change of a task's status (the
+	// event hub); optional.
+	OnTaskChange func(id int64)
+	// Recovered is called on the outbox goroutine once the first step
+	// settled what the previous supervisor left, before any delivery
+	// (the spooled hooks are replayed then); optional.
+	Recovered func()
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// safety is how often the outbox looks while a task is open even when
+// nothing wakes it. Every pane state change and task change wakes it;
+// with no task open it never looks on its own.
+const safety = 5 * time.Second
+
+// minWait keeps a delivery that wants a look "now" from spinning the
+// loop.
+const minWait = 5 * time.Millisecond
+
+// Outbox moves tasks from masters to workers and tells masters when they
+// end. One goroutine (Run) reads the open tasks, asks Decide and executes
+// the actions; it wakes on Kick, PaneChanged and a delivery's wake, and on
+// one timer.
+type Outbox struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+
+	// open is false when no task is queued, delivered or untold: a pane's
+	// state change then does not touch the database (an idle supervisor
+	// stays idle, and a team of busy panes with no tasks costs no
+	// queries); a dispatch or a Kick wakes it anyway.
+	open atomic.Bool
+	// force: the next wake-up looks whatever open says.
+	force atomic.Bool
+	// For tests: look takes a step on request and closes the channel
+	// sent once it is over; wakes counts wake-ups, steps or not.
+	look  chan chan struct{}
+	wakes atomic.Int64
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every task change
+	started bool
+	stopped bool
+
+	// Owned by the Run goroutine.
+	flights   map[int64]Delivery
+	recovered bool
+}
+
+// New returns an outbox; Run starts it.
+func New(cfg Config) *Outbox {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		cfg.Log = logrus.NewEntry(l)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &Outbox{
+		cfg: cfg, ctx: ctx, cancel: cancel,
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		changed: make(chan struct{}), flights: map[int64]Delivery{}, look: make(chan chan struct{}),
+	}
+	o.open.Store(true) // until the first step knows
+	return o
+}
+
+// Kick asks the outbox to look now (non-blocking; bursts merge).
+func (o *Outbox) Kick() {
+	o.force.Store(true)
+	o.poke()
+}
+
+// PaneChanged tells the outbox a pane's state changed: it looks if a task
+// is open.
+func (o *Outbox) PaneChanged() { o.poke() }
+
+// wake is a delivery's word that it progressed.
+func (o *Outbox) wake() { o.Kick() }
+
+func (o *Outbox) poke() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Queued announces a task just created (queued): the outbox looks now.
+func (o *Outbox) Queued(id int64) {
+	o.open.Store(true)
+	o.announce(id)
+	o.Kick()
+}
+
+// Changes is closed at the next change of any task (a move, a
+// notification recorded): WaitTask-ers take it, read, then wait on it.
+func (o *Outbox) Changes() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+func (o *Outbox) changedNow() {
+	o.mu.Lock()
+	close(o.changed)
+	o.changed = make(chan struct{})
+	o.mu.Unlock()
+}
+
+func (o *Outbox) announce(id int64) {
+	if o.cfg.OnTaskChange != nil {
+		o.cfg.OnTaskChange(id)
+	}
+	o.changedNow()
+}
+
+// Move applies a change to a task if it is still in ch.From and reports
+// whether it did; a change is logged, announced, and wakes the outbox and
+// the waiters. Safe from any goroutine (CancelTask moves a task too; the
+// outbox then lets go of its delivery).
+func (o *Outbox) Move(id int64, ch schema.TaskChange) bool {
+	ok, err := o.cfg.Store.MoveTask(o.ctx, id, ch)
+	if err != nil {
+		o.logErr(err, "Could not record a task change", logrus.Fields{"task": id, "status": ch.To})
+		return false
+	}
+	if ok {
+		o.cfg.Log.WithFields(logrus.Fields{"task": id, "status": ch.To}).Info("Task " + ch.To + ": " + ch.Reason)
+		o.announce(id)
+		o.Kick()
+	}
+	return ok
+}
+
+// logErr logs a store error; one caused by Stop is no failure.
+func (o *Outbox) logErr(err error, msg string, f logrus.Fields) {
+	l := o.cfg.Log.WithError(err).WithFields(f)
+	if o.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		l.Debug(msg + " (the outbox is stopping)")
+		return
+	}
+	l.Error(msg)
+}
+
+// Run is the outbox goroutine: its first step settles what the previous
+// supervisor left, then it delivers, settles and notifies until Stop.
+func (o *Outbox) Run() {
+	o.mu.Lock()
+	if o.stopped || o.started {
+		o.mu.Unlock()
+		return
+	}
+	o.started = true
+	o.mu.Unlock()
+	defer close(o.done)
+	timer := time.NewTimer(0) // the first step at once
+	defer timer.Stop()
+	for {
+		select {
+		case <-o.quit:
+			return
+		case <-o.kick:
+			o.wakes.Add(1)
+			if !o.force.Swap(false) && !o.open.Load() {
+				continue
+			}
+		case <-timer.C:
+		case done := <-o.look:
+			o.arm(timer, o.step())
+			close(done)
+			continue
+		}
+		select {
+		case <-o.quit: // a wake-up racing Stop
+			return
+		default:
+		}
+		o.arm(timer, o.step())
+	}
+}
+
+// arm sets the one timer: at next, and at the latest after the safety
+// period while a task is open; stopped when nothing is open or due.
+func (o *Outbox) arm(timer *time.Timer, next time.Time) {
+	var wait time.Duration
+	if !next.IsZero() {
+		wait = max(next.Sub(o.cfg.Now()), minWait)
+	}
+	if o.open.Load() && (wait == 0 || wait > safety) {
+		wait = safety
+	}
+	if wait == 0 {
+		timer.Stop()
+		return
+	}
+	timer.Reset(wait)
+}
+
+// Stop ends Run and waits for it. Delivered tasks stay delivered: the
+// next start recovers them.
+func (o *Outbox) Stop() {
+	o.mu.Lock()
+	if o.stopped {
+		o.mu.Unlock()
+		return
+	}
+	o.stopped = true
+	started := o.started
+	o.mu.Unlock()
+	close(o.quit)
+	o.cancel()
+	if started {
+		<-o.done
+	}
+}
+
+// step is one look: it returns when to look again.
+func (o *Outbox) step() time.Time {
+	if !o.recovered {
+		o.recoverTasks()
+		return time.Time{}
+	}
+	s, err := o.snapshot()
+	if err != nil {
+		o.logErr(err, "Could not read the open tasks", nil)
+		o.open.Store(true) // the safety timer tries again
+		return time.Time{}
+	}
+	acts, next := Decide(s)
+	o.open.Store(len(s.Queued)+len(s.Delivered)+len(s.Unnotified)+len(o.flights) > 0)
+	for _, a := range acts {
+		o.exec(a, nil)
+	}
+	return next
+}
+
+// snapshot reads the open tasks and looks at their panes and deliveries.
+func (o *Outbox) snapshot() (Snapshot, error) {
+	s := Snapshot{Now: o.cfg.Now(), Panes: map[string]View{}, Flights: map[int64]Progress{}}
+	var err error
+	if s.Delivered, err = o.cfg.Store.TasksIn(o.ctx, schema.TaskDelivered); err != nil {
+		return s, err
+	}
+	if s.Queued, err = o.cfg.Store.TasksIn(o.ctx, schema.TaskQueued); err != nil {
+		return s, err
+	}
+	if s.Unnotified, err = o.cfg.Store.Unnotified(o.ctx); err != nil {
+		return s, err
+	}
+	for _, t := range s.Delivered {
+		o.view(s.Panes, t.To)
+		if d, ok := o.flights[t.ID]; ok {
+			s.Flights[t.ID] = d.Check(s.Now)
+		}
+	}
+	for id := range o.flights {
+		if _, ok := s.Flights[id]; !ok {
+			s.Flights[id] = Progress{}
+		}
+	}
+	for _, t := range s.Queued {
+		o.view(s.Panes, t.To)
+	}
+	for _, t := range s.Unnotified {
+		if t.From != "" && t.From != userSender {
+			o.view(s.Panes, t.From)
+		}
+	}
+	return s, nil
+}
+
+// view adds pane id's view to views, once; a gone pane stays absent. It
+// returns the pane.
+func (o *Outbox) view(views map[string]View, id string) (Pane, bool) {
+	p, ok := o.cfg.Pane(id)
+	if !ok {
+		return nil, false
+	}
+	if _, seen := views[id]; !seen {
+		views[id] = p.View()
+	}
+	return p, true
+}
+
+// recoverTasks is the first step: what the previous supervisor left is
+// settled from each pane's word. Tried again on the next step when the
+// store cannot be read.
+func (o *Outbox) recoverTasks() {
+	delivered, err := o.cfg.Store.TasksIn(o.ctx, schema.TaskDelivered)
+	if err != nil {
+		o.logErr(err, "Could not read the delivered tasks to recover them", nil)
+		return
+	}
+	all, err := o.cfg.Store.ListTasks(o.ctx, "")
+	if err != nil {
+		o.logErr(err, "Could not read the tasks to recover their notifications", nil)
+		return
+	}
+	s := Snapshot{Now: o.cfg.Now(), Recovering: true, Delivered: delivered, Panes: map[string]View{},
+		Recovery: map[int64]Recovery{}, Notices: map[int64]Notice{}}
+	resumed := map[int64]Delivery{}
+	for _, t := range delivered {
+		if p, ok := o.view(s.Panes, t.To); ok {
+			r := p.Recover(t, o.wake)
+			s.Recovery[t.ID] = r
+			if r.Delivery != nil {
+				resumed[t.ID] = r.Delivery
+			}
+		}
+	}
+	for _, t := range all {
+		if (t.Status != schema.TaskDone && t.Status != schema.TaskFailed) || t.From == "" || t.From == userSender {
+			continue
+		}
+		if p, ok := o.view(s.Panes, t.From); ok {
+			s.Ended = append(s.Ended, t)
+			s.Notices[t.ID] = p.Noticed(t)
+		}
+	}
+	acts, _ := Decide(s)
+	for _, a := range acts {
+		o.exec(a, resumed)
+	}
+	o.recovered = true
+	if o.cfg.Recovered != nil {
+		o.cfg.Recovered()
+	}
+	o.Kick() // the first normal step
+}
+
+// exec carries out one action.
+func (o *Outbox) exec(a Action, resumed map[int64]Delivery) {
+	id := a.Task.ID
+	switch a.Op {
+	case OpMove:
+		if o.Move(id, a.Change) && a.Change.From == schema.TaskDelivered {
+			delete(o.flights, id) // settled: its pane is done with it
+		}
+	case OpDeliver:
+		o.deliver(a.Task, a.Change)
+	case OpAbandon:
+		if d, ok := o.flights[id]; ok {
+			d.Abandon()
+			delete(o.flights, id)
+		}
+	case OpTrack:
+		if d := resumed[id]; d != nil {
+			o.flights[id] = d
+		}
+	case OpNotify:
+		o.notify(a.Task, true)
+	case OpResend:
+		o.notify(a.Task, false)
+	case OpMark:
+		o.mark(id)
+	}
+}
+
+// deliver records t delivered, then hands it to its worker: a Retry error
+// queues it again, another fails it.
+func (o *Outbox) deliver(t schema.Task, ch schema.TaskChange) {
+	p, ok := o.cfg.Pane(t.To)
+	if !ok {
+		return // gone since the snapshot: the next step fails the task
+	}
+	if !o.Move(t.ID, ch) {
+		return
+	}
+	t.Status = schema.TaskDelivered
+	t.Attempts++
+	d, err := p.Deliver(t, o.wake)
+	switch {
+	case errors.Is(err, ErrRetry):
+		o.Move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskQueued, Reason: "the worker could not take it: " + err.Error()})
+	case err != nil:
+		o.Move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: err.Error(), Reason: "delivery failed"})
+	case d != nil:
+		o.flights[t.ID] = d
+	}
+}
+
+// notify tells t's master that t ended; with mark, records it. A master
+// that could not take the line is told at a later step.
+func (o *Outbox) notify(t schema.Task, mark bool) {
+	p, ok := o.cfg.Pane(t.From)
+	if !ok {
+		return // gone since the snapshot: the next step marks it
+	}
+	if err := p.Notify(t); err != nil {
+		o.cfg.Log.WithError(err).WithFields(logrus.Fields{"task": t.ID, "master": t.From}).Warn("Could not tell the master a task ended")
+		return
+	}
+	if !mark {
+		o.cfg.Log.WithField("task", t.ID).Info("Re-sent a notification lost with the previous supervisor")
+		return
+	}
+	o.mark(t.ID)
+}
+
+// mark records that t's master was told (or has nobody to tell).
+func (o *Outbox) mark(id int64) {
+	if err := o.cfg.Store.MarkNotified(o.ctx, id); err != nil {
+		o.logErr(err, "Could not record a notification", logrus.Fields{"task": id})
+		return
+	}
+	o.changedNow()
+}
