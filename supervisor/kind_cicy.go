@@ -107,7 +107,7 @@ func (p *cicyKind) View() outbox.View {
 func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
 	ch, err := p.a.Send(outbox.Message(t), t.From, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", outbox.ErrRetry, err)
+		return nil, outbox.Retry(err)
 	}
 	d := &cicyDelivery{a: p.a, res: make(chan cicy.TurnResult, 1), quit: make(chan struct{})}
 	go d.await(ch, wake)
@@ -181,7 +181,7 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 		select {
 		case <-d.a.Done():
 			d.ended = true
-			return outbox.Progress{Ended: true, Failed: "the worker's turn loop stopped before its turn ended", How: "worker exited"}
+			return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop stopped before its turn ended", How: "worker exited"}
 		default:
 			return outbox.Progress{}
 		}
@@ -191,9 +191,9 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 	case cicy.TurnCompleted:
 		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer"}
 	case cicy.TurnCancelled:
-		return outbox.Progress{Ended: true, Failed: "the worker's turn was cancelled", How: "turn cancelled"}
+		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn was cancelled", How: "turn cancelled"}
 	default:
-		return outbox.Progress{Ended: true, Failed: r.Error, How: "the worker's turn failed"}
+		return outbox.Progress{Ended: true, Failed: true, Error: r.Error, How: "the worker's turn failed"}
 	}
 }
 

@@ -123,13 +123,13 @@ type cliDelivery struct {
 func (d *cliDelivery) Check(now time.Time) outbox.Progress {
 	if result, failed, ok := d.hooks.turnEnd(d.at); ok {
 		if failed != "" {
-			return outbox.Progress{Ended: true, Failed: failed, How: "the agent's turn failed (hook)"}
+			return outbox.Progress{Ended: true, Failed: true, Error: failed, How: "the agent's turn failed (hook)"}
 		}
 		return outbox.Progress{Ended: true, Result: result, How: "the agent's turn ended (hook)"}
 	}
 	st := d.p.Status()
 	if !st.Running() {
-		return outbox.Progress{Ended: true, Failed: "the agent's process ended: " + st.Reason, How: "worker exited"}
+		return outbox.Progress{Ended: true, Failed: true, Error: "the agent's process ended: " + st.Reason, How: "worker exited"}
 	}
 	if !d.confirmed {
 		return d.confirm(st, now)
@@ -152,7 +152,7 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) outbox.Progress {
 	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
-			Failed: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no busy screen)", agentConfirm)}
+			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no busy screen)", agentConfirm)}
 	}
 	if !d.reEntered && !now.Before(d.at.Add(agentReEnter)) {
 		d.reEntered = true

@@ -64,7 +64,7 @@ type shellDelivery struct {
 
 func (d *shellDelivery) Check(now time.Time) outbox.Progress {
 	if why, ok := ended(d.p, "worker's"); ok {
-		return outbox.Progress{Ended: true, Failed: why, How: "worker exited"}
+		return outbox.Progress{Ended: true, Failed: true, Error: why, How: "worker exited"}
 	}
 	if !d.verified {
 		head, _ := typedMarks(d.command)
@@ -72,7 +72,7 @@ func (d *shellDelivery) Check(now time.Time) outbox.Progress {
 	}
 	if !d.verified {
 		if !now.Before(d.at.Add(shellVerify)) {
-			return outbox.Progress{Ended: true, Failed: "the typed task never showed on the worker's screen", How: "delivery not verified"}
+			return outbox.Progress{Ended: true, Failed: true, Error: "the typed task never showed on the worker's screen", How: "delivery not verified"}
 		}
 		return outbox.Progress{Next: d.at.Add(shellVerify)}
 	}

@@ -111,6 +111,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	s.tasks = outbox.New(outbox.Config{
 		Store: store, Log: cfg.Log, OnTaskChange: s.taskChanged,
+		// Spooled hooks may settle tasks the recovery resumed.
+		Recovered: s.replayHooks,
 		Pane: func(id string) (outbox.Pane, bool) {
 			e, err := s.get(id)
 			if err != nil {
@@ -140,7 +142,6 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		s.panes[r.ID] = e
 	}
 	s.log.WithField("panes", len(rows)).Info("Supervisor loaded its panes")
-	s.replayHooks()
 	go s.tasks.Run()
 	return s, nil
 }
