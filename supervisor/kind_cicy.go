@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -21,6 +22,8 @@ type cicyKind struct {
 	cfg schema.Pane
 	a   *cicy.Agent
 	log *logrus.Entry
+	// stopWhy is why Stop ended the loop, for the task it carried.
+	stopWhy atomic.Pointer[string]
 }
 
 func (p *cicyKind) agent() *cicy.Agent { return p.a }
@@ -73,9 +76,10 @@ func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*Send
 	}
 }
 
-func (p *cicyKind) Stop(time.Duration, string) pane.Status {
+func (p *cicyKind) Stop(_ time.Duration, why string) pane.Status {
+	p.stopWhy.Store(&why)
 	p.a.Close()
-	return pane.Status{State: pane.Exited, Reason: "stopped", Since: time.Now()}
+	return pane.Status{State: pane.Exited, Reason: why, Since: time.Now()}
 }
 
 // Detach stops the loop: a cicy pane comes back with the next supervisor,
@@ -109,7 +113,7 @@ func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) 
 	if err != nil {
 		return nil, outbox.Retry(err)
 	}
-	d := &cicyDelivery{a: p.a, res: make(chan cicy.TurnResult, 1), quit: make(chan struct{})}
+	d := &cicyDelivery{k: p, a: p.a, res: make(chan cicy.TurnResult, 1), quit: make(chan struct{})}
 	go d.await(ch, wake)
 	return d, nil
 }
@@ -149,6 +153,7 @@ func (p *cicyKind) Noticed(t schema.Task) outbox.Notice {
 
 // cicyDelivery is a task sent to a cicy worker as a message.
 type cicyDelivery struct {
+	k     *cicyKind
 	a     *cicy.Agent
 	res   chan cicy.TurnResult // the turn's result, once it came
 	got   *cicy.TurnResult
@@ -180,8 +185,7 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 	if d.got == nil {
 		select {
 		case <-d.a.Done():
-			d.ended = true
-			return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop stopped before its turn ended", How: "worker exited"}
+			return d.stopped()
 		default:
 			return outbox.Progress{}
 		}
@@ -195,6 +199,21 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 	default:
 		return outbox.Progress{Ended: true, Failed: true, Error: r.Error, How: "the worker's turn failed"}
 	}
+}
+
+// stopped is the word on a task whose worker's loop stopped before its
+// turn ended. A killed worker is about to leave the registry, where the
+// outbox fails its task as killed; a restarted one fails it here.
+func (d *cicyDelivery) stopped() outbox.Progress {
+	why := "stopped"
+	if w := d.k.stopWhy.Load(); w != nil {
+		why = *w
+	}
+	if why == stopKilled {
+		return outbox.Progress{}
+	}
+	d.ended = true
+	return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop was " + why + " before its turn ended", How: "worker exited"}
 }
 
 // Abandon cancels the running turn when the task's own turn has not ended

@@ -629,7 +629,7 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	e.halt(s.cfg.StopGrace, "restarted")
+	e.halt(s.cfg.StopGrace, stopRestarted)
 	k, err := s.launch(e, false)
 	if err != nil {
 		st := pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
@@ -654,7 +654,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
-	e.halt(s.cfg.StopGrace, "killed")
+	e.halt(s.cfg.StopGrace, stopKilled)
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
 		return err
 	}
@@ -707,6 +707,12 @@ func (s *Supervisor) Close() {
 	wg.Wait()
 	s.tmux.Close()
 }
+
+// Why a pane is stopped, in its exit reason.
+const (
+	stopKilled    = "killed"
+	stopRestarted = "restarted"
+)
 
 // shellEnterDelay separates a shell pane's typed text from its Enter.
 // Readline takes both in one read; agent CLIs get their own delay when
