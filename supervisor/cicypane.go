@@ -74,13 +74,6 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	return e, a, nil
 }
 
-// SendResult is the answer of `send --wait` and of compact/clear.
-type SendResult struct {
-	Status string `json:"status"`
-	Answer string `json:"answer"`
-	Error  string `json:"error,omitempty"`
-}
-
 // sendCicy delivers a message to a cicy pane; with wait it blocks until
 // the turn that handles it ends or ctx ends.
 func (s *Supervisor) sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*SendResult, error) {
