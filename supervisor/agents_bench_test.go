@@ -92,7 +92,7 @@ done
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Kill(context.Background(), p.ID) })
-	mark := filepath.Join(c.home.Root, "idle-at")
+	mark := filepath.Join(c.Home().Dir(), "idle-at")
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

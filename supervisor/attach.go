@@ -13,47 +13,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// The attach stream. After an HTTP upgrade the server sends the pane's
-// output as raw bytes (first a repaint of the current screen) and the
-// client sends frames: one type byte, a big-endian uint16 length, the
-// payload.
-const (
-	frameInput  = 'i' // payload: bytes to type into the pane
-	frameResize = 'r' // payload: rows, cols as two big-endian uint16
-	upgradeName = "cicy-attach"
-)
-
-// maxFrame is the largest payload one frame carries.
-const maxFrame = 0xffff
-
-func writeFrame(w io.Writer, typ byte, payload []byte) error {
-	if len(payload) > maxFrame {
-		return fmt.Errorf("frame of %d bytes is over %d", len(payload), maxFrame)
-	}
-	_, err := w.Write(append([]byte{typ, byte(len(payload) >> 8), byte(len(payload))}, payload...))
-	return err
-}
-
-func readFrame(r io.Reader) (typ byte, payload []byte, err error) {
-	var hdr [3]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, nil, err
-	}
-	payload = make([]byte, int(hdr[1])<<8|int(hdr[2]))
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, err
-	}
-	return hdr[0], payload, nil
-}
-
-func resizePayload(rows, cols uint16) []byte {
-	b := make([]byte, 4)
-	binary.BigEndian.PutUint16(b, rows)
-	binary.BigEndian.PutUint16(b[2:], cols)
-	return b
-}
-
-func (a *api) attach(w http.ResponseWriter, r *http.Request) {
+// attach upgrades the connection to the attach stream (see package api):
+// the pane's output down, the viewer's frames up.
+func (a *handler) attach(w http.ResponseWriter, r *http.Request) {
 	p, err := a.sup.ptyOf(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -109,7 +71,7 @@ func writeAll(c deadlineWriter, b []byte) bool {
 
 // attachInput reads the viewer's frames until it goes away, then detaches
 // it, which ends the output side too.
-func (a *api) attachInput(r *bufio.Reader, p interface {
+func (a *handler) attachInput(r *bufio.Reader, p interface {
 	SendKeys([]byte) error
 	Resize(rows, cols uint16) error
 }, detach func()) {

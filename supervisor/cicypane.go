@@ -72,13 +72,6 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)
 }
 
-// SendResult is the answer of `send --wait` and of compact/clear.
-type SendResult struct {
-	Status string `json:"status"`
-	Answer string `json:"answer"`
-	Error  string `json:"error,omitempty"`
-}
-
 // Cancel stops the running turn of a cicy pane.
 func (s *Supervisor) Cancel(id string) (bool, error) {
 	_, a, err := s.agentOf(id)

@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -17,18 +15,6 @@ import (
 
 // The providers a cicy pane can talk to.
 var providers = []string{"anthropic", "openai", "script"}
-
-var paneIDRe = regexp.MustCompile(`^w-([1-9][0-9]{0,17})(:main(\.0)?)?$`)
-
-// ParsePaneID accepts w-N and the tmux-style w-N:main.0 and returns w-N.
-func ParsePaneID(s string) (string, error) {
-	m := paneIDRe.FindStringSubmatch(s)
-	if m == nil {
-		return "", usageErr("%q is not a pane id (expected w-<N>, like w-1)", s)
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return fmt.Sprintf("w-%d", n), nil
-}
 
 // checkText refuses control characters and over-long values in a
 // user-given string field (topology.CheckText's rules).

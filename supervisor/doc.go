@@ -1,5 +1,5 @@
-// Package supervisor is the daemon that owns every pane, and the client
-// that talks to it.
+// Package supervisor is the daemon that owns every pane. Its clients speak
+// to it through package api, which holds the wire contract and Client.
 //
 // Data flow:
 //

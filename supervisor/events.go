@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -21,47 +22,6 @@ import (
 // of each key once. So a pane flipping state a thousand times a second
 // costs one line per batch, and cannot crowd out the others: every dirty
 // key gets its line in the next batch.
-
-// Event is one line of the team's event stream. Fields may be added.
-type Event struct {
-	// Type is snapshot, pane, state, pane_removed, task or summary.
-	Type string    `json:"type"`
-	At   time.Time `json:"at"`
-	// Snapshot: everything, first on every stream.
-	Snapshot *Snapshot `json:"snapshot,omitempty"`
-	// Pane: a pane's new state, usage or config (pane).
-	Pane *PaneInfo `json:"pane,omitempty"`
-	// ID: the pane that is gone (pane_removed), or whose state changed
-	// (state).
-	ID string `json:"id,omitempty"`
-	// State: a terminal pane's new state, and nothing else changed
-	// (state) — the common event of a busy team, kept small.
-	State *pane.Status `json:"state,omitempty"`
-	// Task: a task created or moved (task).
-	Task *TaskInfo `json:"task,omitempty"`
-	// Summary: the task counts per master and the standing failures,
-	// whenever a task changes (summary).
-	Summary *TaskSummary `json:"summary,omitempty"`
-}
-
-// Snapshot is the team as it is now.
-type Snapshot struct {
-	Panes []PaneInfo `json:"panes"`
-	// Tasks are the open tasks and the latest finished ones (RecentTasks).
-	Tasks   []TaskInfo  `json:"tasks"`
-	Summary TaskSummary `json:"summary"`
-}
-
-// TaskSummary is what the topology needs of all tasks.
-type TaskSummary struct {
-	// Counts maps a master to its tasks' counts by status.
-	Counts map[string]map[string]int `json:"counts"`
-	// Failed are failures that still stand (schema FailedLast).
-	Failed []topology.FailedTask `json:"failed"`
-}
-
-// RecentTasks is how many finished tasks a snapshot carries.
-const RecentTasks = 50
 
 // eventBatch is the shortest time between two batches of one stream: at
 // most 10 writes (and client redraws) a second whatever the team does. A
@@ -216,7 +176,7 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
 			if !st.Running() {
 				st.PID = 0 // as ls shows it
 			}
-			out = append(out, Event{Type: "state", At: now, ID: e.cfg.ID, State: &st})
+			out = append(out, Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)})
 		case k == keySummary:
 			sum, err := s.taskSummary(ctx)
 			if err != nil {
@@ -280,39 +240,7 @@ func (s *Supervisor) taskSummary(ctx context.Context) (TaskSummary, error) {
 	return sum, nil
 }
 
-// CurrentTasks maps each worker to the task it works on now: its
-// delivered task (the latest, of tasks in id order).
-func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
-	current := map[string]TaskInfo{}
-	for _, t := range tasks {
-		if t.Status == schema.TaskDelivered {
-			current[t.To] = t
-		}
-	}
-	return current
-}
-
-// TeamStatus is the status view (see docs/http-api.md) of panes in display order, given
-// the tasks in flight (those delivered are their workers' current tasks)
-// and the task summary. The supervisor and the stream's subscribers build
-// it the same way.
-func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
-	current := CurrentTasks(tasks)
-	ps := make([]topology.Pane, 0, len(panes))
-	for _, pi := range panes {
-		u := pi.Usage
-		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
-			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
-		if pi.Master != nil {
-			tp.Master = *pi.Master
-		}
-		if t, ok := current[pi.ID]; ok {
-			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
-			if t.DeliveredAt != nil {
-				tp.Elapsed = now.Sub(*t.DeliveredAt).Seconds()
-			}
-		}
-		ps = append(ps, tp)
-	}
-	return topology.Build(ps, sum.Counts, sum.Failed)
+// wireStatus is a pane's status as a state event carries it.
+func wireStatus(st pane.Status) *api.PaneStatus {
+	return &api.PaneStatus{State: string(st.State), Reason: st.Reason, Since: st.Since, PID: st.PID, ExitCode: st.ExitCode}
 }

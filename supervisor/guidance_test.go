@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,9 +26,10 @@ func TestGuidanceAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hc := socketHTTP(t, c)
 	url := "http://cicy/api/memory/templates/agent/" + p.ID
 	get := func() GuidanceDoc {
-		resp, err := c.http.Get(url)
+		resp, err := hc.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +46,7 @@ func TestGuidanceAPI(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]string{"content": "# Role\n\nYou are Ada, the tester.\n"})
 	req, _ := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT: %v %v", resp, err)
 	}
@@ -52,9 +54,23 @@ func TestGuidanceAPI(t *testing.T) {
 	if d := get(); d.Content != "# Role\n\nYou are Ada, the tester.\n" {
 		t.Fatalf("after PUT: %q", d.Content)
 	}
-	resp, err = c.http.Get("http://cicy/api/memory/templates/agent/w-99")
+	resp, err = hc.Get("http://cicy/api/memory/templates/agent/w-99")
 	if err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("unknown pane: %v %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
+}
+
+// socketHTTP is a plain HTTP client on c's socket, for requests Client has
+// no method for; like Client it never follows a redirect.
+func socketHTTP(t *testing.T, c *Client) *http.Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", c.Home().Socket())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

@@ -24,6 +24,9 @@ func DefaultHome() (string, error) {
 	return filepath.Join(u, "cicy-ai"), nil
 }
 
+// Dir is the home folder.
+func (h Home) Dir() string { return h.Root }
+
 func (h Home) path(p ...string) string { return filepath.Join(append([]string{h.Root}, p...)...) }
 
 // DB is the SQLite database.
@@ -43,6 +46,17 @@ func (h Home) Log() string { return h.path("logs", "supervisor.log") }
 
 // Workspace is the default workspace of a pane.
 func (h Home) Workspace(id string) string { return h.path("workspaces", id) }
+
+// Held reports whether a supervisor holds the home's lock (or the lock
+// cannot be tried).
+func (h Home) Held() bool {
+	unlock, err := lockHome(h)
+	if err != nil {
+		return true
+	}
+	unlock()
+	return false
+}
 
 // maxSocketPath is what sockaddr_un holds on Linux, less the terminating NUL.
 const maxSocketPath = 107

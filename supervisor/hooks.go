@@ -20,23 +20,6 @@ import (
 // "hook:<event>"), confirm that a typed task was submitted, or end a turn
 // with the agent's last message, which becomes the task's result.
 
-// HookRequest is one signal.
-type HookRequest struct {
-	Agent   string          `json:"agent"`
-	Event   string          `json:"event"`
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// At is when the hook ran: a spooled one (the supervisor was down)
-	// arrives late.
-	At time.Time `json:"at"`
-}
-
-// HookResult is what the signal did.
-type HookResult struct {
-	State   string `json:"state,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Ignored string `json:"ignored,omitempty"`
-}
-
 // hookEffect is what a signal means.
 type hookEffect struct {
 	state   pane.State // "" leaves the state alone

@@ -6,18 +6,27 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
 
-// MemoryList is `memory ls --json`: a cicy pane's memories in index order,
-// the files that could not be read, and the turns waiting for recognition.
-type MemoryList struct {
-	Pane     string           `json:"pane"`
-	Memories []memory.Memory  `json:"memories"`
-	Problems []memory.Problem `json:"problems"`
-	Buffered int              `json:"buffered"`
-	Dir      string           `json:"dir"`
+// wireMemories is memories as the API carries them: never null.
+func wireMemories(ms []memory.Memory) []api.Memory {
+	out := make([]api.Memory, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, api.Memory(m))
+	}
+	return out
+}
+
+// wireProblems is problems as the API carries them: never null.
+func wireProblems(ps []memory.Problem) []api.Problem {
+	out := make([]api.Problem, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, api.Problem(p))
+	}
+	return out
 }
 
 func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
@@ -38,13 +47,7 @@ func (s *Supervisor) Memories(id string) (MemoryList, error) {
 	if err != nil {
 		return MemoryList{}, failedErr("%v", err)
 	}
-	if ms == nil {
-		ms = []memory.Memory{}
-	}
-	if problems == nil {
-		problems = []memory.Problem{}
-	}
-	return MemoryList{Pane: id, Memories: ms, Problems: problems, Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
+	return MemoryList{Pane: id, Memories: wireMemories(ms), Problems: wireProblems(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
 }
 
 // MemoryGet returns one memory.
@@ -75,15 +78,6 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 	return nil
 }
 
-// ReindexResult is `memory reindex --json`: MEMORY.md rebuilt from the
-// memory files, how many it lists, and the files it skipped.
-type ReindexResult struct {
-	Pane     string           `json:"pane"`
-	Memories int              `json:"memories"`
-	Problems []memory.Problem `json:"problems"`
-	Index    string           `json:"index"` // the path of MEMORY.md
-}
-
 // MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now.
 func (s *Supervisor) MemoryReindex(id string) (ReindexResult, error) {
 	_, st, err := s.memoryOf(id)
@@ -98,10 +92,7 @@ func (s *Supervisor) MemoryReindex(id string) (ReindexResult, error) {
 	if err != nil {
 		return ReindexResult{}, failedErr("%v", err)
 	}
-	if problems == nil {
-		problems = []memory.Problem{}
-	}
-	return ReindexResult{Pane: id, Memories: len(ms), Problems: problems, Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
+	return ReindexResult{Pane: id, Memories: len(ms), Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
 }
 
 // MemoryFlush recognises the buffered turns now and waits for it.
@@ -118,14 +109,14 @@ func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResu
 	}
 }
 
-func (a *api) memoryRoutes(mux *http.ServeMux) {
+func (a *handler) memoryRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/panes/{id}/memory", func(w http.ResponseWriter, r *http.Request) {
 		l, err := a.sup.Memories(r.PathValue("id"))
 		respond(w, l, err)
 	})
 	mux.HandleFunc("GET /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
 		m, err := a.sup.MemoryGet(r.PathValue("id"), r.PathValue("mem"))
-		respond(w, m, err)
+		respond(w, api.Memory(m), err)
 	})
 	mux.HandleFunc("DELETE /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
 		err := a.sup.MemoryRemove(r.PathValue("id"), r.PathValue("mem"))
@@ -133,7 +124,7 @@ func (a *api) memoryRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /api/panes/{id}/memory/flush", func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.MemoryFlush(r.Context(), r.PathValue("id"))
-		respond(w, res, err)
+		respond(w, api.FlushResult(res), err)
 	})
 	mux.HandleFunc("POST /api/panes/{id}/memory/reindex", func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.MemoryReindex(r.PathValue("id"))

@@ -116,15 +116,15 @@ func lockHome(h Home) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// api is the HTTP handler of the control socket.
-type api struct {
+// handler is the HTTP API of the control socket.
+type handler struct {
 	sup      *Supervisor
 	cfg      Config
 	shutdown func()
 }
 
 func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
-	a := &api{sup: sup, cfg: cfg, shutdown: shutdown}
+	a := &handler{sup: sup, cfg: cfg, shutdown: shutdown}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", a.health)
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
@@ -251,20 +251,20 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-func (a *api) health(w http.ResponseWriter, _ *http.Request) {
+func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root})
 }
 
-func (a *api) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
+func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"pid": os.Getpid()})
 	a.shutdown()
 }
 
-func (a *api) list(w http.ResponseWriter, r *http.Request) {
+func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.sup.List(r.Context()))
 }
 
-func (a *api) create(w http.ResponseWriter, r *http.Request) {
+func (a *handler) create(w http.ResponseWriter, r *http.Request) {
 	var req CreateRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
@@ -278,7 +278,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, resp)
 }
 
-func (a *api) get(w http.ResponseWriter, r *http.Request) {
+func (a *handler) get(w http.ResponseWriter, r *http.Request) {
 	pi, err := a.sup.Get(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -287,7 +287,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, pi)
 }
 
-func (a *api) kill(w http.ResponseWriter, r *http.Request) {
+func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
 	if err := a.sup.Kill(r.Context(), r.PathValue("id")); err != nil {
 		writeErr(w, err)
 		return
@@ -295,7 +295,7 @@ func (a *api) kill(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) send(w http.ResponseWriter, r *http.Request) {
+func (a *handler) send(w http.ResponseWriter, r *http.Request) {
 	var req SendRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
@@ -313,7 +313,7 @@ func (a *api) send(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (a *api) hook(w http.ResponseWriter, r *http.Request) {
+func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
 	var req HookRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
@@ -327,7 +327,7 @@ func (a *api) hook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
+func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
 	was, err := a.sup.Cancel(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -337,7 +337,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 // command runs /compact or /clear and answers when it is done.
-func (a *api) command(cmd string) http.HandlerFunc {
+func (a *handler) command(cmd string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.Command(r.Context(), r.PathValue("id"), cmd)
 		if err != nil {
@@ -349,7 +349,7 @@ func (a *api) command(cmd string) http.HandlerFunc {
 }
 
 // events streams a cicy pane's events as JSON lines until the client goes.
-func (a *api) events(w http.ResponseWriter, r *http.Request) {
+func (a *handler) events(w http.ResponseWriter, r *http.Request) {
 	ch, stop, err := a.sup.Events(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -392,7 +392,7 @@ func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
 }
 
 // teamEvents streams the team's events (see Supervisor.Stream).
-func (a *api) teamEvents(w http.ResponseWriter, r *http.Request) {
+func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 	var send func(vs ...any) error
 	err := a.sup.Stream(r.Context(), func(evs []Event) error {
 		if send == nil {
@@ -410,7 +410,7 @@ func (a *api) teamEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // preview streams a pane's screen each time it changes.
-func (a *api) preview(w http.ResponseWriter, r *http.Request) {
+func (a *handler) preview(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
 		writeErr(w, err)
@@ -440,7 +440,7 @@ func linesParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
-func (a *api) explain(w http.ResponseWriter, r *http.Request) {
+func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
 	x, err := a.sup.Explain(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -449,7 +449,7 @@ func (a *api) explain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, x)
 }
 
-func (a *api) screen(w http.ResponseWriter, r *http.Request) {
+func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
 		writeErr(w, err)
@@ -463,7 +463,7 @@ func (a *api) screen(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sc)
 }
 
-func (a *api) restart(w http.ResponseWriter, r *http.Request) {
+func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 	if err := a.sup.Restart(r.Context(), r.PathValue("id")); err != nil {
 		writeErr(w, err)
 		return
@@ -471,7 +471,7 @@ func (a *api) restart(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *api) status(w http.ResponseWriter, r *http.Request) {
+func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	st, err := a.sup.Status(r.Context())
 	if err != nil {
 		writeErr(w, err)
@@ -480,18 +480,7 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// GuidanceDoc is a pane's guidance file (AGENTS.md or CLAUDE.md).
-type GuidanceDoc struct {
-	Scope    string `json:"scope"`
-	Name     string `json:"name"`
-	Filename string `json:"filename"`
-	Path     string `json:"path"`
-	Content  string `json:"content,omitempty"`
-	Exists   bool   `json:"exists"`
-	Saved    bool   `json:"saved,omitempty"`
-}
-
-func (a *api) getGuidance(w http.ResponseWriter, r *http.Request) {
+func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
 	doc, err := a.sup.Guidance(r.PathValue("id"))
 	if err != nil {
 		writeErr(w, err)
@@ -500,7 +489,7 @@ func (a *api) getGuidance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, doc)
 }
 
-func (a *api) putGuidance(w http.ResponseWriter, r *http.Request) {
+func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
 	content, err := guidanceBody(r)
 	if err != nil {
 		writeErr(w, err)

@@ -20,7 +20,7 @@ import (
 // supervisor's socket and returns the status and body of the answer.
 func rawRequest(t *testing.T, c *Client, method, path, contentType, body string) (int, string) {
 	t.Helper()
-	conn, err := net.Dial("unix", c.home.Socket())
+	conn, err := net.Dial("unix", c.Home().Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestAPISlowBodyIsCut(t *testing.T) {
 	}
 	defer events.Close()
 
-	conn, err := net.Dial("unix", c.home.Socket())
+	conn, err := net.Dial("unix", c.Home().Socket())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,23 +9,6 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// TaskInfo is a task as `tasks --json` prints it (see docs/http-api.md).
-type TaskInfo struct {
-	ID          int64      `json:"id"`
-	From        string     `json:"from"`
-	To          string     `json:"to"`
-	Text        string     `json:"text"`
-	Status      string     `json:"status"`
-	Result      string     `json:"result"`
-	Error       string     `json:"error"`
-	Reason      string     `json:"reason"`
-	CreatedAt   time.Time  `json:"created_at"`
-	DeliveredAt *time.Time `json:"delivered_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	NotifiedAt  *time.Time `json:"notified_at"`
-	Attempts    int        `json:"attempts"`
-}
-
 func optTime(s string, valid bool) *time.Time {
 	if !valid {
 		return nil
@@ -44,19 +27,6 @@ func taskInfo(t schema.Task) TaskInfo {
 	}
 }
 
-// DispatchRequest creates a task; with Wait the answer comes when it ends
-// (or Timeout seconds pass).
-type DispatchRequest struct {
-	From    string  `json:"from"`
-	To      string  `json:"to"`
-	Text    string  `json:"text"`
-	Wait    bool    `json:"wait"`
-	Timeout float64 `json:"timeout"`
-	// Caller is the pane the command runs in (CICY_PANE_ID), if any: a
-	// master dispatching from its shell is the task's from.
-	Caller string `json:"caller,omitempty"`
-}
-
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
 	if seconds > 0 {
 		return context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second)))
@@ -72,7 +42,7 @@ func taskID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func (a *api) taskRoutes(mux *http.ServeMux) {
+func (a *handler) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/tasks", func(w http.ResponseWriter, r *http.Request) {
 		var req DispatchRequest
 		if err := decode(r, &req); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -89,12 +90,12 @@ func home(c *cli.Context) (supervisor.Home, error) {
 }
 
 // client returns a client to a running supervisor, starting one if needed.
-func client(c *cli.Context) (*supervisor.Client, error) {
+func client(c *cli.Context) (*api.Client, error) {
 	h, err := home(c)
 	if err != nil {
 		return nil, err
 	}
-	cl := supervisor.NewClient(h)
+	cl := api.NewClient(h)
 	if err := cl.Ensure(c.Context); err != nil {
 		return nil, err
 	}
@@ -115,12 +116,12 @@ func paneArg(c *cli.Context, usage string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return supervisor.ParsePaneID(a[0])
+	return api.ParsePaneID(a[0])
 }
 
 // withPane parses the one pane argument, connects (starting the
 // supervisor if needed) and runs f.
-func withPane(c *cli.Context, f func(cl *supervisor.Client, id string) error) error {
+func withPane(c *cli.Context, f func(cl *api.Client, id string) error) error {
 	id, err := paneArg(c, "<pane>")
 	if err != nil {
 		return err
@@ -225,8 +226,8 @@ func (e *env) shutdownCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = supervisor.NewClient(h).Shutdown(c.Context, 30*time.Second)
-			if errors.Is(err, supervisor.ErrNotRunning) {
+			err = api.NewClient(h).Shutdown(c.Context, 30*time.Second)
+			if errors.Is(err, api.ErrNotRunning) {
 				fmt.Fprintf(e.stderr, "no supervisor is running for %s\n", h.Root)
 				return nil
 			}
@@ -261,7 +262,7 @@ func (e *env) createCmd() *cli.Command {
 			if len(before) != 1 {
 				return usagef("usage: cicy-agent create <title> [flags] [-- argv…]")
 			}
-			req := supervisor.CreateRequest{
+			req := api.CreateRequest{
 				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
 				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
 				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"),
@@ -349,7 +350,7 @@ func usageCell(n int64, hit float64, compactable bool) string {
 }
 
 // tokens is a pane's total tokens (input of all kinds plus output), short.
-func tokens(u supervisor.Usage) string {
+func tokens(u api.Usage) string {
 	return short(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens + u.OutputTokens)
 }
 
@@ -392,7 +393,7 @@ func (e *env) sendCmd() *cli.Command {
 			if len(a) < 1 || (len(a) < 2 && len(c.StringSlice("key")) == 0) {
 				return usagef("usage: cicy-agent send <pane> <text…> [--no-enter] [--key KEY]")
 			}
-			id, err := supervisor.ParsePaneID(a[0])
+			id, err := api.ParsePaneID(a[0])
 			if err != nil {
 				return err
 			}
@@ -400,7 +401,7 @@ func (e *env) sendCmd() *cli.Command {
 			if len(text) > 0 && text[0] == "--" {
 				text = text[1:]
 			}
-			req := supervisor.SendRequest{Text: strings.Join(text, " "), Keys: c.StringSlice("key"), NoEnter: c.Bool("no-enter"),
+			req := api.SendRequest{Text: strings.Join(text, " "), Keys: c.StringSlice("key"), NoEnter: c.Bool("no-enter"),
 				Wait: c.Bool("wait"), Timeout: c.Duration("timeout").Seconds()}
 			if len(text) == 0 {
 				req.NoEnter = true
@@ -419,7 +420,7 @@ func (e *env) sendCmd() *cli.Command {
 }
 
 // printResult prints a turn's answer; a failed or cancelled turn is exit 1.
-func (e *env) printResult(c *cli.Context, res *supervisor.SendResult) error {
+func (e *env) printResult(c *cli.Context, res *api.SendResult) error {
 	if c.Bool("json") {
 		if err := printJSON(e.stdout, res); err != nil {
 			return err
@@ -443,7 +444,7 @@ func (e *env) cancelCmd() *cli.Command {
 		Usage:     "stop the running turn of a cicy pane and the tools it runs (queued messages still run)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *supervisor.Client, id string) error {
+			return withPane(c, func(cl *api.Client, id string) error {
 				was, err := cl.Cancel(c.Context, id)
 				if err == nil && !was {
 					fmt.Fprintf(e.stderr, "%s has no turn running\n", id)
@@ -463,7 +464,7 @@ func (e *env) slashCmd(name, usage string) *cli.Command {
 		ArgsUsage: "<pane>",
 		Flags:     []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *supervisor.Client, id string) error {
+			return withPane(c, func(cl *api.Client, id string) error {
 				res, err := cl.Command(c.Context, id, name)
 				if err != nil {
 					return err
@@ -523,7 +524,7 @@ func (e *env) killCmd() *cli.Command {
 		Usage:     "stop a pane and remove it (its workspace stays)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *supervisor.Client, id string) error { return cl.Kill(c.Context, id) })
+			return withPane(c, func(cl *api.Client, id string) error { return cl.Kill(c.Context, id) })
 		},
 	}
 }
@@ -534,7 +535,7 @@ func (e *env) restartCmd() *cli.Command {
 		Usage:     "start a pane again with the same argv and workspace (stopping it first if it runs)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *supervisor.Client, id string) error { return cl.Restart(c.Context, id) })
+			return withPane(c, func(cl *api.Client, id string) error { return cl.Restart(c.Context, id) })
 		},
 	}
 }
@@ -569,7 +570,7 @@ func (e *env) statusCmd() *cli.Command {
 	}
 }
 
-func printStatus(w io.Writer, st supervisor.StatusResponse) {
+func printStatus(w io.Writer, st api.StatusResponse) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	worker := func(wk topology.Worker) {
 		task := wk.CurrentTask
@@ -623,14 +624,14 @@ func (e *env) versionCmd() *cli.Command {
 			out := map[string]any{"version": version, "go": runtime.Version()}
 			ctx, cancel := context.WithTimeout(c.Context, time.Second)
 			defer cancel()
-			if hl, err := supervisor.NewClient(h).Health(ctx); err == nil {
+			if hl, err := api.NewClient(h).Health(ctx); err == nil {
 				out["supervisor"] = hl
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, out)
 			}
 			fmt.Fprintf(e.stdout, "cicy-agent %s (%s)\n", version, runtime.Version())
-			if hl, ok := out["supervisor"].(supervisor.Health); ok && hl.Version != version {
+			if hl, ok := out["supervisor"].(api.Health); ok && hl.Version != version {
 				fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
 			}
 			return nil

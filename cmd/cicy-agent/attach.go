@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // detachKey is Ctrl-Q, as in claude-squad.
@@ -29,9 +29,9 @@ func (e *env) attachCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var info supervisor.PaneInfo
+			var info api.PaneInfo
 			if h, err := home(c); err == nil {
-				info, _ = supervisor.NewClient(h).Get(c.Context, id)
+				info, _ = api.NewClient(h).Get(c.Context, id)
 			}
 			if info.Type == "cicy" {
 				// A cicy pane is a chat, not a terminal: no tty needed.
@@ -57,7 +57,7 @@ func (e *env) attachCmd() *cli.Command {
 	}
 }
 
-func attach(c *cli.Context, cl *supervisor.Client, id string, in *os.File, out io.Writer) error {
+func attach(c *cli.Context, cl *api.Client, id string, in *os.File, out io.Writer) error {
 	fd := int(in.Fd())
 	cols, rows, err := term.GetSize(fd)
 	if err != nil || cols <= 0 || rows <= 0 {
@@ -142,7 +142,7 @@ func attach(c *cli.Context, cl *supervisor.Client, id string, in *os.File, out i
 
 // tmuxAttach runs tmux attach on the pane's session of the private tmux
 // server; Ctrl-Q (bound there) detaches, and the pane goes on.
-func tmuxAttach(info supervisor.PaneInfo, in *os.File, out, errOut io.Writer) error {
+func tmuxAttach(info api.PaneInfo, in *os.File, out, errOut io.Writer) error {
 	if info.State == "exited" {
 		return failf("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", info.ID, info.Reason, info.ID)
 	}

@@ -11,16 +11,16 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
 // chat attaches to a cicy pane: each input line is sent as a message, and
 // the pane's events are printed as they come — text as it streams, one line
 // per tool call with the first line of its result. EOF (Ctrl-D) or /exit
 // detaches; the pane goes on.
-func chat(c *cli.Context, cl *supervisor.Client, id string, in io.Reader, out io.Writer) error {
+func chat(c *cli.Context, cl *api.Client, id string, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	stream, err := cl.Events(ctx, id)
@@ -79,7 +79,7 @@ func chat(c *cli.Context, cl *supervisor.Client, id string, in io.Reader, out io
 		case <-answered:
 		default:
 		}
-		if _, err := cl.Send(ctx, id, supervisor.SendRequest{Text: text}); err != nil {
+		if _, err := cl.Send(ctx, id, api.SendRequest{Text: text}); err != nil {
 			fmt.Fprintf(out, "[not sent: %v]\n", err)
 			mu.Lock()
 			lastSent = ""

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
@@ -63,7 +64,7 @@ func (e *env) dashboardCmd() *cli.Command {
 
 // watchStatus prints the status view each time the team changes, until
 // the stream ends or the command is interrupted.
-func watchStatus(c *cli.Context, cl *supervisor.Client, w io.Writer, asJSON bool) error {
+func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error {
 	st, err := cl.TeamEvents(c.Context)
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func (e *env) viewCmd() *cli.Command {
 		Action: func(c *cli.Context) error {
 			var want []string
 			for _, a := range c.Args().Slice() {
-				id, err := supervisor.ParsePaneID(a)
+				id, err := api.ParsePaneID(a)
 				if err != nil {
 					return err
 				}
@@ -151,9 +152,9 @@ type viewResult struct {
 	Attach  []string `json:"attach"`
 }
 
-func (e *env) view(c *cli.Context, h supervisor.Home, panes []supervisor.PaneInfo, want []string) error {
+func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want []string) error {
 	var ids []string
-	byID := map[string]supervisor.PaneInfo{}
+	byID := map[string]api.PaneInfo{}
 	for _, p := range panes {
 		byID[p.ID] = p
 		if len(want) == 0 && p.State != "exited" {

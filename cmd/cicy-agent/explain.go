@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
@@ -50,7 +51,7 @@ func (e *env) explainPane(c *cli.Context) error {
 	if c.Int("lines") < 0 {
 		return usagef("--lines must not be negative")
 	}
-	return withPane(c, func(cl *supervisor.Client, id string) error {
+	return withPane(c, func(cl *api.Client, id string) error {
 		x, err := cl.Explain(c.Context, id)
 		if err != nil {
 			return err
@@ -63,7 +64,7 @@ func (e *env) explainPane(c *cli.Context) error {
 	})
 }
 
-func printExplanation(w io.Writer, x supervisor.Explanation, lines int, now time.Time) {
+func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) {
 	p := x.Pane
 	when := func(t time.Time) string {
 		if t.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
@@ -43,10 +44,10 @@ func (e *env) hookCmd() *cli.Command {
 			if id == "" {
 				return usagef("no pane: run inside a cicy-agent pane (CICY_PANE_ID) or pass --pane")
 			}
-			if id, err = supervisor.ParsePaneID(id); err != nil {
+			if id, err = api.ParsePaneID(id); err != nil {
 				return err
 			}
-			req := supervisor.HookRequest{Agent: c.String("agent"), Event: a[0], At: time.Now()}
+			req := api.HookRequest{Agent: c.String("agent"), Event: a[0], At: time.Now()}
 			// A sender that knows when its event happened says so (the
 			// opencode plugin): hooks racing each other keep their order.
 			if at, err := time.Parse(time.RFC3339Nano, os.Getenv("CICY_HOOK_AT")); err == nil {
@@ -73,8 +74,8 @@ func (e *env) hookCmd() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 5*time.Second)
 			defer cancel()
-			_, err = supervisor.NewClient(h).Hook(ctx, id, req)
-			if errors.Is(err, supervisor.ErrNotRunning) {
+			_, err = api.NewClient(h).Hook(ctx, id, req)
+			if errors.Is(err, api.ErrNotRunning) {
 				if serr := supervisor.SpoolHook(h, id, req); serr != nil {
 					fmt.Fprintf(e.stderr, "cicy-agent hook: no supervisor, and the spool failed: %v\n", serr)
 				}

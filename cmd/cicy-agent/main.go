@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -62,12 +62,12 @@ func report(err error, stderr io.Writer) int {
 	}
 	code := 1
 	var ue *usageError
-	var ae *supervisor.Error
+	var ae *api.Error
 	switch {
 	case errors.As(err, &ue):
 		code = 2
 	case errors.As(err, &ae):
-		if ae.Kind == supervisor.KindUsage || ae.Kind == supervisor.KindNotFound {
+		if ae.Kind == api.KindUsage || ae.Kind == api.KindNotFound {
 			code = 2
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
 // memoryCmd is `memory ls/show/flush/reindex/rm`: a cicy pane's long-term memory,
@@ -19,7 +19,7 @@ func (e *env) memoryCmd() *cli.Command {
 		if len(a) != 2 {
 			return "", "", usagef("usage: cicy-agent memory %s <pane> <mem_id>", c.Command.Name)
 		}
-		id, err := supervisor.ParsePaneID(a[0])
+		id, err := api.ParsePaneID(a[0])
 		return id, a[1], err
 	}
 	return &cli.Command{
@@ -32,7 +32,7 @@ func (e *env) memoryCmd() *cli.Command {
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					return withPane(c, func(cl *supervisor.Client, id string) error {
+					return withPane(c, func(cl *api.Client, id string) error {
 						l, err := cl.Memories(c.Context, id)
 						if err != nil {
 							return err
@@ -89,7 +89,7 @@ func (e *env) memoryCmd() *cli.Command {
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					return withPane(c, func(cl *supervisor.Client, id string) error {
+					return withPane(c, func(cl *api.Client, id string) error {
 						r, err := cl.MemoryFlush(c.Context, id)
 						if err != nil {
 							return err
@@ -114,7 +114,7 @@ func (e *env) memoryCmd() *cli.Command {
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					return withPane(c, func(cl *supervisor.Client, id string) error {
+					return withPane(c, func(cl *api.Client, id string) error {
 						r, err := cl.MemoryReindex(c.Context, id)
 						if err != nil {
 							return err

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
 func (e *env) dispatchCmd() *cli.Command {
@@ -54,7 +54,7 @@ func (e *env) dispatchCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			t, err := cl.Dispatch(c.Context, supervisor.DispatchRequest{
+			t, err := cl.Dispatch(c.Context, api.DispatchRequest{
 				From: c.String("from"), To: c.String("to"), Text: text, Wait: c.Bool("wait"), Timeout: c.Duration("timeout").Seconds(),
 				Caller: os.Getenv("CICY_PANE_ID"),
 			})
@@ -79,7 +79,7 @@ func (e *env) dispatchCmd() *cli.Command {
 }
 
 // taskExit is nil for a done task, exit status 1 otherwise.
-func taskExit(t supervisor.TaskInfo) error {
+func taskExit(t api.TaskInfo) error {
 	switch t.Status {
 	case "done":
 		return nil

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -51,7 +51,7 @@ func (e *env) upCmd() *cli.Command {
 				return nil
 			}
 			master := ids[team.Goal.To]
-			if _, err := cl.Send(c.Context, master, supervisor.SendRequest{Text: team.Goal.Text}); err != nil {
+			if _, err := cl.Send(c.Context, master, api.SendRequest{Text: team.Goal.Text}); err != nil {
 				return fmt.Errorf("hand the goal to %s: %w", master, err)
 			}
 			fmt.Fprintf(e.stderr, "goal sent to %s (%s)\n", master, team.Goal.To)
@@ -68,12 +68,12 @@ func (e *env) upCmd() *cli.Command {
 // bringUp creates or re-uses every pane of the team, masters first. If a
 // create fails, the panes this run created are removed again: nothing is
 // left half-made.
-func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology.Team) (map[string]string, error) {
+func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) (map[string]string, error) {
 	existing, err := cl.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byTitle := map[string]supervisor.PaneInfo{}
+	byTitle := map[string]api.PaneInfo{}
 	for _, p := range existing {
 		byTitle[p.Title] = p
 	}
@@ -104,7 +104,7 @@ func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology
 			fmt.Fprintf(e.stderr, "re-using %s %s\n", ex.ID, p.Title)
 			continue
 		}
-		req := supervisor.CreateRequest{
+		req := api.CreateRequest{
 			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
 			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
 			Env: p.Env,
@@ -112,7 +112,7 @@ func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology
 		resp, err := cl.Create(ctx, req)
 		if err != nil {
 			undo()
-			var ae *supervisor.Error
+			var ae *api.Error
 			if errors.As(err, &ae) {
 				ae.Message = fmt.Sprintf("%s line %d: pane %q: %s", team.Path, p.Line, p.Title, ae.Message)
 			}
@@ -127,7 +127,7 @@ func (e *env) bringUp(ctx context.Context, cl *supervisor.Client, team *topology
 
 // followGoal prints the master's tasks as they change and returns when
 // the goal is done (see up's description), failed, or ctx ends.
-func (e *env) followGoal(ctx context.Context, cl *supervisor.Client, master string, timeout time.Duration) error {
+func (e *env) followGoal(ctx context.Context, cl *api.Client, master string, timeout time.Duration) error {
 	seen := map[int64]string{}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -181,7 +181,7 @@ func (e *env) followGoal(ctx context.Context, cl *supervisor.Client, master stri
 	}
 }
 
-func (e *env) goalDone(ctx context.Context, cl *supervisor.Client, master string, failed []string) error {
+func (e *env) goalDone(ctx context.Context, cl *api.Client, master string, failed []string) error {
 	if sc, err := cl.Screen(ctx, master, 0); err == nil && sc.Screen != "" {
 		fmt.Fprintf(e.stdout, "\n%s:\n%s\n", master, sc.Screen)
 	}

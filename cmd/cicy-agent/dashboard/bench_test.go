@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
@@ -101,7 +102,7 @@ func benchEventToScreen(b *testing.B, flipping int) {
 		served <- supervisor.Serve(ctx, supervisor.Config{Home: h, Version: "bench", Log: logrus.NewEntry(l)})
 	}()
 	defer func() { cancel(); <-served }()
-	c := supervisor.NewClient(h)
+	c := api.NewClient(h)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := c.Health(ctx); err == nil {
 			break
@@ -110,13 +111,13 @@ func benchEventToScreen(b *testing.B, flipping int) {
 			b.Fatal("supervisor did not answer")
 		}
 	}
-	agent, err := c.Create(ctx, supervisor.CreateRequest{Title: "agent", Type: "claude", Backend: "tmux"})
+	agent, err := c.Create(ctx, api.CreateRequest{Title: "agent", Type: "claude", Backend: "tmux"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = c.Kill(context.Background(), agent.ID) }()
 	for i := 0; i < flipping; i++ {
-		if _, err := c.Create(ctx, supervisor.CreateRequest{Title: fmt.Sprintf("flip%d", i), Type: "shell", Backend: "pty",
+		if _, err := c.Create(ctx, api.CreateRequest{Title: fmt.Sprintf("flip%d", i), Type: "shell", Backend: "pty",
 			Command: []string{"sh", "-c", "while :; do echo tick; sleep 2; done"}}); err != nil {
 			b.Fatal(err)
 		}
@@ -160,7 +161,7 @@ func benchEventToScreen(b *testing.B, flipping int) {
 		ev := events[i%len(events)]
 		found := screen.expect("▸ "+agent.ID+" ", " "+ev.state+" ")
 		start := time.Now()
-		if _, err := c.Hook(ctx, agent.ID, supervisor.HookRequest{Agent: "claude", Event: ev.event, Payload: []byte(`{}`)}); err != nil {
+		if _, err := c.Hook(ctx, agent.ID, api.HookRequest{Agent: "claude", Event: ev.event, Payload: []byte(`{}`)}); err != nil {
 			b.Fatal(err)
 		}
 		select {

@@ -17,7 +17,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -31,30 +31,30 @@ func ptr[T any](v T) *T { return &v }
 // fixture is a team in the middle of its work: a master with three
 // workers (one busy on a task, one waiting for a permission answer, one
 // idle whose last task failed), an untracked reviewer, usage and costs.
-func fixture() supervisor.Event {
+func fixture() api.Event {
 	lead := "w-1"
 	at := func(s int) *time.Time { return ptr(t0.Add(time.Duration(s) * time.Second)) }
-	panes := []supervisor.PaneInfo{
+	panes := []api.PaneInfo{
 		{ID: "w-1", Title: "lead", Type: "cicy", Role: "master", State: "busy", Reason: "turn t1a2", Since: t0.Add(-5 * time.Second),
-			Usage: supervisor.Usage{InputTokens: 1200, OutputTokens: 3400, CacheReadInputTokens: 52000, CacheCreationInputTokens: 6000}, CacheHit: 0.881, CostUSD: ptr(0.1234)},
+			Usage: api.Usage{InputTokens: 1200, OutputTokens: 3400, CacheReadInputTokens: 52000, CacheCreationInputTokens: 6000}, CacheHit: 0.881, CostUSD: ptr(0.1234)},
 		{ID: "w-2", Title: "alice", Type: "cicy", Role: "worker", Master: &lead, State: "busy", Reason: "turn t3b4",
-			Usage: supervisor.Usage{InputTokens: 800, OutputTokens: 900, CacheReadInputTokens: 9000, CacheCreationInputTokens: 2000}, CacheHit: 0.7377, CostUSD: ptr(0.0321)},
+			Usage: api.Usage{InputTokens: 800, OutputTokens: 900, CacheReadInputTokens: 9000, CacheCreationInputTokens: 2000}, CacheHit: 0.7377, CostUSD: ptr(0.0321)},
 		{ID: "w-3", Title: "claude-reviewer", Type: "claude", Role: "worker", State: "waiting", Reason: "hook:Notification permission_prompt", CacheHit: -1},
 		{ID: "w-4", Title: "bash1", Type: "shell", Role: "worker", State: "idle", Reason: "output quiet 500ms", CacheHit: -1},
 		{ID: "w-5", Title: "notes", Type: "opencode", Role: "reviewer", State: "idle", Reason: "hook:session.idle", CacheHit: -1},
 	}
-	tasks := []supervisor.TaskInfo{
+	tasks := []api.TaskInfo{
 		{ID: 1, From: "w-1", To: "w-2", Text: "Count the lines of each text file in demo-data", Status: "done", Result: "a.txt 3", CreatedAt: t0.Add(-90 * time.Second), DeliveredAt: at(-89), FinishedAt: at(-60)},
 		{ID: 2, From: "w-1", To: "w-4", Text: "sum the numbers in numbers.csv", Status: "failed", Error: "exit status 1", CreatedAt: t0.Add(-80 * time.Second), DeliveredAt: at(-79), FinishedAt: at(-70)},
 		{ID: 3, From: "w-1", To: "w-2", Text: "Find the most common word in words.txt", Status: "delivered", CreatedAt: t0.Add(-50 * time.Second), DeliveredAt: at(-47)},
 		{ID: 4, From: "w-1", To: "w-3", Text: "Review the report draft for mistakes", Status: "delivered", CreatedAt: t0.Add(-20 * time.Second), DeliveredAt: at(-18)},
 		{ID: 5, From: "w-1", To: "w-2", Text: "Write the summary", Status: "queued", CreatedAt: t0.Add(-2 * time.Second)},
 	}
-	sum := supervisor.TaskSummary{
+	sum := api.TaskSummary{
 		Counts: map[string]map[string]int{"w-1": {"done": 1, "failed": 1, "delivered": 2, "queued": 1}},
 		Failed: []topology.FailedTask{{ID: 2, Worker: "w-4", Error: "exit status 1"}},
 	}
-	return supervisor.Event{Type: "snapshot", At: t0, Snapshot: &supervisor.Snapshot{Panes: panes, Tasks: tasks, Summary: sum}}
+	return api.Event{Type: "snapshot", At: t0, Snapshot: &api.Snapshot{Panes: panes, Tasks: tasks, Summary: sum}}
 }
 
 // plain is a frame without its colours, so a golden file is readable
@@ -67,7 +67,7 @@ func newFixtureModel(t *testing.T, w, h int, b Backend) *Model {
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	m.Update(linkMsg{up: true})
 	m.Update(eventsMsg{fixture()})
-	m.Update(previewMsg{seq: m.seq, screen: supervisor.ScreenResponse{ID: "w-1", State: "busy",
+	m.Update(previewMsg{seq: m.seq, screen: api.ScreenResponse{ID: "w-1", State: "busy",
 		Screen: "› 🔔 [w-2] task 1 → done: a.txt 3\n\nTwo of three are in. Waiting for w-2's word count\nand w-3's review before the report.\n\n⚙ task_status → 3 delivered, 1 queued\n"}})
 	return m
 }
@@ -164,19 +164,19 @@ func (f *fakeBackend) record(s string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeBackend) Send(_ context.Context, id string, req supervisor.SendRequest) (*supervisor.SendResult, error) {
+func (f *fakeBackend) Send(_ context.Context, id string, req api.SendRequest) (*api.SendResult, error) {
 	f.record("send " + id + " " + req.Text)
 	return nil, nil
 }
 
-func (f *fakeBackend) Dispatch(_ context.Context, req supervisor.DispatchRequest) (supervisor.TaskInfo, error) {
+func (f *fakeBackend) Dispatch(_ context.Context, req api.DispatchRequest) (api.TaskInfo, error) {
 	f.record("dispatch " + req.To + " " + req.Text)
-	return supervisor.TaskInfo{ID: 6}, nil
+	return api.TaskInfo{ID: 6}, nil
 }
 
-func (f *fakeBackend) Command(_ context.Context, id, cmd string) (*supervisor.SendResult, error) {
+func (f *fakeBackend) Command(_ context.Context, id, cmd string) (*api.SendResult, error) {
 	f.record("command " + id + " " + cmd)
-	return &supervisor.SendResult{Status: "completed", Answer: "compacted 40 messages"}, nil
+	return &api.SendResult{Status: "completed", Answer: "compacted 40 messages"}, nil
 }
 
 func (f *fakeBackend) Kill(_ context.Context, id string) error {
@@ -267,7 +267,7 @@ func TestSelectionFollowsRemovedPane(t *testing.T) {
 	if m.selected != "w-2" {
 		t.Fatalf("selected %q after its pane went, want its neighbour w-2", m.selected)
 	}
-	m.Update(eventsMsg{{Type: "pane", Pane: &supervisor.PaneInfo{ID: "w-7", Title: "late", Type: "shell", Role: "worker", State: "idle", CacheHit: -1}}})
+	m.Update(eventsMsg{{Type: "pane", Pane: &api.PaneInfo{ID: "w-7", Title: "late", Type: "shell", Role: "worker", State: "idle", CacheHit: -1}}})
 	if !strings.Contains(plain(m), "w-7") {
 		t.Fatal("a new pane is not in the table")
 	}
@@ -319,7 +319,7 @@ type panicky struct {
 	boom chan struct{}
 }
 
-func (p *panicky) TeamEvents(context.Context) (*supervisor.EventStream, error) {
+func (p *panicky) TeamEvents(context.Context) (*api.EventStream, error) {
 	<-p.boom
 	panic("stream exploded")
 }

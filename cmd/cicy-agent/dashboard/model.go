@@ -11,16 +11,16 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Backend is what the dashboard asks of the supervisor (a
-// *supervisor.Client).
+// *api.Client).
 type Backend interface {
-	Send(ctx context.Context, id string, req supervisor.SendRequest) (*supervisor.SendResult, error)
-	Dispatch(ctx context.Context, req supervisor.DispatchRequest) (supervisor.TaskInfo, error)
-	Command(ctx context.Context, id, cmd string) (*supervisor.SendResult, error)
+	Send(ctx context.Context, id string, req api.SendRequest) (*api.SendResult, error)
+	Dispatch(ctx context.Context, req api.DispatchRequest) (api.TaskInfo, error)
+	Command(ctx context.Context, id, cmd string) (*api.SendResult, error)
 	Kill(ctx context.Context, id string) error
 }
 
@@ -38,7 +38,7 @@ const (
 // Messages of the program.
 type (
 	// eventsMsg is a batch of the team's events.
-	eventsMsg []supervisor.Event
+	eventsMsg []api.Event
 	// linkMsg says whether the event stream is connected.
 	linkMsg struct {
 		up  bool
@@ -47,7 +47,7 @@ type (
 	// previewMsg is the selected pane's screen; seq tells stale ones.
 	previewMsg struct {
 		seq    int
-		screen supervisor.ScreenResponse
+		screen api.ScreenResponse
 	}
 	// selectMsg fires a moment after the selection settles.
 	selectMsg struct{ seq int }
@@ -84,7 +84,7 @@ type Model struct {
 	linkErr       string
 
 	seq       int // selection changes
-	screen    supervisor.ScreenResponse
+	screen    api.ScreenResponse
 	attention map[string]bool // needs-you items already seen
 	primed    bool            // attention holds what was there at the start
 	bellOut   io.Writer
@@ -222,7 +222,7 @@ func (m *Model) choose(id string) tea.Cmd {
 	}
 	m.selected = id
 	m.seq++
-	m.screen = supervisor.ScreenResponse{}
+	m.screen = api.ScreenResponse{}
 	seq := m.seq
 	return tea.Tick(80*time.Millisecond, func(time.Time) tea.Msg { return selectMsg{seq} })
 }
@@ -392,12 +392,12 @@ func (m *Model) edit(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if md == modeSend {
 		return m.do(func(ctx context.Context) (string, error) {
-			_, err := m.backend.Send(ctx, id, supervisor.SendRequest{Text: text})
+			_, err := m.backend.Send(ctx, id, api.SendRequest{Text: text})
 			return "sent to " + id, err
 		})
 	}
 	return m.do(func(ctx context.Context) (string, error) {
-		t, err := m.backend.Dispatch(ctx, supervisor.DispatchRequest{To: id, Text: text})
+		t, err := m.backend.Dispatch(ctx, api.DispatchRequest{To: id, Text: text})
 		return fmt.Sprintf("task %d queued for %s", t.ID, id), err
 	})
 }

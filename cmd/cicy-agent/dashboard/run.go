@@ -17,14 +17,14 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"golang.org/x/term"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Client is what Run needs of the supervisor: the stream, the preview and
 // the actions.
 type Client interface {
 	Backend
-	TeamEvents(ctx context.Context) (*supervisor.EventStream, error)
+	TeamEvents(ctx context.Context) (*api.EventStream, error)
 	Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error)
 }
 
@@ -268,7 +268,7 @@ func followPreview(ctx context.Context, cl Client, seq int, id string, msgs chan
 	defer body.Close()
 	dec := json.NewDecoder(body)
 	for {
-		var sc supervisor.ScreenResponse
+		var sc api.ScreenResponse
 		if dec.Decode(&sc) != nil {
 			return
 		}

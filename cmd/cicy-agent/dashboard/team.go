@@ -10,33 +10,32 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Team is the team as a subscriber of the event stream knows it: the
 // snapshot, with every change after it applied.
 type Team struct {
-	Panes   []supervisor.PaneInfo // in id order
-	Tasks   map[int64]supervisor.TaskInfo
-	Summary supervisor.TaskSummary
+	Panes   []api.PaneInfo // in id order
+	Tasks   map[int64]api.TaskInfo
+	Summary api.TaskSummary
 	// Synced is false until the first snapshot.
 	Synced bool
 }
 
 // NewTeam is an empty team.
-func NewTeam() *Team { return &Team{Tasks: map[int64]supervisor.TaskInfo{}} }
+func NewTeam() *Team { return &Team{Tasks: map[int64]api.TaskInfo{}} }
 
 // Apply folds one event into the team.
-func (t *Team) Apply(ev supervisor.Event) {
+func (t *Team) Apply(ev api.Event) {
 	switch ev.Type {
 	case "snapshot":
 		if ev.Snapshot == nil {
 			return
 		}
 		t.Panes = slices.Clone(ev.Snapshot.Panes)
-		t.Tasks = map[int64]supervisor.TaskInfo{}
+		t.Tasks = map[int64]api.TaskInfo{}
 		for _, k := range ev.Snapshot.Tasks {
 			t.Tasks[k.ID] = k
 		}
@@ -51,7 +50,7 @@ func (t *Team) Apply(ev supervisor.Event) {
 			return
 		}
 		t.Panes = append(t.Panes, *ev.Pane)
-		slices.SortFunc(t.Panes, func(a, b supervisor.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+		slices.SortFunc(t.Panes, func(a, b api.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
 	case "state":
 		if i := t.index(ev.ID); i >= 0 && ev.State != nil {
 			p := &t.Panes[i]
@@ -78,58 +77,58 @@ func (t *Team) Apply(ev supervisor.Event) {
 func (t *Team) trim() {
 	var finished []int64
 	for id, k := range t.Tasks {
-		if schema.Terminal(k.Status) {
+		if k.Ended() {
 			finished = append(finished, id)
 		}
 	}
-	if len(finished) <= supervisor.RecentTasks {
+	if len(finished) <= api.RecentTasks {
 		return
 	}
 	slices.Sort(finished)
-	for _, id := range finished[:len(finished)-supervisor.RecentTasks] {
+	for _, id := range finished[:len(finished)-api.RecentTasks] {
 		delete(t.Tasks, id)
 	}
 }
 
 func (t *Team) index(id string) int {
-	return slices.IndexFunc(t.Panes, func(p supervisor.PaneInfo) bool { return p.ID == id })
+	return slices.IndexFunc(t.Panes, func(p api.PaneInfo) bool { return p.ID == id })
 }
 
 // Pane returns a pane by id.
-func (t *Team) Pane(id string) (supervisor.PaneInfo, bool) {
+func (t *Team) Pane(id string) (api.PaneInfo, bool) {
 	if i := t.index(id); i >= 0 {
 		return t.Panes[i], true
 	}
-	return supervisor.PaneInfo{}, false
+	return api.PaneInfo{}, false
 }
 
 // Status is the topology view, built as the supervisor builds it.
 func (t *Team) Status(now time.Time) topology.Status {
-	return supervisor.TeamStatus(t.Panes, t.open(), t.Summary, now)
+	return api.TeamStatus(t.Panes, t.open(), t.Summary, now)
 }
 
 // Current maps each worker to the task it works on now.
-func (t *Team) Current() map[string]supervisor.TaskInfo { return supervisor.CurrentTasks(t.open()) }
+func (t *Team) Current() map[string]api.TaskInfo { return api.CurrentTasks(t.open()) }
 
 // open are the tasks not finished, in id order.
-func (t *Team) open() []supervisor.TaskInfo {
-	open := make([]supervisor.TaskInfo, 0, len(t.Tasks))
+func (t *Team) open() []api.TaskInfo {
+	open := make([]api.TaskInfo, 0, len(t.Tasks))
 	for _, k := range t.Tasks {
-		if !schema.Terminal(k.Status) {
+		if !k.Ended() {
 			open = append(open, k)
 		}
 	}
-	slices.SortFunc(open, func(a, b supervisor.TaskInfo) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(open, func(a, b api.TaskInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return open
 }
 
 // Recent are the tasks, latest first.
-func (t *Team) Recent() []supervisor.TaskInfo {
-	out := make([]supervisor.TaskInfo, 0, len(t.Tasks))
+func (t *Team) Recent() []api.TaskInfo {
+	out := make([]api.TaskInfo, 0, len(t.Tasks))
 	for _, k := range t.Tasks {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b supervisor.TaskInfo) int { return cmp.Compare(b.ID, a.ID) })
+	slices.SortFunc(out, func(a, b api.TaskInfo) int { return cmp.Compare(b.ID, a.ID) })
 	return out
 }
 

@@ -10,7 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -135,8 +135,8 @@ type column struct {
 
 // row is one pane of the table with the task it works on, if any.
 type row struct {
-	supervisor.PaneInfo
-	task *supervisor.TaskInfo
+	api.PaneInfo
+	task *api.TaskInfo
 }
 
 var columns = []column{

@@ -1,7 +1,6 @@
-package supervisor
+package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,10 +15,23 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/cicy-ai/cicy-agent/cicy"
-	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
+
+// Home is the supervisor's home as a client needs it: the socket it
+// dials, and what Ensure and Shutdown need to start a supervisor and to
+// see it stop. supervisor.Home is one.
+type Home interface {
+	// Dir is the home folder, given to a supervisor Ensure starts.
+	Dir() string
+	// Socket is the control socket.
+	Socket() string
+	// Log is the supervisor's log, where a started one writes.
+	Log() string
+	// Prepare creates the home's folders.
+	Prepare() error
+	// Held reports whether a supervisor holds the home's lock.
+	Held() bool
+}
 
 // Client talks to the supervisor of one home over its socket.
 type Client struct {
@@ -49,6 +61,9 @@ func NewClient(home Home) *Client {
 	}
 }
 
+// Home is the home whose supervisor the client talks to.
+func (c *Client) Home() Home { return c.home }
+
 // seg escapes one path segment; "." and ".." are escaped too, so that
 // they reach the API as themselves (which refuses them) rather than as
 // directions to another path.
@@ -58,9 +73,6 @@ func seg(s string) string {
 	}
 	return url.PathEscape(s)
 }
-
-// ErrNotRunning means no supervisor answers on the home's socket.
-var ErrNotRunning = errors.New("no supervisor is running")
 
 // Health asks the supervisor about itself; ErrNotRunning when none answers.
 func (c *Client) Health(ctx context.Context) (Health, error) {
@@ -99,7 +111,7 @@ func (c *Client) Ensure(ctx context.Context) error {
 		return fmt.Errorf("start the supervisor: %w", err)
 	}
 	defer rp.Close() // also ends the reader below
-	cmd := exec.Command(exe, "--home", c.home.Root, "serve", "--report-fd", "3")
+	cmd := exec.Command(exe, "--home", c.home.Dir(), "serve", "--report-fd", "3")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{wp}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in our terminal's session
@@ -146,8 +158,7 @@ func (c *Client) Shutdown(ctx context.Context, wait time.Duration) error {
 	}
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
-		if unlock, err := lockHome(c.home); err == nil {
-			unlock()
+		if !c.home.Held() {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -218,29 +229,6 @@ func (c *Client) TeamEvents(ctx context.Context) (*EventStream, error) {
 	return &EventStream{body: body, dec: json.NewDecoder(body)}, nil
 }
 
-// EventStream reads the team's events.
-type EventStream struct {
-	body io.ReadCloser
-	dec  *json.Decoder
-}
-
-// Next returns the next event; an error when the stream ends.
-func (s *EventStream) Next() (Event, error) {
-	var ev Event
-	err := s.dec.Decode(&ev)
-	return ev, err
-}
-
-// Pending reports whether more events have arrived already: a reader can
-// fold them into one update.
-func (s *EventStream) Pending() bool {
-	b, _ := io.ReadAll(io.LimitReader(s.dec.Buffered(), 64))
-	return len(bytes.TrimSpace(b)) > 0
-}
-
-// Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }
-
 // Preview opens a pane's preview stream: JSON lines of ScreenResponse, one
 // each time the screen changes (the last lines if lines > 0).
 func (c *Client) Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error) {
@@ -295,62 +283,6 @@ func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
 	return out, err
 }
 
-// Attachment is an open attach stream.
-type Attachment struct {
-	conn net.Conn
-	r    *bufio.Reader
-}
-
-// Read reads the pane's output.
-func (a *Attachment) Read(p []byte) (int, error) { return a.r.Read(p) }
-
-// Input types bytes into the pane.
-func (a *Attachment) Input(b []byte) error {
-	for len(b) > 0 {
-		n := min(len(b), maxFrame)
-		if err := writeFrame(a.conn, frameInput, b[:n]); err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
-}
-
-// Resize tells the pane the viewer's terminal size.
-func (a *Attachment) Resize(rows, cols uint16) error {
-	return writeFrame(a.conn, frameResize, resizePayload(rows, cols))
-}
-
-// Close detaches.
-func (a *Attachment) Close() error { return a.conn.Close() }
-
-// Attach opens an attach stream; rows and cols are the viewer's size.
-func (c *Client) Attach(ctx context.Context, id string, rows, cols uint16) (*Attachment, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
-	if err != nil {
-		return nil, fmt.Errorf("%w for %s", ErrNotRunning, c.home.Root)
-	}
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://cicy/api/panes/%s/attach?rows=%d&cols=%d", seg(id), rows, cols), nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", upgradeName)
-	if err := req.Write(conn); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("attach: %w", err)
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("attach: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer conn.Close()
-		return nil, decodeErr(resp)
-	}
-	return &Attachment{conn: conn, r: br}, nil
-}
-
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -368,7 +300,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if isNoServer(err) {
-			return fmt.Errorf("%w for %s", ErrNotRunning, c.home.Root)
+			return fmt.Errorf("%w for %s", ErrNotRunning, c.home.Dir())
 		}
 		return fmt.Errorf("talk to the supervisor: %w", err)
 	}
@@ -419,8 +351,8 @@ func (c *Client) Memories(ctx context.Context, id string) (MemoryList, error) {
 }
 
 // Memory returns one memory of a cicy pane.
-func (c *Client) Memory(ctx context.Context, id, memID string) (memory.Memory, error) {
-	var out memory.Memory
+func (c *Client) Memory(ctx context.Context, id, memID string) (Memory, error) {
+	var out Memory
 	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/memory/"+seg(memID), nil, &out)
 	return out, err
 }
@@ -431,8 +363,8 @@ func (c *Client) MemoryRemove(ctx context.Context, id, memID string) error {
 }
 
 // MemoryFlush recognises the pane's buffered turns now.
-func (c *Client) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
-	var out cicy.FlushResult
+func (c *Client) MemoryFlush(ctx context.Context, id string) (FlushResult, error) {
+	var out FlushResult
 	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/memory/flush", nil, &out)
 	return out, err
 }

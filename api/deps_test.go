@@ -1,0 +1,56 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const module = "github.com/cicy-ai/cicy-agent"
+
+// TestClientsBuildWithoutTheDaemon: the dashboard depends on the API, not
+// on the supervisor; the API itself on none of the daemon (supervisor,
+// panes, the cicy runtime, the store).
+func TestClientsBuildWithoutTheDaemon(t *testing.T) {
+	daemon := []string{module + "/supervisor", module + "/pane", module + "/cicy", module + "/schema"}
+	for pkg, banned := range map[string][]string{
+		module + "/cmd/cicy-agent/dashboard": {module + "/supervisor"},
+		module + "/api":                      daemon,
+	} {
+		for _, dep := range deps(t, pkg) {
+			for _, b := range banned {
+				if dep == b || strings.HasPrefix(dep, b+"/") {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
+
+// deps is `go list -deps pkg`: pkg and every package it imports, directly
+// or not.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list imports: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "list", "-deps", pkg).Output()
+	if err != nil {
+		var stderr string
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr)
+	}
+	list := strings.Fields(string(out))
+	if len(list) == 0 || list[len(list)-1] != pkg {
+		t.Fatalf("go list -deps %s listed %q", pkg, list)
+	}
+	return list
+}

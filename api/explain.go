@@ -1,0 +1,62 @@
+package api
+
+import "time"
+
+// Explanation is `explain <pane>`: why a live pane has its state.
+type Explanation struct {
+	Pane PaneInfo `json:"pane"`
+	// Signal is what set the state, read from its reason.
+	Signal Signal `json:"signal"`
+	// LastHook is a CLI agent's last signal applied (null when none came
+	// from this supervisor's start); ScreenRulesFrom is when its screen
+	// rules may overrule it.
+	LastHook *HookSeen `json:"last_hook"`
+	// Rules is what the screen rules say of the current screen (CLI agent
+	// panes), or why there are none (shell and cicy panes).
+	Rules RulesVerdict `json:"screen_rules"`
+	// Turn is a cicy pane's current or last turn.
+	Turn *TurnSeen `json:"turn,omitempty"`
+	// Screen is the current screen (a cicy pane's latest reply).
+	Screen string `json:"screen"`
+}
+
+// Signal is what decided a pane's state.
+type Signal struct {
+	// Kind is hook, screen_rule, output, quiet, input, start, turn,
+	// command or process.
+	Kind string `json:"kind"`
+	// Name is the hook's event or the screen rule's name.
+	Name   string    `json:"name,omitempty"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
+}
+
+// HookSeen is the last hook applied to a CLI agent pane.
+type HookSeen struct {
+	Event           string    `json:"event"`
+	At              time.Time `json:"at"`
+	ScreenRulesFrom time.Time `json:"screen_rules_from"`
+}
+
+// RulesVerdict is what a pane's screen rules say of its current screen.
+type RulesVerdict struct {
+	// Applies is false for panes without screen rules (shell, cicy).
+	Applies bool `json:"applies"`
+	// State is busy, idle or waiting, or "unknown" when no rule matched
+	// (the pane keeps its state).
+	State string `json:"state,omitempty"`
+	Rule  string `json:"rule,omitempty"`
+	Match string `json:"match,omitempty"`
+	Line  string `json:"line,omitempty"`
+	Note  string `json:"note"`
+}
+
+// TurnSeen is a cicy pane's current or last turn.
+type TurnSeen struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	ToolCalls int       `json:"tool_calls"`
+	Messages  int       `json:"messages"`
+}

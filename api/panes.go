@@ -1,0 +1,163 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// The API's JSON documents. Fields may be added, never renamed (see docs/http-api.md).
+
+// CreateRequest asks for a new pane. Paths are absolute: the client
+// resolves them against its own working directory.
+type CreateRequest struct {
+	Title        string   `json:"title"`
+	Type         string   `json:"type"`
+	Role         string   `json:"role"`
+	RoleTemplate string   `json:"role_template"`
+	Master       string   `json:"master"`
+	Workspace    string   `json:"workspace"`
+	Provider     string   `json:"provider"`
+	Model        string   `json:"model"`
+	Backend      string   `json:"backend"`
+	Command      []string `json:"command"`
+	// Team names the team file the pane comes from (`up`); kept in config.
+	Team string `json:"team,omitempty"`
+	// AllowAll runs a CLI agent in its own bypass-permissions mode; without
+	// it, a permission prompt puts the pane in waiting.
+	AllowAll bool `json:"allow_all,omitempty"`
+	// Env names variables of the supervisor's environment that the pane's
+	// program gets although they are kept from panes (the provider keys:
+	// see provider.Credentials). Names only: the value is the
+	// supervisor's, read at every start, and never stored.
+	Env []string `json:"env,omitempty"`
+}
+
+// CreateResponse is the new pane's id and what the user should be told.
+type CreateResponse struct {
+	ID       string   `json:"id"`
+	Warnings []string `json:"warnings"`
+}
+
+// Usage is a pane's token usage (cicy panes; zero for others).
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// PaneInfo is one pane as `ls --json` prints it.
+type PaneInfo struct {
+	ID           string    `json:"id"`
+	Title        string    `json:"title"`
+	Type         string    `json:"type"`
+	Role         string    `json:"role"`
+	RoleTemplate string    `json:"role_template"`
+	Master       *string   `json:"master"`
+	Backend      string    `json:"backend"`
+	State        string    `json:"state"`
+	Reason       string    `json:"reason"`
+	Since        time.Time `json:"since"`
+	Workspace    string    `json:"workspace"`
+	Tracked      bool      `json:"tracked"`
+	Usage        Usage     `json:"usage"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	Team         string    `json:"team,omitempty"`
+	// Attach is how a person attaches to a tmux pane without cicy-agent.
+	Attach    []string  `json:"attach,omitempty"`
+	Command   []string  `json:"command"`
+	PID       int       `json:"pid,omitempty"`
+	ExitCode  *int      `json:"exit_code"`
+	CreatedAt time.Time `json:"created_at"`
+	// CacheHit is cache-read input tokens over all input tokens (-1: no
+	// usage yet).
+	CacheHit float64 `json:"cache_hit"`
+	// CostUSD is what the usage cost at list prices; null when a model's
+	// price is unknown or there is no usage.
+	CostUSD *float64 `json:"cost_usd"`
+	// Messages is a cicy pane's history length; Compactable when over 300.
+	Messages    int  `json:"messages,omitempty"`
+	Compactable bool `json:"compactable,omitempty"`
+}
+
+// SendRequest is input for a pane: text (typed, then Enter unless NoEnter)
+// and then named keys.
+type SendRequest struct {
+	Text    string   `json:"text"`
+	Keys    []string `json:"keys"`
+	NoEnter bool     `json:"no_enter"`
+	// Wait (cicy panes) blocks until the turn ends; Timeout in seconds.
+	Wait    bool    `json:"wait"`
+	Timeout float64 `json:"timeout"`
+}
+
+// SendResult is the answer of `send --wait` and of compact/clear.
+type SendResult struct {
+	Status string `json:"status"`
+	Answer string `json:"answer"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ScreenResponse is a pane's current screen.
+type ScreenResponse struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Screen string `json:"screen"`
+}
+
+// Health is what the supervisor says of itself.
+type Health struct {
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+	Home    string `json:"home"`
+}
+
+// StatusResponse is `status --json`.
+type StatusResponse = topology.Status
+
+// GuidanceDoc is a pane's guidance file (AGENTS.md or CLAUDE.md).
+type GuidanceDoc struct {
+	Scope    string `json:"scope"`
+	Name     string `json:"name"`
+	Filename string `json:"filename"`
+	Path     string `json:"path"`
+	Content  string `json:"content,omitempty"`
+	Exists   bool   `json:"exists"`
+	Saved    bool   `json:"saved,omitempty"`
+}
+
+// HookRequest is one signal of a CLI agent (POST /api/panes/{id}/hook),
+// as `cicy-agent hook` posts it (see docs/hooks.md).
+type HookRequest struct {
+	Agent   string          `json:"agent"`
+	Event   string          `json:"event"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// At is when the hook ran: a spooled one (the supervisor was down)
+	// arrives late.
+	At time.Time `json:"at"`
+}
+
+// HookResult is what a hook signal did.
+type HookResult struct {
+	State   string `json:"state,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Ignored string `json:"ignored,omitempty"`
+}
+
+var paneIDRe = regexp.MustCompile(`^w-([1-9][0-9]{0,17})(:main(\.0)?)?$`)
+
+// ParsePaneID accepts w-N and the tmux-style w-N:main.0 and returns w-N.
+func ParsePaneID(s string) (string, error) {
+	m := paneIDRe.FindStringSubmatch(s)
+	if m == nil {
+		return "", &Error{Kind: KindUsage, Message: fmt.Sprintf("%q is not a pane id (expected w-<N>, like w-1)", s)}
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return fmt.Sprintf("w-%d", n), nil
+}

@@ -1,0 +1,48 @@
+package api
+
+import "time"
+
+// TaskInfo is a task as `tasks --json` prints it (see docs/http-api.md).
+type TaskInfo struct {
+	ID          int64      `json:"id"`
+	From        string     `json:"from"`
+	To          string     `json:"to"`
+	Text        string     `json:"text"`
+	Status      string     `json:"status"`
+	Result      string     `json:"result"`
+	Error       string     `json:"error"`
+	Reason      string     `json:"reason"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DeliveredAt *time.Time `json:"delivered_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	NotifiedAt  *time.Time `json:"notified_at"`
+	Attempts    int        `json:"attempts"`
+}
+
+// Task statuses, as the store keeps them.
+const (
+	TaskQueued    = "queued"
+	TaskDelivered = "delivered"
+	TaskDone      = "done"
+	TaskFailed    = "failed"
+	TaskCancelled = "cancelled"
+)
+
+// Ended reports whether the task's status is final: done, failed or
+// cancelled.
+func (t TaskInfo) Ended() bool {
+	return t.Status == TaskDone || t.Status == TaskFailed || t.Status == TaskCancelled
+}
+
+// DispatchRequest creates a task; with Wait the answer comes when it ends
+// (or Timeout seconds pass).
+type DispatchRequest struct {
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+	Text    string  `json:"text"`
+	Wait    bool    `json:"wait"`
+	Timeout float64 `json:"timeout"`
+	// Caller is the pane the command runs in (CICY_PANE_ID), if any: a
+	// master dispatching from its shell is the task's from.
+	Caller string `json:"caller,omitempty"`
+}

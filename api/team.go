@@ -1,0 +1,45 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// CurrentTasks maps each worker to the task it works on now: its
+// delivered task (the latest, of tasks in id order).
+func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
+	current := map[string]TaskInfo{}
+	for _, t := range tasks {
+		if t.Status == TaskDelivered {
+			current[t.To] = t
+		}
+	}
+	return current
+}
+
+// TeamStatus is the status view (see docs/http-api.md) of panes in display order, given
+// the tasks in flight (those delivered are their workers' current tasks)
+// and the task summary. The supervisor and the stream's subscribers build
+// it the same way.
+func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
+	current := CurrentTasks(tasks)
+	ps := make([]topology.Pane, 0, len(panes))
+	for _, pi := range panes {
+		u := pi.Usage
+		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
+			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable}
+		if pi.Master != nil {
+			tp.Master = *pi.Master
+		}
+		if t, ok := current[pi.ID]; ok {
+			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
+			if t.DeliveredAt != nil {
+				tp.Elapsed = now.Sub(*t.DeliveredAt).Seconds()
+			}
+		}
+		ps = append(ps, tp)
+	}
+	return topology.Build(ps, sum.Counts, sum.Failed)
+}
