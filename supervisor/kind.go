@@ -62,6 +62,9 @@ type entry struct {
 	op    sync.Mutex
 	cur   atomic.Pointer[held]
 	hooks hookLog // what a CLI agent's own signals said; kept across restarts
+	// leaving is set when a kill begins: the outbox treats the pane as
+	// gone (its tasks fail as killed) while ls still shows it stopping.
+	leaving atomic.Bool
 }
 
 // held boxes a kind for the atomic pointer.

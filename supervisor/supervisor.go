@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		Recovered: s.replayHooks,
 		Pane: func(id string) (outbox.Pane, bool) {
 			e, err := s.get(id)
-			if err != nil {
+			if err != nil || e.leaving.Load() {
 				return nil, false
 			}
 			return e.kind(), true
@@ -654,6 +654,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
+	e.leaving.Store(true)
 	e.halt(s.cfg.StopGrace, stopKilled)
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
 		return err
