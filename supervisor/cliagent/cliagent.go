@@ -9,8 +9,6 @@ package cliagent
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -165,19 +163,12 @@ var quietEnv = []string{
 	"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1",
 }
 
+// writeJSONFile writes a seed file atomically (an agent starting now
+// reads the old file or the new one), in a folder only the user can read.
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return writeFile(path, b)
-}
-
-// writeFile writes a seed file atomically (an agent starting now reads
-// the old file or the new one), in a folder only the user can read.
-func writeFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
 	return cicy.WriteFileAtomic(path, b)
 }

@@ -124,3 +124,41 @@ func TestTomlString(t *testing.T) {
 		}
 	}
 }
+
+// Each agent's seed lands in the pane's own folder with every signal wired
+// to `cicy-agent hook`, and the command line starts the agent's program.
+func TestPrepare(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-0123456789abcdefghijKLMNOPQRST", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+	for _, c := range []struct {
+		agent string
+		files map[string]string // file under the pane's folder → a text it holds
+	}{
+		{"claude", map[string]string{
+			"claude/settings.json": `"command": "'/opt/my cicy' hook --agent claude StopFailure"`,
+			"claude/.claude.json":  `"abcdefghijKLMNOPQRST"`}},
+		{"codex", map[string]string{
+			"codex/hooks.json":  `"command": "'/opt/my cicy' hook --agent codex PermissionRequest"`,
+			"codex/config.toml": `notify = ["/opt/my cicy","hook","--agent","codex","notify"]`}},
+		{"opencode", map[string]string{
+			"opencode/opencode.json":                                  `"baseURL": "http://127.0.0.1:1/v1"`,
+			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`}},
+	} {
+		k, _ := Lookup(c.agent)
+		root := t.TempDir()
+		s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
+			Self: "/opt/my cicy", Model: "m", Extra: []string{"--extra"}, Getenv: func(k string) string { return env[k] }}
+		argv, envs, err := k.Prepare(s)
+		if err != nil {
+			t.Fatalf("%s: %v", c.agent, err)
+		}
+		if argv[0] != k.Bin || argv[len(argv)-1] != "--extra" || !slices.Contains(envs, "DISABLE_TELEMETRY=1") {
+			t.Errorf("%s: argv %q, env %q", c.agent, argv, envs)
+		}
+		for f, want := range c.files {
+			b, err := os.ReadFile(filepath.Join(s.Dir, f))
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("%s: %s does not hold %s (%v):\n%s", c.agent, f, want, err, b)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -73,7 +74,7 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	}
 	c.WriteString("[analytics]\nenabled = false\n\n[features]\ndaemon_auto_start = false\n\n[tui]\nscreen_reader_detection_done = true\n\n")
 	fmt.Fprintf(&c, "[projects.%s]\ntrust_level = \"trusted\"\n", tomlString(a.Workspace))
-	if err := writeFile(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
+	if err := cicy.WriteFileAtomic(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
 		return nil, nil, err
 	}
 	hooks := map[string]any{"hooks": hooksBlock(a.Self, "codex", codexHookEvents)}

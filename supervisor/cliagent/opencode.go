@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -80,7 +81,7 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode this program's path for the plugin: %w", err)
 	}
-	if err := writeFile(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
+	if err := cicy.WriteFileAtomic(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
 		return nil, nil, err
 	}
 	env := append([]string{
