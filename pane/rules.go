@@ -95,37 +95,3 @@ func (r Rule) Describe() string {
 	}
 	return fmt.Sprintf("%s → %s: /%s/ %s", r.Name, r.State, r.Match, where)
 }
-
-// DefaultRules are the built-in screen rules per agent type, from the
-// screens of Claude Code 2.1, Codex 0.171 and opencode 1.18 (tested
-// against testdata/screens). Order matters: a permission dialog is drawn
-// over a busy footer, so waiting comes first; a busy footer beats the
-// idle hints that stay on screen.
-var DefaultRules = map[string]Rules{
-	"claude": {
-		{Name: "claude-permission", State: Waiting, Match: `Do you want to (proceed|make this edit|create)|Esc to cancel · Tab to amend|❯ 1\. Yes`, Last: 14},
-		{Name: "claude-trust-dialog", State: Waiting, Match: `Yes, I trust this folder|Do you want to use this API key|Yes, I accept`, Last: 20},
-		{Name: "claude-busy-footer", State: Busy, Match: `esc to interrupt`, Last: 6},
-		{Name: "claude-retrying", State: Busy, Match: `retrying in \d+s · attempt \d+`, Last: 10},
-		{Name: "claude-idle-footer", State: Idle, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`, Last: 6},
-		{Name: "claude-idle-prompt", State: Idle, Match: `^\s*❯\s*$|^│ >\s*│?$`, Last: 8},
-	},
-	"codex": {
-		{Name: "codex-approval", State: Waiting, Match: `Would you like to (run the following command|make the following edits)|Press enter to confirm or esc to cancel`, Last: 20},
-		{Name: "codex-dialog", State: Waiting, Match: `Trust this folder|Hooks need review|Try new model`, Last: 20},
-		{Name: "codex-busy", State: Busy, Match: `esc to interrupt`, Last: 8},
-		{Name: "codex-idle-hints", State: Idle, Match: `\? for shortcuts|› Ask Codex to do anything|context left`, Last: 6},
-	},
-	"opencode": {
-		{Name: "opencode-permission", State: Waiting, Match: `Permission required|Allow once\s+Allow always\s+Reject`, Last: 20},
-		{Name: "opencode-busy", State: Busy, Match: `esc interrupt`, Last: 6},
-		{Name: "opencode-idle-footer", State: Idle, Match: `ctrl\+p( commands)?`, Last: 6},
-	},
-}
-
-// RulesFor is the compiled rule table of an agent type: the overrides
-// first (they win), then the built-in rules.
-func RulesFor(agentType string, overrides Rules) (Rules, error) {
-	all := append(append(Rules{}, overrides...), DefaultRules[agentType]...)
-	return all.Compile()
-}

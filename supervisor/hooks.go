@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // Native completion signals of CLI agents (see docs/hooks.md): Claude Code and Codex
@@ -31,74 +32,13 @@ type hookEffect struct {
 	event   string     // agent/event, for explain
 }
 
-// hookPayload holds the fields of every agent's payloads that matter.
-type hookPayload struct {
-	LastAssistant    string   `json:"last_assistant_message"`
-	CodexLast        string   `json:"last-assistant-message"`
-	Type             string   `json:"type"`
-	InputMessages    []string `json:"input-messages"`
-	NotificationType string   `json:"notification_type"`
-	Error            any      `json:"error"`
-	Status           string   `json:"status"`
-}
-
-// codexTitlePrefix starts the prompt of Codex's hidden thread-title turn,
-// which also fires notify.
-const codexTitlePrefix = "Generate a concise"
-
 // interpretHook maps one signal to its effect.
+//
+// Shim for cliagent.Interpret, kept for Hook; it goes once hookLog
+// records a cliagent.Effect.
 func interpretHook(agent, event string, raw []byte) hookEffect {
-	var p hookPayload
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &p) // a payload we cannot read still carries its event
-	}
-	switch agent + "/" + event {
-	case "claude/SessionStart":
-		return hookEffect{state: pane.Idle}
-	case "codex/SessionStart":
-		// Codex starts its session lazily, at the first prompt.
-		return hookEffect{ignored: "codex starts its session at the first prompt"}
-	case "claude/UserPromptSubmit", "codex/UserPromptSubmit":
-		return hookEffect{state: pane.Busy, prompt: true}
-	case "claude/PreToolUse", "claude/PostToolUse", "codex/PreToolUse", "codex/PostToolUse", "opencode/permission.replied":
-		return hookEffect{state: pane.Busy}
-	case "claude/Stop", "codex/Stop":
-		return hookEffect{state: pane.Idle, end: true, result: p.LastAssistant}
-	case "claude/StopFailure":
-		msg := p.LastAssistant
-		if msg == "" {
-			msg = fmt.Sprint(p.Error)
-		}
-		return hookEffect{state: pane.Idle, end: true, failed: "the agent's turn failed: " + msg}
-	case "claude/PermissionRequest", "codex/PermissionRequest", "opencode/permission.asked":
-		return hookEffect{state: pane.Waiting}
-	case "claude/Notification":
-		switch p.NotificationType {
-		case "permission_prompt", "agent_needs_input", "elicitation_dialog":
-			return hookEffect{state: pane.Waiting}
-		case "idle_prompt":
-			return hookEffect{state: pane.Idle}
-		}
-		return hookEffect{ignored: "notification " + p.NotificationType}
-	case "codex/notify":
-		if p.Type != "agent-turn-complete" {
-			return hookEffect{ignored: "codex notify " + p.Type}
-		}
-		if len(p.InputMessages) > 0 && strings.HasPrefix(p.InputMessages[0], codexTitlePrefix) {
-			return hookEffect{ignored: "codex's thread-title turn"}
-		}
-		return hookEffect{state: pane.Idle, end: true, result: p.CodexLast}
-	case "opencode/session.status":
-		if p.Status == "busy" {
-			return hookEffect{state: pane.Busy, prompt: true}
-		}
-		return hookEffect{ignored: "session.status " + p.Status}
-	case "opencode/session.idle":
-		return hookEffect{state: pane.Idle, end: true, result: p.LastAssistant}
-	case "opencode/session.error":
-		return hookEffect{state: pane.Idle, end: true, failed: "the agent's turn failed: " + fmt.Sprint(p.Error)}
-	}
-	return hookEffect{ignored: "event " + event + " of " + agent + " is not used"}
+	eff := cliagent.Interpret(agent, event, raw)
+	return hookEffect{state: eff.State, prompt: eff.Prompt, end: eff.End, result: eff.Result, failed: eff.Failed, ignored: eff.Ignored}
 }
 
 // hookLog is what an agent pane's signals have said; guarded by mu.

@@ -1,0 +1,174 @@
+// Package cliagent holds what differs between the CLI agents that run in
+// terminal panes — Claude Code, Codex and opencode, one file each: how a
+// pane's own config folder is seeded so the program starts straight at its
+// prompt with its native completion signals wired to `cicy-agent hook`
+// (see docs/hooks.md), what each of those signals means, and the agent's
+// built-in screen rules. The user's own config files are never touched.
+package cliagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// Kind is one CLI agent.
+type Kind struct {
+	Name string
+	// Bin is the program looked up on PATH; Package the npm package that
+	// installs it.
+	Bin, Package string
+	// EnterDelay separates typed text from the Enter that submits it
+	// (Codex turns an Enter that follows a fast paste into a newline).
+	EnterDelay time.Duration
+	// Creds are the provider credentials the program needs: it gets them
+	// in its environment (which only its user can read), never in a file
+	// or an argument.
+	Creds []string
+
+	prepare   func(Setup) (argv, env []string, err error)
+	interpret func(event string, payload []byte) Effect
+	rules     pane.Rules // built-in screen rules, in order
+}
+
+// Setup is everything a seed needs.
+type Setup struct {
+	ID, Workspace string
+	Dir           string // the pane's own config folder
+	Shared        string // a folder shared by the panes of one home
+	Self          string // this program, for the hooks
+	Model         string
+	AllowAll      bool
+	Extra         []string // arguments after --
+	Getenv        func(string) string
+}
+
+// Prepare seeds the agent's config for a pane and returns its command line
+// (argv[0] is the bare program name) and the environment it adds.
+func (k Kind) Prepare(s Setup) (argv, env []string, err error) { return k.prepare(s) }
+
+// Interpret maps one of the agent's signals to its effect.
+func (k Kind) Interpret(event string, payload []byte) Effect { return k.interpret(event, payload) }
+
+// Effect is what a signal means.
+type Effect struct {
+	State   pane.State // "" leaves the state alone
+	Prompt  bool       // a prompt was submitted
+	End     bool       // a turn ended
+	Result  string     // its last assistant message
+	Failed  string     // the turn ended in an error
+	Ignored string     // why nothing happened
+}
+
+var kinds = map[string]Kind{claude.Name: claude, codex.Name: codex, opencode.Name: opencode}
+
+// Lookup is the CLI agent of a pane type; ok is false when the type is
+// not a CLI agent.
+func Lookup(typ string) (Kind, bool) {
+	k, ok := kinds[typ]
+	return k, ok
+}
+
+// Names are the CLI agents' pane types, sorted.
+func Names() []string {
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Interpret maps one signal of an agent to its effect; an agent that is
+// not a CLI agent has none.
+func Interpret(agent, event string, payload []byte) Effect {
+	k, ok := Lookup(agent)
+	if !ok {
+		return unused(agent, event)
+	}
+	return k.Interpret(event, payload)
+}
+
+// unused is the effect of an event an agent's interpretation does not use.
+func unused(agent, event string) Effect {
+	return Effect{Ignored: "event " + event + " of " + agent + " is not used"}
+}
+
+// decode reads the fields of a payload that matter into v. A payload that
+// cannot be read still carries its event, so a decoding error only leaves
+// the fields empty.
+func decode(payload []byte, v any) {
+	if len(payload) > 0 {
+		_ = json.Unmarshal(payload, v)
+	}
+}
+
+// turnFailed is the failure text of a turn that ended in an error.
+func turnFailed(msg string) string { return "the agent's turn failed: " + msg }
+
+// screenRulesFile is the part of lite-config.json the screen rules read.
+type screenRulesFile struct {
+	ScreenRules map[string]pane.Rules `json:"screenRules"`
+}
+
+// ScreenRules is the compiled screen-rule table of a pane type:
+// lite-config.json's "screenRules" for it first (they win), then the
+// agent's built-in rules (a type that is not a CLI agent has none).
+func ScreenRules(home, typ string) (pane.Rules, error) {
+	var f screenRulesFile
+	if _, err := cicy.ReadLiteConfig(home, &f); err != nil {
+		return nil, err
+	}
+	all := append(pane.Rules{}, f.ScreenRules[typ]...)
+	if k, ok := Lookup(typ); ok {
+		all = append(all, k.rules...)
+	}
+	rules, err := all.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cicy.LiteConfigPath(home), err)
+	}
+	return rules, nil
+}
+
+// hookCommand is the shell command line a hook runs.
+func hookCommand(self, agent, event string) string {
+	return ShellQuote(self) + " hook --agent " + agent + " " + event
+}
+
+// ShellQuote quotes s for a POSIX shell.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// hooksBlock is the "hooks" setting of Claude Code and Codex (Codex reads
+// Claude's format): each event runs `cicy-agent hook`.
+func hooksBlock(self, agent string, events []string) map[string]any {
+	hooks := map[string]any{}
+	for _, ev := range events {
+		entry := map[string]any{"hooks": []map[string]any{{"type": "command", "command": hookCommand(self, agent, ev), "timeout": 10}}}
+		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
+			entry["matcher"] = "*"
+		}
+		hooks[ev] = []any{entry}
+	}
+	return hooks
+}
+
+// quietEnv are the variables that keep a CLI from phoning home.
+var quietEnv = []string{
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
+	"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1",
+}
+
+// writeJSONFile writes a seed file atomically (an agent starting now
+// reads the old file or the new one), in a folder only the user can read.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return cicy.WriteFileAtomic(path, b)
+}

@@ -1,0 +1,164 @@
+package cliagent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+func TestInterpretHook(t *testing.T) {
+	cases := []struct {
+		agent, event, payload string
+		state                 pane.State
+		end, prompt           bool
+		result, failed        string
+		ignored               bool
+	}{
+		{agent: "claude", event: "SessionStart", payload: `{"source":"startup"}`, state: pane.Idle},
+		{agent: "claude", event: "UserPromptSubmit", payload: `{"prompt":"hi"}`, state: pane.Busy, prompt: true},
+		{agent: "claude", event: "Stop", payload: `{"hook_event_name":"Stop","last_assistant_message":"done it"}`, state: pane.Idle, end: true, result: "done it"},
+		{agent: "claude", event: "StopFailure", payload: `{"error":"unknown","last_assistant_message":"API Error: 400 bad"}`, state: pane.Idle, end: true, failed: "the agent's turn failed: API Error: 400 bad"},
+		{agent: "claude", event: "Notification", payload: `{"notification_type":"permission_prompt"}`, state: pane.Waiting},
+		{agent: "claude", event: "Notification", payload: `{"notification_type":"idle_prompt"}`, state: pane.Idle},
+		{agent: "claude", event: "Notification", payload: `{"notification_type":"auth_success"}`, ignored: true},
+		{agent: "claude", event: "PermissionRequest", payload: `{"tool_name":"Bash"}`, state: pane.Waiting},
+		{agent: "claude", event: "PostToolUse", payload: `{}`, state: pane.Busy},
+		{agent: "codex", event: "SessionStart", payload: `{}`, ignored: true},
+		{agent: "codex", event: "Stop", payload: `{"last_assistant_message":"x"}`, state: pane.Idle, end: true, result: "x"},
+		{agent: "codex", event: "notify", payload: `{"type":"agent-turn-complete","input-messages":["make it"],"last-assistant-message":"made"}`, state: pane.Idle, end: true, result: "made"},
+		{agent: "codex", event: "notify", payload: `{"type":"agent-turn-complete","input-messages":["Generate a concise, single-line task title"],"last-assistant-message":"{}"}`, ignored: true},
+		{agent: "opencode", event: "session.status", payload: `{"status":"busy"}`, state: pane.Busy, prompt: true},
+		{agent: "opencode", event: "session.status", payload: `{"status":"idle"}`, ignored: true},
+		{agent: "opencode", event: "session.idle", payload: `{"last_assistant_message":"fine"}`, state: pane.Idle, end: true, result: "fine"},
+		{agent: "opencode", event: "permission.asked", payload: `{"permission":"bash"}`, state: pane.Waiting},
+		{agent: "opencode", event: "permission.replied", payload: `{"reply":"once"}`, state: pane.Busy},
+		{agent: "claude", event: "Stop", payload: `not json`, state: pane.Idle, end: true},
+		{agent: "claude", event: "NewEvent", payload: `{}`, ignored: true},
+	}
+	for _, c := range cases {
+		eff := Interpret(c.agent, c.event, []byte(c.payload))
+		name := c.agent + "/" + c.event + " " + c.payload
+		if (eff.Ignored != "") != c.ignored {
+			t.Errorf("%s: ignored = %q, want ignored %v", name, eff.Ignored, c.ignored)
+			continue
+		}
+		if eff.State != c.state || eff.End != c.end || eff.Prompt != c.prompt || eff.Result != c.result || eff.Failed != c.failed {
+			t.Errorf("%s: got %+v", name, eff)
+		}
+	}
+}
+
+// Each agent reads only its own events: Claude's StopFailure and
+// Notification mean nothing from Codex, and a pane type that is not a CLI
+// agent has no events at all.
+func TestInterpretOtherAgents(t *testing.T) {
+	for _, c := range []struct{ agent, event string }{
+		{"codex", "StopFailure"}, {"codex", "Notification"}, {"opencode", "Stop"}, {"claude", "notify"}, {"shell", "Stop"},
+	} {
+		eff := Interpret(c.agent, c.event, []byte(`{"notification_type":"idle_prompt","type":"agent-turn-complete"}`))
+		if want := "event " + c.event + " of " + c.agent + " is not used"; eff != (Effect{Ignored: want}) {
+			t.Errorf("%s/%s: got %+v, want ignored %q", c.agent, c.event, eff, want)
+		}
+	}
+}
+
+func TestLookupAndNames(t *testing.T) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode"}) {
+		t.Fatalf("Names() = %v", got)
+	}
+	for _, n := range Names() {
+		if k, ok := Lookup(n); !ok || k.Name != n || k.Bin == "" || k.Package == "" || k.EnterDelay <= 0 || len(k.Creds) == 0 {
+			t.Errorf("Lookup(%q) = %+v, %v", n, k, ok)
+		}
+	}
+	for _, n := range []string{"cicy", "shell", ""} {
+		if _, ok := Lookup(n); ok {
+			t.Errorf("Lookup(%q) found a CLI agent", n)
+		}
+	}
+}
+
+// The overrides in lite-config.json come before an agent's built-in rules;
+// a type that is not a CLI agent has only its overrides.
+func TestScreenRules(t *testing.T) {
+	home := t.TempDir()
+	for _, n := range Names() {
+		rules, err := ScreenRules(home, n)
+		if err != nil || len(rules) == 0 || !strings.HasPrefix(rules[0].Name, n+"-") {
+			t.Errorf("%s without lite-config.json: %v, %v", n, rules, err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(home, "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"screenRules": {"codex": [{"name": "mine", "state": "busy", "match": "x"}], "shell": [{"name": "sh", "state": "idle", "match": "^\\$$"}]}}`
+	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := ScreenRules(home, "codex")
+	if err != nil || len(rules) != len(codexRules)+1 || rules[0].Name != "mine" || rules[1].Name != codexRules[0].Name {
+		t.Errorf("codex with an override: %v, %v", rules, err)
+	}
+	rules, err = ScreenRules(home, "shell")
+	if err != nil || len(rules) != 1 || rules[0].Name != "sh" {
+		t.Errorf("shell with an override: %v, %v", rules, err)
+	}
+	if v, ok := rules.Classify("hello\n$ "); !ok || v.State != pane.Idle {
+		t.Errorf("the shell override does not classify: %+v %v", v, ok)
+	}
+}
+
+func TestTomlString(t *testing.T) {
+	for in, want := range map[string]string{
+		`plain`:          `"plain"`,
+		`a "quoted" \ b`: `"a \"quoted\" \\ b"`,
+		"tab\there\x7f":  `"tab\u0009here\u007F"`,
+		"é/ünïcode":      `"é/ünïcode"`,
+	} {
+		if got := tomlString(in); got != want {
+			t.Errorf("tomlString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Each agent's seed lands in the pane's own folder with every signal wired
+// to `cicy-agent hook`, and the command line starts the agent's program.
+func TestPrepare(t *testing.T) {
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-0123456789abcdefghijKLMNOPQRST", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+	for _, c := range []struct {
+		agent string
+		files map[string]string // file under the pane's folder → a text it holds
+	}{
+		{"claude", map[string]string{
+			"claude/settings.json": `"command": "'/opt/my cicy' hook --agent claude StopFailure"`,
+			"claude/.claude.json":  `"abcdefghijKLMNOPQRST"`}},
+		{"codex", map[string]string{
+			"codex/hooks.json":  `"command": "'/opt/my cicy' hook --agent codex PermissionRequest"`,
+			"codex/config.toml": `notify = ["/opt/my cicy","hook","--agent","codex","notify"]`}},
+		{"opencode", map[string]string{
+			"opencode/opencode.json":                                  `"baseURL": "http://127.0.0.1:1/v1"`,
+			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`}},
+	} {
+		k, _ := Lookup(c.agent)
+		root := t.TempDir()
+		s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
+			Self: "/opt/my cicy", Model: "m", Extra: []string{"--extra"}, Getenv: func(k string) string { return env[k] }}
+		argv, envs, err := k.Prepare(s)
+		if err != nil {
+			t.Fatalf("%s: %v", c.agent, err)
+		}
+		if argv[0] != k.Bin || argv[len(argv)-1] != "--extra" || !slices.Contains(envs, "DISABLE_TELEMETRY=1") {
+			t.Errorf("%s: argv %q, env %q", c.agent, argv, envs)
+		}
+		for f, want := range c.files {
+			b, err := os.ReadFile(filepath.Join(s.Dir, f))
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("%s: %s does not hold %s (%v):\n%s", c.agent, f, want, err, b)
+			}
+		}
+	}
+}

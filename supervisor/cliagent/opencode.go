@@ -1,0 +1,167 @@
+package cliagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// opencode is opencode. Its config is the pane's own opencode.json
+// (OPENCODE_CONFIG) and a config folder shared by the home's opencode
+// panes; its signals are the events a plugin forwards.
+var opencode = Kind{
+	Name: "opencode", Bin: "opencode", Package: "opencode-ai",
+	EnterDelay: 100 * time.Millisecond,
+	Creds:      []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"},
+	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules,
+}
+
+// opencodePlugin forwards opencode's events to `cicy-agent hook`; it
+// remembers the last assistant text of each session, which opencode's
+// session.idle does not carry.
+const opencodePlugin = `// Written by cicy-agent: forwards opencode events to 'cicy-agent hook'.
+import { spawn } from "node:child_process";
+
+const BIN = %s;
+const roles = {};
+const last = {};
+
+function send(event, payload) {
+  try {
+    // The hooks run as separate processes: the event's own time orders them.
+    const env = { ...process.env, CICY_HOOK_AT: new Date().toISOString() };
+    const p = spawn(BIN, ["hook", "--agent", "opencode", event], { stdio: ["pipe", "ignore", "ignore"], env });
+    p.on("error", () => {});
+    p.stdin.on("error", () => {});
+    p.stdin.end(JSON.stringify(payload));
+  } catch (e) {}
+}
+
+export const CicyAgentHooks = async () => ({
+  event: async ({ event }) => {
+    const t = event.type;
+    const pr = event.properties || {};
+    if (t === "message.updated" && pr.info) {
+      roles[pr.info.id] = pr.info.role;
+    } else if (t === "message.part.updated" && pr.part && pr.part.type === "text") {
+      if (roles[pr.part.messageID] === "assistant") last[pr.part.sessionID] = pr.part.text;
+    } else if (t === "session.status") {
+      send(t, { sessionID: pr.sessionID, status: pr.status && pr.status.type });
+    } else if (t === "session.idle") {
+      send(t, { sessionID: pr.sessionID, last_assistant_message: last[pr.sessionID] || "" });
+    } else if (t === "session.error") {
+      send(t, { sessionID: pr.sessionID, error: JSON.stringify(pr.error || {}) });
+    } else if (t === "permission.asked" || t === "permission.replied") {
+      send(t, pr);
+    }
+  },
+});
+`
+
+// prepareOpencode seeds opencode: the pane's own opencode.json
+// (OPENCODE_CONFIG: a provider from the environment, no update or models
+// fetch, the permission policy) and data folders, and a config folder
+// shared by the home's opencode panes holding the event plugin. opencode
+// installs its plugin package into its config folder before it starts
+// (12 s from the npm registry, longer without one); shared, that happens
+// once, not once per pane.
+func prepareOpencode(a Setup) ([]string, []string, error) {
+	root := filepath.Join(a.Dir, "opencode")
+	cfgDir := filepath.Join(a.Shared, "opencode", "config")
+	own := filepath.Join(root, "opencode.json")
+	if err := writeJSONFile(own, opencodeConfig(a)); err != nil {
+		return nil, nil, err
+	}
+	bin, err := json.Marshal(a.Self)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode this program's path for the plugin: %w", err)
+	}
+	if err := cicy.WriteFileAtomic(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
+		return nil, nil, err
+	}
+	env := append([]string{
+		"OPENCODE_CONFIG=" + own,
+		"XDG_CONFIG_HOME=" + cfgDir, "XDG_DATA_HOME=" + filepath.Join(root, "data"),
+		"XDG_CACHE_HOME=" + filepath.Join(root, "cache"), "XDG_STATE_HOME=" + filepath.Join(root, "state"),
+	}, quietEnv...)
+	return append([]string{"opencode"}, a.Extra...), env, nil
+}
+
+// opencodeConfig is a pane's opencode.json: a provider from
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL if one is set, the model, and the
+// permission policy.
+func opencodeConfig(a Setup) map[string]any {
+	model := a.Model
+	if model == "" {
+		model = "default"
+	}
+	// No "$schema": opencode fetches it, and hangs at start offline.
+	cfg := map[string]any{"autoupdate": false, "share": "disabled"}
+	switch {
+	case a.Getenv("OPENAI_BASE_URL") != "":
+		cfg["provider"] = map[string]any{"cicy": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "cicy-agent (OPENAI_BASE_URL)",
+			"options": map[string]any{"baseURL": a.Getenv("OPENAI_BASE_URL"), "apiKey": "{env:OPENAI_API_KEY}"},
+			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
+		}}
+		cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
+	case a.Getenv("ANTHROPIC_BASE_URL") != "":
+		cfg["provider"] = map[string]any{"cicy": map[string]any{
+			"npm": "@ai-sdk/anthropic", "name": "cicy-agent (ANTHROPIC_BASE_URL)",
+			"options": map[string]any{"baseURL": strings.TrimRight(a.Getenv("ANTHROPIC_BASE_URL"), "/") + "/v1", "apiKey": "{env:ANTHROPIC_API_KEY}"},
+			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
+		}}
+		cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
+	case a.Model != "":
+		cfg["model"] = a.Model
+	}
+	if a.AllowAll {
+		cfg["permission"] = map[string]any{"bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow"}
+	} else {
+		cfg["permission"] = map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask", "external_directory": "ask"}
+	}
+	return cfg
+}
+
+// opencodePayload holds the fields of the plugin's payloads that matter.
+type opencodePayload struct {
+	LastAssistant string `json:"last_assistant_message"`
+	Status        string `json:"status"`
+	Error         any    `json:"error"`
+}
+
+// interpretOpencode maps an event the plugin forwards to its effect.
+func interpretOpencode(event string, payload []byte) Effect {
+	var p opencodePayload
+	decode(payload, &p)
+	switch event {
+	case "session.status":
+		if p.Status == "busy" {
+			return Effect{State: pane.Busy, Prompt: true}
+		}
+		return Effect{Ignored: "session.status " + p.Status}
+	case "session.idle":
+		return Effect{State: pane.Idle, End: true, Result: p.LastAssistant}
+	case "session.error":
+		return Effect{State: pane.Idle, End: true, Failed: turnFailed(fmt.Sprint(p.Error))}
+	case "permission.asked":
+		return Effect{State: pane.Waiting}
+	case "permission.replied":
+		return Effect{State: pane.Busy}
+	}
+	return unused("opencode", event)
+}
+
+// opencodeRules are opencode's built-in screen rules, from the screens of
+// opencode 1.18 (tested against cmd/cicy-agent/testdata/screens): waiting
+// first, then busy, then the idle footer.
+var opencodeRules = pane.Rules{
+	{Name: "opencode-permission", State: pane.Waiting, Match: `Permission required|Allow once\s+Allow always\s+Reject`, Last: 20},
+	{Name: "opencode-busy", State: pane.Busy, Match: `esc interrupt`, Last: 6},
+	{Name: "opencode-idle-footer", State: pane.Idle, Match: `ctrl\+p( commands)?`, Last: 6},
+}
