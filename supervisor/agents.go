@@ -6,10 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
-	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -19,25 +17,6 @@ import (
 // opencode programs in terminal panes. What differs between them — config
 // seeding, hooks, screen rules — is in package cliagent; this file starts
 // them from a pane's config.
-
-// agentKind is what launch reads of a CLI agent.
-//
-// Shim: launch (supervisor.go) reads agentKinds[typ].creds and
-// .enterDelay; it goes once launch uses cliagent.Lookup.
-type agentKind struct {
-	enterDelay time.Duration
-	creds      []string
-}
-
-// agentKinds are the CLI agents by pane type (a shim, see agentKind).
-var agentKinds = func() map[string]agentKind {
-	m := map[string]agentKind{}
-	for _, n := range cliagent.Names() {
-		k, _ := cliagent.Lookup(n)
-		m[n] = agentKind{enterDelay: k.EnterDelay, creds: k.Creds}
-	}
-	return m
-}()
 
 // isAgent reports whether a pane type is a CLI agent.
 func isAgent(typ string) bool { _, ok := cliagent.Lookup(typ); return ok }
@@ -57,9 +36,6 @@ func findAgent(typ string) (string, error) {
 
 // paneDir is a pane's own folder for its agent's configuration.
 func (h Home) paneDir(id string) string { return h.path("panes", id) }
-
-// ShellQuote quotes s for a POSIX shell.
-func ShellQuote(s string) string { return cliagent.ShellQuote(s) }
 
 // paneConfig is agent_config.config.
 type paneConfig struct {
@@ -103,15 +79,6 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	// other CLIs where the supervisor found them.
 	env = append(env, "PATH="+s.cfg.Getenv("PATH")+string(os.PathListSeparator)+filepath.Dir(self))
 	return agentLaunch{argv: argv, env: env}, nil
-}
-
-// LoadScreenRules is the compiled screen-rule table of a pane type:
-// lite-config.json's "screenRules" for it first, then the built-in rules.
-//
-// Shim for cliagent.ScreenRules, kept for launch (supervisor.go) and
-// cmd/cicy-agent's explain.
-func LoadScreenRules(home, agentType string) (pane.Rules, error) {
-	return cliagent.ScreenRules(home, agentType)
 }
 
 // teamGuidance is added to a CLI master's guidance file: its team is run

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // Explain says why a pane has its state: the signal behind its reason,
@@ -36,7 +37,7 @@ func (s *Supervisor) hookQuiet() time.Duration {
 // rulesVerdict is what a CLI agent's screen rules, read afresh from home,
 // say of screen.
 func rulesVerdict(home, typ, screen string) RulesVerdict {
-	rules, err := LoadScreenRules(home, typ)
+	rules, err := cliagent.ScreenRules(home, typ)
 	if err != nil {
 		return RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
 	}

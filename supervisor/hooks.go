@@ -21,26 +21,6 @@ import (
 // "hook:<event>"), confirm that a typed task was submitted, or end a turn
 // with the agent's last message, which becomes the task's result.
 
-// hookEffect is what a signal means.
-type hookEffect struct {
-	state   pane.State // "" leaves the state alone
-	prompt  bool       // a prompt was submitted
-	end     bool       // a turn ended
-	result  string     // its last assistant message
-	failed  string     // the turn ended in an error
-	ignored string     // why nothing happened
-	event   string     // agent/event, for explain
-}
-
-// interpretHook maps one signal to its effect.
-//
-// Shim for cliagent.Interpret, kept for Hook; it goes once hookLog
-// records a cliagent.Effect.
-func interpretHook(agent, event string, raw []byte) hookEffect {
-	eff := cliagent.Interpret(agent, event, raw)
-	return hookEffect{state: eff.State, prompt: eff.Prompt, end: eff.End, result: eff.Result, failed: eff.Failed, ignored: eff.Ignored}
-}
-
 // hookLog is what an agent pane's signals have said; guarded by mu.
 type hookLog struct {
 	mu       sync.Mutex
@@ -56,22 +36,23 @@ type hookLog struct {
 	lastEvent string
 }
 
-// record notes a signal; false when it is older than the last one.
-func (h *hookLog) record(eff hookEffect, event string, at time.Time) bool {
+// record notes what the signal req meant; false when it is older than
+// the last one.
+func (h *hookLog) record(eff cliagent.Effect, req HookRequest) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if at.Before(h.lastSeen) {
+	if req.At.Before(h.lastSeen) {
 		return false
 	}
-	h.lastSeen, h.lastEvent = at, eff.event
-	if eff.prompt {
-		h.prompt = at
+	h.lastSeen, h.lastEvent = req.At, req.Agent+"/"+req.Event
+	if eff.Prompt {
+		h.prompt = req.At
 	}
-	if eff.end {
-		h.end, h.result, h.failed = at, eff.result, eff.failed
+	if eff.End {
+		h.end, h.result, h.failed = req.At, eff.Result, eff.Failed
 	}
-	if eff.state != "" {
-		h.state, h.reason = eff.state, "hook:"+event
+	if eff.State != "" {
+		h.state, h.reason = eff.State, "hook:"+req.Event
 	}
 	return true
 }
@@ -123,18 +104,17 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 	if req.At.IsZero() || req.At.After(time.Now()) {
 		req.At = time.Now()
 	}
-	eff := interpretHook(req.Agent, req.Event, req.Payload)
-	eff.event = req.Agent + "/" + req.Event
+	eff := cliagent.Interpret(req.Agent, req.Event, req.Payload)
 	// An agent's error may quote its upstream, which may echo the key.
-	eff.result, eff.failed = s.scrub.String(eff.result), s.scrub.String(eff.failed)
+	eff.Result, eff.Failed = s.scrub.String(eff.Result), s.scrub.String(eff.Failed)
 	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
-	if eff.ignored != "" {
-		log.Debug("Hook ignored: " + eff.ignored)
-		return HookResult{Ignored: eff.ignored}, nil
+	if eff.Ignored != "" {
+		log.Debug("Hook ignored: " + eff.Ignored)
+		return HookResult{Ignored: eff.Ignored}, nil
 	}
 	res := HookResult{}
-	if eff.state != "" {
-		res.State, res.Reason = string(eff.state), "hook:"+req.Event
+	if eff.State != "" {
+		res.State, res.Reason = string(eff.State), "hook:"+req.Event
 	}
 	recorded, pending := s.recordHook(e, eff, req)
 	if !recorded {
@@ -148,7 +128,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		log.WithField("state", res.State).Debug("Hook kept for the pane being started")
 		return res, nil
 	}
-	if eff.state != "" {
+	if eff.State != "" {
 		e.op.Lock()
 		e.applyHookState()
 		e.op.Unlock()
@@ -162,14 +142,14 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 // Create is still starting the pane: it is recorded under s.mu, so Create,
 // which takes the pane out of s.starting under s.mu before it applies the
 // log's state, cannot miss it.
-func (s *Supervisor) recordHook(e *entry, eff hookEffect, req HookRequest) (recorded, pending bool) {
+func (s *Supervisor) recordHook(e *entry, eff cliagent.Effect, req HookRequest) (recorded, pending bool) {
 	s.mu.Lock()
 	if s.starting[e.cfg.ID] == e {
 		defer s.mu.Unlock()
-		return e.hooks.record(eff, req.Event, req.At), true
+		return e.hooks.record(eff, req), true
 	}
 	s.mu.Unlock()
-	return e.hooks.record(eff, req.Event, req.At), false
+	return e.hooks.record(eff, req), false
 }
 
 // applyHookState gives the pane's process the state its latest hook set.

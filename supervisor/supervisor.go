@@ -20,6 +20,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -370,43 +371,42 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	if e.cfg.Type == "cicy" {
 		return s.startAgent(e.cfg)
 	}
+	agent, isCLI := cliagent.Lookup(e.cfg.Type)
+	opts, err := s.terminalOptions(e.cfg, agent, isCLI, adopt)
+	if err != nil {
+		return nil, err
+	}
+	var t terminal
+	switch {
+	case e.cfg.Backend == "tmux" && adopt:
+		t, err = s.tmux.Adopt(e.cfg.ID, opts)
+	case e.cfg.Backend == "tmux":
+		t, err = s.tmux.Start(e.cfg.ID, opts)
+	default:
+		t, err = pane.StartPTY(opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	term := termKind{cfg: e.cfg, proc: t, keeps: e.cfg.Backend == "tmux", log: opts.Log}
+	if isCLI {
+		return &cliKind{termKind: term, hooks: &e.hooks, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
+	}
+	return &shellKind{termKind: term, settle: s.cfg.Settle}, nil
+}
+
+// terminalOptions is how a terminal pane's program runs: its command, its
+// environment and, for a CLI agent, its seeded config (not when adopting
+// its running session), its screen rules and Enter delay.
+func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI, adopt bool) (pane.Options, error) {
 	var argv []string
-	if err := json.Unmarshal([]byte(e.cfg.Command), &argv); err != nil {
-		return nil, fmt.Errorf("stored command of %s is not a JSON list: %w", e.cfg.ID, err)
+	if err := json.Unmarshal([]byte(cfg.Command), &argv); err != nil {
+		return pane.Options{}, fmt.Errorf("stored command of %s is not a JSON list: %w", cfg.ID, err)
 	}
-	id := e.cfg.ID
+	id := cfg.ID
 	log := s.log.WithField("pane", id)
-	pass := parsePaneConfig(e.cfg.Config).Env
-	if isAgent(e.cfg.Type) {
-		pass = append(pass, agentKinds[e.cfg.Type].creds...)
-	}
-	env := paneEnv(s.cfg.Home, id, os.Environ(), pass, s.cfg.Getenv)
-	enterDelay := time.Duration(shellEnterDelay)
-	var rules pane.Rules
-	if isAgent(e.cfg.Type) {
-		var err error
-		if rules, err = LoadScreenRules(s.cfg.Home.Root, e.cfg.Type); err != nil {
-			return nil, err
-		}
-		enterDelay = agentKinds[e.cfg.Type].enterDelay
-		if !adopt {
-			extra, err := s.prepareAgent(e.cfg, argv)
-			if err != nil {
-				return nil, err
-			}
-			argv = extra.argv
-			env = append(env, extra.env...)
-		}
-	}
-	opts := pane.Options{
-		Argv:       argv,
-		Dir:        e.cfg.Workspace,
-		Env:        env,
-		Settle:     s.cfg.Settle,
-		EnterDelay: enterDelay,
-		Rules:      rules,
-		HookQuiet:  s.cfg.HookQuiet,
-		Log:        log,
+	pass := parsePaneConfig(cfg.Config).Env
+	opts := pane.Options{Dir: cfg.Workspace, Settle: s.cfg.Settle, EnterDelay: shellEnterDelay, HookQuiet: s.cfg.HookQuiet, Log: log,
 		OnChange: func(st pane.Status) {
 			s.tasks.PaneChanged()
 			s.stateChanged(id)
@@ -419,26 +419,25 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 			}
 		},
 	}
-	var (
-		t   terminal
-		err error
-	)
-	switch {
-	case e.cfg.Backend == "tmux" && adopt:
-		t, err = s.tmux.Adopt(id, opts)
-	case e.cfg.Backend == "tmux":
-		t, err = s.tmux.Start(id, opts)
-	default:
-		t, err = pane.StartPTY(opts)
+	var extra []string
+	if isCLI {
+		pass = append(pass, agent.Creds...)
+		rules, err := cliagent.ScreenRules(s.cfg.Home.Root, cfg.Type)
+		if err != nil {
+			return pane.Options{}, err
+		}
+		opts.Rules, opts.EnterDelay = rules, agent.EnterDelay
+		if !adopt {
+			l, err := s.prepareAgent(cfg, argv)
+			if err != nil {
+				return pane.Options{}, err
+			}
+			argv, extra = l.argv, l.env
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	term := termKind{cfg: e.cfg, proc: t, keeps: e.cfg.Backend == "tmux", log: log}
-	if isAgent(e.cfg.Type) {
-		return &cliKind{termKind: term, hooks: &e.hooks, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
-	}
-	return &shellKind{termKind: term, settle: s.cfg.Settle}, nil
+	opts.Argv = argv
+	opts.Env = append(paneEnv(s.cfg.Home, id, os.Environ(), pass, s.cfg.Getenv), extra...)
+	return opts, nil
 }
 
 // paneEnv is the environment of a pane's process: the supervisor's own
@@ -718,4 +717,4 @@ const (
 // shellEnterDelay separates a shell pane's typed text from its Enter.
 // Readline takes both in one read; agent CLIs get their own delay when
 // their types arrive (Codex needs about 0.3 s).
-const shellEnterDelay = 0
+const shellEnterDelay time.Duration = 0

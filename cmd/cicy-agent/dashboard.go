@@ -17,6 +17,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 func (e *env) dashboardCmd() *cli.Command {
@@ -190,7 +191,7 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 		return strings.TrimSpace(string(out)), nil
 	}
 	tile := func(id string) string {
-		return supervisor.ShellQuote(self) + " --home " + supervisor.ShellQuote(h.Root) + " attach " + id
+		return cliagent.ShellQuote(self) + " --home " + cliagent.ShellQuote(h.Root) + " attach " + id
 	}
 	inside := os.Getenv("TMUX") != "" && len(base) == 0
 	sum := sha1.Sum([]byte(h.Root))

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 func (e *env) explainCmd() *cli.Command {
@@ -134,7 +134,7 @@ func (e *env) explainScreen(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := supervisor.LoadScreenRules(h.Root, typ)
+	rules, err := cliagent.ScreenRules(h.Root, typ)
 	if err != nil {
 		return err
 	}
