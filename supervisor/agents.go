@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
@@ -97,7 +98,7 @@ When a worker finishes, a line starting with 🔔 arrives here as your input.
 // writeGuidance writes a new pane's guidance file (CLAUDE.md or AGENTS.md)
 // from its role template if missing; a CLI master's also says how to
 // lead its team.
-func writeGuidance(home, ws, id string, req CreateRequest, tmpl *cicy.Template) error {
+func writeGuidance(home, ws, id string, req api.CreateRequest, tmpl *cicy.Template) error {
 	path := filepath.Join(ws, cicy.GuidanceFile(req.Type))
 	_, statErr := os.Stat(path)
 	if err := cicy.WriteGuidance(home, ws, id, req.Type, tmpl); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -40,7 +41,7 @@ func BenchmarkHookToState(b *testing.B) {
 	standIn(b, "exec sleep 100000\n")
 	c := startServer(b)
 	ctx := context.Background()
-	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "claude", Backend: "tmux"})
+	p, err := c.Create(ctx, api.CreateRequest{Title: "bench", Type: "claude", Backend: "tmux"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func BenchmarkHookToState(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ev := events[i%len(events)]
 		start := time.Now()
-		if _, err := c.Hook(ctx, p.ID, HookRequest{Agent: "claude", Event: ev.event, Payload: []byte(`{}`)}); err != nil {
+		if _, err := c.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: ev.event, Payload: []byte(`{}`)}); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -87,7 +88,7 @@ done
 `)
 	c := startServer(b)
 	ctx := context.Background()
-	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "claude", Backend: "tmux"})
+	p, err := c.Create(ctx, api.CreateRequest{Title: "bench", Type: "claude", Backend: "tmux"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +98,7 @@ done
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_ = os.Remove(mark)
-		if _, err := c.Send(ctx, p.ID, SendRequest{Text: "go"}); err != nil {
+		if _, err := c.Send(ctx, p.ID, api.SendRequest{Text: "go"}); err != nil {
 			b.Fatal(err)
 		}
 		deadline := time.Now().Add(20 * time.Second)

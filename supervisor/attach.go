@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -42,7 +43,7 @@ func (a *handler) attach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
-	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", upgradeName)
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", api.AttachUpgrade)
 	if err := brw.Flush(); err != nil {
 		return
 	}
@@ -77,16 +78,16 @@ func (a *handler) attachInput(r *bufio.Reader, p interface {
 }, detach func()) {
 	defer detach()
 	for {
-		typ, payload, err := readFrame(r)
+		typ, payload, err := api.ReadFrame(r)
 		if err != nil {
 			return
 		}
 		switch typ {
-		case frameInput:
+		case api.FrameInput:
 			if p.SendKeys(payload) != nil {
 				return
 			}
-		case frameResize:
+		case api.FrameResize:
 			if len(payload) == 4 {
 				_ = p.Resize(binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:]))
 			}

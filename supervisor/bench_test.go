@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/sirupsen/logrus"
 )
 
 // startServer runs a supervisor in this process for the test and returns a
 // client to it; the supervisor stops at cleanup.
-func startServer(tb testing.TB) *Client { return startServerWith(tb, Config{}) }
+func startServer(tb testing.TB) *api.Client { return startServerWith(tb, Config{}) }
 
 // startServerWith is startServer with cfg's settings (home, version and
 // log are the test's).
-func startServerWith(tb testing.TB, cfg Config) *Client {
+func startServerWith(tb testing.TB, cfg Config) *api.Client {
 	tb.Helper()
 	h := Home{Root: filepath.Join(tb.TempDir(), "home")}
 	l := logrus.New()
@@ -34,7 +35,7 @@ func startServerWith(tb testing.TB, cfg Config) *Client {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	c := NewClient(h)
+	c := api.NewClient(h)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := c.Health(context.Background()); err == nil {
@@ -61,7 +62,7 @@ func hasScreenLine(screen, line string) bool {
 func BenchmarkSendToScreen(b *testing.B) {
 	c := startServer(b)
 	ctx := context.Background()
-	p, err := c.Create(ctx, CreateRequest{Title: "bench", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	p, err := c.Create(ctx, api.CreateRequest{Title: "bench", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func BenchmarkSendToScreen(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		tok := fmt.Sprintf("t%d-%d", time.Now().UnixNano(), i)
 		start := time.Now()
-		if _, err := c.Send(ctx, p.ID, SendRequest{Text: "echo " + tok}); err != nil {
+		if _, err := c.Send(ctx, p.ID, api.SendRequest{Text: "echo " + tok}); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -97,7 +98,7 @@ func BenchmarkSendToScreen(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 		if i%50 == 49 {
-			_, _ = c.Send(ctx, p.ID, SendRequest{Keys: []string{"C-l"}, NoEnter: true})
+			_, _ = c.Send(ctx, p.ID, api.SendRequest{Keys: []string{"C-l"}, NoEnter: true})
 		}
 	}
 	b.StopTimer()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -82,7 +83,7 @@ func (s *Supervisor) Cancel(id string) (bool, error) {
 }
 
 // Command runs /compact or /clear on a cicy pane and waits for it.
-func (s *Supervisor) Command(ctx context.Context, id, cmd string) (*SendResult, error) {
+func (s *Supervisor) Command(ctx context.Context, id, cmd string) (*api.SendResult, error) {
 	_, a, err := s.agentOf(id)
 	if err != nil {
 		return nil, err
@@ -110,15 +111,15 @@ func (s *Supervisor) guidancePath(id string) (*entry, string, error) {
 }
 
 // Guidance reads a pane's guidance file.
-func (s *Supervisor) Guidance(id string) (GuidanceDoc, error) {
+func (s *Supervisor) Guidance(id string) (api.GuidanceDoc, error) {
 	e, path, err := s.guidancePath(id)
 	if err != nil {
-		return GuidanceDoc{}, err
+		return api.GuidanceDoc{}, err
 	}
-	doc := GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path}
+	doc := api.GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return doc, &Error{Kind: KindNotFound, Message: fmt.Sprintf("pane %s has no %s", e.cfg.ID, doc.Filename)}
+		return doc, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("pane %s has no %s", e.cfg.ID, doc.Filename)}
 	}
 	if err != nil {
 		return doc, failedErr("read %s: %v", path, err)
@@ -129,15 +130,15 @@ func (s *Supervisor) Guidance(id string) (GuidanceDoc, error) {
 
 // SetGuidance replaces a pane's guidance file (atomically); a cicy pane's
 // next turn carries it as its <role> block.
-func (s *Supervisor) SetGuidance(id, content string) (GuidanceDoc, error) {
+func (s *Supervisor) SetGuidance(id, content string) (api.GuidanceDoc, error) {
 	e, path, err := s.guidancePath(id)
 	if err != nil {
-		return GuidanceDoc{}, err
+		return api.GuidanceDoc{}, err
 	}
 	// The workspace's own file (AGENTS.md, CLAUDE.md): readable, as
 	// the project's files are.
 	if err := atomicfile.Write(path, []byte(content), 0o644); err != nil {
-		return GuidanceDoc{}, failedErr("%v", err)
+		return api.GuidanceDoc{}, failedErr("%v", err)
 	}
-	return GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path, Exists: true, Saved: true}, nil
+	return api.GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path, Exists: true, Saved: true}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -28,7 +29,7 @@ func checkText(field, v string, max int) error {
 // normalize fills defaults into req and checks every field that needs no
 // database; it returns the warnings the user must see. The rules a team
 // file shares are topology's (types, limits, names, links between fields).
-func normalize(req *CreateRequest) (warnings []string, err error) {
+func normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if err := normalizeFields(req); err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func normalize(req *CreateRequest) (warnings []string, err error) {
 }
 
 // normalizeFields fills in and checks the fields one by one.
-func normalizeFields(req *CreateRequest) error {
+func normalizeFields(req *api.CreateRequest) error {
 	req.Title = strings.TrimSpace(req.Title)
 	if req.Title == "" {
 		return usageErr("a pane needs a title: cicy-agent create <title> …")
@@ -115,9 +116,9 @@ func defaultTemplate(typ, role string) string {
 }
 
 // normalizeLinks parses --master and checks the rules between fields.
-func normalizeLinks(req *CreateRequest) error {
+func normalizeLinks(req *api.CreateRequest) error {
 	if req.Master != "" {
-		id, err := ParsePaneID(req.Master)
+		id, err := api.ParsePaneID(req.Master)
 		if err != nil {
 			return usageErr("--master %s is not a pane id (expected w-<N>)", req.Master)
 		}
@@ -142,7 +143,7 @@ func normalizeLinks(req *CreateRequest) error {
 // normalizeBackend chooses and checks the backend: inproc for a cicy pane,
 // tmux (when it is there: its panes outlive the supervisor) or pty for a
 // terminal pane.
-func normalizeBackend(req *CreateRequest) error {
+func normalizeBackend(req *api.CreateRequest) error {
 	if req.Type == "cicy" {
 		if req.Backend != "" && req.Backend != "inproc" {
 			return usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
@@ -168,7 +169,7 @@ func normalizeBackend(req *CreateRequest) error {
 }
 
 // checkProgram checks that the program a terminal pane runs is there.
-func checkProgram(req *CreateRequest) error {
+func checkProgram(req *api.CreateRequest) error {
 	if isAgent(req.Type) {
 		if req.Provider != "" {
 			return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
@@ -186,7 +187,7 @@ func checkProgram(req *CreateRequest) error {
 }
 
 // checkEnvNames checks the variables a terminal pane asks for.
-func checkEnvNames(req *CreateRequest) error {
+func checkEnvNames(req *api.CreateRequest) error {
 	var names []string
 	for _, n := range req.Env {
 		switch {

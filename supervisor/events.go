@@ -112,7 +112,7 @@ func (s *Supervisor) taskChanged(id int64) {
 
 // Stream calls emit with the snapshot, then with each batch of changes,
 // until ctx ends or emit fails.
-func (s *Supervisor) Stream(ctx context.Context, emit func([]Event) error) error {
+func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) error {
 	sub, stop := s.events.subscribe()
 	defer stop()
 	// Subscribed first: a change racing the snapshot comes again after it.
@@ -120,7 +120,7 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]Event) error) error
 	if err != nil {
 		return err
 	}
-	if err := emit([]Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
+	if err := emit([]api.Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
 		return err
 	}
 	last := time.Now()
@@ -151,9 +151,9 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]Event) error) error
 }
 
 // build turns dirty keys into events holding current values.
-func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
+func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
 	now := time.Now()
-	out := make([]Event, 0, len(keys))
+	out := make([]api.Event, 0, len(keys))
 	full := map[string]bool{} // panes whose whole document goes out anyway
 	for _, k := range keys {
 		if strings.HasPrefix(k, keyPane) {
@@ -169,29 +169,29 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
 			}
 			e, err := s.get(id)
 			if err != nil {
-				out = append(out, Event{Type: "pane_removed", At: now, ID: id})
+				out = append(out, api.Event{Type: "pane_removed", At: now, ID: id})
 				continue
 			}
 			st := e.status()
 			if !st.Running() {
 				st.PID = 0 // as ls shows it
 			}
-			out = append(out, Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)})
+			out = append(out, api.Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)})
 		case k == keySummary:
 			sum, err := s.taskSummary(ctx)
 			if err != nil {
 				s.log.WithError(err).Warn("Could not sum the tasks for the event stream")
 				continue
 			}
-			out = append(out, Event{Type: "summary", At: now, Summary: &sum})
+			out = append(out, api.Event{Type: "summary", At: now, Summary: &sum})
 		case strings.HasPrefix(k, keyPane):
 			id := k[len(keyPane):]
 			pi, err := s.Get(id)
 			if err != nil {
-				out = append(out, Event{Type: "pane_removed", At: now, ID: id})
+				out = append(out, api.Event{Type: "pane_removed", At: now, ID: id})
 				continue
 			}
-			out = append(out, Event{Type: "pane", At: now, Pane: &pi})
+			out = append(out, api.Event{Type: "pane", At: now, Pane: &pi})
 		case strings.HasPrefix(k, keyTask):
 			n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
 			t, err := s.store.GetTask(ctx, n)
@@ -202,38 +202,38 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []Event {
 				continue
 			}
 			ti := taskInfo(t)
-			out = append(out, Event{Type: "task", At: now, Task: &ti})
+			out = append(out, api.Event{Type: "task", At: now, Task: &ti})
 		}
 	}
 	return out
 }
 
 // Snapshot is the whole team now: panes, recent tasks, task summary.
-func (s *Supervisor) Snapshot(ctx context.Context) (Snapshot, error) {
-	snap := Snapshot{Panes: s.List(ctx), Tasks: []TaskInfo{}}
-	tasks, err := s.store.RecentTasks(ctx, RecentTasks)
+func (s *Supervisor) Snapshot(ctx context.Context) (api.Snapshot, error) {
+	snap := api.Snapshot{Panes: s.List(ctx), Tasks: []api.TaskInfo{}}
+	tasks, err := s.store.RecentTasks(ctx, api.RecentTasks)
 	if err != nil {
-		return Snapshot{}, err
+		return api.Snapshot{}, err
 	}
 	for _, t := range tasks {
 		snap.Tasks = append(snap.Tasks, taskInfo(t))
 	}
 	if snap.Summary, err = s.taskSummary(ctx); err != nil {
-		return Snapshot{}, err
+		return api.Snapshot{}, err
 	}
 	return snap, nil
 }
 
-func (s *Supervisor) taskSummary(ctx context.Context) (TaskSummary, error) {
+func (s *Supervisor) taskSummary(ctx context.Context) (api.TaskSummary, error) {
 	counts, err := s.store.TaskCounts(ctx)
 	if err != nil {
-		return TaskSummary{}, err
+		return api.TaskSummary{}, err
 	}
 	failed, err := s.store.FailedLast(ctx)
 	if err != nil {
-		return TaskSummary{}, err
+		return api.TaskSummary{}, err
 	}
-	sum := TaskSummary{Counts: counts, Failed: []topology.FailedTask{}}
+	sum := api.TaskSummary{Counts: counts, Failed: []topology.FailedTask{}}
 	for _, t := range failed {
 		sum.Failed = append(sum.Failed, topology.FailedTask{ID: t.ID, Worker: t.To, Error: t.Error})
 	}

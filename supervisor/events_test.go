@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 func TestHubCoalescesPerKey(t *testing.T) {
@@ -42,17 +44,17 @@ func TestHubCoalescesPerKey(t *testing.T) {
 // streamReader reads a team stream in the background.
 type streamReader struct {
 	t      *testing.T
-	events chan Event
+	events chan api.Event
 }
 
-func readStream(t *testing.T, c *Client) *streamReader {
+func readStream(t *testing.T, c *api.Client) *streamReader {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := c.TeamEvents(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &streamReader{t: t, events: make(chan Event, 1024)}
+	r := &streamReader{t: t, events: make(chan api.Event, 1024)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -71,7 +73,7 @@ func readStream(t *testing.T, c *Client) *streamReader {
 
 // stateOf is the pane and state an event reports, from a pane or a state
 // event.
-func stateOf(ev Event) (id, state string) {
+func stateOf(ev api.Event) (id, state string) {
 	switch {
 	case ev.Type == "pane" && ev.Pane != nil:
 		return ev.Pane.ID, ev.Pane.State
@@ -82,7 +84,7 @@ func stateOf(ev Event) (id, state string) {
 }
 
 // until reads events until ok says so, or fails at the deadline.
-func (r *streamReader) until(what string, ok func(Event) bool) Event {
+func (r *streamReader) until(what string, ok func(api.Event) bool) api.Event {
 	r.t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -102,7 +104,7 @@ func (r *streamReader) until(what string, ok func(Event) bool) Event {
 
 // scriptedServer runs a supervisor whose cicy panes answer from the
 // scripted model's benchmark rules.
-func scriptedServer(t *testing.T) *Client {
+func scriptedServer(t *testing.T) *api.Client {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
@@ -117,33 +119,33 @@ func TestTeamEventStream(t *testing.T) {
 	c := scriptedServer(t)
 	ctx := context.Background()
 	r := readStream(t, c)
-	snap := r.until("the snapshot", func(ev Event) bool { return true })
+	snap := r.until("the snapshot", func(ev api.Event) bool { return true })
 	if snap.Type != "snapshot" || snap.Snapshot == nil || len(snap.Snapshot.Panes) != 0 {
 		t.Fatalf("first event %+v, want an empty snapshot", snap)
 	}
 
-	sh := mustCreate(t, c, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
-	r.until("the shell pane idle", func(ev Event) bool {
+	sh := mustCreate(t, c, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	r.until("the shell pane idle", func(ev api.Event) bool {
 		id, st := stateOf(ev)
 		return id == sh.ID && st == "idle"
 	})
-	task, err := c.Dispatch(ctx, DispatchRequest{To: sh.ID, Text: "echo done-marker"})
+	task, err := c.Dispatch(ctx, api.DispatchRequest{To: sh.ID, Text: "echo done-marker"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.until("the task done", func(ev Event) bool {
+	r.until("the task done", func(ev api.Event) bool {
 		return ev.Type == "task" && ev.Task.ID == task.ID && ev.Task.Status == "done"
 	})
-	r.until("a summary counting it", func(ev Event) bool {
+	r.until("a summary counting it", func(ev api.Event) bool {
 		return ev.Type == "summary" && ev.Summary.Counts["user"]["done"] == 1
 	})
 
 	// A cicy pane's usage and its cost (the scripted model costs $0).
-	ci := mustCreate(t, c, CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
-	if _, err := c.Send(ctx, ci.ID, SendRequest{Text: "hello", Wait: true}); err != nil {
+	ci := mustCreate(t, c, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if _, err := c.Send(ctx, ci.ID, api.SendRequest{Text: "hello", Wait: true}); err != nil {
 		t.Fatal(err)
 	}
-	ev := r.until("the cicy pane's usage", func(ev Event) bool {
+	ev := r.until("the cicy pane's usage", func(ev api.Event) bool {
 		return ev.Type == "pane" && ev.Pane.ID == ci.ID && ev.Pane.Usage.OutputTokens > 0
 	})
 	if ev.Pane.CostUSD == nil || *ev.Pane.CostUSD != 0 {
@@ -153,10 +155,10 @@ func TestTeamEventStream(t *testing.T) {
 	if err := c.Kill(ctx, sh.ID); err != nil {
 		t.Fatal(err)
 	}
-	r.until("the shell pane removed", func(ev Event) bool { return ev.Type == "pane_removed" && ev.ID == sh.ID })
+	r.until("the shell pane removed", func(ev api.Event) bool { return ev.Type == "pane_removed" && ev.ID == sh.ID })
 
 	// A new subscriber's snapshot has the team as it is now.
-	snap = readStream(t, c).until("a second snapshot", func(Event) bool { return true })
+	snap = readStream(t, c).until("a second snapshot", func(api.Event) bool { return true })
 	if len(snap.Snapshot.Panes) != 1 || snap.Snapshot.Panes[0].ID != ci.ID || len(snap.Snapshot.Tasks) != 1 {
 		b, _ := json.Marshal(snap)
 		t.Fatalf("second snapshot: %s", b)
@@ -164,7 +166,7 @@ func TestTeamEventStream(t *testing.T) {
 }
 
 // mustCreate creates a pane or ends the test.
-func mustCreate(t *testing.T, c *Client, req CreateRequest) CreateResponse {
+func mustCreate(t *testing.T, c *api.Client, req api.CreateRequest) api.CreateResponse {
 	t.Helper()
 	r, err := c.Create(context.Background(), req)
 	if err != nil {
@@ -181,8 +183,8 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 	c := scriptedServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := readStream(t, c)
-	r.until("the snapshot", func(Event) bool { return true })
-	noisy, err := c.Create(ctx, CreateRequest{Title: "noisy", Type: "cicy", Provider: "script"})
+	r.until("the snapshot", func(api.Event) bool { return true })
+	noisy, err := c.Create(ctx, api.CreateRequest{Title: "noisy", Type: "cicy", Provider: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 	go func() { // turns until the test ends
 		defer close(stopped)
 		for ctx.Err() == nil {
-			if _, err := c.Send(ctx, noisy.ID, SendRequest{Text: fmt.Sprintf("turn %d", turned.Load()), Wait: true}); err != nil {
+			if _, err := c.Send(ctx, noisy.ID, api.SendRequest{Text: fmt.Sprintf("turn %d", turned.Load()), Wait: true}); err != nil {
 				return
 			}
 			turned.Add(1)
@@ -201,14 +203,14 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 		cancel()
 		<-stopped
 	}()
-	if _, err := c.Create(ctx, CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}}); err != nil {
+	if _, err := c.Create(ctx, api.CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile", "-c", "while :; do echo x; done"}}); err != nil {
 		t.Fatal(err)
 	}
-	quiet, err := c.Create(ctx, CreateRequest{Title: "quiet", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	quiet, err := c.Create(ctx, api.CreateRequest{Title: "quiet", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.until("the quiet pane idle", func(ev Event) bool {
+	r.until("the quiet pane idle", func(ev api.Event) bool {
 		id, st := stateOf(ev)
 		return id == quiet.ID && st == "idle"
 	})
@@ -221,10 +223,10 @@ func TestNoisyPaneDoesNotStarve(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := c.Send(ctx, quiet.ID, SendRequest{Text: "exit 3"}); err != nil {
+	if _, err := c.Send(ctx, quiet.ID, api.SendRequest{Text: "exit 3"}); err != nil {
 		t.Fatal(err)
 	}
-	ev := r.until("the quiet pane's exit", func(ev Event) bool {
+	ev := r.until("the quiet pane's exit", func(ev api.Event) bool {
 		id, st := stateOf(ev)
 		return id == quiet.ID && st == "exited"
 	})
@@ -238,7 +240,7 @@ func TestPreviewStream(t *testing.T) {
 	c := startServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sh, err := c.Create(ctx, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	sh, err := c.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,15 +250,15 @@ func TestPreviewStream(t *testing.T) {
 	}
 	defer body.Close()
 	dec := json.NewDecoder(body)
-	var first ScreenResponse
+	var first api.ScreenResponse
 	if err := dec.Decode(&first); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(ctx, sh.ID, SendRequest{Text: "echo pre$((6*7))view"}); err != nil {
+	if _, err := c.Send(ctx, sh.ID, api.SendRequest{Text: "echo pre$((6*7))view"}); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		var sc ScreenResponse
+		var sc api.ScreenResponse
 		if err := dec.Decode(&sc); err != nil {
 			t.Fatalf("preview stream ended before the output: %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
@@ -12,12 +13,12 @@ import (
 // Explain says why a pane has its state: the signal behind its reason,
 // the last hook of a CLI agent and what its screen rules say of the screen
 // now, a cicy pane's turn.
-func (s *Supervisor) Explain(id string) (Explanation, error) {
+func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 	e, err := s.get(id)
 	if err != nil {
-		return Explanation{}, err
+		return api.Explanation{}, err
 	}
-	x := Explanation{Pane: s.describe(e)}
+	x := api.Explanation{Pane: s.describe(e)}
 	if sc, err := s.Screen(id, 0); err == nil {
 		x.Screen = sc.Screen
 	}
@@ -36,23 +37,23 @@ func (s *Supervisor) hookQuiet() time.Duration {
 
 // rulesVerdict is what a CLI agent's screen rules, read afresh from home,
 // say of screen.
-func rulesVerdict(home, typ, screen string) RulesVerdict {
+func rulesVerdict(home, typ, screen string) api.RulesVerdict {
 	rules, err := cliagent.ScreenRules(home, typ)
 	if err != nil {
-		return RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
+		return api.RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
 	}
 	v, ok := rules.Classify(screen)
 	if !ok {
-		return RulesVerdict{Applies: true, State: "unknown", Note: "no " + typ + " rule matches the current screen; the pane keeps its state"}
+		return api.RulesVerdict{Applies: true, State: "unknown", Note: "no " + typ + " rule matches the current screen; the pane keeps its state"}
 	}
-	return RulesVerdict{Applies: true, State: string(v.State), Rule: v.Rule.Name, Match: v.Rule.Match, Line: v.Line,
+	return api.RulesVerdict{Applies: true, State: string(v.State), Rule: v.Rule.Name, Match: v.Rule.Match, Line: v.Line,
 		Note: "rule " + v.Rule.Describe()}
 }
 
 // signalOf reads the signal behind a pane's state from its reason.
-func signalOf(p PaneInfo, settle time.Duration) Signal {
+func signalOf(p api.PaneInfo, settle time.Duration) api.Signal {
 	r := p.Reason
-	sig := Signal{At: p.Since, Detail: r}
+	sig := api.Signal{At: p.Since, Detail: r}
 	switch {
 	case p.State == string(pane.Exited) || p.State == string(pane.Error):
 		sig.Kind = "process"
@@ -81,11 +82,11 @@ func signalOf(p PaneInfo, settle time.Duration) Signal {
 }
 
 // seen is the last hook applied, or nil.
-func (h *hookLog) seen(quiet time.Duration) *HookSeen {
+func (h *hookLog) seen(quiet time.Duration) *api.HookSeen {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lastEvent == "" {
 		return nil
 	}
-	return &HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
+	return &api.HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
 }

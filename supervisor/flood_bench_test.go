@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // BenchmarkFloodNeighbours measures what a pane flooding its screen costs
@@ -48,7 +50,7 @@ func benchNeighbours(b *testing.B, floodCmd []string) {
 	bash := []string{"bash", "--norc", "--noprofile"}
 	var others []string
 	for i := range 9 {
-		others = append(others, benchCreate(b, c, CreateRequest{Title: fmt.Sprintf("n%d", i), Type: "shell", Backend: "pty", Command: bash}))
+		others = append(others, benchCreate(b, c, api.CreateRequest{Title: fmt.Sprintf("n%d", i), Type: "shell", Backend: "pty", Command: bash}))
 	}
 	for _, id := range others {
 		waitPaneIdle(b, c, id)
@@ -56,7 +58,7 @@ func benchNeighbours(b *testing.B, floodCmd []string) {
 	floodPID := 0
 	var aloneMBs, aloneCPU float64 // reported at the end: ResetTimer drops metrics
 	if flood {
-		id := benchCreate(b, c, CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: floodCmd})
+		id := benchCreate(b, c, api.CreateRequest{Title: "flood", Type: "shell", Backend: "pty", Command: floodCmd})
 		pr, err := c.Preview(ctx, id, 40)
 		if err != nil {
 			b.Fatal(err)
@@ -93,7 +95,7 @@ func benchNeighbours(b *testing.B, floodCmd []string) {
 		id := others[i%len(others)]
 		tok := fmt.Sprintf("t%d-%d", time.Now().UnixNano(), i)
 		start := time.Now()
-		if _, err := c.Send(ctx, id, SendRequest{Text: "echo " + tok}); err != nil {
+		if _, err := c.Send(ctx, id, api.SendRequest{Text: "echo " + tok}); err != nil {
 			b.Fatal(err)
 		}
 		for {
@@ -110,7 +112,7 @@ func benchNeighbours(b *testing.B, floodCmd []string) {
 		}
 		lat = append(lat, time.Since(start))
 		if i%50 == 49 {
-			_, _ = c.Send(ctx, id, SendRequest{Keys: []string{"C-l"}, NoEnter: true})
+			_, _ = c.Send(ctx, id, api.SendRequest{Keys: []string{"C-l"}, NoEnter: true})
 		}
 	}
 	b.StopTimer()

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // TestGuidanceAPI reads and replaces a cicy pane's AGENTS.md through
@@ -22,19 +24,19 @@ func TestGuidanceAPI(t *testing.T) {
 	t.Setenv("CICY_SCRIPT", rules)
 	c := startServer(t)
 	ctx := context.Background()
-	p, err := c.Create(ctx, CreateRequest{Title: "bot", Type: "cicy", Provider: "script"})
+	p, err := c.Create(ctx, api.CreateRequest{Title: "bot", Type: "cicy", Provider: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hc := socketHTTP(t, c)
 	url := "http://cicy/api/memory/templates/agent/" + p.ID
-	get := func() GuidanceDoc {
+	get := func() api.GuidanceDoc {
 		resp, err := hc.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var d GuidanceDoc
+		var d api.GuidanceDoc
 		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET: %d %v", resp.StatusCode, err)
 		}
@@ -63,7 +65,7 @@ func TestGuidanceAPI(t *testing.T) {
 
 // socketHTTP is a plain HTTP client on c's socket, for requests Client has
 // no method for; like Client it never follows a redirect.
-func socketHTTP(t *testing.T, c *Client) *http.Client {
+func socketHTTP(t *testing.T, c *api.Client) *http.Client {
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", c.Home().Socket())

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
@@ -38,7 +39,7 @@ type hookLog struct {
 
 // record notes what the signal req meant; false when it is older than
 // the last one.
-func (h *hookLog) record(eff cliagent.Effect, req HookRequest) bool {
+func (h *hookLog) record(eff cliagent.Effect, req api.HookRequest) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if req.At.Before(h.lastSeen) {
@@ -81,10 +82,10 @@ func (h *hookLog) promptSince(since time.Time) bool {
 }
 
 // Hook applies one signal of a CLI agent pane.
-func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
-	id, err := ParsePaneID(id)
+func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (api.HookResult, error) {
+	id, err := api.ParsePaneID(id)
 	if err != nil {
-		return HookResult{}, err
+		return api.HookResult{}, err
 	}
 	s.mu.Lock()
 	e, ok := s.panes[id]
@@ -93,10 +94,10 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 	}
 	s.mu.Unlock()
 	if !ok {
-		return HookResult{}, notFoundErr(id)
+		return api.HookResult{}, notFoundErr(id)
 	}
 	if !isAgent(e.cfg.Type) {
-		return HookResult{}, usageErr("pane %s is a %s pane; hooks come from claude, codex and opencode panes", e.cfg.ID, e.cfg.Type)
+		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from claude, codex and opencode panes", e.cfg.ID, e.cfg.Type)
 	}
 	if req.Agent == "" {
 		req.Agent = e.cfg.Type
@@ -110,9 +111,9 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
 	if eff.Ignored != "" {
 		log.Debug("Hook ignored: " + eff.Ignored)
-		return HookResult{Ignored: eff.Ignored}, nil
+		return api.HookResult{Ignored: eff.Ignored}, nil
 	}
-	res := HookResult{}
+	res := api.HookResult{}
 	if eff.State != "" {
 		res.State, res.Reason = string(eff.State), "hook:"+req.Event
 	}
@@ -121,7 +122,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 		// Hooks run as separate processes and may arrive out of order
 		// (opencode's busy after its idle): an older one changes nothing.
 		log.Debug("Hook older than the last one applied; ignored")
-		return HookResult{Ignored: "older than the last signal of this pane"}, nil
+		return api.HookResult{Ignored: "older than the last signal of this pane"}, nil
 	}
 	if pending {
 		// Create applies it once the pane's process is registered.
@@ -142,7 +143,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req HookRequest) (Hook
 // Create is still starting the pane: it is recorded under s.mu, so Create,
 // which takes the pane out of s.starting under s.mu before it applies the
 // log's state, cannot miss it.
-func (s *Supervisor) recordHook(e *entry, eff cliagent.Effect, req HookRequest) (recorded, pending bool) {
+func (s *Supervisor) recordHook(e *entry, eff cliagent.Effect, req api.HookRequest) (recorded, pending bool) {
 	s.mu.Lock()
 	if s.starting[e.cfg.ID] == e {
 		defer s.mu.Unlock()
@@ -168,7 +169,7 @@ func (h Home) HookSpool() string { return h.path("run", "hooks") }
 
 // SpoolHook appends a signal to the pane's spool file (one JSON line; a
 // small O_APPEND write is atomic against other hooks).
-func SpoolHook(h Home, id string, req HookRequest) error {
+func SpoolHook(h Home, id string, req api.HookRequest) error {
 	if err := os.MkdirAll(h.HookSpool(), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", h.HookSpool(), err)
 	}
@@ -206,7 +207,7 @@ func (s *Supervisor) replayHooks() {
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
 		n := 0
 		for sc.Scan() {
-			var req HookRequest
+			var req api.HookRequest
 			if json.Unmarshal(sc.Bytes(), &req) != nil {
 				continue
 			}

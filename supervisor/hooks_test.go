@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
@@ -25,7 +26,7 @@ type hookOnStart struct {
 
 func (h hookOnStart) SaveRuntime(ctx context.Context, id string, r schema.Runtime) error {
 	if r.State.String == string(pane.Starting) && *h.sup != nil {
-		_, err := (*h.sup).Hook(ctx, id, HookRequest{Agent: "claude", Event: "SessionStart", Payload: []byte(`{}`)})
+		_, err := (*h.sup).Hook(ctx, id, api.HookRequest{Agent: "claude", Event: "SessionStart", Payload: []byte(`{}`)})
 		h.errs <- err
 	}
 	return h.Store.SaveRuntime(ctx, id, r)
@@ -60,7 +61,7 @@ func TestHookDuringCreate(t *testing.T) {
 	}
 	defer s.Close()
 	sup = s
-	p, err := s.Create(ctx, CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -27,7 +28,7 @@ type kind interface {
 	// pane's latest reply.
 	Screen() (string, error)
 	// Send delivers input the caller checked for NUL bytes.
-	Send(ctx context.Context, req SendRequest) (*SendResult, error)
+	Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error)
 	// Stop ends what runs — a turn loop, or a program (SIGTERM, grace,
 	// SIGKILL) — and returns the final status.
 	Stop(grace time.Duration, why string) pane.Status
@@ -35,13 +36,13 @@ type kind interface {
 	// session keeps running for the next supervisor; anything else stops.
 	Detach(grace time.Duration, why string) pane.Status
 	// Describe adds what the kind knows to the pane's API view.
-	Describe(pi *PaneInfo)
+	Describe(pi *api.PaneInfo)
 	// Explain adds the kind's account of why the pane has its state.
-	Explain(x *Explanation)
+	Explain(x *api.Explanation)
 	// Preview calls emit with the screen (its last lines when lines > 0),
 	// then each time it changes, until ctx ends, the pane stops, or emit
 	// fails or gone says the pane was removed.
-	Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, gone func() bool) error
+	Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error
 }
 
 // Every adapter is a kind and, through it, an outbox.Pane.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -48,7 +49,7 @@ func replyText(r cicy.Reply) string {
 
 // Send queues a user message; with Wait it returns the result of the
 // turn that handles it.
-func (p *cicyKind) Send(ctx context.Context, req SendRequest) (*SendResult, error) {
+func (p *cicyKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
 	if len(req.Keys) > 0 {
 		return nil, usageErr("--key sends keys to terminal panes; %s is a cicy pane", p.cfg.ID)
 	}
@@ -60,7 +61,7 @@ func (p *cicyKind) Send(ctx context.Context, req SendRequest) (*SendResult, erro
 
 // sendCicy delivers a message to a cicy pane; with wait it blocks until
 // the turn that handles it ends or ctx ends.
-func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*SendResult, error) {
+func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*api.SendResult, error) {
 	ch, err := a.Send(text, "", wait)
 	if err != nil {
 		return nil, failedErr("%v", err)
@@ -70,7 +71,7 @@ func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*Send
 	}
 	select {
 	case r := <-ch:
-		return &SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}, nil
+		return &api.SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}, nil
 	case <-ctx.Done():
 		return nil, failedErr("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
 	}
@@ -86,15 +87,15 @@ func (p *cicyKind) Stop(_ time.Duration, why string) pane.Status {
 // its conversation restored from disk.
 func (p *cicyKind) Detach(grace time.Duration, why string) pane.Status { return p.Stop(grace, why) }
 
-func (p *cicyKind) Describe(pi *PaneInfo) {
+func (p *cicyKind) Describe(pi *api.PaneInfo) {
 	pi.Messages = p.a.MessageCount()
 	pi.Compactable = pi.Messages > cicy.CompactThreshold
 }
 
-func (p *cicyKind) Explain(x *Explanation) {
+func (p *cicyKind) Explain(x *api.Explanation) {
 	x.Rules.Note = "cicy panes have no screen: their state is their turn's"
 	r := p.a.Reply()
-	x.Turn = &TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
+	x.Turn = &api.TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
 		ToolCalls: len(r.ToolCalls), Messages: p.a.MessageCount()}
 }
 

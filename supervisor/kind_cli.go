@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
@@ -42,7 +43,7 @@ func (p *cliKind) View() outbox.View {
 		Handoff: "typed into the idle " + p.cfg.Type + " agent"}
 }
 
-func (p *cliKind) Explain(x *Explanation) {
+func (p *cliKind) Explain(x *api.Explanation) {
 	x.LastHook = p.hooks.seen(p.quiet)
 	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
 }

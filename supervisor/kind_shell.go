@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
@@ -24,7 +25,7 @@ func (p *shellKind) View() outbox.View {
 		Handoff: "typed into the idle worker"}
 }
 
-func (p *shellKind) Explain(x *Explanation) {
+func (p *shellKind) Explain(x *api.Explanation) {
 	x.Rules.Note = fmt.Sprintf("shell panes have no screen rules: busy while output flows, idle once it is quiet for %s", p.settle)
 }
 

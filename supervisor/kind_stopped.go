@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
@@ -28,18 +29,20 @@ func (p stopped) Screen() (string, error) {
 	return "", failedErr("pane %s has no screen: it is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
 }
 
-func (p stopped) Send(context.Context, SendRequest) (*SendResult, error) { return nil, p.notRunning() }
+func (p stopped) Send(context.Context, api.SendRequest) (*api.SendResult, error) {
+	return nil, p.notRunning()
+}
 
 func (p stopped) Stop(time.Duration, string) pane.Status   { return p.st }
 func (p stopped) Detach(time.Duration, string) pane.Status { return p.st }
-func (p stopped) Describe(*PaneInfo)                       {}
+func (p stopped) Describe(*api.PaneInfo)                   {}
 
-func (p stopped) Explain(x *Explanation) {
+func (p stopped) Explain(x *api.Explanation) {
 	x.Rules.Note = "the pane is not running"
 }
 
-func (p stopped) Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, gone func() bool) error {
-	screen := func() ScreenResponse { return ScreenResponse{ID: p.cfg.ID, State: string(p.st.State)} }
+func (p stopped) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
+	screen := func() api.ScreenResponse { return api.ScreenResponse{ID: p.cfg.ID, State: string(p.st.State)} }
 	return previewLoop(ctx, screen, nil, nil, emit, gone)
 }
 

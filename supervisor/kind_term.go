@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -43,7 +44,7 @@ func (p *termKind) Screen() (string, error) { return p.proc.Screen(), nil }
 
 // Send types text (then Enter unless NoEnter) and keys; with Wait it
 // returns the output that followed once the pane is idle again.
-func (p *termKind) Send(ctx context.Context, req SendRequest) (*SendResult, error) {
+func (p *termKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
 	sent := time.Now()
 	if err := p.typeIn(req); err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (p *termKind) Send(ctx context.Context, req SendRequest) (*SendResult, erro
 	return p.waitQuiet(ctx, req.Text, sent)
 }
 
-func (p *termKind) typeIn(req SendRequest) error {
+func (p *termKind) typeIn(req api.SendRequest) error {
 	var keys []byte
 	for _, k := range req.Keys {
 		b, err := pane.KeyBytes(k)
@@ -86,16 +87,16 @@ func (p *termKind) inputErr(err error) error {
 // waitQuiet is `send --wait` on a terminal pane: it returns the output
 // that followed the typed text once the pane is idle again (its output
 // quiet for the settle time), or when the program exits.
-func (p *termKind) waitQuiet(ctx context.Context, text string, sent time.Time) (*SendResult, error) {
+func (p *termKind) waitQuiet(ctx context.Context, text string, sent time.Time) (*api.SendResult, error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		st := p.proc.Status()
 		if !st.Running() {
-			return &SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.proc.Screen(), text), Error: "the program " + st.Reason}, nil
+			return &api.SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.proc.Screen(), text), Error: "the program " + st.Reason}, nil
 		}
 		if st.State == pane.Idle && st.Since.After(sent) {
-			return &SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.proc.Screen(), text)}, nil
+			return &api.SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.proc.Screen(), text)}, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -121,7 +122,7 @@ func (p *termKind) Detach(grace time.Duration, why string) pane.Status {
 	return st
 }
 
-func (p *termKind) Describe(*PaneInfo) {}
+func (p *termKind) Describe(*api.PaneInfo) {}
 
 // Notify types the notification's first line into the master.
 func (p *termKind) Notify(t schema.Task) error {
@@ -137,7 +138,7 @@ func (p *termKind) attachable() (*pane.PTY, bool) {
 
 // Preview follows the screen: a PTY says when it changed; a tmux pane is
 // captured every tmuxPreviewPoll.
-func (p *termKind) Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, gone func() bool) error {
+func (p *termKind) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
 	var changed <-chan struct{}
 	var poll <-chan time.Time
 	if w, ok := p.proc.(interface {
@@ -151,8 +152,8 @@ func (p *termKind) Preview(ctx context.Context, lines int, emit func(ScreenRespo
 		defer tick.Stop()
 		poll = tick.C
 	}
-	screen := func() ScreenResponse {
-		return ScreenResponse{ID: p.cfg.ID, State: string(p.proc.Status().State), Screen: lastLines(p.proc.Screen(), lines)}
+	screen := func() api.ScreenResponse {
+		return api.ScreenResponse{ID: p.cfg.ID, State: string(p.proc.Status().State), Screen: lastLines(p.proc.Screen(), lines)}
 	}
 	return previewLoop(ctx, screen, changed, poll, emit, gone)
 }
@@ -161,8 +162,8 @@ func (p *termKind) Preview(ctx context.Context, lines int, emit func(ScreenRespo
 // at once, after each change (a burst of output gives one preview), at
 // each poll, and every second for the state line — until ctx ends or the
 // pane is gone.
-func previewLoop(ctx context.Context, screen func() ScreenResponse, changed <-chan struct{}, poll <-chan time.Time, emit func(ScreenResponse) error, gone func() bool) error {
-	var last ScreenResponse
+func previewLoop(ctx context.Context, screen func() api.ScreenResponse, changed <-chan struct{}, poll <-chan time.Time, emit func(api.ScreenResponse) error, gone func() bool) error {
+	var last api.ScreenResponse
 	send := func() error {
 		sc := screen()
 		if sc == last {

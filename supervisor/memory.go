@@ -38,16 +38,16 @@ func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
 }
 
 // Memories lists a cicy pane's memories.
-func (s *Supervisor) Memories(id string) (MemoryList, error) {
+func (s *Supervisor) Memories(id string) (api.MemoryList, error) {
 	a, st, err := s.memoryOf(id)
 	if err != nil {
-		return MemoryList{}, err
+		return api.MemoryList{}, err
 	}
 	ms, problems, err := st.List()
 	if err != nil {
-		return MemoryList{}, failedErr("%v", err)
+		return api.MemoryList{}, failedErr("%v", err)
 	}
-	return MemoryList{Pane: id, Memories: wireMemories(ms), Problems: wireProblems(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
+	return api.MemoryList{Pane: id, Memories: wireMemories(ms), Problems: wireProblems(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
 }
 
 // MemoryGet returns one memory.
@@ -58,7 +58,7 @@ func (s *Supervisor) MemoryGet(id, memID string) (memory.Memory, error) {
 	}
 	m, err := st.Get(memID)
 	if errors.Is(err, memory.ErrNotFound) {
-		return m, &Error{Kind: KindNotFound, Message: "pane " + id + " has no memory " + memID + " (see 'cicy-agent memory ls " + id + "')"}
+		return m, &api.Error{Kind: api.KindNotFound, Message: "pane " + id + " has no memory " + memID + " (see 'cicy-agent memory ls " + id + "')"}
 	}
 	if err != nil {
 		return m, usageErr("%v", err)
@@ -79,20 +79,20 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 }
 
 // MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now.
-func (s *Supervisor) MemoryReindex(id string) (ReindexResult, error) {
+func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 	_, st, err := s.memoryOf(id)
 	if err != nil {
-		return ReindexResult{}, err
+		return api.ReindexResult{}, err
 	}
 	problems, err := st.RebuildIndex()
 	if err != nil {
-		return ReindexResult{}, failedErr("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
+		return api.ReindexResult{}, failedErr("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
 	}
 	ms, _, err := st.List()
 	if err != nil {
-		return ReindexResult{}, failedErr("%v", err)
+		return api.ReindexResult{}, failedErr("%v", err)
 	}
-	return ReindexResult{Pane: id, Memories: len(ms), Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
+	return api.ReindexResult{Pane: id, Memories: len(ms), Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
 }
 
 // MemoryFlush recognises the buffered turns now and waits for it.

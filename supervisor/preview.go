@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 )
 
@@ -22,7 +23,7 @@ const tmuxPreviewPoll = 500 * time.Millisecond
 // Preview calls emit with the pane's screen (the last lines if lines > 0)
 // and then each time it changes, until ctx ends, the pane goes, or emit
 // fails.
-func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit func(ScreenResponse) error) error {
+func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit func(api.ScreenResponse) error) error {
 	e, err := s.get(id)
 	if err != nil {
 		return err
@@ -52,7 +53,7 @@ func (s *Supervisor) Preview(ctx context.Context, id string, lines int, emit fun
 
 // previewAgent follows a cicy pane's turn: the message it answers, the
 // reply as it streams, the tools it calls.
-func (p *cicyKind) Preview(ctx context.Context, lines int, emit func(ScreenResponse) error, _ func() bool) error {
+func (p *cicyKind) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, _ func() bool) error {
 	id, a := p.cfg.ID, p.a
 	ch, stop := a.Subscribe()
 	defer stop()
@@ -61,7 +62,7 @@ func (p *cicyKind) Preview(ctx context.Context, lines int, emit func(ScreenRespo
 	dirty := true
 	flush := func() error {
 		dirty = false
-		return emit(ScreenResponse{ID: id, State: string(a.Status().State), Screen: lastLines(view.String(), lines)})
+		return emit(api.ScreenResponse{ID: id, State: string(a.Status().State), Screen: lastLines(view.String(), lines)})
 	}
 	var timer <-chan time.Time
 	for {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // TestStubbornPaneStallsNobody: while a pane whose program ignores SIGTERM
@@ -15,9 +17,9 @@ func TestStubbornPaneStallsNobody(t *testing.T) {
 	const grace = 2 * time.Second
 	c := startServerWith(t, Config{StopGrace: grace})
 	ctx := context.Background()
-	stubborn := mustCreate(t, c, CreateRequest{Title: "stubborn", Type: "shell", Backend: "pty",
+	stubborn := mustCreate(t, c, api.CreateRequest{Title: "stubborn", Type: "shell", Backend: "pty",
 		Command: []string{"bash", "--norc", "--noprofile", "-c", `trap "" TERM HUP; echo ready; while :; do sleep 0.1; done`}})
-	mustCreate(t, c, CreateRequest{Title: "other", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	mustCreate(t, c, api.CreateRequest{Title: "other", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	waitScreen(t, c, stubborn.ID, "ready")
 
 	killed := make(chan error, 1)
@@ -68,7 +70,7 @@ func TestStubbornPaneStallsNobody(t *testing.T) {
 }
 
 // waitScreen waits until the pane's screen has a line holding text.
-func waitScreen(t *testing.T, c *Client, id, text string) {
+func waitScreen(t *testing.T, c *api.Client, id, text string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -150,7 +151,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
+		writeErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	timeout := cfg.BodyTimeout
 	if timeout <= 0 {
@@ -252,7 +253,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root})
+	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
@@ -265,7 +266,7 @@ func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {
-	var req CreateRequest
+	var req api.CreateRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
 		return
@@ -296,7 +297,7 @@ func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) send(w http.ResponseWriter, r *http.Request) {
-	var req SendRequest
+	var req api.SendRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
 		return
@@ -314,7 +315,7 @@ func (a *handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
-	var req HookRequest
+	var req api.HookRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
 		return
@@ -394,7 +395,7 @@ func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
 // teamEvents streams the team's events (see Supervisor.Stream).
 func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 	var send func(vs ...any) error
-	err := a.sup.Stream(r.Context(), func(evs []Event) error {
+	err := a.sup.Stream(r.Context(), func(evs []api.Event) error {
 		if send == nil {
 			send = ndjson(w)
 		}
@@ -417,7 +418,7 @@ func (a *handler) preview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var send func(vs ...any) error
-	err = a.sup.Preview(r.Context(), r.PathValue("id"), lines, func(sc ScreenResponse) error {
+	err = a.sup.Preview(r.Context(), r.PathValue("id"), lines, func(sc api.ScreenResponse) error {
 		if send == nil {
 			send = ndjson(w)
 		}

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // rawRequest sends one request as written over a fresh connection to the
 // supervisor's socket and returns the status and body of the answer.
-func rawRequest(t *testing.T, c *Client, method, path, contentType, body string) (int, string) {
+func rawRequest(t *testing.T, c *api.Client, method, path, contentType, body string) (int, string) {
 	t.Helper()
 	conn, err := net.Dial("unix", c.Home().Socket())
 	if err != nil {
@@ -42,9 +44,9 @@ func rawRequest(t *testing.T, c *Client, method, path, contentType, body string)
 }
 
 // shellPane creates a PTY shell pane that waits for input.
-func shellPane(t *testing.T, c *Client) string {
+func shellPane(t *testing.T, c *api.Client) string {
 	t.Helper()
-	p, err := c.Create(context.Background(), CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"sh"}})
+	p, err := c.Create(context.Background(), api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"sh"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +73,14 @@ func TestAPIRefusesDotSegments(t *testing.T) {
 		}
 	}
 	// Through the client, as `memory rm w-1 ..` and `memory show w-1 ..`.
-	var ae *Error
-	if err := c.MemoryRemove(ctx, id, ".."); !errors.As(err, &ae) || ae.Kind != KindUsage {
+	var ae *api.Error
+	if err := c.MemoryRemove(ctx, id, ".."); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
 		t.Errorf("MemoryRemove(..) = %v, want a usage error", err)
 	}
-	if _, err := c.Memory(ctx, id, ".."); !errors.As(err, &ae) || ae.Kind != KindUsage {
+	if _, err := c.Memory(ctx, id, ".."); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
 		t.Errorf("Memory(..) = %v, want a usage error", err)
 	}
-	if _, err := c.Memory(ctx, id, "."); !errors.As(err, &ae) || ae.Kind != KindUsage {
+	if _, err := c.Memory(ctx, id, "."); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
 		t.Errorf("Memory(.) = %v, want a usage error", err)
 	}
 	if _, err := c.Get(ctx, id); err != nil {
@@ -113,7 +115,7 @@ func TestClientNeverFollowsRedirects(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
-	err = NewClient(h).MemoryRemove(context.Background(), "w-1", "x")
+	err = api.NewClient(h).MemoryRemove(context.Background(), "w-1", "x")
 	if err == nil || !strings.Contains(err.Error(), "not sent again") {
 		t.Fatalf("MemoryRemove through a redirect = %v, want an error", err)
 	}
@@ -148,13 +150,13 @@ func TestAPIRefusesNUL(t *testing.T) {
 	c := startServer(t)
 	ctx := context.Background()
 	id := shellPane(t, c)
-	var ae *Error
-	for _, req := range []SendRequest{{Text: "echo a\x00b"}, {Keys: []string{"C-\x00"}}} {
-		if _, err := c.Send(ctx, id, req); !errors.As(err, &ae) || ae.Kind != KindUsage || !strings.Contains(ae.Message, "NUL byte") {
+	var ae *api.Error
+	for _, req := range []api.SendRequest{{Text: "echo a\x00b"}, {Keys: []string{"C-\x00"}}} {
+		if _, err := c.Send(ctx, id, req); !errors.As(err, &ae) || ae.Kind != api.KindUsage || !strings.Contains(ae.Message, "NUL byte") {
 			t.Errorf("Send(%+v) = %v, want a usage error naming the NUL byte", req, err)
 		}
 	}
-	if _, err := c.Dispatch(ctx, DispatchRequest{To: id, Text: "do a\x00b"}); !errors.As(err, &ae) || ae.Kind != KindUsage || !strings.Contains(ae.Message, "NUL byte") {
+	if _, err := c.Dispatch(ctx, api.DispatchRequest{To: id, Text: "do a\x00b"}); !errors.As(err, &ae) || ae.Kind != api.KindUsage || !strings.Contains(ae.Message, "NUL byte") {
 		t.Errorf("Dispatch with a NUL = %v, want a usage error naming the NUL byte", err)
 	}
 	if ts, _ := c.Tasks(ctx, ""); len(ts) != 0 {
@@ -210,12 +212,12 @@ func TestAPISlowBodyIsCut(t *testing.T) {
 
 	// A wait longer than the body timeout (the pane is quiet for the
 	// settle time, 500 ms, before it answers) after a body that arrived.
-	res, err := c.Send(ctx, id, SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 20})
+	res, err := c.Send(ctx, id, api.SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 20})
 	if err != nil || !strings.Contains(res.Answer, "waited-42") {
 		t.Fatalf("send --wait after the body timeout: %+v %v", res, err)
 	}
 	// The event stream opened before all this still carries news.
-	p, err := c.Create(ctx, CreateRequest{Title: "late", Type: "shell", Backend: "pty", Command: []string{"sh"}})
+	p, err := c.Create(ctx, api.CreateRequest{Title: "late", Type: "shell", Backend: "pty", Command: []string{"sh"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestPutGuidanceBodies(t *testing.T) {
 	id := shellPane(t, c)
 	path := "/api/memory/templates/agent/" + id
 	read := func() string {
-		var d GuidanceDoc
+		var d api.GuidanceDoc
 		code, body := rawRequest(t, c, http.MethodGet, path, "", "")
 		if err := json.Unmarshal([]byte(body), &d); err != nil || code != http.StatusOK {
 			t.Fatalf("GET = %d %s", code, body)

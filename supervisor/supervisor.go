@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -206,7 +207,7 @@ func runtimeOf(st pane.Status) schema.Runtime {
 }
 
 func (s *Supervisor) get(id string) (*entry, error) {
-	id, err := ParsePaneID(id)
+	id, err := api.ParsePaneID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -221,14 +222,14 @@ func (s *Supervisor) get(id string) (*entry, error) {
 
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
-func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
+func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
 	warnings, err := normalize(&req)
 	if err != nil {
-		return CreateResponse{}, err
+		return api.CreateResponse{}, err
 	}
 	tmpl, err := s.checkCreate(req)
 	if err != nil {
-		return CreateResponse{}, err
+		return api.CreateResponse{}, err
 	}
 	for _, n := range req.Env {
 		if s.cfg.Getenv(n) == "" {
@@ -245,7 +246,7 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 		if undo != nil {
 			undo() // prepared, but the row was not stored
 		}
-		return CreateResponse{}, err
+		return api.CreateResponse{}, err
 	}
 	if err := s.register(row); err != nil {
 		// The row must not outlive a pane that never ran.
@@ -253,16 +254,16 @@ func (s *Supervisor) Create(ctx context.Context, req CreateRequest) (CreateRespo
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
 		}
 		undo()
-		return CreateResponse{}, failedErr("pane %s could not start: %v", row.ID, err)
+		return api.CreateResponse{}, failedErr("pane %s could not start: %v", row.ID, err)
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
-	return CreateResponse{ID: row.ID, Warnings: warnings}, nil
+	return api.CreateResponse{ID: row.ID, Warnings: warnings}, nil
 }
 
 // checkCreate checks what a new pane names — its role template and its
 // master — and returns the template.
-func (s *Supervisor) checkCreate(req CreateRequest) (*cicy.Template, error) {
+func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) {
 	var tmpl *cicy.Template
 	if req.RoleTemplate != "" {
 		var err error
@@ -283,7 +284,7 @@ func (s *Supervisor) checkCreate(req CreateRequest) (*cicy.Template, error) {
 }
 
 // newPaneRow is the row a valid request stores.
-func newPaneRow(req CreateRequest) schema.Pane {
+func newPaneRow(req api.CreateRequest) schema.Pane {
 	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
 	config := "{}"
 	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
@@ -302,7 +303,7 @@ func newPaneRow(req CreateRequest) schema.Pane {
 // never adopts folders left by an earlier pane of the same id (a lost
 // database): they are moved aside, with a warning. A workspace the user
 // names is theirs to choose. On error nothing is left to undo.
-func (s *Supervisor) prepareFolders(id string, req CreateRequest, tmpl *cicy.Template) (ws string, notes []string, undo func(), err error) {
+func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template) (ws string, notes []string, undo func(), err error) {
 	var putBack []func()
 	restore := func() {
 		for _, f := range putBack {
@@ -468,7 +469,7 @@ func paneEnv(h Home, id string, environ, pass []string, getenv func(string) stri
 }
 
 // List returns every pane, in id order.
-func (s *Supervisor) List(ctx context.Context) []PaneInfo {
+func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {
@@ -476,7 +477,7 @@ func (s *Supervisor) List(ctx context.Context) []PaneInfo {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
-	out := make([]PaneInfo, 0, len(entries))
+	out := make([]api.PaneInfo, 0, len(entries))
 	for _, e := range entries {
 		out = append(out, s.describe(e))
 	}
@@ -496,14 +497,14 @@ func (s *Supervisor) addUsage(id, model string, u schema.UsageTotal) {
 
 // usageOf is a pane's usage summed over models, and its cost if every
 // model's price is known.
-func (s *Supervisor) usageOf(id string) (Usage, *float64) {
+func (s *Supervisor) usageOf(id string) (api.Usage, *float64) {
 	s.usageMu.Lock()
 	defer s.usageMu.Unlock()
 	var t schema.UsageTotal
 	for _, u := range s.usage[id] {
 		t = t.Add(u)
 	}
-	u := Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+	u := api.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
 	if usd, ok := s.prices.cost(s.usage[id]); ok {
 		return u, &usd
 	}
@@ -512,7 +513,7 @@ func (s *Supervisor) usageOf(id string) (Usage, *float64) {
 
 // describe is a pane as the API shows it: its config and state, its usage
 // and, for tmux, how to attach.
-func (s *Supervisor) describe(e *entry) PaneInfo {
+func (s *Supervisor) describe(e *entry) api.PaneInfo {
 	pi := e.info()
 	pi.Usage, pi.CostUSD = s.usageOf(pi.ID)
 	pi.CacheHit = cacheHit(pi.Usage)
@@ -524,7 +525,7 @@ func (s *Supervisor) describe(e *entry) PaneInfo {
 
 // cacheHit is cache-read input tokens over all input tokens, or -1 when
 // there were none.
-func cacheHit(u Usage) float64 {
+func cacheHit(u api.Usage) float64 {
 	total := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 	if total == 0 {
 		return -1
@@ -532,12 +533,12 @@ func cacheHit(u Usage) float64 {
 	return float64(u.CacheReadInputTokens) / float64(total)
 }
 
-func (e *entry) info() PaneInfo {
+func (e *entry) info() api.PaneInfo {
 	k := e.kind()
 	st := k.Status()
 	var argv []string
 	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
-	pi := PaneInfo{
+	pi := api.PaneInfo{
 		ID: e.cfg.ID, Title: e.cfg.Title, Type: e.cfg.Type, Role: e.cfg.Role, RoleTemplate: e.cfg.RoleTemplate,
 		Backend: e.cfg.Backend, State: string(st.State), Reason: st.Reason, Since: st.Since,
 		Workspace: e.cfg.Workspace, Tracked: topology.Tracked(e.cfg.Role), Provider: e.cfg.Provider,
@@ -556,10 +557,10 @@ func (e *entry) info() PaneInfo {
 }
 
 // Get returns one pane.
-func (s *Supervisor) Get(id string) (PaneInfo, error) {
+func (s *Supervisor) Get(id string) (api.PaneInfo, error) {
 	e, err := s.get(id)
 	if err != nil {
-		return PaneInfo{}, err
+		return api.PaneInfo{}, err
 	}
 	return s.describe(e), nil
 }
@@ -567,7 +568,7 @@ func (s *Supervisor) Get(id string) (PaneInfo, error) {
 // Send delivers input to a pane: typed into a terminal pane, a user
 // message to a cicy pane. With req.Wait the result comes back: the output
 // that followed once the terminal is idle again, or the turn's answer.
-func (s *Supervisor) Send(ctx context.Context, id string, req SendRequest) (*SendResult, error) {
+func (s *Supervisor) Send(ctx context.Context, id string, req api.SendRequest) (*api.SendResult, error) {
 	if strings.ContainsRune(req.Text, 0) {
 		return nil, usageErr("the text contains a NUL byte, which cannot be typed into a pane; remove it")
 	}
@@ -595,17 +596,17 @@ func paneNum(id string) int64 {
 }
 
 // Screen returns a pane's screen; lines > 0 keeps only the last lines.
-func (s *Supervisor) Screen(id string, lines int) (ScreenResponse, error) {
+func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	e, err := s.get(id)
 	if err != nil {
-		return ScreenResponse{}, err
+		return api.ScreenResponse{}, err
 	}
 	k := e.kind()
 	sc, err := k.Screen()
 	if err != nil {
-		return ScreenResponse{}, err
+		return api.ScreenResponse{}, err
 	}
-	return ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(sc, lines)}, nil
+	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(sc, lines)}, nil
 }
 
 func lastLines(s string, n int) string {
@@ -668,20 +669,20 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 }
 
 // Status builds the topology view.
-func (s *Supervisor) Status(ctx context.Context) (StatusResponse, error) {
+func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 	sum, err := s.taskSummary(ctx)
 	if err != nil {
-		return StatusResponse{}, err
+		return api.StatusResponse{}, err
 	}
 	delivered, err := s.store.TasksIn(ctx, schema.TaskDelivered)
 	if err != nil {
-		return StatusResponse{}, err
+		return api.StatusResponse{}, err
 	}
-	tasks := make([]TaskInfo, 0, len(delivered))
+	tasks := make([]api.TaskInfo, 0, len(delivered))
 	for _, t := range delivered {
 		tasks = append(tasks, taskInfo(t))
 	}
-	return TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil
+	return api.TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil
 }
 
 // Close stops every pane (in parallel, each with its grace period) and

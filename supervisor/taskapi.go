@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -17,8 +18,8 @@ func optTime(s string, valid bool) *time.Time {
 	return &t
 }
 
-func taskInfo(t schema.Task) TaskInfo {
-	return TaskInfo{
+func taskInfo(t schema.Task) api.TaskInfo {
+	return api.TaskInfo{
 		ID: t.ID, From: t.From, To: t.To, Text: t.Text, Status: t.Status, Result: t.Result, Error: t.Error,
 		Reason: t.Reason, CreatedAt: schema.ParseTime(t.CreatedAt), Attempts: t.Attempts,
 		DeliveredAt: optTime(t.DeliveredAt.String, t.DeliveredAt.Valid),
@@ -44,7 +45,7 @@ func taskID(r *http.Request) (int64, error) {
 
 func (a *handler) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/tasks", func(w http.ResponseWriter, r *http.Request) {
-		var req DispatchRequest
+		var req api.DispatchRequest
 		if err := decode(r, &req); err != nil {
 			writeErr(w, err)
 			return
@@ -63,7 +64,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {
 		pane := r.URL.Query().Get("pane")
 		if pane != "" {
-			id, err := ParsePaneID(pane)
+			id, err := api.ParsePaneID(pane)
 			if err != nil {
 				writeErr(w, err)
 				return
@@ -71,7 +72,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			pane = id
 		}
 		ts, err := a.sup.store.ListTasks(r.Context(), pane)
-		out := make([]TaskInfo, 0, len(ts))
+		out := make([]api.TaskInfo, 0, len(ts))
 		for _, t := range ts {
 			out = append(out, taskInfo(t))
 		}

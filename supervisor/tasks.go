@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -91,7 +92,7 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 
 // resolvePane finds a pane by id or, failing that, by title.
 func (s *Supervisor) resolvePane(ref string) (*entry, error) {
-	if id, err := ParsePaneID(ref); err == nil {
+	if id, err := api.ParsePaneID(ref); err == nil {
 		return s.get(id)
 	}
 	s.mu.Lock()
@@ -106,7 +107,7 @@ func (s *Supervisor) resolvePane(ref string) (*entry, error) {
 		}
 	}
 	if found == nil {
-		return nil, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", ref)}
+		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", ref)}
 	}
 	return found, nil
 }
@@ -147,7 +148,7 @@ func (s *Supervisor) CancelTask(ctx context.Context, id int64) (schema.Task, err
 func (s *Supervisor) GetTask(ctx context.Context, id int64) (schema.Task, error) {
 	t, err := s.store.GetTask(ctx, id)
 	if errors.Is(err, schema.ErrNotFound) {
-		return t, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no task %d (see 'cicy-agent tasks')", id)}
+		return t, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no task %d (see 'cicy-agent tasks')", id)}
 	}
 	return t, err
 }

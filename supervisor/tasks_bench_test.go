@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // benchRules answers every request of the task and many-pane benchmarks at
@@ -44,7 +46,7 @@ func benchEnv(b *testing.B) {
 	b.Setenv("CICY_SCRIPT", rules)
 }
 
-func benchCreate(b *testing.B, c *Client, req CreateRequest) string {
+func benchCreate(b *testing.B, c *api.Client, req api.CreateRequest) string {
 	b.Helper()
 	p, err := c.Create(context.Background(), req)
 	if err != nil {
@@ -53,7 +55,7 @@ func benchCreate(b *testing.B, c *Client, req CreateRequest) string {
 	return p.ID
 }
 
-func waitPaneIdle(b *testing.B, c *Client, id string) {
+func waitPaneIdle(b *testing.B, c *api.Client, id string) {
 	b.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if pi, _ := c.Get(context.Background(), id); pi.State == "idle" {
@@ -71,11 +73,11 @@ type taskLatencies struct{ deliver, run, notify []time.Duration }
 
 // runTasks dispatches n tasks to worker one after another; each is waited
 // for until done and until its master has been told.
-func runTasks(b *testing.B, c *Client, worker string, n int, text func(i int) string, lat *taskLatencies) {
+func runTasks(b *testing.B, c *api.Client, worker string, n int, text func(i int) string, lat *taskLatencies) {
 	b.Helper()
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
-		t, err := c.Dispatch(ctx, DispatchRequest{To: worker, Text: text(i)})
+		t, err := c.Dispatch(ctx, api.DispatchRequest{To: worker, Text: text(i)})
 		if err != nil {
 			b.Fatalf("dispatch %d: %v", i, err)
 		}
@@ -126,8 +128,8 @@ const benchTasks = 200
 func BenchmarkTaskLatencyCicy(b *testing.B) {
 	benchEnv(b)
 	c := startServer(b)
-	master := benchCreate(b, c, CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
-	worker := benchCreate(b, c, CreateRequest{Title: "eng", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Provider: "script", Master: master})
+	master := benchCreate(b, c, api.CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
+	worker := benchCreate(b, c, api.CreateRequest{Title: "eng", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Provider: "script", Master: master})
 	waitPaneIdle(b, c, worker)
 	var lat taskLatencies
 	b.ResetTimer()
@@ -147,8 +149,8 @@ func BenchmarkTaskLatencyCicy(b *testing.B) {
 func BenchmarkTaskLatencyShell(b *testing.B) {
 	benchEnv(b)
 	c := startServer(b) // Config.Settle 0: the default 500 ms
-	master := benchCreate(b, c, CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
-	worker := benchCreate(b, c, CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Role: "worker", Master: master, Command: []string{"bash", "--norc", "--noprofile"}})
+	master := benchCreate(b, c, api.CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
+	worker := benchCreate(b, c, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Role: "worker", Master: master, Command: []string{"bash", "--norc", "--noprofile"}})
 	waitPaneIdle(b, c, worker)
 	var lat taskLatencies
 	b.ResetTimer()
@@ -195,7 +197,7 @@ func BenchmarkHundredCicyPanes(b *testing.B) {
 	rssBefore := procStatusKiB("VmRSS")
 	ids := make([]string, benchPanes)
 	for i := range ids {
-		ids[i] = benchCreate(b, c, CreateRequest{Title: fmt.Sprintf("p%d", i), Type: "cicy", RoleTemplate: "assistant", Provider: "script"})
+		ids[i] = benchCreate(b, c, api.CreateRequest{Title: fmt.Sprintf("p%d", i), Type: "cicy", RoleTemplate: "assistant", Provider: "script"})
 	}
 	for _, id := range ids {
 		waitPaneIdle(b, c, id)
@@ -213,7 +215,7 @@ func BenchmarkHundredCicyPanes(b *testing.B) {
 				defer wg.Done()
 				for t := 0; t < benchTurns; t++ {
 					tag := fmt.Sprintf("r%d-p%d-t%d", round, p, t)
-					res, err := c.Send(ctx, id, SendRequest{Text: "turn " + tag, Wait: true})
+					res, err := c.Send(ctx, id, api.SendRequest{Text: "turn " + tag, Wait: true})
 					mu.Lock()
 					turns++
 					if err != nil || res.Status != "completed" || res.Answer != "answer "+tag {
