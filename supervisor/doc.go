@@ -3,20 +3,22 @@
 //
 // Data flow:
 //
-//	requests   CLI, dashboard (cmd/cicy-agent) ──HTTP/JSON over run/cicy.sock──▶ API (server.go, api.go)
-//	                                                                              │
-//	           Supervisor: registry of panes (supervisor.go) ◀─────────────────────┘
-//	             │ create (create.go: normalize, with the topology rules) or restart starts the pane:
-//	             ├─▶ terminal pane: pane.PTY, or a session of the private tmux server (pane.TmuxPane)
-//	             └─▶ cicy pane: cicy.Agent, its turn loop in the supervisor (cicypane.go)
-//	             rows ⇄ schema.Store (SQLite): panes, runtime, tasks, usage
+//	requests   CLI, dashboard ──api.Client: HTTP/JSON over run/cicy.sock──▶ API (server.go, api.go)
+//	           ──▶ registry (supervisor.go): id → entry{config, one pane-kind value}
+//	           ──▶ the pane's kind adapter (kind*.go): cicyKind, shellKind, cliKind, stopped
+//	           ──▶ its backend: pane.PTY or a session of the private tmux server (pane.TmuxPane),
+//	               or a cicy.Agent turn loop in this process; rows ⇄ schema.Store (SQLite)
+//	           create (create.go: the topology spec rules) and restart build the adapter (launch);
+//	           stop, restart and kill swap it under the entry's op lock while readers load it freely
 //
-//	state      pane loops, cicy turns, the outbox, the API ──mark key dirty──▶ hub (events.go)
-//	           hub ──one line per dirty key per batch──▶ GET /api/events clients (dashboard, status --watch)
+//	state      pane loops, turn loops, hooks (hooks.go, cliagent), the outbox
+//	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
+//	           GET /api/events clients (dashboard, status --watch)
 //
-//	tasks      POST /api/tasks, a cicy master's dispatch tool ──▶ outbox (tasks.go, rows in SQLite)
-//	           ──when the worker is idle──▶ a cicy worker's queue (📮 message) or a terminal worker's screen (typed);
-//	           its end ──▶ 🔔 to the master, the same way
+//	tasks      POST /api/tasks, a cicy master's dispatch tool ──▶ task rows ──▶ outbox (package outbox):
+//	           Decide(open tasks, the panes' views, deliveries in flight) ──▶ actions, executed through
+//	           the adapters (outbox.Pane): a cicy worker gets a 📮 message, a shell or CLI agent worker
+//	           has it typed; the adapter's delivery says when it ended; 🔔 to the master the same way
 //
 // One supervisor runs per CICY_HOME, guarded by a lock file; a client
 // command that finds no supervisor answering starts one in the background,
