@@ -78,14 +78,14 @@ func (e *entry) status() pane.Status { return e.kind().Status() }
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
 	e := &entry{cfg: cfg}
-	e.set(stopped{cfg: cfg, st: st})
+	e.set(&stopped{cfg: cfg, st: st})
 	return e
 }
 
 // halt stops what runs for the pane, keeping its final status. The caller
 // holds e.op.
 func (e *entry) halt(grace time.Duration, why string) {
-	e.set(stopped{cfg: e.cfg, st: e.kind().Stop(grace, why)})
+	e.set(&stopped{cfg: e.cfg, st: e.kind().Stop(grace, why)})
 }
 
 // turnLoop is a pane with a cicy turn loop.

@@ -18,44 +18,44 @@ type stopped struct {
 	st  pane.Status
 }
 
-func (p stopped) Status() pane.Status { return p.st }
+func (p *stopped) Status() pane.Status { return p.st }
 
 // notRunning is the error for input to a stopped pane.
-func (p stopped) notRunning() error {
+func (p *stopped) notRunning() error {
 	return failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
 }
 
-func (p stopped) Screen() (string, error) {
+func (p *stopped) Screen() (string, error) {
 	return "", failedErr("pane %s has no screen: it is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
 }
 
-func (p stopped) Send(context.Context, api.SendRequest) (*api.SendResult, error) {
+func (p *stopped) Send(context.Context, api.SendRequest) (*api.SendResult, error) {
 	return nil, p.notRunning()
 }
 
-func (p stopped) Stop(time.Duration, string) pane.Status   { return p.st }
-func (p stopped) Detach(time.Duration, string) pane.Status { return p.st }
-func (p stopped) Describe(*api.PaneInfo)                   {}
+func (p *stopped) Stop(time.Duration, string) pane.Status   { return p.st }
+func (p *stopped) Detach(time.Duration, string) pane.Status { return p.st }
+func (p *stopped) Describe(*api.PaneInfo)                   {}
 
-func (p stopped) Explain(x *api.Explanation) {
+func (p *stopped) Explain(x *api.Explanation) {
 	x.Rules.Note = "the pane is not running"
 }
 
-func (p stopped) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
+func (p *stopped) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
 	screen := func() api.ScreenResponse { return api.ScreenResponse{ID: p.cfg.ID, State: string(p.st.State)} }
 	return previewLoop(ctx, screen, nil, nil, emit, gone)
 }
 
-func (p stopped) View() outbox.View { return outbox.View{Reason: p.st.Reason} }
+func (p *stopped) View() outbox.View { return outbox.View{Reason: p.st.Reason} }
 
-func (p stopped) Deliver(schema.Task, func()) (outbox.Delivery, error) {
+func (p *stopped) Deliver(schema.Task, func()) (outbox.Delivery, error) {
 	return nil, errors.New("the worker is not running")
 }
 
-func (p stopped) Notify(schema.Task) error { return p.notRunning() }
+func (p *stopped) Notify(schema.Task) error { return p.notRunning() }
 
-func (p stopped) Recover(schema.Task, func()) outbox.Recovery {
+func (p *stopped) Recover(schema.Task, func()) outbox.Recovery {
 	return outbox.Recovery{Verdict: outbox.Lost}
 }
 
-func (p stopped) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
+func (p *stopped) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }

@@ -164,7 +164,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 			return e, nil
 		}
 		if r.Type == "cicy" {
-			e.set(stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
+			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
 			return e, nil
 		}
 		lost = "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
@@ -174,7 +174,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 		return e, nil
 	}
 	st := pane.Status{State: pane.Exited, Reason: lost, Since: time.Now()}
-	e.set(stopped{cfg: r, st: st})
+	e.set(&stopped{cfg: r, st: st})
 	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
 		return nil, err
 	}
@@ -633,7 +633,7 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	k, err := s.launch(e, false)
 	if err != nil {
 		st := pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
-		e.set(stopped{cfg: e.cfg, st: st})
+		e.set(&stopped{cfg: e.cfg, st: st})
 		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(st)); serr != nil {
 			s.log.WithError(serr).Error("Could not record the failed restart")
 		}
@@ -702,7 +702,7 @@ func (s *Supervisor) Close() {
 			defer wg.Done()
 			e.op.Lock()
 			defer e.op.Unlock()
-			e.set(stopped{cfg: e.cfg, st: e.kind().Detach(s.cfg.StopGrace, "the supervisor shut down")})
+			e.set(&stopped{cfg: e.cfg, st: e.kind().Detach(s.cfg.StopGrace, "the supervisor shut down")})
 		}()
 	}
 	wg.Wait()
