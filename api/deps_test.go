@@ -13,12 +13,14 @@ const module = "github.com/cicy-ai/cicy-agent"
 
 // TestClientsBuildWithoutTheDaemon: the dashboard depends on the API, not
 // on the supervisor; the API itself on none of the daemon (supervisor,
-// panes, the cicy runtime, the store).
+// panes, the cicy runtime, the store); the cicy runtime reports its own
+// status and knows nothing of terminal panes.
 func TestClientsBuildWithoutTheDaemon(t *testing.T) {
 	daemon := []string{module + "/supervisor", module + "/pane", module + "/cicy", module + "/schema"}
 	for pkg, banned := range map[string][]string{
 		module + "/cmd/cicy-agent/dashboard": {module + "/supervisor"},
 		module + "/api":                      daemon,
+		module + "/cicy":                     {module + "/pane"},
 	} {
 		for _, dep := range deps(t, pkg) {
 			for _, b := range banned {
