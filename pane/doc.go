@@ -6,17 +6,26 @@
 // and a session of a tmux server private to the home (tmux.go), which
 // outlives it and is adopted by the next one.
 //
+// Both decide a pane's state with the same state machine (machine.go):
+// output quiet for the settle time makes a pane idle; an agent's hook
+// stands over its screen rules (rules.go) for the hook-quiet time; typed
+// input makes a pane busy, and the screen rules wait a moment after it.
+// Each state carries a reason for people and a Cause for code (state.go).
+// Each backend publishes a copy of the status on every change, so Status
+// never waits for the pane's owner.
+//
 // A PTY pane is owned by exactly one goroutine (its loop): the terminal
-// emulator holding the current screen, the state with its reason and the
-// time it began, the attached viewers. Everything else talks to it through
-// its methods, which send closures to the loop. Helper goroutines (the PTY
-// reader, the process waiter, the input writer, the emulator's reply
-// forwarder) own nothing: they only feed the loop or drain a channel, and
-// each ends when the pane is closed.
+// emulator holding the current screen, the state machine, the attached
+// viewers. Everything else talks to it through its methods, which send
+// closures to the loop. Helper goroutines (the PTY reader, the process
+// waiter, the input writer, the emulator's reply forwarder) own nothing:
+// they only feed the loop or drain a channel, and each ends when the pane
+// is closed.
 //
 // A tmux pane's program, screen and scrollback live in tmux: one poller
 // per tmux server reads every pane's liveness and activity with a single
 // `list-panes -a`, and a pane's methods ask tmux (capture-pane, send-keys,
-// paste-buffer). Both report the same states (state.go) and read a CLI
-// agent's screen with the same rules (rules.go) when its hooks are quiet.
+// paste-buffer). Its state machine is guarded by a mutex held only while
+// the machine moves. Every tmux command goes through a TmuxRunner
+// (tmuxrun.go), which gives it a deadline.
 package pane

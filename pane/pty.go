@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,23 +75,26 @@ type PTY struct {
 	closeMu  sync.Once
 	stopping chan struct{} // closed when Stop began; tells the loop why the process ended
 	stopWhy  string        // written before stopping is closed
+	// status is the loop's latest copy of the pane's status: readers take
+	// it without waiting for the loop.
+	status atomic.Pointer[Status]
 }
 
 // ptyState is everything the loop owns.
 type ptyState struct {
-	status Status
+	m      machine
+	pubRev uint64 // the machine's rev last published
 	scr    *screen
 	paste  pasteModeTracker
 	subs   map[chan []byte]struct{}
 	// watchers hear that the screen changed (Watch).
 	watchers map[chan struct{}]struct{}
 	eof      bool // the PTY gave its last byte
-	// Agent panes (opts.Rules set): when a hook last spoke and when the
-	// screen rules last looked.
-	lastHook     time.Time
+	// classifiedAt is when the screen rules of an agent pane last looked.
 	classifiedAt time.Time
-	inputAt      time.Time
-	quiet        *time.Timer
+	// quiet fires when output may have been quiet for the settle time, or
+	// when an agent's screen should be looked at again.
+	quiet *time.Timer
 	// feed fires feedDelay after output was queued for the emulator.
 	feed      *time.Timer
 	feedArmed bool
@@ -142,8 +146,10 @@ func StartPTY(opts Options) (*PTY, error) {
 		loopDone: make(chan struct{}),
 		stopping: make(chan struct{}),
 	}
+	now := time.Now()
 	st := &ptyState{
-		status:   Status{State: Starting, Reason: fmt.Sprintf("started pid %d", p.pid), Since: time.Now(), PID: p.pid},
+		m: newMachine(Status{State: Starting, Cause: CauseStarted, Reason: fmt.Sprintf("started pid %d", p.pid), Since: now, PID: p.pid},
+			opts.Settle, opts.Rules != nil, opts.hookQuiet(), now),
 		scr:      newScreen(int(opts.Cols), int(opts.Rows)),
 		subs:     map[chan []byte]struct{}{},
 		watchers: map[chan struct{}]struct{}{},
@@ -151,6 +157,8 @@ func StartPTY(opts Options) (*PTY, error) {
 		feed:     time.NewTimer(time.Hour),
 	}
 	st.feed.Stop()
+	first := st.m.status
+	p.status.Store(&first)
 	out := make(chan []byte, 64)
 	waited := make(chan waitResult, 1)
 	go p.readOutput(out)
@@ -160,7 +168,7 @@ func StartPTY(opts Options) (*PTY, error) {
 	// The start is announced before the loop owns st: the loop's own
 	// changes (an exit at once) must come after it, never before.
 	if opts.OnChange != nil {
-		opts.OnChange(st.status)
+		opts.OnChange(st.m.status)
 	}
 	go p.loop(st, out, waited)
 	opts.Log.WithField("pid", p.pid).Info("Pane started")
@@ -281,13 +289,7 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 			st.scr.flush()
 		case <-st.quiet.C:
 			st.scr.release()
-			if p.opts.Rules != nil {
-				p.classify(st)
-				continue
-			}
-			if st.status.State == Starting || st.status.State == Busy {
-				p.setState(st, Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
-			}
+			p.onQuiet(st, time.Now())
 		case w := <-waited:
 			waited = nil
 			p.onExit(st, w)
@@ -358,73 +360,84 @@ func (p *PTY) onOutput(st *ptyState, chunk []byte) {
 		default: // one change is already waiting to be seen
 		}
 	}
-	if !st.status.Running() {
+	if !st.m.running() {
 		return
 	}
+	now := time.Now()
 	st.quiet.Reset(p.opts.Settle)
-	if p.opts.Rules != nil {
-		// An agent redraws its screen all the time; the rules decide,
-		// at most a few times a second and once more when it is quiet.
-		if time.Since(st.classifiedAt) >= 250*time.Millisecond {
-			p.classify(st)
-		}
-		return
+	changed := st.m.output(now)
+	// An agent redraws its screen all the time; its rules decide, at most
+	// a few times a second and once more when it is quiet.
+	if p.opts.Rules != nil && now.Sub(st.classifiedAt) >= 250*time.Millisecond {
+		p.classify(st, now)
 	}
-	if st.status.State == Idle {
-		p.setState(st, Busy, "output")
-	}
+	p.changed(st, changed)
 }
 
-// classify applies the screen rules unless a hook spoke recently.
-func (p *PTY) classify(st *ptyState) {
-	st.classifiedAt = time.Now()
-	if !st.status.Running() || time.Since(st.lastHook) < p.opts.hookQuiet() {
+// onQuiet runs when the quiet timer fires: an agent's screen is looked
+// at, another pane settles.
+func (p *PTY) onQuiet(st *ptyState, now time.Time) {
+	if p.opts.Rules != nil {
+		p.classify(st, now)
 		return
 	}
-	if time.Since(st.inputAt) < inputGrace {
-		st.quiet.Reset(inputGrace) // look again once the agent had time to draw
+	changed := st.m.quiet(now)
+	if left := st.m.quietLeft(now); left > 0 {
+		st.quiet.Reset(left)
+	}
+	p.changed(st, changed)
+}
+
+// classify applies the screen rules if they may decide now.
+func (p *PTY) classify(st *ptyState, now time.Time) {
+	st.classifiedAt = now
+	look, retry := st.m.mayLook(now)
+	if retry > 0 {
+		st.quiet.Reset(retry)
+	}
+	if !look {
 		return
 	}
-	if v, ok := p.opts.Rules.Classify(st.scr.view().String()); ok && v.State != st.status.State {
-		p.setState(st, v.State, "screen:"+v.Rule.Name)
-	}
+	v, ok := p.opts.Rules.Classify(st.scr.view().String())
+	p.changed(st, ok && st.m.screen(now, v))
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it
 // stands over the screen rules for the hook-quiet time.
 func (p *PTY) SetState(s State, reason string) {
-	p.do(func(st *ptyState) {
-		if !st.status.Running() {
-			return
-		}
-		st.lastHook = time.Now()
-		if st.status.State != s {
-			p.setState(st, s, reason)
-			return
-		}
-		st.status.Reason = reason
-	})
+	p.do(func(st *ptyState) { p.changed(st, st.m.hook(time.Now(), s, reason)) })
 }
 
 func (p *PTY) onExit(st *ptyState, w waitResult) {
-	reason := describeExit(w.state, w.err)
+	reason, cause := describeExit(w.state, w.err), CauseExit
 	select {
 	case <-p.stopping:
-		reason = p.stopWhy + ": " + reason
+		reason, cause = p.stopWhy+": "+reason, CauseStop
 	default:
 	}
-	st.status.ExitCode = exitCode(w.state)
 	st.quiet.Stop()
-	p.setState(st, Exited, reason)
+	p.changed(st, st.m.exit(time.Now(), cause, reason, exitCode(w.state)))
 	close(p.exited)
 	p.opts.Log.WithField("pid", p.pid).Infof("Pane %s", reason)
 }
 
-func (p *PTY) setState(st *ptyState, s State, reason string) {
-	st.status.State, st.status.Reason, st.status.Since = s, reason, time.Now()
-	if p.opts.OnChange != nil {
-		p.opts.OnChange(st.status)
+// changed publishes the machine's status if it changed, then announces a
+// change of state: a reader told of it finds it published.
+func (p *PTY) changed(st *ptyState, announce bool) {
+	p.publish(st)
+	if announce && p.opts.OnChange != nil {
+		p.opts.OnChange(st.m.status)
 	}
+}
+
+// publish stores a copy of the machine's status for Status if it changed.
+func (p *PTY) publish(st *ptyState) {
+	if st.pubRev == st.m.rev {
+		return
+	}
+	s := st.m.status
+	p.status.Store(&s)
+	st.pubRev = st.m.rev
 }
 
 func describeExit(ps *os.ProcessState, err error) string {
@@ -479,13 +492,15 @@ func (p *PTY) PID() int { return p.pid }
 // Exited is closed once the program has ended and been reaped.
 func (p *PTY) Exited() <-chan struct{} { return p.exited }
 
-// Status returns the pane's state.
+// Status returns the pane's state. It does not wait for the pane's loop:
+// the loop publishes a copy on every change.
 func (p *PTY) Status() Status {
-	var s Status
-	if !p.do(func(st *ptyState) { s = st.status }) {
-		return Status{State: Exited, Reason: "closed", Since: time.Now()}
+	select {
+	case <-p.loopDone:
+		return Status{State: Exited, Cause: CauseClosed, Reason: "closed", Since: time.Now()}
+	default:
+		return *p.status.Load()
 	}
-	return s
 }
 
 // Screen returns the visible screen as text, trailing spaces and blank
@@ -538,13 +553,11 @@ func (p *PTY) write(b []byte) error {
 	default:
 	}
 	p.do(func(st *ptyState) {
-		if st.status.State == Starting || st.status.State == Idle {
-			p.setState(st, Busy, "input")
-		}
-		st.inputAt = time.Now()
-		if st.status.Running() {
+		changed := st.m.input(time.Now())
+		if st.m.running() {
 			st.quiet.Reset(p.opts.Settle)
 		}
+		p.changed(st, changed)
 	})
 	select {
 	case p.writes <- b:

@@ -322,3 +322,81 @@ func TestPTYStartAnnouncedBeforeExit(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestPTYStatusDoesNotWaitForTheLoop: while the pane's loop is held up (here
+// in its change callback), Status still answers, with the change the loop
+// is announcing; the causes say why.
+func TestPTYStatusDoesNotWaitForTheLoop(t *testing.T) {
+	hold, held := make(chan struct{}), make(chan Status, 1)
+	p, err := StartPTY(Options{
+		Argv:   []string{"bash", "--norc", "--noprofile"},
+		Env:    append(os.Environ(), "TERM=xterm-256color", "PS1=$ "),
+		Settle: 100 * time.Millisecond,
+		Log:    testLog(t),
+		OnChange: func(s Status) {
+			if s.State == Idle {
+				select {
+				case held <- s:
+				default:
+				}
+				<-hold
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	defer close(hold)
+	if st := p.Status(); st.State != Starting || st.Cause != CauseStarted {
+		t.Fatalf("at start: %+v", st)
+	}
+	var announced Status
+	select {
+	case announced = <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pane never settled")
+	}
+	got := make(chan Status, 1)
+	go func() { got <- p.Status() }()
+	select {
+	case st := <-got:
+		if st != announced || st.Cause != CauseQuiet {
+			t.Fatalf("Status %+v while the loop announces %+v", st, announced)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Status waited for the pane's loop")
+	}
+}
+
+// TestPTYCauses: typed input and an agent's hook are told apart from the
+// reason text.
+func TestPTYCauses(t *testing.T) {
+	p := startBash(t, nil)
+	eventually(t, 10*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	if err := p.SendText("sleep 0.3", true); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.Cause != CauseInput {
+		t.Fatalf("after input: %+v", st)
+	}
+	p.SetState(Waiting, "hook:Notification")
+	if st := p.Status(); st.State != Waiting || st.Cause != CauseHook || st.Reason != "hook:Notification" {
+		t.Fatalf("after a hook: %+v", st)
+	}
+	if err := p.SendText("exit 3", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("bash did not exit")
+	}
+	if st := p.Status(); st.Cause != CauseExit || st.Reason != "exited with code 3" {
+		t.Fatalf("after exit: %+v", st)
+	}
+	p.Close()
+	if st := p.Status(); st.Cause != CauseClosed || st.Reason != "closed" {
+		t.Fatalf("after close: %+v", st)
+	}
+}

@@ -15,6 +15,25 @@ const (
 	Error    State = "error"
 )
 
+// Cause is why a pane is in its state, for code to test; Status.Reason
+// says it for people.
+type Cause string
+
+// The causes of a pane's state. The zero Cause is a status no pane
+// backend made (one read back from the store, or set by the supervisor).
+const (
+	CauseStarted Cause = "started" // the program was started
+	CauseAdopted Cause = "adopted" // a running tmux session was taken over
+	CauseOutput  Cause = "output"  // the program printed
+	CauseQuiet   Cause = "quiet"   // its output stayed quiet for the settle time
+	CauseInput   Cause = "input"   // input was typed into it
+	CauseHook    Cause = "hook"    // the agent's own hook said so
+	CauseScreen  Cause = "screen"  // a screen rule matched (Status.Rule names it)
+	CauseExit    Cause = "exit"    // the program ended by itself (or its session went away)
+	CauseStop    Cause = "stop"    // the program ended because it was stopped
+	CauseClosed  Cause = "closed"  // the pane was closed
+)
+
 // Status is a pane's state, why it has it, and since when.
 type Status struct {
 	State    State     `json:"state"`
@@ -22,16 +41,11 @@ type Status struct {
 	Since    time.Time `json:"since"`
 	PID      int       `json:"pid,omitempty"`
 	ExitCode *int      `json:"exit_code,omitempty"`
-	Cause Cause `json:"-"`
+	// Cause is Reason as a value to test; Rule names the screen rule
+	// when Cause is CauseScreen.
+	Cause Cause  `json:"-"`
+	Rule  string `json:"-"`
 }
 
 // Running reports whether the pane's process is alive.
 func (s Status) Running() bool { return s.State != Exited && s.State != Error }
-
-// TEMP stub
-type Cause string
-
-const (
-	CauseInput  Cause = "input"
-	CauseScreen Cause = "screen"
-)

@@ -1,20 +1,19 @@
 package pane
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,7 +43,7 @@ var (
 )
 
 func tmuxVersionOK() bool {
-	out, err := exec.Command("tmux", "-V").Output()
+	out, err := TmuxRunner{}.Run(context.Background(), nil, "-V")
 	if err != nil {
 		return false
 	}
@@ -65,7 +64,10 @@ type TmuxServer struct {
 	mu    sync.Mutex
 	panes map[string]*TmuxPane
 	wake  chan struct{}
-	quit  chan struct{}
+	// life ends when the server object is closed: it cuts short the
+	// poller's tmux call.
+	life  context.Context
+	end   context.CancelFunc
 	done  chan struct{}
 	start sync.Once
 }
@@ -73,9 +75,10 @@ type TmuxServer struct {
 // NewTmuxServer names the server of home: cicy-<hash of the home path>.
 func NewTmuxServer(home string, log *logrus.Entry) *TmuxServer {
 	sum := sha1.Sum([]byte(home))
+	life, end := context.WithCancel(context.Background())
 	return &TmuxServer{
 		Socket: "cicy-" + hex.EncodeToString(sum[:4]), log: log, home: home,
-		panes: map[string]*TmuxPane{}, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		panes: map[string]*TmuxPane{}, wake: make(chan struct{}, 1), life: life, end: end, done: make(chan struct{}),
 	}
 }
 
@@ -99,16 +102,20 @@ func (s *TmuxServer) AttachCommand(name string) []string {
 // tab or an emoji into "_" when LANG is unset).
 func (s *TmuxServer) base() []string { return []string{"-u", "-L", s.Socket, "-f", "/dev/null"} }
 
-func (s *TmuxServer) run(args ...string) ([]byte, error) {
-	cmd := exec.Command("tmux", append(s.base(), args...)...)
-	cmd.Env = clientEnv(os.Environ())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("tmux %s: %s", args[0], strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+// tmux runs the commands of this server, in the environment clientEnv
+// leaves.
+func (s *TmuxServer) tmux() TmuxRunner {
+	return TmuxRunner{Args: s.base(), Env: clientEnv(os.Environ())}
+}
+
+// run runs one tmux command on this server.
+func (s *TmuxServer) run(ctx context.Context, args ...string) ([]byte, error) {
+	return s.tmux().Run(ctx, nil, args...)
+}
+
+// noServer reports whether err says that the server is not running.
+func noServer(err error) bool {
+	return strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")
 }
 
 // clientEnv is the environment of our tmux calls: what tmux needs (its
@@ -182,8 +189,8 @@ func (s *TmuxServer) ForgetGlobal(names ...string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	_, err := s.run(args...)
-	if err != nil && (strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting")) {
+	_, err := s.run(context.Background(), args...)
+	if err != nil && noServer(err) {
 		return nil
 	}
 	return err
@@ -203,10 +210,10 @@ type paneInfo struct {
 }
 
 // list reads every session's pane: liveness, exit status, last activity.
-func (s *TmuxServer) list() (map[string]paneInfo, error) {
-	out, err := s.run("list-panes", "-a", "-F", "#{session_name}|#{pane_pid}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{pane_dead_signal}")
+func (s *TmuxServer) list(ctx context.Context) (map[string]paneInfo, error) {
+	out, err := s.run(ctx, "list-panes", "-a", "-F", "#{session_name}|#{pane_pid}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{pane_dead_signal}")
 	if err != nil {
-		if strings.Contains(err.Error(), "no server running") || strings.Contains(err.Error(), "error connecting") {
+		if noServer(err) {
 			return map[string]paneInfo{}, nil
 		}
 		return nil, err
@@ -229,7 +236,7 @@ func (s *TmuxServer) list() (map[string]paneInfo, error) {
 
 // Sessions lists the sessions the server runs now.
 func (s *TmuxServer) Sessions() (map[string]bool, error) {
-	infos, err := s.list()
+	infos, err := s.list(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -248,12 +255,12 @@ func (s *TmuxServer) poll() {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.quit:
+		case <-s.life.Done():
 			return
 		case <-s.wake:
 		case <-t.C:
 		}
-		busy, watch := s.sweep(s.list)
+		busy, watch := s.sweep(func() (map[string]paneInfo, error) { return s.list(s.life) })
 		interval = 5 * time.Second
 		switch {
 		case watch:
@@ -313,11 +320,7 @@ func (s *TmuxServer) poke() {
 func (s *TmuxServer) Close() {
 	// A poller that never started cannot close done itself.
 	s.start.Do(func() { close(s.done) })
-	select {
-	case <-s.quit:
-	default:
-		close(s.quit)
-	}
+	s.end()
 	<-s.done
 }
 
@@ -338,25 +341,25 @@ func (s *TmuxServer) unregister(p *TmuxPane) {
 }
 
 // TmuxPane is a pane whose program runs in a session of the private tmux
-// server. Its state is guarded by mu: it is written by the poller (one
-// goroutine) and by input methods, read by everyone.
+// server. Its state machine is guarded by mu, which no one holds across a
+// tmux call or a wait: it is moved by the poller (one goroutine) and by
+// input methods. Readers take the copy published on every change.
 type TmuxPane struct {
 	srv  *TmuxServer
 	name string
 	opts Options
 
 	mu           sync.Mutex
-	status       Status
-	lastActivity time.Time
-	busySince    time.Time // last input or output
-	exited       chan struct{}
-	exitOnce     sync.Once
-	stopWhy      string
-	// Agent panes (opts.Rules set): when a hook last spoke, and the
-	// activity the screen rules last looked at.
-	lastHook     time.Time
+	m            machine
+	pubRev       uint64    // the machine's rev last published
+	lastActivity time.Time // tmux's last activity of the pane
+	// classifiedAt is the activity an agent's screen rules last looked at.
 	classifiedAt time.Time
-	inputAt      time.Time // typed input: the screen has not caught up yet
+	stopWhy      string
+
+	status   atomic.Pointer[Status]
+	exited   chan struct{}
+	exitOnce sync.Once
 }
 
 // Start creates the session running opts.Argv in opts.Dir.
@@ -394,17 +397,17 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	// attach.
 	setup := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"bind-key", "-n", "C-q", "detach-client", ";"}
-	if _, err := s.run(append(setup, args...)...); err != nil {
+	if _, err := s.run(context.Background(), append(setup, args...)...); err != nil {
 		_ = os.Remove(envFile)
 		return nil, err
 	}
-	p := s.newPane(name, opts, Status{State: Starting, Reason: "started in tmux session " + name, Since: time.Now()})
+	p := s.newPane(name, opts, Status{State: Starting, Cause: CauseStarted, Reason: "started in tmux session " + name, Since: time.Now()})
 	return p, nil
 }
 
 // Adopt takes over a session a previous supervisor started.
 func (s *TmuxServer) Adopt(name string, opts Options) (*TmuxPane, error) {
-	infos, err := s.list()
+	infos, err := s.list(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +415,7 @@ func (s *TmuxServer) Adopt(name string, opts Options) (*TmuxPane, error) {
 	if !ok {
 		return nil, ErrNoSession
 	}
-	st := Status{State: Idle, Reason: "re-adopted after a supervisor restart", Since: time.Now(), PID: info.pid}
+	st := Status{State: Idle, Cause: CauseAdopted, Reason: "re-adopted after a supervisor restart", Since: time.Now(), PID: info.pid}
 	p := s.newPane(name, opts, st)
 	p.observe(info, true)
 	return p, nil
@@ -425,7 +428,9 @@ func (s *TmuxServer) newPane(name string, opts Options, st Status) *TmuxPane {
 	if opts.Log == nil {
 		opts.Log = s.log
 	}
-	p := &TmuxPane{srv: s, name: name, opts: opts, status: st, exited: make(chan struct{}), busySince: time.Now()}
+	p := &TmuxPane{srv: s, name: name, opts: opts, exited: make(chan struct{}),
+		m: newMachine(st, opts.Settle, opts.Rules != nil, opts.hookQuiet(), time.Now())}
+	p.status.Store(&st)
 	s.register(p)
 	if opts.OnChange != nil {
 		opts.OnChange(st)
@@ -433,58 +438,105 @@ func (s *TmuxServer) newPane(name string, opts Options, st Status) *TmuxPane {
 	return p
 }
 
+// publish stores a copy of the machine's status for Status if it changed.
+// Called with mu held.
+func (p *TmuxPane) publish() {
+	if p.pubRev != p.m.rev {
+		st := p.m.status
+		p.status.Store(&st)
+		p.pubRev = p.m.rev
+	}
+}
+
+// announce tells OnChange of a new state. Called without mu.
+func (p *TmuxPane) announce(st Status) {
+	if p.opts.OnChange != nil {
+		p.opts.OnChange(st)
+	}
+}
+
 // observe applies one poll; it reports whether the pane wants fast polls.
 func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
+	var end paneEnd
+	if ok && info.dead && p.Status().Running() {
+		end = p.ending(info) // reads the exit status file: not under mu
+	}
+	now := time.Now()
 	p.mu.Lock()
-	var changed *Status
-	set := func(s State, reason string) {
-		p.status.State, p.status.Reason, p.status.Since = s, reason, time.Now()
-		c := p.status
-		changed = &c
-	}
+	var changed bool
 	switch {
-	case !p.status.Running():
 	case !ok:
-		set(Exited, "its tmux session is gone")
-	case info.dead:
-		code, known := p.exitStatus(info)
-		reason := "exited (its exit status is unknown)"
-		switch {
-		case info.deadSignal > 0:
-			reason = "killed by signal " + signalName(syscall.Signal(info.deadSignal))
-		case known:
-			reason = fmt.Sprintf("exited with code %d", code)
-		}
-		if known {
-			p.status.ExitCode = &code
-		}
+		cause := CauseExit
 		if p.stopWhy != "" {
-			reason = p.stopWhy + ": " + reason
+			cause = CauseStop
 		}
-		set(Exited, reason)
-	default:
-		p.status.PID = info.pid
-		if info.activity.After(p.lastActivity) {
-			if p.opts.Rules == nil && !p.lastActivity.IsZero() && p.status.State == Idle {
-				set(Busy, "output")
-			}
-			p.lastActivity = info.activity
-			p.busySince = time.Now()
+		changed = p.m.exit(now, cause, "its tmux session is gone", nil)
+	case info.dead:
+		if end.reason != "" {
+			changed = p.m.exit(now, end.cause, end.reason, end.code)
 		}
-		if p.opts.Rules == nil && (p.status.State == Starting || p.status.State == Busy) && time.Since(p.busySince) >= p.opts.Settle {
-			set(Idle, fmt.Sprintf("output quiet for %s", p.opts.Settle))
-		}
+	case p.m.running():
+		p.m.setPID(info.pid)
+		changed = p.sawActivity(now, info.activity)
 	}
-	fast := p.status.State == Starting || p.status.State == Busy
-	running := p.status.Running()
+	p.publish()
+	st := p.m.status
 	p.mu.Unlock()
-	if !running {
+	if !st.Running() {
 		p.exitOnce.Do(func() { close(p.exited) })
 	}
-	if changed != nil && p.opts.OnChange != nil {
-		p.opts.OnChange(*changed)
+	if changed {
+		p.announce(st)
 	}
-	return fast
+	return st.State == Starting || st.State == Busy
+}
+
+// sawActivity applies tmux's last activity of the running pane: output
+// since the last poll, or quiet for the settle time. The first activity
+// seen is not output: it is from before. Called with mu held.
+func (p *TmuxPane) sawActivity(now, activity time.Time) bool {
+	changed := false
+	if activity.After(p.lastActivity) {
+		if p.lastActivity.IsZero() {
+			p.m.activity(now)
+		} else {
+			changed = p.m.output(now)
+		}
+		p.lastActivity = activity
+	}
+	if p.m.quiet(now) {
+		changed = true
+	}
+	return changed
+}
+
+// paneEnd is how a pane's program ended.
+type paneEnd struct {
+	cause  Cause
+	reason string
+	code   *int
+}
+
+// ending describes the end of a program tmux reports dead.
+func (p *TmuxPane) ending(info paneInfo) paneEnd {
+	code, known := p.exitStatus(info)
+	end := paneEnd{cause: CauseExit, reason: "exited (its exit status is unknown)"}
+	switch {
+	case info.deadSignal > 0:
+		end.reason = "killed by signal " + signalName(syscall.Signal(info.deadSignal))
+	case known:
+		end.reason = fmt.Sprintf("exited with code %d", code)
+	}
+	if known {
+		end.code = &code
+	}
+	p.mu.Lock()
+	why := p.stopWhy
+	p.mu.Unlock()
+	if why != "" {
+		end.cause, end.reason = CauseStop, why+": "+end.reason
+	}
+	return end
 }
 
 // classify applies the screen rules of an agent pane when its hooks have
@@ -496,28 +548,23 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 		return false
 	}
 	p.mu.Lock()
-	look := p.status.Running() && time.Since(p.lastHook) >= p.opts.hookQuiet() &&
-		time.Since(p.inputAt) >= inputGrace &&
-		(info.activity.After(p.classifiedAt) || p.status.State != Idle)
+	look, _ := p.m.mayLook(time.Now())
+	look = look && (info.activity.After(p.classifiedAt) || p.m.status.State != Idle)
 	p.mu.Unlock()
 	if !look {
 		return false
 	}
-	v, ok := p.opts.Rules.Classify(p.Screen())
+	v, ok := p.opts.Rules.Classify(p.screen(p.srv.life))
 	p.mu.Lock()
 	p.classifiedAt = info.activity
-	var changed *Status
-	if ok && p.status.Running() && time.Since(p.lastHook) >= p.opts.hookQuiet() && v.State != p.status.State {
-		p.status.State, p.status.Reason, p.status.Since = v.State, "screen:"+v.Rule.Name, time.Now()
-		c := p.status
-		changed = &c
-	}
-	fast := p.status.State == Starting || p.status.State == Busy
+	changed := ok && p.m.screen(time.Now(), v)
+	p.publish()
+	st := p.m.status
 	p.mu.Unlock()
-	if changed != nil && p.opts.OnChange != nil {
-		p.opts.OnChange(*changed)
+	if changed {
+		p.announce(st)
 	}
-	return fast
+	return st.State == Starting || st.State == Busy
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it
@@ -525,24 +572,16 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 // program ended keeps its exit.
 func (p *TmuxPane) SetState(s State, reason string) {
 	p.mu.Lock()
-	if !p.status.Running() {
+	if !p.m.running() {
 		p.mu.Unlock()
 		return
 	}
-	p.lastHook = time.Now()
-	var changed *Status
-	if p.status.State != s {
-		p.status.State, p.status.Since = s, time.Now()
-		c := p.status
-		changed = &c
-	}
-	p.status.Reason = reason
-	if changed != nil {
-		changed.Reason = reason
-	}
+	changed := p.m.hook(time.Now(), s, reason)
+	p.publish()
+	st := p.m.status
 	p.mu.Unlock()
-	if changed != nil && p.opts.OnChange != nil {
-		p.opts.OnChange(*changed)
+	if changed {
+		p.announce(st)
 	}
 	p.srv.poke()
 }
@@ -550,7 +589,6 @@ func (p *TmuxPane) SetState(s State, reason string) {
 // exitStatus is the program's exit status: the file its wrapper wrote,
 // else tmux's (tmux 3.3 marks a pane dead at the end of its output and
 // does not always record the status of the process it reaps after).
-// Called with mu held.
 func (p *TmuxPane) exitStatus(info paneInfo) (int, bool) {
 	if b, err := os.ReadFile(p.srv.statusFile(p.name)); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -569,18 +607,16 @@ func (p *TmuxPane) Name() string { return p.name }
 // Exited is closed once the program has ended.
 func (p *TmuxPane) Exited() <-chan struct{} { return p.exited }
 
-// Status returns the pane's state.
-func (p *TmuxPane) Status() Status {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.status
-}
+// Status returns the pane's state, without waiting for anyone.
+func (p *TmuxPane) Status() Status { return *p.status.Load() }
 
 func (p *TmuxPane) target() string { return "=" + p.name + ":main.0" }
 
 // Screen returns the visible screen, trailing blank lines removed.
-func (p *TmuxPane) Screen() string {
-	out, err := p.srv.run("capture-pane", "-p", "-t", p.target())
+func (p *TmuxPane) Screen() string { return p.screen(context.Background()) }
+
+func (p *TmuxPane) screen(ctx context.Context) string {
+	out, err := p.srv.run(ctx, "capture-pane", "-p", "-t", p.target())
 	if err != nil {
 		return ""
 	}
@@ -594,21 +630,16 @@ func (p *TmuxPane) Screen() string {
 // input marks the pane busy: the program has work.
 func (p *TmuxPane) input() error {
 	p.mu.Lock()
-	if !p.status.Running() {
+	if !p.m.running() {
 		p.mu.Unlock()
 		return ErrExited
 	}
-	var changed *Status
-	if p.status.State == Idle || p.status.State == Starting {
-		p.status.State, p.status.Reason, p.status.Since = Busy, "input", time.Now()
-		c := p.status
-		changed = &c
-	}
-	p.busySince = time.Now()
-	p.inputAt = time.Now()
+	changed := p.m.input(time.Now())
+	p.publish()
+	st := p.m.status
 	p.mu.Unlock()
-	if changed != nil && p.opts.OnChange != nil {
-		p.opts.OnChange(*changed)
+	if changed {
+		p.announce(st)
 	}
 	p.srv.poke()
 	return nil
@@ -621,19 +652,17 @@ func (p *TmuxPane) SendText(text string, enter bool) error {
 	if err := p.input(); err != nil {
 		return err
 	}
+	ctx := context.Background()
 	if text != "" {
 		if strings.Contains(text, "\n") {
 			buf := "cicy-" + p.name
-			cmd := exec.Command("tmux", append(p.srv.base(), "load-buffer", "-b", buf, "-")...)
-			cmd.Env = clientEnv(os.Environ())
-			cmd.Stdin = strings.NewReader(text)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("tmux load-buffer: %s", strings.TrimSpace(string(out)))
-			}
-			if _, err := p.srv.run("paste-buffer", "-p", "-d", "-b", buf, "-t", p.target()); err != nil {
+			if _, err := p.srv.tmux().Run(ctx, strings.NewReader(text), "load-buffer", "-b", buf, "-"); err != nil {
 				return err
 			}
-		} else if _, err := p.srv.run("send-keys", "-l", "-t", p.target(), "--", text); err != nil {
+			if _, err := p.srv.run(ctx, "paste-buffer", "-p", "-d", "-b", buf, "-t", p.target()); err != nil {
+				return err
+			}
+		} else if _, err := p.srv.run(ctx, "send-keys", "-l", "-t", p.target(), "--", text); err != nil {
 			return err
 		}
 	}
@@ -643,7 +672,7 @@ func (p *TmuxPane) SendText(text string, enter bool) error {
 	if text != "" && p.opts.EnterDelay > 0 {
 		time.Sleep(p.opts.EnterDelay)
 	}
-	_, err := p.srv.run("send-keys", "-t", p.target(), "Enter")
+	_, err := p.srv.run(ctx, "send-keys", "-t", p.target(), "Enter")
 	return err
 }
 
@@ -656,21 +685,22 @@ func (p *TmuxPane) SendKeys(b []byte) error {
 	for _, c := range b {
 		args = append(args, fmt.Sprintf("%02x", c))
 	}
-	_, err := p.srv.run(args...)
+	_, err := p.srv.run(context.Background(), args...)
 	return err
 }
 
 // Resize sets the session's window size.
 func (p *TmuxPane) Resize(rows, cols uint16) error {
-	_, err := p.srv.run("resize-window", "-t", "="+p.name+":main", "-x", strconv.Itoa(int(cols)), "-y", strconv.Itoa(int(rows)))
+	_, err := p.srv.run(context.Background(), "resize-window", "-t", "="+p.name+":main", "-x", strconv.Itoa(int(cols)), "-y", strconv.Itoa(int(rows)))
 	return err
 }
 
 // Stop ends the program (SIGHUP and SIGTERM to its process group, SIGKILL
-// after grace) and removes the session.
+// after grace) and removes the session. It holds mu only to read and
+// write the state, never across a signal's wait or a tmux call.
 func (p *TmuxPane) Stop(grace time.Duration, why string) {
 	p.mu.Lock()
-	pid, running := p.status.PID, p.status.Running()
+	pid, running := p.m.status.PID, p.m.running()
 	if p.stopWhy == "" {
 		p.stopWhy = why
 	}
@@ -686,20 +716,22 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 		p.waitDead(ctx)
 		cancel()
 	}
-	_, _ = p.srv.run("kill-session", "-t", "="+p.name)
+	if _, err := p.srv.run(context.Background(), "kill-session", "-t", "="+p.name); err != nil {
+		p.opts.Log.WithError(err).Debug("Kill the pane's session")
+	}
 	_ = os.Remove(p.srv.envFile(p.name)) // a program that never started
 	p.mu.Lock()
-	if p.status.Running() {
-		p.status.State, p.status.Reason, p.status.Since = Exited, why+": session killed", time.Now()
-	}
+	p.m.exit(time.Now(), CauseStop, why+": session killed", nil)
+	p.publish()
 	p.mu.Unlock()
 	p.exitOnce.Do(func() { close(p.exited) })
 }
 
-// waitDead polls the pane until its program is dead or ctx ends.
+// waitDead polls the pane until its program is dead or ctx ends. Each
+// look is a whole tmux call, even when ctx ends meanwhile.
 func (p *TmuxPane) waitDead(ctx context.Context) {
 	for {
-		infos, err := p.srv.list()
+		infos, err := p.srv.list(context.Background())
 		if err == nil {
 			info, ok := infos[p.name]
 			p.observe(info, ok)
@@ -722,7 +754,7 @@ func (p *TmuxPane) Close() { p.srv.unregister(p) }
 // KillServer ends this home's tmux server and every session in it; a
 // server that is not running is not an error.
 func (s *TmuxServer) KillServer() error {
-	if _, err := s.run("kill-server"); err != nil && !strings.Contains(err.Error(), "no server running") && !strings.Contains(err.Error(), "error connecting") {
+	if _, err := s.run(context.Background(), "kill-server"); err != nil && !noServer(err) {
 		return err
 	}
 	return nil

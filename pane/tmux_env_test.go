@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -68,7 +69,7 @@ func TestTmuxEnvNotInArguments(t *testing.T) {
 			t.Fatalf("the environment file of %s is still there (%v)", name, err)
 		}
 		// The server process itself.
-		pid, err := s.run("display-message", "-p", "#{pid}")
+		pid, err := s.run(context.Background(), "display-message", "-p", "#{pid}")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func TestTmuxForgetGlobal(t *testing.T) {
 	if err := s.ForgetGlobal("CICY_TEST_OLD_SECRET"); err != nil {
 		t.Fatalf("without a server: %v", err)
 	}
-	if _, err := s.run("list-sessions"); err == nil {
+	if _, err := s.run(context.Background(), "list-sessions"); err == nil {
 		t.Fatal("ForgetGlobal started a server")
 	}
 	start := exec.Command("tmux", append(s.base(), "new-session", "-d", "-s", "old", "sleep", "60")...)

@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -143,7 +144,7 @@ func TestTmuxPaneCreatedDuringASweep(t *testing.T) {
 	}
 	var late *TmuxPane
 	s.sweep(func() (map[string]paneInfo, error) {
-		infos, err := s.list()
+		infos, err := s.list(context.Background())
 		// A pane starts right after the sessions were read.
 		if late, err = s.Start("late", bashOpts(t)); err != nil {
 			t.Fatal(err)
@@ -154,5 +155,41 @@ func TestTmuxPaneCreatedDuringASweep(t *testing.T) {
 		if st := p.Status(); !st.Running() {
 			t.Fatalf("pane %s is %s (%s) though its session runs", p.Name(), st.State, st.Reason)
 		}
+	}
+}
+
+// TestTmuxCauses: a tmux pane's causes, and its Status answers while the
+// pane's mutex is held (by the poller or an input, say).
+func TestTmuxCauses(t *testing.T) {
+	s := tmuxServer(t)
+	p, err := s.Start("w-1", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.State != Starting || st.Cause != CauseStarted {
+		t.Fatalf("at start: %+v", st)
+	}
+	eventually(t, 15*time.Second, "idle", func() bool { return p.Status().State == Idle })
+	if st := p.Status(); st.Cause != CauseQuiet {
+		t.Fatalf("settled: %+v", st)
+	}
+	if err := p.SendText("sleep 1", true); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Status, 1)
+	p.mu.Lock()
+	go func() { got <- p.Status() }()
+	var st Status
+	select {
+	case st = <-got:
+	case <-time.After(10 * time.Second):
+	}
+	p.mu.Unlock()
+	if st.State != Busy || st.Cause != CauseInput {
+		t.Fatalf("after input, with the mutex held: %+v", st)
+	}
+	p.Stop(time.Second, "killed")
+	if st := p.Status(); st.State != Exited || st.Cause != CauseStop || !strings.HasPrefix(st.Reason, "killed: ") {
+		t.Fatalf("after stop: %+v", st)
 	}
 }

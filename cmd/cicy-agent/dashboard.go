@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
@@ -179,14 +180,14 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 	if s := c.String("tmux-socket"); s != "" {
 		base = append(base, "-L", s)
 	}
+	runner := pane.TmuxRunner{Args: base}
+	if len(base) > 0 {
+		runner.Env = withoutTMUX(os.Environ())
+	}
 	tmux := func(args ...string) (string, error) {
-		cmd := exec.Command("tmux", append(append([]string{}, base...), args...)...)
-		if len(base) > 0 {
-			cmd.Env = withoutTMUX(os.Environ())
-		}
-		out, err := cmd.CombinedOutput()
+		out, err := runner.Run(c.Context, nil, args...)
 		if err != nil {
-			return "", fmt.Errorf("tmux %s: %s", args[0], strings.TrimSpace(string(out)))
+			return "", err
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
