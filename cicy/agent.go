@@ -162,7 +162,7 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.status = Status{State: Idle, Reason: reason, Since: env.Now()}
+	a.status = Status{State: Idle, Cause: CauseRestored, Reason: reason, Since: env.Now()}
 	a.restoreMemory()
 	go a.loop()
 	return a, nil
@@ -427,8 +427,8 @@ func (a *Agent) broadcast(e Event) {
 	}
 }
 
-func (a *Agent) setStatus(s State, reason string) {
-	a.status = Status{State: s, Reason: reason, Since: a.env.Now()}
+func (a *Agent) setStatus(s State, c Cause, reason string) {
+	a.status = Status{State: s, Cause: c, Reason: reason, Since: a.env.Now()}
 	if a.env.OnStatus != nil {
 		a.env.OnStatus(a.status)
 	}

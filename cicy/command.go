@@ -66,7 +66,7 @@ func (a *Agent) clear() TurnResult {
 	if err != nil {
 		return TurnResult{Status: TurnFailed, Error: err.Error()}
 	}
-	a.setStatus(Idle, "cleared")
+	a.setStatus(Idle, CauseCommand, "cleared")
 	a.log.WithFields(map[string]any{"from": old, "to": a.convID}).Info("Conversation cleared")
 	return TurnResult{Status: TurnCompleted, Answer: "conversation cleared; new conversation " + a.convID}
 }
@@ -91,7 +91,7 @@ func (a *Agent) startCompact(w chan TurnResult) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hist, convID := a.hist, a.convID
 	a.hist, a.running, a.cancel = nil, true, cancel
-	a.setStatus(Busy, "compacting")
+	a.setStatus(Busy, CauseCommand, "compacting")
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
@@ -100,9 +100,9 @@ func (a *Agent) startCompact(w chan TurnResult) {
 		a.post(func() {
 			a.hist, a.running, a.cancel = newHist, false, nil
 			if res.Status == TurnCompleted {
-				a.setStatus(Idle, "compacted")
+				a.setStatus(Idle, CauseCommand, "compacted")
 			} else {
-				a.setStatus(Idle, "compact failed: "+res.Error)
+				a.setStatus(Idle, CauseCommand, "compact failed: "+res.Error)
 			}
 			a.broadcast(Event{Kind: "system", Text: res.Answer + res.Error})
 			reply(w, res)

@@ -14,9 +14,21 @@ const (
 	Closed State = "exited"
 )
 
+// Cause is what set a loop's state, for code to test; Status.Reason says
+// it for people.
+type Cause string
+
+// The causes of a loop's state.
+const (
+	CauseRestored Cause = "restored" // the loop started, its conversation read from disk
+	CauseTurn     Cause = "turn"     // a turn began or ended
+	CauseCommand  Cause = "command"  // /compact or /clear
+)
+
 // Status is the loop's state, why it has it, and since when.
 type Status struct {
 	State  State
+	Cause  Cause
 	Reason string
 	Since  time.Time
 }

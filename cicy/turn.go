@@ -49,7 +49,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
 	a.hist, a.running, a.cancel, a.waiters = nil, true, cancel, waiters
 	a.reply = j.reply
-	a.setStatus(Busy, "turn "+j.id)
+	a.setStatus(Busy, CauseTurn, "turn "+j.id)
 	a.broadcast(Event{Kind: "user", Text: text})
 	a.jobs.Add(1)
 	go func() {
@@ -66,11 +66,11 @@ func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
 	a.reply = j.reply
 	switch res.Status {
 	case TurnCompleted:
-		a.setStatus(Idle, "turn "+j.id+" done")
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" done")
 	case TurnCancelled:
-		a.setStatus(Idle, "turn "+j.id+" cancelled")
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" cancelled")
 	default:
-		a.setStatus(Idle, "turn "+j.id+" failed: "+res.Error)
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" failed: "+res.Error)
 	}
 	a.broadcast(Event{Kind: "turn_end", Status: res.Status, Text: res.Answer})
 	if res.Status == TurnCompleted {

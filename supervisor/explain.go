@@ -22,8 +22,9 @@ func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 	if sc, err := s.Screen(id, 0); err == nil {
 		x.Screen = sc.Screen
 	}
-	x.Signal = signalOf(x.Pane, s.cfg.Settle)
-	e.kind().Explain(&x)
+	k := e.kind()
+	x.Signal = signalOf(k.Status(), e.cfg.Type, s.cfg.Settle)
+	k.Explain(&x)
 	return x, nil
 }
 
@@ -50,31 +51,26 @@ func rulesVerdict(home, typ, screen string) api.RulesVerdict {
 		Note: "rule " + v.Rule.Describe()}
 }
 
-// signalOf reads the signal behind a pane's state from its reason.
-func signalOf(p api.PaneInfo, settle time.Duration) api.Signal {
-	r := p.Reason
-	sig := api.Signal{At: p.Since, Detail: r}
+// signalOf is the signal behind a terminal pane's state, from its cause.
+func signalOf(st pane.Status, typ string, settle time.Duration) api.Signal {
+	sig := api.Signal{At: st.Since, Detail: st.Reason}
 	switch {
-	case p.State == string(pane.Exited) || p.State == string(pane.Error):
+	case !st.Running():
 		sig.Kind = "process"
-	case strings.HasPrefix(r, "hook:"):
-		sig.Kind, sig.Name = "hook", strings.TrimPrefix(r, "hook:")
-		sig.Detail = fmt.Sprintf("the %s hook %s set it", p.Type, sig.Name)
-	case strings.HasPrefix(r, "screen:"):
-		sig.Kind, sig.Name = "screen_rule", strings.TrimPrefix(r, "screen:")
+	case st.Cause == pane.CauseHook:
+		sig.Kind, sig.Name = "hook", strings.TrimPrefix(st.Reason, "hook:")
+		sig.Detail = fmt.Sprintf("the %s hook %s set it", typ, sig.Name)
+	case st.Cause == pane.CauseScreen:
+		sig.Kind, sig.Name = "screen_rule", st.Rule
 		sig.Detail = fmt.Sprintf("the screen rule %s matched the screen (no hook had spoken recently)", sig.Name)
-	case r == "output":
+	case st.Cause == pane.CauseOutput:
 		sig.Kind, sig.Detail = "output", "the program wrote output"
-	case strings.HasPrefix(r, "output quiet"):
+	case st.Cause == pane.CauseQuiet:
 		sig.Kind, sig.Detail = "quiet", fmt.Sprintf("the program's output has been quiet for %s", settle)
-	case r == "input":
+	case st.Cause == pane.CauseInput:
 		sig.Kind, sig.Detail = "input", "input was typed into the pane"
-	case strings.HasPrefix(r, "started") || strings.HasPrefix(r, "re-adopted"):
+	case st.Cause == pane.CauseStarted || st.Cause == pane.CauseAdopted:
 		sig.Kind = "start"
-	case p.Type == "cicy" && strings.HasPrefix(r, "turn "):
-		sig.Kind = "turn"
-	case p.Type == "cicy":
-		sig.Kind = "command"
 	default:
 		sig.Kind = "other"
 	}

@@ -94,6 +94,12 @@ func (p *cicyKind) Describe(pi *api.PaneInfo) {
 
 func (p *cicyKind) Explain(x *api.Explanation) {
 	x.Rules.Note = "cicy panes have no screen: their state is their turn's"
+	switch p.a.Status().Cause {
+	case cicy.CauseTurn:
+		x.Signal.Kind = "turn"
+	case cicy.CauseCommand, cicy.CauseRestored:
+		x.Signal.Kind = "command"
+	}
 	r := p.a.Reply()
 	x.Turn = &api.TurnSeen{ID: r.TurnID, Status: r.Status, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt,
 		ToolCalls: len(r.ToolCalls), Messages: p.a.MessageCount()}
