@@ -34,11 +34,12 @@ func (x *exchange) anthropic() {
 		stop = "tool_use"
 	}
 	content := []obj{block}
+	read, write := x.turn.cache(x.inTokens)
 	usage := obj{
-		"input_tokens":                x.inTokens,
+		"input_tokens":                x.inTokens - read - write,
 		"output_tokens":               tokensOf(content),
-		"cache_creation_input_tokens": 0,
-		"cache_read_input_tokens":     0,
+		"cache_creation_input_tokens": write,
+		"cache_read_input_tokens":     read,
 	}
 	msg := obj{
 		"id": x.s.newID("msg"), "type": "message", "role": "assistant",
@@ -57,8 +58,8 @@ func (x *exchange) anthropic() {
 	start := maps.Clone(msg)
 	start["content"], start["stop_reason"] = []obj{}, nil
 	start["usage"] = obj{
-		"input_tokens": x.inTokens, "output_tokens": 1,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"input_tokens": usage["input_tokens"], "output_tokens": 1,
+		"cache_creation_input_tokens": write, "cache_read_input_tokens": read,
 	}
 	st.event("message_start", obj{"type": "message_start", "message": start})
 	st.event("ping", obj{"type": "ping"})

@@ -32,10 +32,12 @@ func (x *exchange) chat() {
 		finish = "tool_calls"
 	}
 	outTokens := tokensOf(message)
+	read, _ := x.turn.cache(x.inTokens)
 	usage := obj{
-		"prompt_tokens":     x.inTokens,
-		"completion_tokens": outTokens,
-		"total_tokens":      x.inTokens + outTokens,
+		"prompt_tokens":         x.inTokens,
+		"completion_tokens":     outTokens,
+		"total_tokens":          x.inTokens + outTokens,
+		"prompt_tokens_details": obj{"cached_tokens": read},
 	}
 	id, created, model := x.s.newID("chatcmpl"), time.Now().Unix(), x.modelName()
 

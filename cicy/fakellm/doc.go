@@ -26,6 +26,9 @@
 //	                    (Claude Bash, Codex exec_command or shell, opencode
 //	                    bash) that runs CMD
 //	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments
+//	[[cache=R/W]]       report R of the input tokens as read from the prompt
+//	                    cache and W (Anthropic only; "/W" is optional) as
+//	                    written to it, in each API's own usage fields
 //	[[status=N]]        fail with HTTP status N (400-599) and an error body in
 //	                    the API's own shape; a 401's message echoes the
 //	                    x-api-key and Authorization headers it got, as some

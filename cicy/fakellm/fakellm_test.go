@@ -220,3 +220,31 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+func TestCacheDirectiveInUsage(t *testing.T) {
+	s := startServer(t, nil)
+	for _, a := range apis {
+		t.Run(a.name, func(t *testing.T) {
+			resp := postJSON(t, s.URL+a.path, a.body(params{prompt: "[[cache=7/3]]", tools: true}))
+			var body struct {
+				Usage map[string]any `json:"usage"`
+			}
+			decodeBody(t, resp, &body)
+			u := body.Usage
+			switch a.name {
+			case "anthropic":
+				if u["cache_read_input_tokens"] != 7.0 || u["cache_creation_input_tokens"] != 3.0 {
+					t.Errorf("usage %v", u)
+				}
+			case "chat":
+				if d, _ := u["prompt_tokens_details"].(map[string]any); d["cached_tokens"] != 7.0 {
+					t.Errorf("usage %v", u)
+				}
+			default:
+				if d, _ := u["input_tokens_details"].(map[string]any); d["cached_tokens"] != 7.0 {
+					t.Errorf("usage %v", u)
+				}
+			}
+		})
+	}
+}

@@ -61,9 +61,10 @@ func (x *exchange) responses() {
 			"call_id": x.s.newID("call"), "name": ans.call.name, "arguments": ans.call.argsJSON()}
 	}
 	outTokens := tokensOf(out)
+	read, _ := x.turn.cache(x.inTokens)
 	usage := obj{
 		"input_tokens":          x.inTokens,
-		"input_tokens_details":  obj{"cached_tokens": 0},
+		"input_tokens_details":  obj{"cached_tokens": read},
 		"output_tokens":         outTokens,
 		"output_tokens_details": obj{"reasoning_tokens": 0},
 		"total_tokens":          x.inTokens + outTokens,

@@ -59,6 +59,23 @@ func (t *turn) status() int {
 	return n
 }
 
+// cache is the prompt-cache use asked for by [[cache=READ/WRITE]] out of
+// in input tokens: READ tokens read from the cache and WRITE written to it
+// (WRITE and its slash are optional), each clamped so that together they
+// stay within in. Without the directive both are 0.
+func (t *turn) cache(in int) (read, write int) {
+	spec, ok := parseDirectives(t.prompt)["cache"]
+	if !ok {
+		return 0, 0
+	}
+	r, w, _ := strings.Cut(spec, "/")
+	read, _ = strconv.Atoi(strings.TrimSpace(r))
+	write, _ = strconv.Atoi(strings.TrimSpace(w))
+	read = min(max(read, 0), in)
+	write = min(max(write, 0), in-read)
+	return read, write
+}
+
 // delay is how long [[delay=N]] holds the turn. Only requests that offer
 // tools and are neither a tool follow-up nor structured-output requests are
 // held.
@@ -164,7 +181,7 @@ func (tl *tool) call(args map[string]any) *toolCall {
 }
 
 // directiveRE matches one [[key=value]] directive; "]]" ends the value.
-var directiveRE = regexp.MustCompile(`(?s)\[\[(delay|reply|shell|tool|status)=(.*?)\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(delay|reply|shell|tool|status|cache)=(.*?)\]\]`)
 
 // parseDirectives returns the directives in text by key, values trimmed;
 // when a key repeats the last one wins.

@@ -78,3 +78,24 @@ func TestPieces(t *testing.T) {
 		t.Errorf("truncateRunes = %q", got)
 	}
 }
+
+func TestCacheDirectiveClamped(t *testing.T) {
+	cases := []struct {
+		prompt      string
+		in          int
+		read, write int
+	}{
+		{"no directive", 100, 0, 0},
+		{"[[cache=30/20]]", 100, 30, 20},
+		{"[[cache=30]]", 100, 30, 0},
+		{"[[cache=90/50]]", 100, 90, 10},
+		{"[[cache=500]]", 100, 100, 0},
+		{"[[cache=-3/x]]", 100, 0, 0},
+	}
+	for _, c := range cases {
+		tr := turn{prompt: c.prompt}
+		if r, w := tr.cache(c.in); r != c.read || w != c.write {
+			t.Errorf("%q of %d: cache %d/%d, want %d/%d", c.prompt, c.in, r, w, c.read, c.write)
+		}
+	}
+}
