@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// maxBody bounds a request body the gateway reads; far above any real
+// agent request.
+const maxBody = 64 << 20
+
+// route is one served path.
+type route struct {
+	api  API
+	path string // appended to the upstream base URL
+	aux  string // the aux kind every request on this route has, or ""
+}
+
+// routes maps a request path, without any /v1 prefix, to its route.
+var routes = map[string]route{
+	"/messages":              {Anthropic, "/v1/messages", ""},
+	"/messages/count_tokens": {Anthropic, "/v1/messages/count_tokens", "count_tokens"},
+	"/chat/completions":      {Chat, "/chat/completions", ""},
+	"/responses":             {Responses, "/responses", ""},
+	"/responses/compact":     {Responses, "/responses/compact", "compact"},
+}
+
+// routeKey reduces a URL path to a routes key: no trailing slash and no
+// /v1 prefix.
+func routeKey(path string) string {
+	p := strings.TrimRight(path, "/")
+	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
+		p = p[len("/v1"):]
+	}
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// exchange is one request going through the gateway.
+type exchange struct {
+	g     *Gateway
+	w     http.ResponseWriter
+	r     *http.Request
+	route route
+	start time.Time
+	call  Call
+}
+
+// ServeHTTP routes, authenticates, forwards and meters one request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.enter() {
+		http.Error(w, "cicy gateway: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer g.inflight.Done()
+
+	key := routeKey(r.URL.Path)
+	rt, ok := routes[key]
+	switch {
+	case !ok && key == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
+		// The preflight some Claude Code versions send.
+		w.WriteHeader(http.StatusOK)
+		return
+	case !ok:
+		writeError(w, guessAPI(r), http.StatusNotFound, fmt.Sprintf("cicy gateway: no route for %s %s", r.Method, r.URL.Path))
+		return
+	case r.Method != http.MethodPost:
+		writeError(w, rt.api, http.StatusMethodNotAllowed, fmt.Sprintf("cicy gateway: %s needs POST", r.URL.Path))
+		return
+	}
+	x := &exchange{g: g, w: w, r: r, route: rt, start: time.Now()}
+	x.call.API, x.call.Aux = rt.api, rt.aux
+	x.serve()
+}
+
+// guessAPI is the API whose error shape suits a request that matched no
+// route: Anthropic's if it carries Anthropic's headers, else OpenAI's.
+func guessAPI(r *http.Request) API {
+	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
+		return Anthropic
+	}
+	return Chat
+}
+
+// serve runs the exchange after routing.
+func (x *exchange) serve() {
+	pane, reason := x.pane()
+	if reason != "" {
+		x.g.log.WithField("path", x.r.URL.Path).Info("refused a request: " + reason)
+		writeError(x.w, x.route.api, http.StatusUnauthorized, "cicy gateway: "+reason)
+		return
+	}
+	x.call.Pane = pane
+	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, maxBody))
+	if err != nil {
+		writeError(x.w, x.route.api, http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
+		return
+	}
+	body, inject := x.inspect(body)
+	if x.call.Aux == "" && x.g.cfg.Activity != nil {
+		x.g.cfg.Activity.RequestStarted(pane)
+		defer x.g.cfg.Activity.RequestEnded(pane)
+	}
+	x.forward(body, inject)
+	x.call.Latency = time.Since(x.start)
+	x.record()
+}
+
+// pane is the pane whose token the request carries, or the reason it is
+// refused. The reason never quotes the token.
+func (x *exchange) pane() (id, reason string) {
+	tok := x.r.Header.Get("x-api-key")
+	if tok == "" {
+		if a := x.r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			tok = strings.TrimSpace(a[7:])
+		}
+	}
+	if tok == "" {
+		return "", "no pane token (send it as x-api-key or Authorization: Bearer)"
+	}
+	id, ok := x.g.cfg.Panes.Pane(tok)
+	if !ok {
+		return "", "unknown pane token"
+	}
+	return id, ""
+}
+
+// inspect reads what the gateway needs from the request body: the model,
+// whether it streams, its aux kind. For a streaming Chat Completions
+// request without usage it returns the body with include_usage added and
+// inject set. A body in a Content-Encoding is forwarded as is, unread.
+func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
+	if enc := x.r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return body, false
+	}
+	req, err := parseRequest(body)
+	if err != nil {
+		x.g.log.WithField("pane", x.call.Pane).Debugf("request body not read: %v", err)
+		return body, false
+	}
+	x.call.Model, x.call.Stream = req.Model, req.Stream
+	if x.call.Aux == "" {
+		x.call.Aux = auxKind(x.r.Header, req)
+	}
+	if x.route.api != Chat || !req.Stream || req.includeUsage() {
+		return body, false
+	}
+	out, err := withIncludeUsage(body)
+	if err != nil {
+		x.g.log.WithField("pane", x.call.Pane).Debugf("include_usage not added: %v", err)
+		return body, false
+	}
+	return out, true
+}
+
+// forward sends the request upstream and relays the answer.
+func (x *exchange) forward(body []byte, inject bool) {
+	ctx := x.r.Context()
+	up, err := http.NewRequestWithContext(ctx, http.MethodPost, x.upstreamURL(), bytes.NewReader(body))
+	if err != nil {
+		x.fail(http.StatusBadGateway, "cicy gateway: bad upstream URL: "+err.Error())
+		return
+	}
+	x.upstreamHeader(up.Header)
+	resp, err := x.g.rt.RoundTrip(up)
+	if err != nil {
+		if ctx.Err() != nil {
+			x.call.Err = "client went away before the upstream answered"
+			return
+		}
+		x.fail(http.StatusBadGateway, "cicy gateway: upstream unreachable: "+plainErr(err))
+		return
+	}
+	defer resp.Body.Close()
+	x.call.Status = resp.StatusCode
+	x.relay(resp, inject)
+}
+
+// fail answers the client an error of the gateway's own.
+func (x *exchange) fail(code int, msg string) {
+	x.call.Status, x.call.Err = code, msg
+	x.g.log.WithFields(map[string]any{"pane": x.call.Pane, "api": x.call.API}).Warn(msg)
+	writeError(x.w, x.route.api, code, msg)
+}
+
+// plainErr is err without the request URL a *url.Error adds.
+func plainErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// upstreamURL is the URL the request goes to: the API's base URL, the
+// route's path and the client's query (Claude Code's ?beta=true).
+func (x *exchange) upstreamURL() string {
+	base := x.g.cfg.Upstreams.OpenAI
+	if x.route.api == Anthropic {
+		base = x.g.cfg.Upstreams.Anthropic
+	}
+	u := base + x.route.path
+	if x.r.URL.RawQuery != "" {
+		u += "?" + x.r.URL.RawQuery
+	}
+	return u
+}
+
+// record hands the call to the recorder, even if the client is gone.
+func (x *exchange) record() {
+	c := x.call
+	log := x.g.log.WithFields(map[string]any{
+		"pane": c.Pane, "api": c.API, "model": c.Model, "aux": c.Aux, "status": c.Status,
+		"in": c.InputTokens, "out": c.OutputTokens, "cache_read": c.CacheReadTokens,
+		"cache_write": c.CacheCreationTokens, "ms": c.Latency.Milliseconds(),
+	})
+	if c.Err != "" {
+		log = log.WithField("error", c.Err)
+	}
+	log.Debug("model call")
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 10*time.Second)
+	defer cancel()
+	if err := x.g.cfg.Usage.Record(ctx, c); err != nil {
+		log.WithError(err).Warn("usage not recorded")
+	}
+}

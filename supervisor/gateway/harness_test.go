@@ -1,0 +1,239 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
+	"github.com/sirupsen/logrus"
+)
+
+const (
+	paneToken = "cicy-pane-token-0123456789abcdef"
+	paneID    = "w-7"
+	anthKey   = "sk-ant-REAL-KEY-never-in-a-pane"
+	openaiKey = "sk-REAL-OPENAI-never-in-a-pane"
+)
+
+// panes maps tokens to pane ids.
+type panes map[string]string
+
+func (p panes) Pane(tok string) (string, bool) { id, ok := p[tok]; return id, ok }
+
+// recorder keeps the recorded calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []Call
+}
+
+func (r *recorder) Record(_ context.Context, c Call) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+	return nil
+}
+
+func (r *recorder) all() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// wait polls until n calls are recorded and returns the n-th.
+func (r *recorder) wait(t *testing.T, n int) Call {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cs := r.all(); len(cs) >= n {
+			return cs[n-1]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("call %d never recorded; have %+v", n, r.all())
+	return Call{}
+}
+
+// activity counts main-loop starts and ends.
+type activity struct {
+	started, ended atomic.Int32
+}
+
+func (a *activity) RequestStarted(pane string) { a.started.Add(1) }
+func (a *activity) RequestEnded(pane string)   { a.ended.Add(1) }
+
+// tap is a recording reverse proxy in front of fakellm: it keeps the
+// bytes of every answer the upstream sent, and counts the upstream
+// requests still open.
+type tap struct {
+	fake   *fakellm.Server
+	url    string
+	mu     sync.Mutex
+	bodies []*syncBuf
+	open   atomic.Int32
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+type teeBody struct {
+	io.ReadCloser
+	w io.Writer
+}
+
+func (t teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	_, _ = t.w.Write(p[:n])
+	return n, err
+}
+
+func startTap(t *testing.T) *tap {
+	t.Helper()
+	fake, err := fakellm.Start("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	u, _ := url.Parse(fake.URL)
+	tp := &tap{fake: fake}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		b := &syncBuf{}
+		tp.mu.Lock()
+		tp.bodies = append(tp.bodies, b)
+		tp.mu.Unlock()
+		resp.Body = teeBody{resp.Body, b}
+		return nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tp.open.Add(1)
+		defer tp.open.Add(-1)
+		rp.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	tp.url = "http://" + ln.Addr().String()
+	return tp
+}
+
+// body is the n-th (1-based) answer body the upstream sent.
+func (tp *tap) body(t *testing.T, n int) []byte {
+	t.Helper()
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.bodies) < n {
+		t.Fatalf("upstream sent %d answers, want %d", len(tp.bodies), n)
+	}
+	return tp.bodies[n-1].Bytes()
+}
+
+// rig is a gateway in front of a tap.
+type rig struct {
+	gw   *Gateway
+	tap  *tap
+	rec  *recorder
+	act  *activity
+	logs *syncBuf
+}
+
+func startRig(t *testing.T, creds map[string]string) *rig {
+	t.Helper()
+	tp := startTap(t)
+	return startRigTo(t, tp, Upstreams{Anthropic: tp.url, OpenAI: tp.url + "/v1"}, creds)
+}
+
+func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *rig {
+	t.Helper()
+	if creds == nil {
+		creds = map[string]string{"ANTHROPIC_API_KEY": anthKey, "OPENAI_API_KEY": openaiKey}
+	}
+	logs := &syncBuf{}
+	l := logrus.New()
+	l.SetOutput(logs)
+	l.SetLevel(logrus.DebugLevel)
+	rg := &rig{tap: tp, rec: &recorder{}, act: &activity{}, logs: logs}
+	gw, err := New(Config{
+		Upstreams:  up,
+		Credential: func(name string) string { return creds[name] },
+		Panes:      panes{paneToken: paneID},
+		Usage:      rg.rec,
+		Activity:   rg.act,
+		Log:        logrus.NewEntry(l),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- gw.Serve() }()
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		for _, secret := range []string{paneToken, anthKey, openaiKey} {
+			if strings.Contains(logs.b.String(), secret) {
+				t.Errorf("a log line holds a secret:\n%s", logs.b.String())
+			}
+		}
+	})
+	rg.gw = gw
+	return rg
+}
+
+var client = &http.Client{Timeout: 20 * time.Second}
+
+// post sends body to the gateway path with header and returns the
+// response and its whole body.
+func (rg *rig) post(t *testing.T, path string, header http.Header, body any) (*http.Response, []byte) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, rg.gw.URL()+path, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	return resp, got
+}

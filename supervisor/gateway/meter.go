@@ -1,0 +1,235 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// meter reads usage from an answer as it passes: stream events one by
+// one, or a plain body at its end.
+type meter struct {
+	api    API
+	drop   bool // drop the usage-only Chat Completions chunk the gateway asked for
+	broken bool // an event was too long to buffer: pass the rest on unread
+
+	model string
+	tok   tokens
+	plain []byte // the plain body so far, up to maxPlain
+}
+
+// tokens are usage in Anthropic's additive shape.
+type tokens struct {
+	input, output, cacheRead, cacheWrite int64
+}
+
+// fill copies what the meter read into c.
+func (m *meter) fill(c *Call) {
+	if m.model != "" {
+		c.Model = m.model
+	}
+	c.InputTokens, c.OutputTokens = m.tok.input, m.tok.output
+	c.CacheReadTokens, c.CacheCreationTokens = m.tok.cacheRead, m.tok.cacheWrite
+}
+
+// frames is the pipe filter for event streams: it sends each whole event
+// in pending, but a dropped one, and keeps the unfinished tail.
+func (m *meter) frames(pending []byte, send func([]byte) bool) (kept int) {
+	if m.broken {
+		send(pending)
+		return 0
+	}
+	done, span := 0, 0
+	for {
+		n := eventEnd(pending[done:])
+		if n < 0 {
+			break
+		}
+		if m.event(pending[done : done+n]) {
+			if !send(pending[span:done]) {
+				return 0
+			}
+			span = done + n
+		}
+		done += n
+	}
+	send(pending[span:done])
+	if len(pending)-done > maxEvent {
+		m.broken = true
+		send(pending[done:])
+		return 0
+	}
+	return len(pending) - done
+}
+
+// capture is the pipe filter for plain bodies: it sends everything and
+// keeps a bounded copy for [meter.body].
+func (m *meter) capture(pending []byte, send func([]byte) bool) (kept int) {
+	if len(m.plain)+len(pending) <= maxPlain {
+		m.plain = append(m.plain, pending...)
+	}
+	send(pending)
+	return 0
+}
+
+// event reads one raw stream event and reports whether to drop it.
+func (m *meter) event(raw []byte) (drop bool) {
+	name, data := eventFields(raw)
+	if len(data) == 0 {
+		return false
+	}
+	switch m.api {
+	case Anthropic:
+		m.anthropicEvent(name, data)
+	case Chat:
+		return m.chatChunk(data)
+	case Responses:
+		switch string(name) {
+		case "response.completed", "response.incomplete", "response.failed":
+			var ev struct {
+				Response plainAnswer `json:"response"`
+			}
+			if json.Unmarshal(data, &ev) == nil {
+				m.answer(ev.Response)
+			}
+		}
+	}
+	return false
+}
+
+// anthropicEvent reads message_start (model and first usage) and
+// message_delta (usage so far; the fields it carries replace the earlier
+// ones).
+func (m *meter) anthropicEvent(name, data []byte) {
+	switch string(name) {
+	case "message_start":
+		var ev struct {
+			Message plainAnswer `json:"message"`
+		}
+		if json.Unmarshal(data, &ev) == nil {
+			m.answer(ev.Message)
+		}
+	case "message_delta":
+		var ev struct {
+			Usage *anthropicUsage `json:"usage"`
+		}
+		if json.Unmarshal(data, &ev) == nil && ev.Usage != nil {
+			ev.Usage.apply(&m.tok)
+		}
+	}
+}
+
+// chatChunk reads a Chat Completions chunk that carries usage and reports
+// whether it is the usage-only chunk to drop.
+func (m *meter) chatChunk(data []byte) (drop bool) {
+	if !bytes.Contains(data, []byte(`"usage"`)) || bytes.Contains(data, []byte(`"usage":null`)) {
+		return false
+	}
+	var ch struct {
+		Model   string            `json:"model"`
+		Choices []json.RawMessage `json:"choices"`
+		Usage   *openAIUsage      `json:"usage"`
+	}
+	if json.Unmarshal(data, &ch) != nil || ch.Usage == nil {
+		return false
+	}
+	if ch.Model != "" {
+		m.model = ch.Model
+	}
+	m.tok = ch.Usage.tokens()
+	return m.drop && len(ch.Choices) == 0
+}
+
+// body reads the usage of a plain answer.
+func (m *meter) body() {
+	var a plainAnswer
+	if json.Unmarshal(m.plain, &a) == nil {
+		m.answer(a)
+	}
+}
+
+// plainAnswer is the part of an answer object (a Messages message, a
+// chat completion, a response) the meter reads.
+type plainAnswer struct {
+	Model string          `json:"model"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// answer takes the model and usage of an answer object.
+func (m *meter) answer(a plainAnswer) {
+	if a.Model != "" {
+		m.model = a.Model
+	}
+	if len(a.Usage) == 0 || bytes.Equal(a.Usage, []byte("null")) {
+		return
+	}
+	if m.api == Anthropic {
+		var u anthropicUsage
+		if json.Unmarshal(a.Usage, &u) == nil {
+			u.apply(&m.tok)
+		}
+		return
+	}
+	var u openAIUsage
+	if json.Unmarshal(a.Usage, &u) == nil {
+		m.tok = u.tokens()
+	}
+}
+
+// anthropicUsage is Anthropic's usage object; a field left out is nil.
+type anthropicUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// apply sets the fields u carries.
+func (u *anthropicUsage) apply(t *tokens) {
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&t.input, u.InputTokens)
+	set(&t.output, u.OutputTokens)
+	set(&t.cacheWrite, u.CacheCreationInputTokens)
+	set(&t.cacheRead, u.CacheReadInputTokens)
+}
+
+// openAIUsage is the usage object of Chat Completions (prompt_tokens …)
+// and of Responses (input_tokens …); DeepSeek's cache fields included.
+type openAIUsage struct {
+	PromptTokens        int64         `json:"prompt_tokens"`
+	CompletionTokens    int64         `json:"completion_tokens"`
+	PromptTokensDetails *cachedDetail `json:"prompt_tokens_details"`
+	InputTokens         int64         `json:"input_tokens"`
+	OutputTokens        int64         `json:"output_tokens"`
+	InputTokensDetails  *cachedDetail `json:"input_tokens_details"`
+
+	PromptCacheHitTokens  *int64 `json:"prompt_cache_hit_tokens"`
+	PromptCacheMissTokens *int64 `json:"prompt_cache_miss_tokens"`
+}
+
+type cachedDetail struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// tokens maps OpenAI usage, whose cached tokens are part of the prompt
+// tokens, to the additive shape, as cicy's OpenAI provider does.
+func (u *openAIUsage) tokens() tokens {
+	prompt, out := u.PromptTokens+u.InputTokens, u.CompletionTokens+u.OutputTokens
+	var cached int64
+	for _, d := range []*cachedDetail{u.PromptTokensDetails, u.InputTokensDetails} {
+		if d != nil {
+			cached += d.CachedTokens
+		}
+	}
+	if cached == 0 && u.PromptCacheHitTokens != nil {
+		cached = *u.PromptCacheHitTokens
+	}
+	input := prompt - cached
+	if prompt == 0 && u.PromptCacheMissTokens != nil {
+		input = *u.PromptCacheMissTokens
+	}
+	return tokens{input: max(input, 0), output: out, cacheRead: cached}
+}

@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// request is what the gateway reads from a model request, for all three
+// APIs at once; every other key is left alone.
+type request struct {
+	Model         string          `json:"model"`
+	Stream        bool            `json:"stream"`
+	MaxTokens     int             `json:"max_tokens"`
+	StreamOptions json.RawMessage `json:"stream_options"` // Chat Completions
+	System        json.RawMessage `json:"system"`         // Anthropic: a string or text blocks
+	Instructions  json.RawMessage `json:"instructions"`   // Responses
+	Messages      []message       `json:"messages"`       // Anthropic, Chat Completions
+	Input         json.RawMessage `json:"input"`          // Responses: a string or items
+}
+
+// message is a message or a Responses input item.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string or a list of parts
+}
+
+// parseRequest decodes a request body.
+func parseRequest(body []byte) (*request, error) {
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("decode request: %w", err)
+	}
+	return &req, nil
+}
+
+// includeUsage reports whether a Chat Completions request asks for the
+// usage chunk.
+func (r *request) includeUsage() bool {
+	var so struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	_ = json.Unmarshal(r.StreamOptions, &so) // absent or odd: not asked
+	return so.IncludeUsage
+}
+
+// systemTexts are the request's system prompt parts: Anthropic's system
+// blocks, Responses instructions, and the text of system and developer
+// messages.
+func (r *request) systemTexts() []string {
+	out := texts(r.System)
+	out = append(out, texts(r.Instructions)...)
+	for _, m := range r.messages() {
+		if m.Role == "system" || m.Role == "developer" {
+			out = append(out, texts(m.Content)...)
+		}
+	}
+	return out
+}
+
+// lastUserText is the last non-blank text part of the last user message
+// that has one.
+func (r *request) lastUserText() string {
+	ms := r.messages()
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role != "user" {
+			continue
+		}
+		ts := texts(ms[i].Content)
+		for j := len(ts) - 1; j >= 0; j-- {
+			if strings.TrimSpace(ts[j]) != "" {
+				return ts[j]
+			}
+		}
+	}
+	return ""
+}
+
+// messages are the request's messages, or its Responses input items (a
+// string input is one user message).
+func (r *request) messages() []message {
+	if len(r.Messages) > 0 || len(r.Input) == 0 {
+		return r.Messages
+	}
+	var s string
+	if json.Unmarshal(r.Input, &s) == nil {
+		return []message{{Role: "user", Content: r.Input}}
+	}
+	var items []message
+	_ = json.Unmarshal(r.Input, &items) // an input of another shape has no messages
+	return items
+}
+
+// texts are the texts in content: a string, or a list of strings and parts
+// with a "text" key.
+func texts(content json.RawMessage) []string {
+	if len(content) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []string{s}
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(content, &parts) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range parts {
+		var part struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(p, &s) == nil {
+			out = append(out, s)
+		} else if json.Unmarshal(p, &part) == nil && part.Text != "" {
+			out = append(out, part.Text)
+		}
+	}
+	return out
+}
+
+// withIncludeUsage returns body with stream_options.include_usage set to
+// true, keeping the other stream options. Key order is not kept; the
+// upstream does not care.
+func withIncludeUsage(body []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, fmt.Errorf("decode request: %w", err)
+	}
+	opts := map[string]json.RawMessage{}
+	if raw := top["stream_options"]; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &opts); err != nil {
+			return nil, fmt.Errorf("decode stream_options: %w", err)
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	var err error
+	if top["stream_options"], err = marshal(opts); err != nil {
+		return nil, err
+	}
+	return marshal(top)
+}
+
+// marshal encodes v as JSON without HTML escaping and without the
+// trailing newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
