@@ -37,50 +37,58 @@ func TestPassThroughAndUsage(t *testing.T) {
 		} {
 			n++
 			name := sh.name + map[bool]string{false: "/plain", true: "/stream"}[stream]
-			t.Run(name, func(t *testing.T) {
-				resp, got := rg.post(t, sh.path, sh.header, sh.body)
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("status %d: %s", resp.StatusCode, got)
-				}
-				sent := rg.tap.body(t, n)
-				wantBytes := sent
-				if sh.name == "chat-no-usage" && stream {
-					wantBytes = dropUsageChunk(sent)
-					if bytes.Equal(wantBytes, sent) {
-						t.Fatalf("upstream sent no usage chunk:\n%s", sent)
-					}
-					if bytes.Contains(got, []byte(`"usage"`)) {
-						t.Errorf("the client got the usage chunk it did not ask for:\n%s", got)
-					}
-				}
-				if !bytes.Equal(got, wantBytes) {
-					t.Errorf("client bytes differ from upstream bytes\nclient:   %q\nupstream: %q", got, wantBytes)
-				}
-				if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-					t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
-				}
-				c := rg.rec.wait(t, n)
-				w := reported(t, sh.api, sent)
-				if w.cacheRead == 0 {
-					t.Fatalf("upstream reported no cache reads: %s", sent)
-				}
-				if c.Pane != paneID || c.API != sh.api || c.Aux != "" || c.Stream != stream ||
-					c.Status != http.StatusOK || c.Err != "" || c.Model != w.model {
-					t.Errorf("call %+v (want model %q)", c, w.model)
-				}
-				if c.InputTokens != w.in || c.OutputTokens != w.out || c.CacheReadTokens != w.cacheRead || c.CacheCreationTokens != w.cacheWrite {
-					t.Errorf("tokens in/out/read/write %d/%d/%d/%d, upstream reported %+v",
-						c.InputTokens, c.OutputTokens, c.CacheReadTokens, c.CacheCreationTokens, w)
-				}
-				if c.Latency <= 0 {
-					t.Errorf("latency %v", c.Latency)
-				}
-				checkUpstreamRequest(t, rg, sh)
-			})
+			t.Run(name, func(t *testing.T) { checkPassThrough(t, rg, sh, stream, n) })
 		}
 	}
 	if s, e := rg.act.started.Load(), rg.act.ended.Load(); s != int32(n) || e != int32(n) {
 		t.Errorf("activity started %d ended %d, want %d", s, e, n)
+	}
+}
+
+// checkPassThrough sends sh as the n-th request and checks the bytes the
+// client got, the recorded call and the request the upstream got.
+func checkPassThrough(t *testing.T, rg *rig, sh shape, stream bool, n int) {
+	resp, got := rg.post(t, sh.path, sh.header, sh.body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, got)
+	}
+	sent := rg.tap.body(t, n)
+	wantBytes := sent
+	if sh.name == "chat-no-usage" && stream {
+		wantBytes = dropUsageChunk(sent)
+		if bytes.Equal(wantBytes, sent) {
+			t.Fatalf("upstream sent no usage chunk:\n%s", sent)
+		}
+		if bytes.Contains(got, []byte(`"usage"`)) {
+			t.Errorf("the client got the usage chunk it did not ask for:\n%s", got)
+		}
+	}
+	if !bytes.Equal(got, wantBytes) {
+		t.Errorf("client bytes differ from upstream bytes\nclient:   %q\nupstream: %q", got, wantBytes)
+	}
+	if stream && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Errorf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	checkCall(t, rg.rec.wait(t, n), sh, stream, reported(t, sh.api, sent))
+	checkUpstreamRequest(t, rg, sh)
+}
+
+// checkCall checks a recorded call against what the upstream reported.
+func checkCall(t *testing.T, c Call, sh shape, stream bool, w want) {
+	t.Helper()
+	if w.cacheRead == 0 {
+		t.Fatalf("upstream reported no cache reads: %+v", w)
+	}
+	if c.Pane != paneID || c.API != sh.api || c.Aux != "" || c.Stream != stream ||
+		c.Status != http.StatusOK || c.Err != "" || c.Model != w.model {
+		t.Errorf("call %+v (want model %q)", c, w.model)
+	}
+	if c.InputTokens != w.in || c.OutputTokens != w.out || c.CacheReadTokens != w.cacheRead || c.CacheCreationTokens != w.cacheWrite {
+		t.Errorf("tokens in/out/read/write %d/%d/%d/%d, upstream reported %+v",
+			c.InputTokens, c.OutputTokens, c.CacheReadTokens, c.CacheCreationTokens, w)
+	}
+	if c.Latency <= 0 {
+		t.Errorf("latency %v", c.Latency)
 	}
 }
 
