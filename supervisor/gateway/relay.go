@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	readChunk = 32 << 10
+	readChunk = 8 << 10
 	// maxEvent bounds one buffered stream event; a longer one is passed
 	// on unread and ends metering for the stream.
 	maxEvent = 8 << 20
