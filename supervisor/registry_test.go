@@ -10,30 +10,59 @@ import (
 )
 
 // TestStubbornPaneStallsNobody: while a pane whose program ignores SIGTERM
-// is being killed (its grace period runs), ls and status still answer at
-// once — the registry's readers never wait for a pane's stop.
+// is being killed (its grace period runs), ls and status still answer
+// within 100 ms — the registry's readers never wait for a pane's stop (the
+// old registry made them wait the whole grace period). A loaded machine
+// can stall any call for a moment, so the kill is tried up to three times:
+// one kill with every call under 100 ms shows nothing waits for it, and a
+// call that waits for the kill fails at once.
 func TestStubbornPaneStallsNobody(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	const grace = 2 * time.Second
 	c := startServerWith(t, Config{StopGrace: grace})
+	mustCreate(t, c, api.CreateRequest{Title: "other", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	for try := 1; ; try++ {
+		calls, slowest := killWhileListing(t, c, grace)
+		t.Logf("kill %d: %d calls during it, the slowest %s", try, calls, slowest)
+		if slowest <= 100*time.Millisecond {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("in each of %d kills a call took over 100 ms (the last: %s)", try, slowest)
+		}
+	}
+	ps, err := c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 {
+		t.Fatalf("after the kills: %d panes, want 1", len(ps))
+	}
+}
+
+// killWhileListing creates a pane that ignores SIGTERM, kills it, and
+// calls ls and status in a loop until the kill returns; it returns how
+// many calls were made and the slowest. A call as slow as half the grace
+// period waited for the kill: the test fails.
+func killWhileListing(t *testing.T, c *api.Client, grace time.Duration) (calls int, slowest time.Duration) {
+	t.Helper()
 	ctx := context.Background()
 	stubborn := mustCreate(t, c, api.CreateRequest{Title: "stubborn", Type: "shell", Backend: "pty",
 		Command: []string{"bash", "--norc", "--noprofile", "-c", `trap "" TERM HUP; echo ready; while :; do sleep 0.1; done`}})
-	mustCreate(t, c, api.CreateRequest{Title: "other", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	waitScreen(t, c, stubborn.ID, "ready")
-
 	killed := make(chan error, 1)
 	started := time.Now()
 	go func() { killed <- c.Kill(ctx, stubborn.ID) }()
-	calls, slowest := 0, time.Duration(0)
-	for done := false; !done; {
+	for {
 		select {
 		case err := <-killed:
 			if err != nil {
 				t.Fatalf("kill: %v", err)
 			}
-			done = true
-			continue
+			if took := time.Since(started); took < grace/2 {
+				t.Fatalf("the kill took %s: the program did not make it wait out its grace period (%s)", took, grace)
+			}
+			return calls, slowest
 		default:
 		}
 		for _, call := range []func() error{
@@ -45,27 +74,13 @@ func TestStubbornPaneStallsNobody(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(at)
+			if took >= grace/2 {
+				t.Fatalf("a call took %s while a pane was being killed: it waited for the kill", took)
+			}
 			slowest = max(slowest, took)
-			if took > 50*time.Millisecond {
-				t.Logf("call %d took %s", calls, took)
-			}
-			if took > 100*time.Millisecond {
-				t.Errorf("a call took %s while a pane was being killed", took)
-			}
 			calls++
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if took := time.Since(started); took < grace/2 {
-		t.Fatalf("the kill took %s: the program did not make it wait out its grace period (%s)", took, grace)
-	}
-	t.Logf("%d calls during the kill, the slowest %s", calls, slowest)
-	ps, err := c.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ps) != 1 {
-		t.Fatalf("after the kill: %d panes, want 1", len(ps))
 	}
 }
 
