@@ -129,7 +129,7 @@ func (p *termKind) Notify(t schema.Task) error {
 	return p.proc.SendText(outbox.Notification(t, false), true)
 }
 
-// attach is the pane's PTY for `cicy-agent attach`; a tmux pane is
+// attachable is the pane's PTY for `cicy-agent attach`; a tmux pane is
 // attached with tmux.
 func (p *termKind) attachable() (*pane.PTY, bool) {
 	t, ok := p.proc.(*pane.PTY)
