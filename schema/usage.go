@@ -3,6 +3,8 @@ package schema
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // UsageRow is the usage of one model call.
@@ -68,4 +70,76 @@ func (u UsageTotal) Add(o UsageTotal) UsageTotal {
 		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
 		CacheRead: u.CacheRead + o.CacheRead, CacheCreation: u.CacheCreation + o.CacheCreation,
 	}
+}
+
+// Usage groupings: what UsageGroups sums by.
+const (
+	ByPane  = "pane"
+	ByModel = "model"
+	ByDay   = "day"
+)
+
+// usageKeys are the SQL expressions of the groupings; a day is the UTC
+// date of created_at (stored as RFC 3339 in UTC).
+var usageKeys = map[string]string{
+	ByPane:  "pane_id",
+	ByModel: "model",
+	ByDay:   "substr(created_at, 1, 10)",
+}
+
+// UsageQuery selects and groups usage rows.
+type UsageQuery struct {
+	// By is ByPane, ByModel or ByDay.
+	By string
+	// Pane, if set, keeps only that pane's rows.
+	Pane string
+	// Since, if not zero, keeps only the calls made at or after it.
+	Since time.Time
+}
+
+// UsageGroup is the summed usage of one group's calls of one model, main
+// loop or aux: a price is per model, and aux calls are counted apart.
+type UsageGroup struct {
+	Key   string `db:"key"`
+	Model string `db:"model"`
+	Aux   bool   `db:"is_aux"`
+	Calls int64  `db:"calls"`
+	UsageTotal
+}
+
+// UsageGroups sums the usage rows q selects per group key, model and
+// whether the calls were aux, ordered by key and model.
+func (s *Store) UsageGroups(ctx context.Context, q UsageQuery) ([]UsageGroup, error) {
+	key, ok := usageKeys[q.By]
+	if !ok {
+		return nil, fmt.Errorf("group usage by %q: not pane, model or day", q.By)
+	}
+	where, args := []string{"1"}, []any{}
+	if q.Pane != "" {
+		where, args = append(where, "pane_id = ?"), append(args, q.Pane)
+	}
+	if !q.Since.IsZero() {
+		// julianday compares instants; the text of two RFC 3339 times with
+		// fractions of different lengths does not sort by time.
+		where, args = append(where, "julianday(created_at) >= julianday(?)"), append(args, FormatTime(q.Since))
+	}
+	out := []UsageGroup{}
+	err := s.db.SelectContext(ctx, &out, `SELECT `+key+` AS key, model, aux != '' AS is_aux, COUNT(*) AS calls,
+		SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,
+		SUM(cache_read) AS cache_read, SUM(cache_creation) AS cache_creation
+		FROM usage WHERE `+strings.Join(where, " AND ")+`
+		GROUP BY 1, model, is_aux ORDER BY 1, model, is_aux`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("group usage: %w", err)
+	}
+	return out, nil
+}
+
+// HasUsage reports whether any call of the pane was recorded.
+func (s *Store) HasUsage(ctx context.Context, pane string) (bool, error) {
+	var n int
+	if err := s.db.GetContext(ctx, &n, `SELECT EXISTS (SELECT 1 FROM usage WHERE pane_id = ?)`, pane); err != nil {
+		return false, fmt.Errorf("look up usage: %w", err)
+	}
+	return n == 1, nil
 }
