@@ -410,3 +410,16 @@ func (c *Client) CancelTask(ctx context.Context, id int64) (TaskInfo, error) {
 	err := c.do(ctx, http.MethodPost, fmt.Sprintf("/api/tasks/%d/cancel", id), nil, &out)
 	return out, err
 }
+
+// Usage reports the usage ledger's model calls, grouped (see UsageQuery).
+func (c *Client) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"pane": q.Pane, "since": q.Since, "by": q.By} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	var out UsageReport
+	err := c.do(ctx, http.MethodGet, "/api/usage?"+v.Encode(), nil, &out)
+	return out, err
+}

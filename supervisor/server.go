@@ -146,6 +146,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
 	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
+	mux.HandleFunc("GET /api/usage", a.usage)
 	a.memoryRoutes(mux)
 	a.taskRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)

@@ -36,6 +36,8 @@ type Store interface {
 	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
 	AddUsage(ctx context.Context, u schema.UsageRow) error
 	UsageByModel(ctx context.Context) (map[string]map[string]schema.UsageTotal, error)
+	UsageGroups(ctx context.Context, q schema.UsageQuery) ([]schema.UsageGroup, error)
+	HasUsage(ctx context.Context, pane string) (bool, error)
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
 	TaskStore
