@@ -3,6 +3,7 @@ package supervisor
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -63,7 +64,7 @@ func (s *Supervisor) usagePane(ctx context.Context, ref string) (string, error) 
 		return "", err
 	}
 	if !has {
-		return "", notFoundErr(id)
+		return "", &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s, and no calls of it in the usage ledger (see 'cicy-agent ls')", id)}
 	}
 	return id, nil
 }

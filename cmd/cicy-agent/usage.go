@@ -59,7 +59,7 @@ func (e *env) usageCmd() *cli.Command {
 			}
 			printUsage(e.stdout, rep)
 			if len(rep.Unpriced) > 0 {
-				fmt.Fprintf(e.stderr, "no price for %s: add it to \"prices\" in $CICY_HOME/db/lite-config.json\n", strings.Join(rep.Unpriced, ", "))
+				fmt.Fprintf(e.stderr, "no price for %s: add it to \"prices\" in $CICY_HOME/db/lite-config.json, then cicy-agent shutdown\n", strings.Join(rep.Unpriced, ", "))
 			}
 			return nil
 		},
