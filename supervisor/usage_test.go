@@ -16,24 +16,35 @@ import (
 // not, aux calls counted apart; a pane named by title or removed id.
 func TestUsageReport(t *testing.T) {
 	c := startServer(t)
-	ctx := context.Background()
 	live := shellPane(t, c) // titled "sh"
+	fillLedger(t, c, []schema.UsageRow{
+		{PaneID: live, Model: "claude-sonnet-4-5", InputTokens: 1000, OutputTokens: 100, CacheRead: 9000},
+		{PaneID: live, Model: "claude-sonnet-4-5", Aux: "title", InputTokens: 200, OutputTokens: 50},
+		{PaneID: "w-10", Model: "mystery-model", InputTokens: 10, OutputTokens: 5, CacheCreation: 40},
+	})
+	t.Run("by pane", func(t *testing.T) { checkUsageByPane(t, c, live) })
+	t.Run("by model and since", func(t *testing.T) { checkUsageFilters(t, c, live) })
+	t.Run("errors", func(t *testing.T) { checkUsageErrors(t, c) })
+}
+
+// fillLedger writes rows into the supervisor's usage table.
+func fillLedger(t *testing.T, c *api.Client, rows []schema.UsageRow) {
+	t.Helper()
+	ctx := context.Background()
 	store, err := schema.Open(ctx, c.Home().(Home).DB())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	for _, u := range []schema.UsageRow{
-		{PaneID: live, Model: "claude-sonnet-4-5", InputTokens: 1000, OutputTokens: 100, CacheRead: 9000},
-		{PaneID: live, Model: "claude-sonnet-4-5", Aux: "title", InputTokens: 200, OutputTokens: 50},
-		{PaneID: "w-10", Model: "mystery-model", InputTokens: 10, OutputTokens: 5, CacheCreation: 40},
-	} {
+	for _, u := range rows {
 		if err := store.AddUsage(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
 
-	rep, err := c.Usage(ctx, api.UsageQuery{})
+func checkUsageByPane(t *testing.T, c *api.Client, live string) {
+	rep, err := c.Usage(context.Background(), api.UsageQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +67,11 @@ func TestUsageReport(t *testing.T) {
 	if rep.Total.Calls != 3 || rep.Total.AuxCalls != 1 || rep.Total.CostUSD != nil || !reflect.DeepEqual(rep.Unpriced, []string{"mystery-model"}) {
 		t.Errorf("total %+v, unpriced %v; want 3 calls, 1 aux, no cost (mystery-model has no price)", rep.Total, rep.Unpriced)
 	}
+}
 
-	rep, err = c.Usage(ctx, api.UsageQuery{By: "model", Since: "2h"})
+func checkUsageFilters(t *testing.T, c *api.Client, live string) {
+	ctx := context.Background()
+	rep, err := c.Usage(ctx, api.UsageQuery{By: "model", Since: "2h"})
 	if err != nil || len(rep.Groups) != 2 || rep.Groups[0].Key != "claude-sonnet-4-5" || rep.Groups[1].Key != "mystery-model" || rep.Since == nil {
 		t.Errorf("by model since 2h = %+v, %v", rep, err)
 	}
@@ -71,13 +85,15 @@ func TestUsageReport(t *testing.T) {
 	if err != nil || len(rep.Groups) != 0 || rep.Total.Calls != 0 || rep.Total.CacheHit != -1 || rep.Total.CostUSD != nil {
 		t.Errorf("since 2099 = %+v, %v; want nothing", rep, err)
 	}
+}
 
+func checkUsageErrors(t *testing.T, c *api.Client) {
 	for q, kind := range map[api.UsageQuery]string{
 		{Pane: "w-9"}: api.KindNotFound, {Pane: "nosuch"}: api.KindNotFound,
 		{By: "week"}: api.KindUsage, {Since: "yesterday"}: api.KindUsage,
 	} {
 		var ae *api.Error
-		if _, err := c.Usage(ctx, q); !errors.As(err, &ae) || ae.Kind != kind {
+		if _, err := c.Usage(context.Background(), q); !errors.As(err, &ae) || ae.Kind != kind {
 			t.Errorf("%+v: %v; want a %s error", q, err, kind)
 		}
 	}
