@@ -342,35 +342,44 @@ func oaStreamError(typ, msg string) *wire.APIError {
 
 // ---------------------------------------------------------------- response
 
-type oaUsage struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
+// OpenAIUsage is an OpenAI usage object: Chat Completions' (prompt_tokens
+// …) or Responses' (input_tokens …), DeepSeek's cache fields included.
+type OpenAIUsage struct {
+	PromptTokens        int64         `json:"prompt_tokens"`
+	CompletionTokens    int64         `json:"completion_tokens"`
+	PromptTokensDetails *CachedTokens `json:"prompt_tokens_details"`
+	// Responses
+	InputTokens        int64         `json:"input_tokens"`
+	OutputTokens       int64         `json:"output_tokens"`
+	InputTokensDetails *CachedTokens `json:"input_tokens_details"`
 	// DeepSeek
 	PromptCacheHitTokens  *int64 `json:"prompt_cache_hit_tokens"`
 	PromptCacheMissTokens *int64 `json:"prompt_cache_miss_tokens"`
 }
 
-// wire maps OpenAI usage (cached tokens are part of prompt_tokens) to
+// CachedTokens is the detail object that counts cached prompt tokens.
+type CachedTokens struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// Wire maps OpenAI usage (cached tokens are part of the prompt tokens) to
 // Anthropic's additive form.
-func (u *oaUsage) wire() wire.Usage {
+func (u *OpenAIUsage) Wire() wire.Usage {
+	prompt, out := u.PromptTokens+u.InputTokens, u.CompletionTokens+u.OutputTokens
 	var cached int64
-	if u.PromptTokensDetails != nil {
-		cached = u.PromptTokensDetails.CachedTokens
+	for _, d := range []*CachedTokens{u.PromptTokensDetails, u.InputTokensDetails} {
+		if d != nil {
+			cached += d.CachedTokens
+		}
 	}
 	if cached == 0 && u.PromptCacheHitTokens != nil {
 		cached = *u.PromptCacheHitTokens
 	}
-	input := u.PromptTokens - cached
-	if u.PromptTokens == 0 && u.PromptCacheMissTokens != nil {
+	input := prompt - cached
+	if prompt == 0 && u.PromptCacheMissTokens != nil {
 		input = *u.PromptCacheMissTokens
 	}
-	if input < 0 {
-		input = 0
-	}
-	return wire.Usage{InputTokens: input, OutputTokens: u.CompletionTokens, CacheReadInputTokens: cached}
+	return wire.Usage{InputTokens: max(input, 0), OutputTokens: out, CacheReadInputTokens: cached}
 }
 
 type oaToolCallDelta struct {
@@ -413,7 +422,7 @@ type oaChunk struct {
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *oaUsage `json:"usage"`
+	Usage *OpenAIUsage `json:"usage"`
 	oaErrorDoc
 }
 
@@ -493,7 +502,7 @@ func (a *oaAssembler) apply(ch *oaChunk) error {
 		a.resp.Model = ch.Model
 	}
 	if ch.Usage != nil {
-		a.resp.Usage = ch.Usage.wire()
+		a.resp.Usage = ch.Usage.Wire()
 	}
 	for _, c := range ch.Choices {
 		if c.Index != 0 {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 )
 
 func TestEventEnd(t *testing.T) {
@@ -71,15 +73,15 @@ func TestFramesByteIdenticalUnderAnySplit(t *testing.T) {
 func TestOpenAIUsageMapping(t *testing.T) {
 	hit, miss := int64(30), int64(70)
 	cases := []struct {
-		u    openAIUsage
+		u    provider.OpenAIUsage
 		want tokens
 	}{
-		{openAIUsage{PromptTokens: 100, CompletionTokens: 5, PromptTokensDetails: &cachedDetail{40}}, tokens{input: 60, output: 5, cacheRead: 40}},
-		{openAIUsage{InputTokens: 50, OutputTokens: 2, InputTokensDetails: &cachedDetail{50}}, tokens{input: 0, output: 2, cacheRead: 50}},
-		{openAIUsage{PromptCacheHitTokens: &hit, PromptCacheMissTokens: &miss, CompletionTokens: 1}, tokens{input: 70, output: 1, cacheRead: 30}},
+		{provider.OpenAIUsage{PromptTokens: 100, CompletionTokens: 5, PromptTokensDetails: &provider.CachedTokens{CachedTokens: 40}}, tokens{input: 60, output: 5, cacheRead: 40}},
+		{provider.OpenAIUsage{InputTokens: 50, OutputTokens: 2, InputTokensDetails: &provider.CachedTokens{CachedTokens: 50}}, tokens{input: 0, output: 2, cacheRead: 50}},
+		{provider.OpenAIUsage{PromptCacheHitTokens: &hit, PromptCacheMissTokens: &miss, CompletionTokens: 1}, tokens{input: 70, output: 1, cacheRead: 30}},
 	}
 	for i, c := range cases {
-		if got := c.u.tokens(); got != c.want {
+		if got := openAITokens(&c.u); got != c.want {
 			t.Errorf("case %d: %+v, want %+v", i, got, c.want)
 		}
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 )
 
 // meter reads usage from an answer as it passes: stream events one by
@@ -125,9 +127,9 @@ func (m *meter) chatChunk(data []byte) (drop bool) {
 		return false
 	}
 	var ch struct {
-		Model   string            `json:"model"`
-		Choices []json.RawMessage `json:"choices"`
-		Usage   *openAIUsage      `json:"usage"`
+		Model   string                `json:"model"`
+		Choices []json.RawMessage     `json:"choices"`
+		Usage   *provider.OpenAIUsage `json:"usage"`
 	}
 	if json.Unmarshal(data, &ch) != nil || ch.Usage == nil {
 		return false
@@ -135,7 +137,7 @@ func (m *meter) chatChunk(data []byte) (drop bool) {
 	if ch.Model != "" {
 		m.model = ch.Model
 	}
-	m.tok = ch.Usage.tokens()
+	m.tok = openAITokens(ch.Usage)
 	return m.drop && len(ch.Choices) == 0
 }
 
@@ -169,9 +171,9 @@ func (m *meter) answer(a plainAnswer) {
 		}
 		return
 	}
-	var u openAIUsage
+	var u provider.OpenAIUsage
 	if json.Unmarshal(a.Usage, &u) == nil {
-		m.tok = u.tokens()
+		m.tok = openAITokens(&u)
 	}
 }
 
@@ -196,40 +198,9 @@ func (u *anthropicUsage) apply(t *tokens) {
 	set(&t.cacheRead, u.CacheReadInputTokens)
 }
 
-// openAIUsage is the usage object of Chat Completions (prompt_tokens …)
-// and of Responses (input_tokens …); DeepSeek's cache fields included.
-type openAIUsage struct {
-	PromptTokens        int64         `json:"prompt_tokens"`
-	CompletionTokens    int64         `json:"completion_tokens"`
-	PromptTokensDetails *cachedDetail `json:"prompt_tokens_details"`
-	InputTokens         int64         `json:"input_tokens"`
-	OutputTokens        int64         `json:"output_tokens"`
-	InputTokensDetails  *cachedDetail `json:"input_tokens_details"`
-
-	PromptCacheHitTokens  *int64 `json:"prompt_cache_hit_tokens"`
-	PromptCacheMissTokens *int64 `json:"prompt_cache_miss_tokens"`
-}
-
-type cachedDetail struct {
-	CachedTokens int64 `json:"cached_tokens"`
-}
-
-// tokens maps OpenAI usage, whose cached tokens are part of the prompt
-// tokens, to the additive shape, as cicy's OpenAI provider does.
-func (u *openAIUsage) tokens() tokens {
-	prompt, out := u.PromptTokens+u.InputTokens, u.CompletionTokens+u.OutputTokens
-	var cached int64
-	for _, d := range []*cachedDetail{u.PromptTokensDetails, u.InputTokensDetails} {
-		if d != nil {
-			cached += d.CachedTokens
-		}
-	}
-	if cached == 0 && u.PromptCacheHitTokens != nil {
-		cached = *u.PromptCacheHitTokens
-	}
-	input := prompt - cached
-	if prompt == 0 && u.PromptCacheMissTokens != nil {
-		input = *u.PromptCacheMissTokens
-	}
-	return tokens{input: max(input, 0), output: out, cacheRead: cached}
+// openAITokens is OpenAI usage (Chat Completions or Responses) in the
+// additive shape, mapped as cicy's OpenAI provider maps it.
+func openAITokens(u *provider.OpenAIUsage) tokens {
+	w := u.Wire()
+	return tokens{input: w.InputTokens, output: w.OutputTokens, cacheRead: w.CacheReadInputTokens}
 }
