@@ -209,15 +209,12 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 }
 
 // stopped is the word on a task whose worker's loop stopped before its
-// turn ended. A killed worker is about to leave the registry, where the
-// outbox fails its task as killed; a restarted one fails it here.
+// turn ended (a killed worker is gone to the outbox, which fails its task
+// as killed whatever this says).
 func (d *cicyDelivery) stopped() outbox.Progress {
 	why := "stopped"
 	if w := d.k.stopWhy.Load(); w != nil {
 		why = *w
-	}
-	if why == stopKilled {
-		return outbox.Progress{}
 	}
 	d.ended = true
 	return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop was " + why + " before its turn ended", How: "worker exited"}
