@@ -120,7 +120,7 @@ func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) 
 	if err != nil {
 		return nil, outbox.Retry(err)
 	}
-	d := &cicyDelivery{k: p, a: p.a, res: make(chan cicy.TurnResult, 1), quit: make(chan struct{})}
+	d := &cicyDelivery{k: p, quit: make(chan struct{})}
 	go d.await(ch, wake)
 	return d, nil
 }
@@ -160,21 +160,18 @@ func (p *cicyKind) Noticed(t schema.Task) outbox.Notice {
 
 // cicyDelivery is a task sent to a cicy worker as a message.
 type cicyDelivery struct {
-	k     *cicyKind
-	a     *cicy.Agent
-	res   chan cicy.TurnResult // the turn's result, once it came
-	got   *cicy.TurnResult
-	quit  chan struct{} // closed by Abandon
-	ended bool
+	k    *cicyKind
+	got  atomic.Pointer[cicy.TurnResult] // the turn's result, once it came
+	quit chan struct{}                   // closed by Abandon
 }
 
-// await passes the turn's result on and wakes the outbox; it ends with the
+// await keeps the turn's result and wakes the outbox; it ends with the
 // result, the loop's stop, or Abandon.
 func (d *cicyDelivery) await(ch <-chan cicy.TurnResult, wake func()) {
 	select {
 	case r := <-ch:
-		d.res <- r
-	case <-d.a.Done():
+		d.got.Store(&r)
+	case <-d.k.a.Done():
 	case <-d.quit:
 		return
 	}
@@ -182,23 +179,16 @@ func (d *cicyDelivery) await(ch <-chan cicy.TurnResult, wake func()) {
 }
 
 func (d *cicyDelivery) Check(time.Time) outbox.Progress {
-	if d.got == nil {
+	r := d.got.Load()
+	if r == nil {
 		select {
-		case r := <-d.res:
-			d.got = &r
-		default:
-		}
-	}
-	if d.got == nil {
-		select {
-		case <-d.a.Done():
+		case <-d.k.a.Done():
 			return d.stopped()
 		default:
 			return outbox.Progress{}
 		}
 	}
-	d.ended = true
-	switch r := d.got; r.Status {
+	switch r.Status {
 	case cicy.TurnCompleted:
 		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer"}
 	case cicy.TurnCancelled:
@@ -209,22 +199,19 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 }
 
 // stopped is the word on a task whose worker's loop stopped before its
-// turn ended. A killed worker is about to leave the registry, where the
-// outbox fails its task as killed; a restarted one fails it here.
+// turn ended (a killed worker is gone to the outbox, which fails its task
+// as killed whatever this says).
 func (d *cicyDelivery) stopped() outbox.Progress {
 	why := "stopped"
 	if w := d.k.stopWhy.Load(); w != nil {
 		why = *w
 	}
-	if why == stopKilled {
-		return outbox.Progress{}
-	}
-	d.ended = true
 	return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop was " + why + " before its turn ended", How: "worker exited"}
 }
 
 // Abandon cancels the running turn when the task's own turn has not ended
-// (the task was cancelled, or its worker killed).
+// (the task was cancelled, or its worker killed; a stopped loop has no
+// turn to cancel).
 func (d *cicyDelivery) Abandon() {
 	select {
 	case <-d.quit:
@@ -232,7 +219,7 @@ func (d *cicyDelivery) Abandon() {
 	default:
 		close(d.quit)
 	}
-	if !d.ended && d.got == nil && len(d.res) == 0 {
-		d.a.Cancel()
+	if d.got.Load() == nil {
+		d.k.a.Cancel()
 	}
 }

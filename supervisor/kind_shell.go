@@ -64,12 +64,12 @@ type shellDelivery struct {
 }
 
 func (d *shellDelivery) Check(now time.Time) outbox.Progress {
-	if why, ok := ended(d.p, "worker's"); ok {
-		return outbox.Progress{Ended: true, Failed: true, Error: why, How: "worker exited"}
+	if st := d.p.Status(); !st.Running() {
+		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's process ended: " + st.Reason, How: "worker exited"}
 	}
 	if !d.verified {
 		head, _ := typedMarks(d.command)
-		d.verified = screenHas(d.p, head)
+		d.verified = strings.Contains(d.p.Screen(), head)
 	}
 	if !d.verified {
 		if !now.Before(d.at.Add(shellVerify)) {

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -202,16 +201,3 @@ func previewLoop(ctx context.Context, screen func() api.ScreenResponse, changed 
 		}
 	}
 }
-
-// ended is whether a delivery's own program ended (a restart or an
-// exit): the task it carried ends failed with it.
-func ended(p terminal, what string) (string, bool) {
-	st := p.Status()
-	if st.Running() {
-		return "", false
-	}
-	return "the " + what + " process ended: " + st.Reason, true
-}
-
-// screenHas is whether the pane's screen shows s.
-func screenHas(p terminal, s string) bool { return strings.Contains(p.Screen(), s) }

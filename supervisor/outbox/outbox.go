@@ -286,8 +286,10 @@ func (o *Outbox) snapshot() (Snapshot, error) {
 	if s.Unnotified, err = o.cfg.Store.Unnotified(o.ctx); err != nil {
 		return s, err
 	}
+	// The deliveries are checked before any pane is looked at: one that
+	// saw its pane stop is then settled by a view that is as new (a pane
+	// being killed is already gone, and its task fails as killed).
 	for _, t := range s.Delivered {
-		o.view(s.Panes, t.To)
 		if d, ok := o.flights[t.ID]; ok {
 			s.Flights[t.ID] = d.Check(s.Now)
 		}
@@ -296,6 +298,9 @@ func (o *Outbox) snapshot() (Snapshot, error) {
 		if _, ok := s.Flights[id]; !ok {
 			s.Flights[id] = Progress{}
 		}
+	}
+	for _, t := range s.Delivered {
+		o.view(s.Panes, t.To)
 	}
 	for _, t := range s.Queued {
 		o.view(s.Panes, t.To)
