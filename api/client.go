@@ -372,7 +372,7 @@ func (c *Client) MemoryFlush(ctx context.Context, id string) (FlushResult, error
 // MemoryReindex rebuilds the pane's MEMORY.md from its memory files.
 func (c *Client) MemoryReindex(ctx context.Context, id string) (ReindexResult, error) {
 	var out ReindexResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+url.PathEscape(id)+"/memory/reindex", nil, &out)
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/memory/reindex", nil, &out)
 	return out, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -122,7 +123,7 @@ func (s *Supervisor) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 	}
 	for _, k := range keys {
 		g := groups[k]
-		ug := api.UsageGroup{Key: k, Models: sortedKeys(g.byModel), UsageSums: g.done(s.prices)}
+		ug := api.UsageGroup{Key: k, Models: slices.Sorted(maps.Keys(g.byModel)), UsageSums: g.done(s.prices)}
 		if rep.By == api.UsageByPane {
 			if e, err := s.get(k); err == nil {
 				ug.Title = e.cfg.Title
@@ -131,20 +132,11 @@ func (s *Supervisor) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 		rep.Groups = append(rep.Groups, ug)
 	}
 	rep.Total = total.done(s.prices)
-	for _, m := range sortedKeys(total.byModel) {
+	for _, m := range slices.Sorted(maps.Keys(total.byModel)) {
 		if _, ok := s.prices.of(m); !ok {
 			rep.Unpriced = append(rep.Unpriced, m)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // comparePaneIDs orders w-2 before w-10.
