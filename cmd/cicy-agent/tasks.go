@@ -81,11 +81,11 @@ func (e *env) dispatchCmd() *cli.Command {
 // taskExit is nil for a done task, exit status 1 otherwise.
 func taskExit(t api.TaskInfo) error {
 	switch t.Status {
-	case "done":
+	case api.TaskDone:
 		return nil
-	case "failed":
+	case api.TaskFailed:
 		return failf("task %d failed: %s", t.ID, t.Error)
-	case "cancelled":
+	case api.TaskCancelled:
 		return failf("task %d was cancelled", t.ID)
 	}
 	return failf("task %d is still %s (timed out waiting)", t.ID, t.Status)
@@ -127,7 +127,7 @@ func (e *env) tasksCmd() *cli.Command {
 			fmt.Fprintln(tw, "ID\tFROM\tTO\tSTATUS\tAGE\tTEXT\tRESULT")
 			for _, t := range ts {
 				out := t.Result
-				if t.Status == "failed" {
+				if t.Status == api.TaskFailed {
 					out = t.Error
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, t.Status,
@@ -217,7 +217,7 @@ func (e *env) waitCmd() *cli.Command {
 					return err
 				}
 				out := t.Result
-				if t.Status != "done" {
+				if t.Status != api.TaskDone {
 					out = t.Error
 				}
 				fmt.Fprintf(e.stdout, "task %d %s: %s\n", t.ID, t.Status, clip.Runes(oneLine(out), 100))
