@@ -1,6 +1,7 @@
 package fakellm
 
 import (
+	"encoding/json"
 	"maps"
 	"net/http"
 )
@@ -25,63 +26,72 @@ func anthropicTurn(req *request) turn {
 	return t
 }
 
-// anthropic answers POST /v1/messages.
+// anthropic answers POST /v1/messages: a text block when the reply has
+// text (or nothing else), then a tool_use block per call.
 func (x *exchange) anthropic() {
-	ans := x.turn.answer()
-	block, stop := obj{"type": "text", "text": ans.text}, "end_turn"
-	if ans.call != nil {
-		block = obj{"type": "tool_use", "id": x.s.newID("toolu"), "name": ans.call.name, "input": ans.call.args}
-		stop = "tool_use"
+	rp := x.reply
+	var content []obj
+	if rp.hasText() {
+		content = append(content, obj{"type": "text", "text": rp.text})
 	}
-	content := []obj{block}
-	read, write := x.turn.cache(x.inTokens)
-	usage := obj{
-		"input_tokens":                x.inTokens - read - write,
-		"output_tokens":               tokensOf(content),
-		"cache_creation_input_tokens": write,
-		"cache_read_input_tokens":     read,
+	for _, c := range rp.calls {
+		content = append(content, obj{"type": "tool_use", "id": x.h.newID("toolu"), "name": c.name, "input": c.args})
 	}
+	u, stop := rp.usage, rp.stopReason()
 	msg := obj{
-		"id": x.s.newID("msg"), "type": "message", "role": "assistant",
+		"id": x.h.newID("msg"), "type": "message", "role": "assistant",
 		"model": x.modelName(), "content": content,
-		"stop_reason": stop, "stop_sequence": nil, "usage": usage,
+		"stop_reason": stop, "stop_sequence": nil, "usage": obj{
+			"input_tokens":                u.input,
+			"output_tokens":               u.output,
+			"cache_creation_input_tokens": u.cacheWrite,
+			"cache_read_input_tokens":     u.cacheRead,
+		},
 	}
 
 	if !x.req.Stream {
 		if x.hold() {
-			x.s.writeJSON(x.w, http.StatusOK, msg)
+			x.h.writeJSON(x.w, http.StatusOK, msg)
 		}
 		return
 	}
 
-	st := x.s.startSSE(x.w)
+	st := x.h.startSSE(x.w)
 	start := maps.Clone(msg)
 	start["content"], start["stop_reason"] = []obj{}, nil
 	start["usage"] = obj{
-		"input_tokens": usage["input_tokens"], "output_tokens": 1,
-		"cache_creation_input_tokens": write, "cache_read_input_tokens": read,
+		"input_tokens": u.input, "output_tokens": 1,
+		"cache_creation_input_tokens": u.cacheWrite, "cache_read_input_tokens": u.cacheRead,
 	}
 	st.event("message_start", obj{"type": "message_start", "message": start})
 	st.event("ping", obj{"type": "ping"})
 	if !x.hold() {
 		return
 	}
-	if ans.call == nil {
-		st.event("content_block_start", obj{"type": "content_block_start", "index": 0,
+	for i, block := range content {
+		anthropicBlock(st, i, block)
+	}
+	st.event("message_delta", obj{"type": "message_delta",
+		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
+		"usage": obj{"output_tokens": u.output}})
+	st.event("message_stop", obj{"type": "message_stop"})
+}
+
+// anthropicBlock streams content block i: its start, deltas and stop.
+func anthropicBlock(st *sseStream, i int, block obj) {
+	if block["type"] == "text" {
+		st.event("content_block_start", obj{"type": "content_block_start", "index": i,
 			"content_block": obj{"type": "text", "text": ""}})
-		for _, p := range pieces(ans.text, 3) {
-			st.event("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+		for _, p := range pieces(block["text"].(string), 3) {
+			st.event("content_block_delta", obj{"type": "content_block_delta", "index": i,
 				"delta": obj{"type": "text_delta", "text": p}})
 		}
 	} else {
-		st.event("content_block_start", obj{"type": "content_block_start", "index": 0,
-			"content_block": obj{"type": "tool_use", "id": block["id"], "name": ans.call.name, "input": obj{}}})
-		st.event("content_block_delta", obj{"type": "content_block_delta", "index": 0,
-			"delta": obj{"type": "input_json_delta", "partial_json": ans.call.argsJSON()}})
+		args, _ := json.Marshal(block["input"]) // a map of decoded JSON always marshals
+		st.event("content_block_start", obj{"type": "content_block_start", "index": i,
+			"content_block": obj{"type": "tool_use", "id": block["id"], "name": block["name"], "input": obj{}}})
+		st.event("content_block_delta", obj{"type": "content_block_delta", "index": i,
+			"delta": obj{"type": "input_json_delta", "partial_json": string(args)}})
 	}
-	st.event("content_block_stop", obj{"type": "content_block_stop", "index": 0})
-	st.event("message_delta", obj{"type": "message_delta",
-		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
-		"usage": obj{"output_tokens": usage["output_tokens"]}})
-	st.event("message_stop", obj{"type": "message_stop"})
+	st.event("content_block_stop", obj{"type": "content_block_stop", "index": i})
 }

@@ -20,30 +20,34 @@ func chatTurn(req *request) turn {
 	return t
 }
 
-// chat answers POST /v1/chat/completions.
+// chat answers POST /v1/chat/completions: one choice whose message has
+// the reply's text and its calls.
 func (x *exchange) chat() {
-	ans := x.turn.answer()
-	message, finish := obj{"role": "assistant", "content": ans.text}, "stop"
-	var call obj
-	if ans.call != nil {
-		call = obj{"id": x.s.newID("call"), "type": "function",
-			"function": obj{"name": ans.call.name, "arguments": ans.call.argsJSON()}}
-		message = obj{"role": "assistant", "content": nil, "tool_calls": []obj{call}}
-		finish = "tool_calls"
+	rp := x.reply
+	message := obj{"role": "assistant", "content": rp.text}
+	var calls []obj
+	for _, c := range rp.calls {
+		calls = append(calls, obj{"id": x.h.newID("call"), "type": "function",
+			"function": obj{"name": c.name, "arguments": c.argsJSON()}})
 	}
-	outTokens := tokensOf(message)
-	read, _ := x.turn.cache(x.inTokens)
+	if len(calls) > 0 {
+		message["tool_calls"] = calls
+		if rp.text == "" {
+			message["content"] = nil
+		}
+	}
+	finish, u := rp.finishReason(), rp.usage
 	usage := obj{
-		"prompt_tokens":         x.inTokens,
-		"completion_tokens":     outTokens,
-		"total_tokens":          x.inTokens + outTokens,
-		"prompt_tokens_details": obj{"cached_tokens": read},
+		"prompt_tokens":         u.prompt(),
+		"completion_tokens":     u.output,
+		"total_tokens":          u.prompt() + u.output,
+		"prompt_tokens_details": obj{"cached_tokens": u.cacheRead},
 	}
-	id, created, model := x.s.newID("chatcmpl"), time.Now().Unix(), x.modelName()
+	id, created, model := x.h.newID("chatcmpl"), time.Now().Unix(), x.modelName()
 
 	if !x.req.Stream {
 		if x.hold() {
-			x.s.writeJSON(x.w, http.StatusOK, obj{
+			x.h.writeJSON(x.w, http.StatusOK, obj{
 				"id": id, "object": "chat.completion", "created": created, "model": model,
 				"choices": []obj{{"index": 0, "message": message, "finish_reason": finish}},
 				"usage":   usage,
@@ -59,20 +63,22 @@ func (x *exchange) chat() {
 	delta := func(d obj, finish any) obj {
 		return chunk([]obj{{"index": 0, "delta": d, "finish_reason": finish}})
 	}
-	st := x.s.startSSE(x.w)
+	st := x.h.startSSE(x.w)
 	st.event("", delta(obj{"role": "assistant", "content": ""}, nil))
 	if !x.hold() {
 		return
 	}
-	if ans.call == nil {
-		for _, p := range pieces(ans.text, 3) {
+	if rp.hasText() {
+		for _, p := range pieces(rp.text, 3) {
 			st.event("", delta(obj{"content": p}, nil))
 		}
-	} else {
-		st.event("", delta(obj{"tool_calls": []obj{{"index": 0, "id": call["id"], "type": "function",
-			"function": obj{"name": ans.call.name, "arguments": ""}}}}, nil))
-		st.event("", delta(obj{"tool_calls": []obj{{"index": 0,
-			"function": obj{"arguments": ans.call.argsJSON()}}}}, nil))
+	}
+	for i, call := range calls {
+		fn := call["function"].(obj)
+		st.event("", delta(obj{"tool_calls": []obj{{"index": i, "id": call["id"], "type": "function",
+			"function": obj{"name": fn["name"], "arguments": ""}}}}, nil))
+		st.event("", delta(obj{"tool_calls": []obj{{"index": i,
+			"function": obj{"arguments": fn["arguments"]}}}}, nil))
 	}
 	st.event("", delta(obj{}, finish))
 	if x.req.StreamOptions.IncludeUsage {

@@ -41,6 +41,12 @@
 // requests that ask for JSON-schema structured output get the smallest
 // object that fits the schema.
 //
+// [NewHandler] serves the same APIs with the answers of a [Model] instead
+// of the directives (cicy's scripted model behind the gateway is one); it
+// records nothing. A model sees each request in the Messages API's shape
+// ([Query]) and answers text and any number of tool calls, with usage,
+// which the handler encodes in the client's API, streamed or not.
+//
 // Typical use:
 //
 //	srv, err := fakellm.Start("127.0.0.1:0", logFile)

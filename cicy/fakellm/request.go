@@ -3,16 +3,21 @@ package fakellm
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
 // request holds the fields of a model request the server looks at, for all
 // three APIs at once; every other key is ignored.
 type request struct {
-	Model    string     `json:"model"`
-	Stream   bool       `json:"stream"`
-	Messages []item     `json:"messages"` // Anthropic, Chat Completions
-	Input    rawJSON    `json:"input"`    // Responses: a string or a list of items
-	Tools    []toolSpec `json:"tools"`
+	Model        string     `json:"model"`
+	Stream       bool       `json:"stream"`
+	MaxTokens    int        `json:"max_tokens"`
+	System       rawJSON    `json:"system"`       // Anthropic: a string or text blocks
+	Instructions rawJSON    `json:"instructions"` // Responses
+	Messages     []item     `json:"messages"`     // Anthropic, Chat Completions
+	Input        rawJSON    `json:"input"`        // Responses: a string or a list of items
+	Tools        []toolSpec `json:"tools"`
 
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -60,6 +65,22 @@ type item struct {
 	Role    string  `json:"role"`
 	Content rawJSON `json:"content"` // a string or a list of parts
 	Output  rawJSON `json:"output"`  // Responses tool outputs
+
+	ToolCalls  []chatCallItem `json:"tool_calls"`   // Chat Completions assistant
+	ToolCallID string         `json:"tool_call_id"` // Chat Completions tool
+	CallID     string         `json:"call_id"`      // Responses tool calls and outputs
+	Name       string         `json:"name"`         // Responses tool calls
+	Arguments  string         `json:"arguments"`    // Responses function_call
+	CallInput  rawJSON        `json:"input"`        // Responses custom_tool_call
+}
+
+// chatCallItem is a tool call of a Chat Completions assistant message.
+type chatCallItem struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // part is one element of a content list.
@@ -67,6 +88,15 @@ type part struct {
 	Type    string  `json:"type"`
 	Text    string  `json:"text"`
 	Content rawJSON `json:"content"` // Anthropic tool_result content
+
+	// Anthropic tool_use and tool_result
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	Input     rawJSON `json:"input"`
+	ToolUseID string  `json:"tool_use_id"`
+	IsError   bool    `json:"is_error"`
+
+	CacheControl *wire.CacheControl `json:"cache_control"`
 }
 
 // isText reports whether p carries prompt or reply text.
@@ -157,11 +187,15 @@ func lastTurnItem(items []item) item {
 type toolSpec struct {
 	Type        string  `json:"type"`
 	Name        string  `json:"name"`
+	Description string  `json:"description"`
 	InputSchema rawJSON `json:"input_schema"` // Anthropic
 	Parameters  rawJSON `json:"parameters"`   // Responses
-	Function    struct {
-		Name       string  `json:"name"`
-		Parameters rawJSON `json:"parameters"`
+	// CacheControl marks an Anthropic tool as a cache breakpoint.
+	CacheControl *wire.CacheControl `json:"cache_control"`
+	Function     struct {
+		Name        string  `json:"name"`
+		Description string  `json:"description"`
+		Parameters  rawJSON `json:"parameters"`
 	} `json:"function"` // Chat Completions
 }
 

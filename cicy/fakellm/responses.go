@@ -49,42 +49,43 @@ func outputText(output rawJSON) string {
 	return string(output)
 }
 
-// responses answers POST /v1/responses.
+// responses answers POST /v1/responses: a message item when the reply
+// has text (or nothing else), then a function_call item per call.
 func (x *exchange) responses() {
-	ans := x.turn.answer()
-	var out obj
-	if ans.call == nil {
-		out = obj{"id": x.s.newID("msg"), "type": "message", "status": "completed", "role": "assistant",
-			"content": []obj{outputTextPart(ans.text)}}
-	} else {
-		out = obj{"id": x.s.newID("fc"), "type": "function_call", "status": "completed",
-			"call_id": x.s.newID("call"), "name": ans.call.name, "arguments": ans.call.argsJSON()}
+	rp := x.reply
+	var out []obj
+	if rp.hasText() {
+		out = append(out, obj{"id": x.h.newID("msg"), "type": "message", "status": "completed", "role": "assistant",
+			"content": []obj{outputTextPart(rp.text)}})
 	}
-	outTokens := tokensOf(out)
-	read, _ := x.turn.cache(x.inTokens)
+	for _, c := range rp.calls {
+		out = append(out, obj{"id": x.h.newID("fc"), "type": "function_call", "status": "completed",
+			"call_id": x.h.newID("call"), "name": c.name, "arguments": c.argsJSON()})
+	}
+	u := rp.usage
 	usage := obj{
-		"input_tokens":          x.inTokens,
-		"input_tokens_details":  obj{"cached_tokens": read},
-		"output_tokens":         outTokens,
+		"input_tokens":          u.prompt(),
+		"input_tokens_details":  obj{"cached_tokens": u.cacheRead},
+		"output_tokens":         u.output,
 		"output_tokens_details": obj{"reasoning_tokens": 0},
-		"total_tokens":          x.inTokens + outTokens,
+		"total_tokens":          u.prompt() + u.output,
 	}
 	pending := obj{
-		"id": x.s.newID("resp"), "object": "response", "created_at": time.Now().Unix(),
+		"id": x.h.newID("resp"), "object": "response", "created_at": time.Now().Unix(),
 		"model": x.modelName(), "status": "in_progress", "output": []obj{},
 		"usage": nil, "error": nil, "incomplete_details": nil,
 	}
 	done := maps.Clone(pending)
-	done["status"], done["output"], done["usage"] = "completed", []obj{out}, usage
+	done["status"], done["output"], done["usage"] = "completed", out, usage
 
 	if !x.req.Stream {
 		if x.hold() {
-			x.s.writeJSON(x.w, http.StatusOK, done)
+			x.h.writeJSON(x.w, http.StatusOK, done)
 		}
 		return
 	}
 
-	st := x.s.startSSE(x.w)
+	st := x.h.startSSE(x.w)
 	seq := 0
 	emit := func(name string, fields obj) {
 		fields["type"], fields["sequence_number"] = name, seq
@@ -96,32 +97,41 @@ func (x *exchange) responses() {
 	if !x.hold() {
 		return
 	}
-	id := out["id"]
-	added := maps.Clone(out)
+	for i, item := range out {
+		streamItem(emit, i, item)
+	}
+	emit("response.completed", obj{"response": done})
+}
+
+// streamItem streams output item i: added, its content or arguments,
+// done.
+func streamItem(emit func(string, obj), i int, item obj) {
+	id := item["id"]
+	added := maps.Clone(item)
 	added["status"] = "in_progress"
-	if ans.call == nil {
+	if item["type"] == "message" {
+		text := item["content"].([]obj)[0]["text"].(string)
 		added["content"] = []obj{}
-		emit("response.output_item.added", obj{"output_index": 0, "item": added})
-		emit("response.content_part.added", obj{"item_id": id, "output_index": 0, "content_index": 0,
+		emit("response.output_item.added", obj{"output_index": i, "item": added})
+		emit("response.content_part.added", obj{"item_id": id, "output_index": i, "content_index": 0,
 			"part": outputTextPart("")})
-		for _, p := range pieces(ans.text, 3) {
-			emit("response.output_text.delta", obj{"item_id": id, "output_index": 0, "content_index": 0,
+		for _, p := range pieces(text, 3) {
+			emit("response.output_text.delta", obj{"item_id": id, "output_index": i, "content_index": 0,
 				"delta": p, "logprobs": []obj{}})
 		}
-		emit("response.output_text.done", obj{"item_id": id, "output_index": 0, "content_index": 0,
-			"text": ans.text, "logprobs": []obj{}})
-		emit("response.content_part.done", obj{"item_id": id, "output_index": 0, "content_index": 0,
-			"part": outputTextPart(ans.text)})
+		emit("response.output_text.done", obj{"item_id": id, "output_index": i, "content_index": 0,
+			"text": text, "logprobs": []obj{}})
+		emit("response.content_part.done", obj{"item_id": id, "output_index": i, "content_index": 0,
+			"part": outputTextPart(text)})
 	} else {
 		added["arguments"] = ""
-		emit("response.output_item.added", obj{"output_index": 0, "item": added})
-		emit("response.function_call_arguments.delta", obj{"item_id": id, "output_index": 0,
-			"delta": out["arguments"]})
-		emit("response.function_call_arguments.done", obj{"item_id": id, "output_index": 0,
-			"arguments": out["arguments"]})
+		emit("response.output_item.added", obj{"output_index": i, "item": added})
+		emit("response.function_call_arguments.delta", obj{"item_id": id, "output_index": i,
+			"delta": item["arguments"]})
+		emit("response.function_call_arguments.done", obj{"item_id": id, "output_index": i,
+			"arguments": item["arguments"]})
 	}
-	emit("response.output_item.done", obj{"output_index": 0, "item": out})
-	emit("response.completed", obj{"response": done})
+	emit("response.output_item.done", obj{"output_index": i, "item": item})
 }
 
 // outputTextPart is an output_text content part.

@@ -9,13 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -34,7 +32,7 @@ type Server struct {
 	URL string
 
 	srv *http.Server
-	ids atomic.Uint64
+	h   Handler // without a model: the directives' answers
 
 	mu   sync.Mutex // guards reqs and log
 	reqs []Request
@@ -95,125 +93,11 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-// handle records a request and routes it.
+// handle records a request and answers it.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, bodyErr := readBody(w, r)
 	s.record(r, body, bodyErr)
-
-	route := routeOf(r.URL.Path)
-	if bodyErr != nil {
-		code := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.Is(bodyErr, errUnsupportedEncoding):
-			code = http.StatusUnsupportedMediaType
-		case errors.As(bodyErr, &tooBig):
-			code = http.StatusRequestEntityTooLarge
-		}
-		s.fail(w, route, code, bodyErr.Error())
-		return
-	}
-
-	switch {
-	case route == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
-		s.writeJSON(w, http.StatusOK, obj{"ok": true})
-	case route == "/models" && r.Method == http.MethodGet:
-		s.writeJSON(w, http.StatusOK, modelList())
-	case r.Method != http.MethodPost:
-		s.fail(w, route, http.StatusNotFound, fmt.Sprintf("fake-llm: no %s %s", r.Method, r.URL.Path))
-	case route == "/messages/count_tokens":
-		s.writeJSON(w, http.StatusOK, obj{"input_tokens": tokens(body)})
-	default:
-		if api, ok := modelAPIs[route]; ok {
-			s.model(w, r, route, api, body)
-			return
-		}
-		s.fail(w, route, http.StatusNotFound, fmt.Sprintf("fake-llm: no POST %s", r.URL.Path))
-	}
-}
-
-// routeOf reduces a URL path to the route it names: no trailing slash and
-// no /v1 prefix, so "/v1/messages/" and "/messages" are both "/messages".
-func routeOf(path string) string {
-	p := strings.TrimRight(path, "/")
-	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
-		p = p[len("/v1"):]
-	}
-	if p == "" {
-		return "/"
-	}
-	return p
-}
-
-// modelAPI is how one model API's requests are read and answered.
-type modelAPI struct {
-	turn   func(*request) turn
-	answer func(*exchange)
-}
-
-// modelAPIs maps the model routes to their APIs.
-var modelAPIs = map[string]modelAPI{
-	"/messages":         {anthropicTurn, (*exchange).anthropic},
-	"/chat/completions": {chatTurn, (*exchange).chat},
-	"/responses":        {responsesTurn, (*exchange).responses},
-}
-
-// model answers a request to one of the model APIs: the [[status]] error,
-// or the turn's answer.
-func (s *Server) model(w http.ResponseWriter, r *http.Request, route string, api modelAPI, body []byte) {
-	var req request
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			s.fail(w, route, http.StatusBadRequest, fmt.Sprintf("fake-llm: bad request body: %v", err))
-			return
-		}
-	}
-	x := &exchange{s: s, w: w, r: r, req: &req, turn: api.turn(&req), inTokens: tokens(body)}
-	if code := x.turn.status(); code != 0 {
-		msg := fmt.Sprintf("fake-llm status directive %d", code)
-		if code == http.StatusUnauthorized {
-			// As some proxies do: the refused credential, echoed.
-			msg += ": invalid x-api-key " + r.Header.Get("x-api-key") + " / authorization " + r.Header.Get("Authorization")
-		}
-		s.fail(w, route, code, msg)
-		return
-	}
-	api.answer(x)
-}
-
-// exchange is one model request being answered.
-type exchange struct {
-	s        *Server
-	w        http.ResponseWriter
-	r        *http.Request
-	req      *request
-	turn     turn
-	inTokens int
-}
-
-// modelName is the model the client asked for, or the default one.
-func (x *exchange) modelName() string {
-	if x.req.Model != "" {
-		return x.req.Model
-	}
-	return defaultModel
-}
-
-// hold waits out the turn's [[delay]]. It reports false if the client went
-// away first, in which case nothing more should be written.
-func (x *exchange) hold() bool {
-	d := x.turn.delay()
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-x.r.Context().Done():
-		return false
-	}
+	s.h.serve(w, r, body, bodyErr)
 }
 
 // errUnsupportedEncoding marks a request body in a Content-Encoding the
@@ -343,35 +227,6 @@ func logLine(rec Request) []byte {
 // per four bytes, at least one.
 func tokens(b []byte) int {
 	return max(1, len(b)/4)
-}
-
-// tokensOf is [tokens] of v's JSON encoding.
-func tokensOf(v any) int {
-	b, _ := json.Marshal(v)
-	return tokens(b)
-}
-
-// newID returns a fresh identifier such as "msg_12ab34cd56".
-func (s *Server) newID(prefix string) string {
-	return fmt.Sprintf("%s_%d%08x", prefix, s.ids.Add(1), rand.Uint32())
-}
-
-// obj is a JSON object under construction.
-type obj = map[string]any
-
-// writeJSON answers v as a JSON document with status code.
-func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		code = http.StatusInternalServerError
-		data = []byte(fmt.Sprintf(`{"type":"error","error":{"type":"api_error","message":%q}}`, err.Error()))
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(data)))
-	h.Set(requestIDHdr, s.newID("req"))
-	w.WriteHeader(code)
-	_, _ = w.Write(data) // the client may be gone; nothing to do about it
 }
 
 // modelList is the GET /v1/models answer, readable by OpenAI and Anthropic

@@ -16,12 +16,12 @@ type sseStream struct {
 
 // startSSE sends the 200 header of an event stream. The body goes out with
 // chunked transfer encoding, as there is no Content-Length.
-func (s *Server) startSSE(w http.ResponseWriter) *sseStream {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set(requestIDHdr, s.newID("req"))
-	h.Set(xRequestIDHdr, s.newID("req"))
+func (h *Handler) startSSE(w http.ResponseWriter) *sseStream {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set(requestIDHdr, h.newID("req"))
+	hd.Set(xRequestIDHdr, h.newID("req"))
 	w.WriteHeader(http.StatusOK)
 	st := &sseStream{w: w, rc: http.NewResponseController(w)}
 	st.flush()

@@ -105,7 +105,7 @@ func (t *turn) answer() answer {
 		}
 	}
 	if cmd, ok := d["shell"]; ok {
-		if c := t.shellCall(cmd); c != nil {
+		if c := t.shellCall(cmd, shellDesc); c != nil {
 			return answer{call: c}
 		}
 	}
@@ -134,8 +134,9 @@ func (t *turn) toolDirective(spec string) *toolCall {
 }
 
 // shellCall is a call of the request's shell tool that runs cmd, in that
-// tool's own shape, or nil if the request offers no shell tool.
-func (t *turn) shellCall(cmd string) *toolCall {
+// tool's own shape (with desc as the description a tool requires), or nil
+// if the request offers no shell tool.
+func (t *turn) shellCall(cmd, desc string) *toolCall {
 	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell"} {
 		tl := t.tool(name)
 		if tl == nil {
@@ -149,7 +150,7 @@ func (t *turn) shellCall(cmd string) *toolCall {
 			args = map[string]any{"command": []string{"bash", "-lc", cmd}}
 		case "Bash", "bash":
 			if tl.required["description"] {
-				args["description"] = shellDesc
+				args["description"] = desc
 			}
 		}
 		return tl.call(args)

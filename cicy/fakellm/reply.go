@@ -1,0 +1,114 @@
+package fakellm
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+)
+
+// reply is an answer in the terms every API's encoder takes.
+type reply struct {
+	text  string
+	calls []toolCall
+	stop  string // Anthropic's stop_reason; "" is end_turn, or tool_use with calls
+	model string // "" is the model the client asked for
+	usage usage
+}
+
+// usage is token usage in Anthropic's additive shape: input excludes the
+// cache reads and writes. The OpenAI APIs report input+cacheRead+cacheWrite
+// as their prompt, cacheRead as its cached part.
+type usage struct {
+	input, output, cacheRead, cacheWrite int
+}
+
+// prompt is the whole prompt, as the OpenAI APIs count it.
+func (u usage) prompt() int { return u.input + u.cacheRead + u.cacheWrite }
+
+// reply is the directives' answer as a reply (usage not yet filled).
+func (a answer) reply() reply {
+	if a.call != nil {
+		return reply{calls: []toolCall{*a.call}}
+	}
+	return reply{text: a.text}
+}
+
+// outTokens is about a token per four bytes of the reply's text and
+// calls, at least one.
+func (rp reply) outTokens() int {
+	n := len(rp.text)
+	for _, c := range rp.calls {
+		n += len(c.name) + len(c.argsJSON())
+	}
+	return max(1, n/4)
+}
+
+// stopReason is the reply's Anthropic stop_reason.
+func (rp reply) stopReason() string {
+	switch {
+	case rp.stop != "":
+		return rp.stop
+	case len(rp.calls) > 0:
+		return "tool_use"
+	}
+	return "end_turn"
+}
+
+// finishReason is the reply's Chat Completions finish_reason.
+func (rp reply) finishReason() string {
+	switch rp.stopReason() {
+	case "tool_use":
+		return "tool_calls"
+	case "max_tokens":
+		return "length"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop"
+}
+
+// hasText reports whether the reply has a text part: it has one when it
+// has text, or nothing else.
+func (rp reply) hasText() bool { return rp.text != "" || len(rp.calls) == 0 }
+
+// replyOf is a model's response as a reply: its text blocks joined by
+// blank lines, its tool_use blocks as calls.
+func replyOf(resp *wire.Response) reply {
+	rp := reply{stop: resp.StopReason, model: resp.Model, usage: usage{
+		input:      int(resp.Usage.InputTokens),
+		output:     int(resp.Usage.OutputTokens),
+		cacheRead:  int(resp.Usage.CacheReadInputTokens),
+		cacheWrite: int(resp.Usage.CacheCreationInputTokens),
+	}}
+	var texts []string
+	for _, b := range resp.Content {
+		switch b.Type {
+		case wire.TypeText:
+			if b.Text != "" {
+				texts = append(texts, b.Text)
+			}
+		case wire.TypeToolUse:
+			rp.calls = append(rp.calls, toolCall{name: b.Name, args: argsOf(b.Input)})
+		}
+	}
+	rp.text = strings.Join(texts, "\n\n")
+	return rp
+}
+
+// argsOf decodes a tool call's input object; anything else is passed as
+// {"input": <it>}.
+func argsOf(input json.RawMessage) map[string]any {
+	args := map[string]any{}
+	if len(input) == 0 {
+		return args
+	}
+	if err := json.Unmarshal(input, &args); err != nil || args == nil {
+		var v any
+		if json.Unmarshal(input, &v) != nil {
+			v = string(input)
+		}
+		return map[string]any{"input": v}
+	}
+	return args
+}
