@@ -76,14 +76,19 @@ func (f *Factory) build(name string) (Streamer, error) {
 		}
 		return &OpenAI{BaseURL: base, APIKey: key, HTTP: f.HTTP}, nil
 	case "script":
-		return f.scriptProvider()
+		s, err := f.Script()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (choose anthropic, openai or script)", name)
 }
 
-// scriptProvider loads CICY_SCRIPT, again only when the file changed, and
-// keeps one cache simulator for all panes (as the real cache is shared).
-func (f *Factory) scriptProvider() (Streamer, error) {
+// Script is the scripted model: the rules of CICY_SCRIPT, loaded again
+// only when the file changed, and one cache simulator for all panes (as
+// the real cache is shared), kept across reloads.
+func (f *Factory) Script() (*Script, error) {
 	path := f.Getenv("CICY_SCRIPT")
 	if path == "" {
 		return nil, fmt.Errorf("the script provider needs CICY_SCRIPT (the path of a rules file) in the supervisor's environment")
