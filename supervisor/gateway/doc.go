@@ -29,4 +29,7 @@
 // for the fingerprints. The gateway retries nothing: an upstream error goes
 // to the client as the upstream sent it, or as a 502 when there is no
 // upstream response at all.
+//
+// With the scripted model (CICY_PROVIDER=script) the upstream is
+// [NewScriptTransport]: the script rules answer in every API, offline.
 package gateway
