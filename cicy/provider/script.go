@@ -46,14 +46,20 @@ type ScriptRule struct {
 // ScriptMatch selects requests; every set field must match.
 type ScriptMatch struct {
 	// LastUser is a regex on the text of the last user message (its text
-	// blocks joined by blank lines; tool_result blocks and the injected
-	// <role>/<memories> blocks excluded). Empty: any.
+	// blocks joined by blank lines; tool_result blocks and injected
+	// context excluded: cicy's <role> and <memories> blocks, and any block
+	// that is one tagged element, such as Claude Code's
+	// <system-reminder>). Empty: any.
 	LastUser string `yaml:"last_user"`
 	// Aux: "" matches only main-turn requests; "compact" or "memory" that
 	// aux kind; "*" any request.
 	Aux string `yaml:"aux"`
 	// ToolResult, if set: whether the last user message holds a tool_result.
 	ToolResult *bool `yaml:"tool_result"`
+	// ToolOutput is a regex on the content of the last tool_result of the
+	// last user message; a request without one matches only an empty
+	// regex. Its capture groups are {{o1}}..{{o9}}.
+	ToolOutput string `yaml:"tool_output"`
 	// Pane is a regex on the pane id. Empty: any.
 	Pane string `yaml:"pane"`
 	// System is a regex on the system text blocks joined by blank lines.
@@ -64,14 +70,14 @@ type ScriptMatch struct {
 	// an empty regex. Its capture groups are {{m1}}..{{m9}}.
 	Memories string `yaml:"memories"`
 
-	lastUser, pane, system, memories *regexp.Regexp
+	lastUser, pane, system, memories, toolOutput *regexp.Regexp
 }
 
 // ScriptReply is a rule's answer. Text and string values of tool inputs
 // may hold placeholders: {{last_user}}, {{tool_result}}, {{pane}} and
 // {{1}}..{{9}} (capture groups of the last_user regex), {{memories}} (the
-// <memories> block's content) and {{m1}}..{{m9}} (groups of the memories
-// regex).
+// <memories> block's content), {{m1}}..{{m9}} (groups of the memories
+// regex) and {{o1}}..{{o9}} (groups of the tool_output regex).
 type ScriptReply struct {
 	Text      string           `yaml:"text"`
 	ToolCalls []ScriptToolCall `yaml:"tool_calls"`
@@ -167,6 +173,9 @@ func (r *ScriptRule) check() error {
 	if m.memories, err = compileOptional("match.memories", m.Memories); err != nil {
 		return err
 	}
+	if m.toolOutput, err = compileOptional("match.tool_output", m.ToolOutput); err != nil {
+		return err
+	}
 	if r.Error != nil && (r.Error.Status < 400 || r.Error.Status > 599) {
 		return fmt.Errorf("error.status must be an HTTP error status (400-599), got %d", r.Error.Status)
 	}
@@ -217,8 +226,9 @@ func viewOf(req *wire.Request) scriptView {
 }
 
 // userTextBlocks drops the wire-only <role> and <memories> injections
-// (see docs/requests-and-caching.md): rules match what the user wrote, whatever the role
-// template and memory hold.
+// (see docs/requests-and-caching.md) and the context the CLI agents inject
+// the same way: rules match what the user wrote, whatever the role
+// template, the memory and the agent's reminders hold.
 func userTextBlocks(in []wire.Block) []wire.Block {
 	var out []wire.Block
 	for _, b := range in {
@@ -235,7 +245,26 @@ func isInjected(s string) bool {
 			return true
 		}
 	}
-	return false
+	return isTagged(strings.TrimSpace(s))
+}
+
+// isTagged reports whether s is one tagged element, <name …>…</name>.
+func isTagged(s string) bool {
+	rest, ok := strings.CutPrefix(s, "<")
+	if !ok {
+		return false
+	}
+	end := strings.IndexAny(rest, "> \t\n")
+	if end <= 0 {
+		return false
+	}
+	name := rest[:end]
+	for _, r := range name {
+		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return len(rest) > 2*end+2 && strings.HasSuffix(rest, "</"+name+">")
 }
 
 // joinTexts joins the text blocks by blank lines.
@@ -243,38 +272,43 @@ func joinTexts(blocks []wire.Block) string {
 	return wire.Message{Content: blocks}.JoinedText()
 }
 
+// captures are the capture groups of a rule's regexes.
+type captures struct {
+	user, mem, out []string // last_user, memories, tool_output
+}
+
 // matches reports whether the rule answers v, with the capture groups of
-// its last_user regex.
-func (r *ScriptRule) matches(v scriptView) (groups, memGroups []string, ok bool) {
+// its regexes.
+func (r *ScriptRule) matches(v scriptView) (c captures, ok bool) {
 	m := &r.Match
 	if r.Times > 0 && r.matched >= r.Times {
-		return nil, nil, false
+		return c, false
 	}
 	if m.Aux != "*" && m.Aux != v.aux {
-		return nil, nil, false
+		return c, false
 	}
 	if m.ToolResult != nil && *m.ToolResult != v.hasToolResult {
-		return nil, nil, false
+		return c, false
 	}
 	if m.pane != nil && !m.pane.MatchString(v.pane) {
-		return nil, nil, false
+		return c, false
 	}
 	if m.system != nil && !m.system.MatchString(v.system) {
-		return nil, nil, false
+		return c, false
 	}
-	if m.lastUser != nil {
-		groups = m.lastUser.FindStringSubmatch(v.lastUser)
-		if groups == nil {
-			return nil, nil, false
+	for _, f := range []struct {
+		re   *regexp.Regexp
+		text string
+		dst  *[]string
+	}{{m.lastUser, v.lastUser, &c.user}, {m.memories, v.memories, &c.mem}, {m.toolOutput, v.toolResult, &c.out}} {
+		if f.re == nil {
+			continue
+		}
+		if *f.dst = f.re.FindStringSubmatch(f.text); *f.dst == nil {
+			return c, false
 		}
 	}
-	if m.memories != nil {
-		memGroups = m.memories.FindStringSubmatch(v.memories)
-		if memGroups == nil {
-			return nil, nil, false
-		}
-	}
-	return groups, memGroups, true
+	return c, true
 }
 
 // Respond answers req with the first matching rule; usage comes from sim
@@ -288,7 +322,7 @@ func (s *ScriptRules) Respond(req *wire.Request, sim *CacheSim) (*wire.Response,
 	v := viewOf(req)
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		groups, memGroups, ok := r.matches(v)
+		c, ok := r.matches(v)
 		if !ok {
 			continue
 		}
@@ -296,7 +330,7 @@ func (s *ScriptRules) Respond(req *wire.Request, sim *CacheSim) (*wire.Response,
 		if r.Error != nil {
 			return nil, r.Error.apiError()
 		}
-		return s.reply(r, req, sim, placeholders(v, groups, memGroups))
+		return s.reply(r, req, sim, placeholders(v, c))
 	}
 	return nil, noRuleError(v)
 }
@@ -343,17 +377,17 @@ func (e *ScriptError) apiError() *wire.APIError {
 
 // placeholders substitutes the reply placeholders in one pass, so a
 // substituted value holding "{{pane}}" is left alone.
-func placeholders(v scriptView, groups, memGroups []string) *strings.Replacer {
+func placeholders(v scriptView, c captures) *strings.Replacer {
 	pairs := []string{"{{last_user}}", v.lastUser, "{{tool_result}}", v.toolResult, "{{pane}}", v.pane, "{{memories}}", v.memories}
-	for i := 1; i <= 9; i++ {
-		g, mg := "", ""
+	group := func(groups []string, i int) string {
 		if i < len(groups) {
-			g = groups[i]
+			return groups[i]
 		}
-		if i < len(memGroups) {
-			mg = memGroups[i]
-		}
-		pairs = append(pairs, "{{"+strconv.Itoa(i)+"}}", g, "{{m"+strconv.Itoa(i)+"}}", mg)
+		return ""
+	}
+	for i := 1; i <= 9; i++ {
+		n := strconv.Itoa(i)
+		pairs = append(pairs, "{{"+n+"}}", group(c.user, i), "{{m"+n+"}}", group(c.mem, i), "{{o"+n+"}}", group(c.out, i))
 	}
 	return strings.NewReplacer(pairs...)
 }

@@ -89,6 +89,11 @@ func TestScriptMatching(t *testing.T) {
 		{"role and memories excluded", userReq("m-1",
 			wire.Text("<role>\nyou are helpful\n</role>"), wire.Text("hello again"), wire.Text("<memories>\nlikes tea\n</memories>")),
 			"first hello"},
+		{"a CLI's tagged context excluded", userReq("m-1",
+			wire.Text("<system-reminder>\nContents of CLAUDE.md\n</system-reminder>\n"), wire.Text(" <environment_context cwd=\"/w\"></environment_context>"),
+			wire.Text("hello there")),
+			"first hello"},
+		{"text that only looks tagged is kept", userReq("m-1", wire.Text("<b>bold</i> hello")), "second hello"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustParse(t, matchingRules)
@@ -143,6 +148,33 @@ rules:
 	}
 	if got, want := textOf(resp), "[one\n\ntwo] [second] []"; got != want {
 		t.Fatalf("text %q, want %q", got, want)
+	}
+}
+
+func TestScriptToolOutput(t *testing.T) {
+	s := mustParse(t, `
+rules:
+  - match: {tool_output: '(?s)Output:\n(\w+) (\d+)'}
+    reply: {text: "{{o1}} is {{o2}}{{o3}}"}
+  - match: {tool_result: true}
+    reply: {text: "other output"}
+  - reply: {text: "no tool"}
+`)
+	for _, tc := range []struct {
+		req  *wire.Request
+		want string
+	}{
+		{userReq("p", wire.ToolResult("t", "Wall time: 1s\nOutput:\nanswer 42\n", false)), "answer is 42"},
+		{userReq("p", wire.ToolResult("t", "answer 42", false)), "other output"},
+		{userReq("p", wire.Text("Output:\nanswer 42")), "no tool"},
+	} {
+		resp, err := s.Respond(tc.req, nil)
+		if err != nil || textOf(resp) != tc.want {
+			t.Errorf("got %v %v, want %q", resp, err, tc.want)
+		}
+	}
+	if _, err := ParseScript([]byte("rules:\n  - match: {tool_output: '('}\n")); err == nil || !strings.Contains(err.Error(), "match.tool_output") {
+		t.Errorf("a bad tool_output regex: %v", err)
 	}
 }
 
