@@ -35,8 +35,11 @@ type TeamPane struct {
 	// Env names variables of the supervisor's environment the pane's
 	// program gets although the supervisor keeps them from panes (the
 	// provider keys); like cicy-agent create --env.
-	Env  []string `yaml:"env"`
-	Line int      `yaml:"-"` // line of this pane in the file
+	Env []string `yaml:"env"`
+	// AllowAll runs a CLI agent in its own bypass-permissions mode, like
+	// cicy-agent create --allow-all.
+	AllowAll bool `yaml:"allow_all"`
+	Line     int  `yaml:"-"` // line of this pane in the file
 }
 
 // TeamGoal is the first message for a master of the team.
@@ -120,7 +123,7 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 // Known keys, in the order error messages list them.
 var (
 	teamKeys = []string{"name", "panes", "goal"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "allow_all"}
 	goalKeys = []string{"to", "text"}
 
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -300,7 +303,7 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if err != nil {
 		return tp, err
 	}
-	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.links}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.allowAll, r.links}
 	for _, step := range steps {
 		if err := step(&tp); err != nil {
 			return tp, err
@@ -449,6 +452,25 @@ func (r *paneFields) texts(tp *TeamPane) (err error) {
 	}
 	tp.Master, _, err = r.text("master")
 	return err
+}
+
+// allowAll reads allow_all, a boolean for CLI agent panes only.
+func (r *paneFields) allowAll(tp *TeamPane) error {
+	e, ok := r.fields["allow_all"]
+	if !ok {
+		return nil
+	}
+	v := deref(e.value)
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+		return r.p.errf(v.Line, `"allow_all" %s must be true or false, not %s`, r.where, kindName(v))
+	}
+	if err := v.Decode(&tp.AllowAll); err != nil {
+		return r.p.errf(v.Line, `"allow_all" %s must be true or false: %v`, r.where, err)
+	}
+	if tp.AllowAll && (tp.Type == "cicy" || tp.Type == "shell") {
+		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (claude, codex, opencode) without its permission prompts; a %s pane has none`, r.where, tp.Type)
+	}
+	return nil
 }
 
 // links checks the rules between the pane's fields (CheckLinks).

@@ -27,6 +27,7 @@ panes:
   - title: cc
     type: claude
     workspace: ../up
+    allow_all: true
 goal: {to: lead, text: "  Do the thing.  "}
 `
 
@@ -41,9 +42,9 @@ func TestParseTeamGood(t *testing.T) {
 			{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Line: 4},
 			{Title: "alice", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Workspace: "/teams/here/work/alice", Provider: "script", Model: "m1", Master: "lead", Line: 5},
 			{Title: "bash1", Type: "shell", Role: "worker", Command: []string{"bash", "--norc"}, Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Workspace: "/srv/abs", Master: "lead", Line: 10},
-			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", Line: 15},
+			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", AllowAll: true, Line: 15},
 		},
-		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 18},
+		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 19},
 	}
 	if !reflect.DeepEqual(team, want) {
 		t.Fatalf("got  %+v\nwant %+v", team, want)
@@ -107,11 +108,14 @@ func TestParseTeamErrors(t *testing.T) {
 		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
 		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
-			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env"}},
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, allow_all"}},
 		{"env with a value", head + "  - {title: a, type: shell, command: [sh], env: [FOO=bar]}\n", 3, []string{`entry 1 of "env" in pane "a"`, "without a value"}},
 		{"env bad name", head + "  - {title: a, type: shell, command: [sh], env: [1X]}\n", 3, []string{`"1X"`, "not a variable name"}},
 		{"env not a list", head + "  - {title: a, type: shell, command: [sh], env: FOO}\n", 3, []string{`"env"`, "list of variable names"}},
 		{"env on cicy", head + "  - {title: a, env: [FOO]}\n", 3, []string{`"env" in pane "a" is not allowed`}},
+		{"allow_all not a bool", head + "  - {title: a, type: codex, allow_all: yes please}\n", 3, []string{`"allow_all" in pane "a" must be true or false`}},
+		{"allow_all on shell", head + "  - {title: a, type: shell, command: [sh], allow_all: true}\n", 3, []string{`"allow_all" in pane "a" is not allowed`, "a shell pane"}},
+		{"allow_all on cicy", head + "  - {title: a, allow_all: true}\n", 3, []string{`"allow_all" in pane "a" is not allowed`, "a cicy pane"}},
 		{"unknown pane key, no title", head + "  - rol: worker\n", 3, []string{`unknown key "rol" in pane 1`}},
 		{"no title", head + "  - {title: a}\n  - type: cicy\n", 4, []string{"pane 2", `"title"`}},
 		{"blank title", head + "  - title: '  '\n", 3, []string{"pane 1", `"title"`}},
