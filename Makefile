@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/cicy-agent
 
-.PHONY: build test test-unit clis lint demo bench fmt tidy
+.PHONY: build test test-unit clis lint demo demo-mixed bench fmt tidy
 
 # The pinned real CLI agents (Claude Code, Codex, opencode) the integration
 # tests drive; installed once into a cache folder (CICY_CLI_DIR).
@@ -34,6 +34,12 @@ lint:
 # The offline demo team: examples/demo.yaml with the scripted model.
 demo: build
 	scripts/demo.sh
+
+# The offline mixed team: examples/mixed.yaml — a cicy coordinator and the
+# real Claude Code, Codex and opencode (installed if missing) with a shell
+# worker, all on the scripted model through the gateway.
+demo-mixed: build clis
+	scripts/demo-mixed.sh
 
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build

@@ -242,3 +242,33 @@ func TestDemoTeamFile(t *testing.T) {
 		}
 	}
 }
+
+// The offline mixed team's file (examples/mixed.yaml) is valid: a cicy
+// coordinator, the three CLI agents on the scripted model without
+// permission prompts, and a shell worker in the data.
+func TestMixedTeamFile(t *testing.T) {
+	team, err := LoadTeam("../examples/mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Name != "mixed" || len(team.Panes) != 5 {
+		t.Fatalf("team = %+v", team)
+	}
+	want := []struct{ title, typ, role string }{
+		{"lead", "cicy", "master"}, {"claude1", "claude", "worker"}, {"codex1", "codex", "worker"},
+		{"opencode1", "opencode", "worker"}, {"bash1", "shell", "worker"},
+	}
+	for i, w := range want {
+		p := team.Panes[i]
+		if p.Title != w.title || p.Type != w.typ || p.Role != w.role {
+			t.Errorf("pane %d = %+v, want %+v", i, p, w)
+		}
+		cli := w.typ == "claude" || w.typ == "codex" || w.typ == "opencode"
+		if cli && (!p.AllowAll || p.Model != "script") {
+			t.Errorf("CLI pane %s: allow_all %v, model %q", p.Title, p.AllowAll, p.Model)
+		}
+	}
+	if team.Goal == nil || team.Goal.To != "lead" || !strings.HasPrefix(team.Goal.Text, "Survey the demo data with the mixed team") {
+		t.Fatalf("goal = %+v", team.Goal)
+	}
+}
