@@ -18,12 +18,18 @@ work=$(mktemp -d /tmp/cicy-demo-mixed.XXXXXX)
 cp -r "$root/examples/mixed.yaml" "$root/examples/mixed.script.yaml" "$root/examples/demo-data" "$work/"
 export CICY_HOME="$work/home"
 export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
-# Offline by design: no key and no upstream reach the supervisor.
-unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY OPENAI_BASE_URL
+# Offline by design: no key reaches the supervisor, and on the scripted
+# model its gateway calls no upstream. OPENAI_BASE_URL only makes opencode
+# speak OpenAI Chat Completions (as for a supervisor set up for OpenAI), so
+# the team uses all three APIs: Claude Code Anthropic Messages, Codex
+# OpenAI Responses.
+unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY
+export OPENAI_BASE_URL=https://api.openai.com/v1
 echo "demo folder: $work (provider: script)"
 status=0
 "$bin" up "$work/mixed.yaml" --wait --timeout "${DEMO_TIMEOUT:-10m}" || status=$?
 echo
+echo "The cost of the team (cicy-agent usage):"
 "$bin" usage || status=$?
 if [ "${KEEP:-0}" = 1 ]; then
   echo "The team keeps running: CICY_HOME=$CICY_HOME $bin status   (stop: CICY_HOME=$CICY_HOME $bin down $work/mixed.yaml; then shutdown)"

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Panes:      s.tokens,
 		Usage:      gatewayLedger{s},
 		Log:        s.log,
+		Transport:  s.gatewayUpstream(),
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {
 		how := "it is kept for this home so that panes which outlive a restart still reach it"
@@ -79,6 +81,17 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 	}()
 	s.log.WithField("url", g.URL()).Info("Model gateway listening")
 	return nil
+}
+
+// gatewayUpstream is what carries the gateway's upstream requests: with
+// the scripted model (CICY_PROVIDER=script) the script rules answer them
+// in process, sharing the cicy panes' rules and cache simulator; else nil,
+// the network.
+func (s *Supervisor) gatewayUpstream() http.RoundTripper {
+	if s.cfg.Getenv("CICY_PROVIDER") != "script" {
+		return nil
+	}
+	return gateway.NewScriptTransport(s.providers, s.log)
 }
 
 // GatewayURL is the gateway's base URL, "http://127.0.0.1:PORT".

@@ -58,7 +58,7 @@ func cliBin(t *testing.T) string {
 // as their panes are, once each in their non-interactive mode against a
 // gateway on the scripted model: each runs the scripted shell command in
 // its own shell tool and prints the scripted answer, and the gateway
-// records usage for its pane.
+// records usage for its pane, in the API the agent speaks.
 func TestScriptRealCLIs(t *testing.T) {
 	bin := cliBin(t)
 	tokens := map[string]string{"claude": "tok-claude-0123456789", "codex": "tok-codex-0123456789", "opencode": "tok-opencode-0123456789"}
@@ -87,13 +87,14 @@ func TestScriptRealCLIs(t *testing.T) {
 				t.Fatalf("%s did not print the scripted answer; its output:\n%s", kind, out)
 			}
 			pane := []string{"w-1", "w-2", "w-3"}[i]
+			api := []API{Anthropic, Responses, Chat}[i]
 			var main int
 			for _, c := range rec.all() {
 				if c.Pane != pane || c.Aux != "" {
 					continue
 				}
 				main++
-				if c.Status != 200 || c.OutputTokens == 0 || c.InputTokens+c.CacheReadTokens+c.CacheCreationTokens == 0 || c.Model != "script" {
+				if c.Status != 200 || c.API != api || c.OutputTokens == 0 || c.InputTokens+c.CacheReadTokens+c.CacheCreationTokens == 0 || c.Model != "script" {
 					t.Errorf("%s: call %+v", kind, c)
 				}
 			}
@@ -117,10 +118,9 @@ func runCLI(t *testing.T, bin, kind, gwURL, token string) string {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{
-		"ANTHROPIC_BASE_URL": gwURL, "ANTHROPIC_API_KEY": token,
-		"OPENAI_BASE_URL": gwURL + "/v1", "OPENAI_API_KEY": token,
-	}
+	// A supervisor set up for OpenAI: opencode then speaks Chat
+	// Completions (Claude Code speaks Anthropic Messages, Codex Responses).
+	settings := map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1"}
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,8 @@ func runCLI(t *testing.T, bin, kind, gwURL, token string) string {
 	k, _ := cliagent.Lookup(kind)
 	argv, env, err := k.Prepare(cliagent.Setup{
 		ID: "w-x", Workspace: ws, Dir: filepath.Join(root, "pane"), Shared: filepath.Join(root, "shared"),
-		Self: truePath, Model: "script", AllowAll: true, Getenv: func(n string) string { return vars[n] },
+		Self: truePath, Model: "script", AllowAll: true, Gateway: gwURL, Token: token,
+		Getenv: func(n string) string { return settings[n] },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +150,6 @@ func runCLI(t *testing.T, bin, kind, gwURL, token string) string {
 	cmd.Dir = ws
 	cmd.Env = append(cliEnv(root, bin), "PWD="+ws) // opencode works where PWD says
 	cmd.Env = append(cmd.Env, env...)
-	for n, v := range vars {
-		cmd.Env = append(cmd.Env, n+"="+v)
-	}
 	if os.Geteuid() == 0 {
 		cmd.Env = append(cmd.Env, "IS_SANDBOX=1")
 	}
