@@ -72,12 +72,23 @@ func (q *Query) ShellCall(command, description string) (name string, input map[s
 // a [Model], or from the directives when it has none. Unlike [Server] it
 // records nothing. It is safe for concurrent use.
 type Handler struct {
-	model Model // nil: the directives
+	name  string // starts the handler's own error messages
+	model Model  // nil: the directives
 	ids   atomic.Uint64
 }
 
-// NewHandler returns a handler whose answers come from m.
-func NewHandler(m Model) *Handler { return &Handler{model: m} }
+// NewHandler returns a handler whose answers come from m; name (e.g.
+// "cicy scripted model") starts the error messages of its own, such as a
+// route it does not serve.
+func NewHandler(name string, m Model) *Handler { return &Handler{name: name, model: m} }
+
+// who starts the handler's own error messages.
+func (h *Handler) who() string {
+	if h.name == "" {
+		return "fake-llm"
+	}
+	return h.name
+}
 
 // ServeHTTP answers one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +108,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bod
 		case errors.As(bodyErr, &tooBig):
 			code = http.StatusRequestEntityTooLarge
 		}
-		h.fail(w, route, apiError{code: code, msg: bodyErr.Error()})
+		h.fail(w, route, apiError{code: code, msg: h.who() + ": " + bodyErr.Error()})
 		return
 	}
 
@@ -107,7 +118,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bod
 	case route == "/models" && r.Method == http.MethodGet:
 		h.writeJSON(w, http.StatusOK, modelList())
 	case r.Method != http.MethodPost:
-		h.fail(w, route, apiError{code: http.StatusNotFound, msg: fmt.Sprintf("fake-llm: no %s %s", r.Method, r.URL.Path)})
+		h.fail(w, route, apiError{code: http.StatusNotFound, msg: fmt.Sprintf("%s: no %s %s", h.who(), r.Method, r.URL.Path)})
 	case route == "/messages/count_tokens":
 		h.countTokens(w, r, body)
 	default:
@@ -115,7 +126,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bod
 			h.answer(w, r, route, api, body)
 			return
 		}
-		h.fail(w, route, apiError{code: http.StatusNotFound, msg: fmt.Sprintf("fake-llm: no POST %s", r.URL.Path)})
+		h.fail(w, route, apiError{code: http.StatusNotFound, msg: fmt.Sprintf("%s: no POST %s", h.who(), r.URL.Path)})
 	}
 }
 
@@ -155,7 +166,7 @@ func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
-		h.fail(w, "/messages/count_tokens", apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("fake-llm: bad request body: %v", err)})
+		h.fail(w, "/messages/count_tokens", apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("%s: bad request body: %v", h.who(), err)})
 		return
 	}
 	q := &Query{API: APIAnthropic, Header: r.Header, Request: conversation(APIAnthropic, &req), turn: anthropicTurn(&req)}
@@ -168,7 +179,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, a
 	var req request
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			h.fail(w, route, apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("fake-llm: bad request body: %v", err)})
+			h.fail(w, route, apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("%s: bad request body: %v", h.who(), err)})
 			return
 		}
 	}

@@ -108,7 +108,7 @@ var errUnsupportedEncoding = errors.New("unsupported Content-Encoding")
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
-		return raw, fmt.Errorf("fake-llm: read body: %w", err)
+		return raw, fmt.Errorf("read body: %w", err)
 	}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	if len(raw) == 0 || enc == "" || enc == "identity" {
@@ -116,7 +116,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	out, err := decode(enc, raw)
 	if err != nil {
-		return raw, fmt.Errorf("fake-llm: decode %s body: %w", enc, err)
+		return raw, fmt.Errorf("decode %s body: %w", enc, err)
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ func NewScriptTransport(src ScriptSource, log *logrus.Entry) http.RoundTripper {
 		log = logrus.NewEntry(l)
 	}
 	m := &scriptModel{src: src, log: log.WithField("component", "script-upstream")}
-	return scriptTransport{fakellm.NewHandler(m)}
+	return scriptTransport{fakellm.NewHandler("cicy scripted model", m)}
 }
 
 // scriptModel answers from the script rules.
