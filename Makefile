@@ -36,9 +36,10 @@ demo: build
 	scripts/demo.sh
 
 # The offline mixed team: examples/mixed.yaml — a cicy coordinator and the
-# real Claude Code, Codex and opencode (installed if missing) with a shell
-# worker, all on the scripted model through the gateway.
-demo-mixed: build clis
+# real Claude Code, Codex and opencode (the script installs them if missing,
+# as make clis does) with a shell worker, all on the scripted model through
+# the gateway.
+demo-mixed: build
 	scripts/demo-mixed.sh
 
 # Benchmarks whose figures are written down in BENCHMARKS.md.
