@@ -131,54 +131,75 @@ func (e *env) followGoal(ctx context.Context, cl *api.Client, master string, tim
 	seen := map[int64]string{}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var g goalTally
+	// The timeout may end a request to the supervisor as well as the wait.
+	timedOut := func(err error) error {
+		if ctx.Err() == nil {
+			return err
+		}
+		return failf("the goal was not done within %s (%d of %d tasks still open; see 'cicy-agent status')", timeout, g.pending, g.total)
+	}
 	for {
 		tasks, err := cl.Tasks(ctx, master)
 		if err != nil {
-			return err
+			return timedOut(err)
 		}
-		pending, failed, total := 0, []string{}, 0
-		var lastNotified time.Time
-		for _, t := range tasks {
-			if t.From != master {
-				continue
-			}
-			total++
-			if seen[t.ID] != t.Status {
-				seen[t.ID] = t.Status
-				line := fmt.Sprintf("task %d → %s: %s", t.ID, t.To, t.Status)
-				switch t.Status {
-				case "done":
-					line += ": " + clip.Runes(oneLine(t.Result), 70)
-				case "failed":
-					line += ": " + clip.Runes(oneLine(t.Error), 70)
-				}
-				fmt.Fprintln(e.stdout, line)
-			}
-			switch {
-			case t.Status == "queued" || t.Status == "delivered":
-				pending++
-			case t.NotifiedAt == nil && t.Status != "cancelled":
-				pending++ // the master has not been told yet
-			case t.NotifiedAt != nil && t.NotifiedAt.After(lastNotified):
-				lastNotified = *t.NotifiedAt
-			}
-			if t.Status == "failed" {
-				failed = append(failed, fmt.Sprintf("task %d (%s): %s", t.ID, t.To, t.Error))
-			}
-		}
+		g = e.tally(tasks, master, seen)
 		m, err := cl.Get(ctx, master)
 		if err != nil {
-			return err
+			return timedOut(err)
 		}
-		if total > 0 && pending == 0 && m.State == "idle" && m.Since.After(lastNotified) {
-			return e.goalDone(ctx, cl, master, failed)
+		if g.total > 0 && g.pending == 0 && m.State == "idle" && m.Since.After(g.lastNotified) {
+			return e.goalDone(ctx, cl, master, g.failed)
 		}
 		select {
 		case <-ctx.Done():
-			return failf("the goal was not done within %s (%d of %d tasks still open; see 'cicy-agent status')", timeout, pending, total)
+			return timedOut(ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// goalTally is what the master's tasks say about its goal.
+type goalTally struct {
+	pending, total int // tasks still open (or not yet told to the master), all tasks
+	failed         []string
+	lastNotified   time.Time // when the master was last told of a task
+}
+
+// tally prints each task of master whose status changed since seen, and
+// counts them.
+func (e *env) tally(tasks []api.TaskInfo, master string, seen map[int64]string) goalTally {
+	var g goalTally
+	for _, t := range tasks {
+		if t.From != master {
+			continue
+		}
+		g.total++
+		if seen[t.ID] != t.Status {
+			seen[t.ID] = t.Status
+			line := fmt.Sprintf("task %d → %s: %s", t.ID, t.To, t.Status)
+			switch t.Status {
+			case "done":
+				line += ": " + clip.Runes(oneLine(t.Result), 70)
+			case "failed":
+				line += ": " + clip.Runes(oneLine(t.Error), 70)
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+		switch {
+		case t.Status == "queued" || t.Status == "delivered":
+			g.pending++
+		case t.NotifiedAt == nil && t.Status != "cancelled":
+			g.pending++ // the master has not been told yet
+		case t.NotifiedAt != nil && t.NotifiedAt.After(g.lastNotified):
+			g.lastNotified = *t.NotifiedAt
+		}
+		if t.Status == "failed" {
+			g.failed = append(g.failed, fmt.Sprintf("task %d (%s): %s", t.ID, t.To, t.Error))
+		}
+	}
+	return g
 }
 
 func (e *env) goalDone(ctx context.Context, cl *api.Client, master string, failed []string) error {
