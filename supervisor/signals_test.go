@@ -150,7 +150,20 @@ func testGatewaySignal(t *testing.T, backend string) {
 	waitPane(t, s, id, "idle by the screen", func(st pane.Status) bool {
 		return st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Signals.InFlight == 0
 	})
+	testGatewayAndHooks(t, s, id)
 
+	got := lsJSON(t, h, id)["signals"]
+	b, _ := json.Marshal(got)
+	want := `{"disagreements":{"gateway_vs_hook":1,"gateway_vs_screen":1,"hook_vs_screen":0},"in_flight":0}`
+	if string(b) != want {
+		t.Fatalf("ls --json signals: %s, want %s", b, want)
+	}
+}
+
+// testGatewayAndHooks: the gateway against the hooks of claude pane id,
+// idle by its screen.
+func testGatewayAndHooks(t *testing.T, s *Supervisor, id string) {
+	ctx := context.Background()
 	// A request while the last hook said idle (its turn ended): busy, and
 	// counted as gateway vs hook once it lasts.
 	hook := func(event string) {
@@ -173,13 +186,6 @@ func testGatewaySignal(t *testing.T, backend string) {
 	waitPane(t, s, id, "idle by the hook", func(st pane.Status) bool {
 		return st.State == pane.Idle && st.Cause == pane.CauseHook && st.Reason == "hook:Stop" && st.Signals.InFlight == 0
 	})
-
-	got := lsJSON(t, h, id)["signals"]
-	b, _ := json.Marshal(got)
-	want := `{"disagreements":{"gateway_vs_hook":1,"gateway_vs_screen":1,"hook_vs_screen":0},"in_flight":0}`
-	if string(b) != want {
-		t.Fatalf("ls --json signals: %s, want %s", b, want)
-	}
 }
 
 // TestGatewaySignalIgnored: requests of a pane that is gone, or not a CLI
