@@ -152,11 +152,17 @@ func (e *env) serveCmd() *cli.Command {
 			"or empty (0 bytes) while the home still holds the folders of panes (workspaces/w-N, panes/w-N) or a\n" +
 			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
 			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
-			"and ends the home's tmux sessions.",
+			"and ends the home's tmux sessions.\n\n" +
+			"The supervisor also serves the model gateway on 127.0.0.1: the claude, codex and opencode panes\n" +
+			"reach their model through it, each with a key of its own, while the real keys\n" +
+			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
+			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
+			"usage (see 'cicy-agent usage'). Its port is chosen at the first start and kept.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
 			&cli.BoolFlag{Name: "fresh", Usage: "start over when the database is missing or empty: move the folders of the panes it described aside and end their tmux sessions"},
+			&cli.IntFlag{Name: "gateway-port", Usage: "serve the model gateway on 127.0.0.1:`PORT` from now on (default: the port this home's first supervisor chose, kept across restarts)", EnvVars: []string{"CICY_GATEWAY_PORT"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
 			&cli.IntFlag{Name: "report-fd", Hidden: true},
@@ -205,6 +211,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
+				GatewayPort: c.Int("gateway-port"),
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -614,7 +621,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 func (e *env) versionCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the version (and the running supervisor's, if one runs)",
+		Usage: "print the version (and the running supervisor's, with its model gateway's URL, if one runs)",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			h, err := home(c)
@@ -631,8 +638,11 @@ func (e *env) versionCmd() *cli.Command {
 				return printJSON(e.stdout, out)
 			}
 			fmt.Fprintf(e.stdout, "cicy-agent %s (%s)\n", version, runtime.Version())
-			if hl, ok := out["supervisor"].(api.Health); ok && hl.Version != version {
-				fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
+			if hl, ok := out["supervisor"].(api.Health); ok {
+				if hl.Version != version {
+					fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
+				}
+				fmt.Fprintf(e.stdout, "model gateway: %s\n", hl.Gateway)
 			}
 			return nil
 		},
