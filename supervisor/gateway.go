@@ -51,6 +51,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Credential: s.cfg.Getenv,
 		Panes:      s.tokens,
 		Usage:      gatewayLedger{s},
+		Activity:   s, // a request in flight keeps its pane busy (signals.go)
 		Log:        s.log,
 	})
 	if errors.Is(err, syscall.EADDRINUSE) {

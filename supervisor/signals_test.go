@@ -3,11 +3,13 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,14 +20,16 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// standInClaude is a program named claude that draws Claude Code's idle
-// prompt and draws it again after each line typed, and sends no hook:
-// the test sends them.
-const standInClaude = "#!/bin/sh\nprintf '❯ '\nwhile IFS= read -r line; do printf 'did %s\\n❯ ' \"$line\"; done\n"
+// standInClaude is a program named claude that keeps the key it was given
+// (its gateway token) in its workspace, draws Claude Code's idle prompt
+// and draws it again after each line typed, and sends no hook: the test
+// sends them, and makes its model requests.
+const standInClaude = "#!/bin/sh\nprintf '%s' \"$ANTHROPIC_API_KEY\" > token.tmp && mv token.tmp token\n" +
+	"printf '❯ '\nwhile IFS= read -r line; do printf 'did %s\\n❯ ' \"$line\"; done\n"
 
 // newSignalsSupervisor starts a supervisor of its own home with the
 // stand-in claude on PATH.
-func newSignalsSupervisor(t *testing.T) (*Supervisor, http.Handler) {
+func newSignalsSupervisor(t *testing.T, getenv func(string) string) (*Supervisor, http.Handler) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInClaude), 0o755); err != nil {
@@ -44,7 +48,7 @@ func newSignalsSupervisor(t *testing.T) (*Supervisor, http.Handler) {
 	t.Cleanup(func() { store.Close() })
 	l := logrus.New()
 	l.SetOutput(io.Discard)
-	cfg := Config{Home: h, Log: logrus.NewEntry(l)}
+	cfg := Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv}
 	s, err := New(ctx, cfg, store)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +119,7 @@ func TestGatewaySignal(t *testing.T) {
 }
 
 func testGatewaySignal(t *testing.T, backend string) {
-	s, h := newSignalsSupervisor(t)
+	s, h := newSignalsSupervisor(t, nil)
 	ctx := context.Background()
 	p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: backend})
 	if err != nil {
@@ -191,7 +195,7 @@ func testGatewayAndHooks(t *testing.T, s *Supervisor, id string) {
 // TestGatewaySignalIgnored: requests of a pane that is gone, or not a CLI
 // agent, change nothing; an ended request never takes a count below zero.
 func TestGatewaySignalIgnored(t *testing.T) {
-	s, h := newSignalsSupervisor(t)
+	s, h := newSignalsSupervisor(t, nil)
 	ctx := context.Background()
 	p, err := s.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"sh"}})
 	if err != nil {
@@ -216,4 +220,87 @@ func TestGatewaySignalIgnored(t *testing.T) {
 	s.RequestEnded(c.ID)
 	s.RequestStarted(c.ID)
 	waitPane(t, s, c.ID, "one request in flight", func(st pane.Status) bool { return st.Signals.InFlight == 1 && st.State == pane.Busy })
+}
+
+// TestGatewaySignalEndToEnd: a model request a claude pane sends through
+// the supervisor's gateway, with its own token, keeps the pane busy while
+// the upstream holds it, though the screen says idle; once the upstream
+// answers the screen decides again.
+func TestGatewaySignalEndToEnd(t *testing.T) {
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"ok"}],`+
+			`"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":1}}`)
+	}))
+	defer upstream.Close()
+	env := map[string]string{"ANTHROPIC_BASE_URL": upstream.URL, "ANTHROPIC_API_KEY": "sk-ant-upstream-key"}
+	s, h := newSignalsSupervisor(t, func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	})
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle by the screen", func(st pane.Status) bool { return st.State == pane.Idle && st.Cause == pane.CauseScreen })
+	info, err := s.Get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token []byte
+	waitPane(t, s, p.ID, "the stand-in's token", func(pane.Status) bool {
+		token, err = os.ReadFile(filepath.Join(info.Workspace, "token"))
+		return err == nil
+	})
+
+	answered := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, s.GatewayURL()+"/v1/messages",
+			strings.NewReader(`{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"hello"}]}`))
+		if err != nil {
+			answered <- err
+			return
+		}
+		req.Header.Set("x-api-key", string(token))
+		req.Header.Set("anthropic-version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("the gateway answered %s", resp.Status)
+			}
+		}
+		answered <- err
+	}()
+	waitPane(t, s, p.ID, "busy by the gateway", func(st pane.Status) bool {
+		return st.State == pane.Busy && st.Cause == pane.CauseGateway && st.Signals.InFlight == 1
+	})
+	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "draw again"}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitPane(t, s, p.ID, "gateway vs screen counted", func(st pane.Status) bool { return st.Signals.GatewayVsScreen == 1 })
+	if st.State != pane.Busy {
+		t.Fatalf("the screen made a pane with a request in flight %s: %+v", st.State, st)
+	}
+	if got := lsJSON(t, h, p.ID)["signals"].(map[string]any)["in_flight"]; got != 1.0 {
+		t.Fatalf("ls --json in_flight %v while the upstream holds the request", got)
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, p.ID, "idle by the screen", func(st pane.Status) bool {
+		return st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Signals.InFlight == 0
+	})
 }
