@@ -75,7 +75,7 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	}
 	argv, env, err := k.Prepare(cliagent.Setup{
 		ID: cfg.ID, Workspace: cfg.Workspace, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"), Self: self,
-		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.gw.URL(), Token: token, Getenv: s.cfg.Getenv,
+		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.paneGatewayURL(), Token: token, Getenv: s.cfg.Getenv,
 	})
 	if err != nil {
 		return agentLaunch{}, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)

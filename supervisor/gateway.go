@@ -10,6 +10,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -83,6 +84,16 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 
 // GatewayURL is the gateway's base URL, "http://127.0.0.1:PORT".
 func (s *Supervisor) GatewayURL() string { return s.gw.URL() }
+
+// paneGatewayURL is the gateway's URL as panes reach it: CICY_GATEWAY_URL
+// when set (a pane whose network sees the supervisor under another
+// address, or a recording proxy in between), else GatewayURL.
+func (s *Supervisor) paneGatewayURL() string {
+	if u := strings.TrimRight(s.cfg.Getenv("CICY_GATEWAY_URL"), "/"); u != "" {
+		return u
+	}
+	return s.gw.URL()
+}
 
 // A pane's token: the prefix and 48 hex digits (192 random bits). Its
 // shape lets logs and results be scrubbed of it.

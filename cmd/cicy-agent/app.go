@@ -261,7 +261,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
 			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a claude/codex/opencode pane"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
-			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes get the keys their CLI needs without it"},
+			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 		},
 		Action: func(c *cli.Context) error {
