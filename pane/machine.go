@@ -26,11 +26,12 @@ import (
 //     flight a hook saying waiting (newer than the requests' start, since
 //     hooks apply as they come) makes it waiting, a hook saying busy gives
 //     its reason, and a hook saying idle changes nothing yet. When the
-//     last request ends, a hook that still stands gives its state (a Stop
-//     that came while the last request was finishing makes the pane idle
-//     then); otherwise the pane stays as it is until the screen rules
-//     look. An ended request never makes a pane idle by itself: a turn
-//     makes several requests, with tool runs between them.
+//     last request ends, the last hook gives its state if it spoke during
+//     the requests or still stands (a Stop that came while the last
+//     request was finishing makes the pane idle then); otherwise the pane
+//     stays as it is until the screen rules look. An ended request never
+//     makes a pane idle by itself: a turn makes several requests, with
+//     tool runs between them.
 //  3. Its screen rules, when no hook has spoken for the hook-quiet time and
 //     no input came within inputGrace (the agent has not redrawn yet).
 //     While a request is in flight they can only make the pane busy.
@@ -215,9 +216,9 @@ func (m *machine) hookStands(now time.Time) bool {
 
 // requests records that n main-loop model requests of an agent pane are
 // in flight at now, as the gateway counts them. The first makes the pane
-// busy; the end of the last hands the state back to a hook that still
-// stands, or else leaves it for the screen rules. It reports whether the
-// state changed.
+// busy; the end of the last hands the state back to a hook that spoke
+// during the requests or still stands, or else leaves it for the screen
+// rules. It reports whether the state changed.
 func (m *machine) requests(now time.Time, n int) bool {
 	n = max(n, 0)
 	if !m.agent || !m.running() || n == m.inFlight {
@@ -236,7 +237,7 @@ func (m *machine) requests(now time.Time, n int) bool {
 		m.set(now, Busy, CauseGateway, reasonInFlight)
 		return true
 	case n == 0:
-		if m.hookStands(now) {
+		if m.hookStands(now) || (m.hookState != "" && !m.lastHook.Before(m.flightAt)) {
 			return m.takeHook(now)
 		}
 		if m.status.Cause == CauseGateway {

@@ -148,9 +148,16 @@ func TestMachine(t *testing.T) {
 		{name: "a request ending after the hook-quiet time leaves the state to the screen", agent: true, steps: []step{
 			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 2 * s, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
-			{at: 3 * s, do: hook(Idle, "hook:Stop"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 20 * s, do: requests(0), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 21 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 21 * s},
+		}},
+		{name: "an idle hook held back by a long request applies at its end", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 2 * s, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 3 * s, do: hook(Idle, "hook:Stop"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 20 * s, do: requests(0), changed: true, state: Idle, cause: CauseHook, reason: "hook:Stop", since: 20 * s},
+			// The hook is quiet by now: the screen may overrule it.
+			{at: 21 * s, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 21 * s},
 		}},
 		{name: "requests change nothing once the program ended", agent: true, steps: []step{
 			{at: 1 * s, do: exit(CauseExit, "exited with code 0", 0), changed: true, state: Exited, cause: CauseExit, reason: "exited with code 0", since: 1 * s},
