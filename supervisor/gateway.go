@@ -53,6 +53,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Credential: s.cfg.Getenv,
 		Panes:      s.tokens,
 		Usage:      gatewayLedger{s},
+		Activity:   s, // a request in flight keeps its pane busy (signals.go)
 		Log:        s.log,
 		Transport:  s.gatewayUpstream(),
 	})
