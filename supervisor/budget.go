@@ -125,12 +125,12 @@ func (s *Supervisor) refusal(e *entry) string {
 }
 
 // refusalSentence says whose budget is reached and how to raise it, with
-// an amount above the spend: double the budget, or the spend and one more
-// budget's worth.
+// an amount well above the spend: double the budget, or double the spend
+// when one costly call went far past the budget.
 func refusalSentence(who, ref string, limit, spent float64) string {
 	raise := 2 * limit
-	if raise <= spent {
-		raise = spent + limit
+	if raise < 1.5*spent {
+		raise = 2 * spent
 	}
 	return "cicy: " + who + " reached its budget of " + api.USD(limit) + " (spent " + api.USD(spent) +
 		"); raise it with: cicy-agent budget " + ref + " " + api.Amount(api.RoundUp(raise))

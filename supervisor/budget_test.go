@@ -210,14 +210,14 @@ func TestTeamBudgetSum(t *testing.T) {
 }
 
 // A pane's own budget and its team's: the first reached is the one named.
-// A call that costs a lot at once is refused after it, with an amount
-// above what was spent.
+// After a call that cost far more than the budget, the amount suggested
+// is double the spend.
 func TestPaneBudgetBeforeTeam(t *testing.T) {
 	r := newBudgetRig(t)
 	a := r.pane("a", "demo", 0.000001)
 	r.set("team:demo", usd(100))
 	r.spend(a, sonnet, 0.0012)
-	want := "cicy: pane " + a + " reached its budget of $0.000001 (spent $0.0012); raise it with: cicy-agent budget " + a + " 0.0013"
+	want := "cicy: pane " + a + " reached its budget of $0.000001 (spent $0.0012); raise it with: cicy-agent budget " + a + " 0.0025"
 	if got := r.s.Refusal(a); got != want {
 		t.Errorf("Refusal = %q\nwant      %q", got, want)
 	}
