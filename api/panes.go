@@ -126,6 +126,8 @@ type Health struct {
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
 	Home    string `json:"home"`
+	// Gateway is the model gateway's base URL, "http://127.0.0.1:PORT".
+	Gateway string `json:"gateway"`
 }
 
 // StatusResponse is `status --json`.

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -68,9 +69,13 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	}
 	k, _ := cliagent.Lookup(cfg.Type) // findAgent found it
 	pc := parsePaneConfig(cfg.Config)
+	token, err := s.newPaneToken(context.Background(), cfg.ID)
+	if err != nil {
+		return agentLaunch{}, err
+	}
 	argv, env, err := k.Prepare(cliagent.Setup{
 		ID: cfg.ID, Workspace: cfg.Workspace, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"), Self: self,
-		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Getenv: s.cfg.Getenv,
+		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.paneGatewayURL(), Token: token, Getenv: s.cfg.Getenv,
 	})
 	if err != nil {
 		return agentLaunch{}, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)
@@ -93,6 +98,7 @@ You lead a team of agents run by cicy-agent. From your shell:
 - ` + "`cicy-agent dispatch --to <pane> \"<task>\"`" + ` gives a worker a task (it prints the task id);
 - ` + "`cicy-agent wait <task-id>`" + ` waits for a task and prints its result; ` + "`cicy-agent status`" + ` shows progress.
 When a worker finishes, a line starting with 🔔 arrives here as your input.
+If your shell does not find cicy-agent (a login shell may reset PATH), it is %s.
 `
 
 // writeGuidance writes a new pane's guidance file (CLAUDE.md or AGENTS.md)
@@ -112,7 +118,11 @@ func writeGuidance(home, ws, id string, req api.CreateRequest, tmpl *cicy.Templa
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString(teamGuidance); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program for the team guidance: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, teamGuidance, cliagent.ShellQuote(self)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

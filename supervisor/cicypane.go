@@ -15,14 +15,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// usageSink stores a cicy pane's usage records in the database and counts
-// them for the pane's totals.
+// usageSink records a cicy pane's model calls in the ledger.
 type usageSink struct{ s *Supervisor }
 
 func (u usageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
-	u.s.addUsage(r.PaneID, r.Model, schema.UsageTotal{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
-		CacheRead: r.Usage.CacheReadInputTokens, CacheCreation: r.Usage.CacheCreationInputTokens})
-	return u.s.store.AddUsage(ctx, schema.UsageRow{
+	return u.s.record(ctx, schema.UsageRow{
 		PaneID: r.PaneID, ConversationID: r.ConversationID, TurnID: r.TurnID, Aux: r.Aux, Model: r.Model,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		CacheRead: r.Usage.CacheReadInputTokens, CacheCreation: r.Usage.CacheCreationInputTokens,

@@ -255,7 +255,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root})
+	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL()})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {

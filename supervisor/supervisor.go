@@ -22,6 +22,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -41,6 +42,10 @@ type Store interface {
 	SetPaneBudget(ctx context.Context, id string, usd sql.NullFloat64) error
 	SetTeamBudget(ctx context.Context, team string, usd sql.NullFloat64) error
 	TeamBudgets(ctx context.Context) (map[string]float64, error)
+	Setting(ctx context.Context, key string) (string, bool, error)
+	SetSetting(ctx context.Context, key, value string) error
+	SaveGatewayToken(ctx context.Context, pane, hash string) error
+	GatewayTokens(ctx context.Context) (map[string]string, error)
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
 	TaskStore
@@ -69,6 +74,9 @@ type Config struct {
 	// BodyTimeout bounds how long a request's body may take to arrive
 	// (default 10 s, like the header's).
 	BodyTimeout time.Duration
+	// GatewayPort, if > 0, is the model gateway's port, kept from then
+	// on; 0 keeps the home's (chosen at the first start).
+	GatewayPort int
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -81,6 +89,8 @@ type Supervisor struct {
 	scrub     *provider.Scrubber // the credentials, out of text from outside
 	tasks     *outbox.Outbox
 	tmux      *pane.TmuxServer
+	gw        *gateway.Gateway
+	tokens    *paneTokens
 
 	events *hub
 	prices prices
@@ -110,7 +120,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: provider.NewScrubber(cfg.Getenv), events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: newScrubber(cfg.Getenv), events: newHub()}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
 		return nil, err
@@ -147,10 +157,14 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.budgets.load(rows, teams)
+	s.budgets.load(rows, teams) // before the gateway asks
+	if err := s.startGateway(ctx); err != nil {
+		return nil, err
+	}
 	for _, r := range rows {
 		e, err := s.load(ctx, r)
 		if err != nil {
+			s.gw.Close()
 			return nil, err
 		}
 		s.panes[r.ID] = e
@@ -439,7 +453,8 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 	}
 	var extra []string
 	if isCLI {
-		pass = append(pass, agent.Creds...)
+		// The agent's key is its gateway token, not a provider's.
+		pass = slices.DeleteFunc(slices.Clone(pass), provider.IsCredential)
 		rules, err := cliagent.ScreenRules(s.cfg.Home.Root, cfg.Type)
 		if err != nil {
 			return pane.Options{}, err
@@ -683,6 +698,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	s.mu.Lock()
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
+	s.tokens.forget(e.cfg.ID)
 	s.budgets.put(api.BudgetPane, e.cfg.ID, nil) // its row went with it
 	s.tasks.Kick()                               // its tasks end now
 	s.paneChanged(e.cfg.ID)
@@ -728,6 +744,9 @@ func (s *Supervisor) Close() {
 		}()
 	}
 	wg.Wait()
+	if err := s.gw.Close(); err != nil {
+		s.log.WithError(err).Warn("Closing the model gateway")
+	}
 	s.tmux.Close()
 }
 

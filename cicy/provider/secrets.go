@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -38,12 +39,24 @@ const redacted = "[redacted]"
 // one-letter "key" would mangle every message.
 const minSecret = 6
 
-// Scrubber removes the credential values a process holds from text.
-type Scrubber struct{ secrets []string }
+// Scrubber removes the credential values a process holds from text, and
+// the secrets its patterns describe.
+type Scrubber struct {
+	secrets  []string
+	patterns []Pattern
+}
 
-// NewScrubber reads the credential variables with getenv.
-func NewScrubber(getenv func(string) string) *Scrubber {
-	s := &Scrubber{}
+// Pattern describes secrets made by a program (the gateway's pane tokens):
+// every match of Re in a text that holds Prefix is replaced.
+type Pattern struct {
+	Prefix string
+	Re     *regexp.Regexp
+}
+
+// NewScrubber reads the credential variables with getenv; patterns add
+// secrets that have a recognisable shape.
+func NewScrubber(getenv func(string) string, patterns ...Pattern) *Scrubber {
+	s := &Scrubber{patterns: patterns}
 	for _, name := range Credentials {
 		if v := strings.TrimSpace(getenv(name)); len(v) >= minSecret && !slices.Contains(s.secrets, v) {
 			s.secrets = append(s.secrets, v)
@@ -62,6 +75,11 @@ func (s *Scrubber) String(text string) string {
 	for _, v := range s.secrets {
 		text = strings.ReplaceAll(text, v, redacted)
 	}
+	for _, p := range s.patterns {
+		if strings.Contains(text, p.Prefix) {
+			text = p.Re.ReplaceAllLiteralString(text, redacted)
+		}
+	}
 	return text
 }
 
@@ -76,6 +94,11 @@ func (s *Scrubber) Bytes(b []byte) []byte {
 			b = bytes.ReplaceAll(b, []byte(v), []byte(redacted))
 		}
 	}
+	for _, p := range s.patterns {
+		if bytes.Contains(b, []byte(p.Prefix)) {
+			b = p.Re.ReplaceAllLiteral(b, []byte(redacted))
+		}
+	}
 	return b
 }
 
@@ -84,7 +107,7 @@ func (s *Scrubber) Bytes(b []byte) []byte {
 // other error holding a credential becomes a plain error with the cleaned
 // text.
 func (s *Scrubber) Error(err error) error {
-	if err == nil || s == nil || len(s.secrets) == 0 {
+	if err == nil || s == nil || len(s.secrets)+len(s.patterns) == 0 {
 		return err
 	}
 	var ae *wire.APIError

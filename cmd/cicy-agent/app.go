@@ -152,11 +152,17 @@ func (e *env) serveCmd() *cli.Command {
 			"or empty (0 bytes) while the home still holds the folders of panes (workspaces/w-N, panes/w-N) or a\n" +
 			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
 			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
-			"and ends the home's tmux sessions.",
+			"and ends the home's tmux sessions.\n\n" +
+			"The supervisor also serves the model gateway on 127.0.0.1: the claude, codex and opencode panes\n" +
+			"reach their model through it, each with a key of its own, while the real keys\n" +
+			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
+			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
+			"usage (see 'cicy-agent usage'). Its port is chosen at the first start and kept.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
 			&cli.BoolFlag{Name: "fresh", Usage: "start over when the database is missing or empty: move the folders of the panes it described aside and end their tmux sessions"},
+			&cli.IntFlag{Name: "gateway-port", Usage: "serve the model gateway on 127.0.0.1:`PORT` from now on (default: the port this home's first supervisor chose, kept across restarts)", EnvVars: []string{"CICY_GATEWAY_PORT"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
 			&cli.IntFlag{Name: "report-fd", Hidden: true},
@@ -205,6 +211,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
+				GatewayPort: c.Int("gateway-port"),
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -254,7 +261,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
 			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a claude/codex/opencode pane"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
-			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes get the keys their CLI needs without it"},
+			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 			&cli.StringFlag{Name: "budget-usd", Usage: "the pane's spending limit in `USD` at the price table, e.g. 2.50: once its calls cost that much, its model requests are refused (see 'cicy-agent budget')"},
 		},
@@ -619,7 +626,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 func (e *env) versionCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the version (and the running supervisor's, if one runs)",
+		Usage: "print the version (and the running supervisor's, with its model gateway's URL, if one runs)",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			h, err := home(c)
@@ -636,8 +643,11 @@ func (e *env) versionCmd() *cli.Command {
 				return printJSON(e.stdout, out)
 			}
 			fmt.Fprintf(e.stdout, "cicy-agent %s (%s)\n", version, runtime.Version())
-			if hl, ok := out["supervisor"].(api.Health); ok && hl.Version != version {
-				fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
+			if hl, ok := out["supervisor"].(api.Health); ok {
+				if hl.Version != version {
+					fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
+				}
+				fmt.Fprintf(e.stdout, "model gateway: %s\n", hl.Gateway)
 			}
 			return nil
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -116,6 +117,7 @@ func TestScripts(t *testing.T) {
 			"noargs":          cmdNoArgs,
 			"paneenv":         cmdPaneEnv,
 			"nofilewith":      cmdNoFileWith,
+			"morecalls":       cmdMoreCalls,
 		},
 	})
 }
@@ -612,5 +614,29 @@ func cmdNoFileWith(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if n == 0 {
 		ts.Fatalf("no file under %s", args[1])
+	}
+}
+
+// morecalls before.json after.json pane… checks that each pane has more
+// model calls in the second `usage --by pane --json` report than in the
+// first.
+func cmdMoreCalls(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: morecalls <before.json> <after.json> <pane>…")
+	}
+	calls := func(file string) map[string]int64 {
+		var rep api.UsageReport
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(file)), &rep))
+		out := map[string]int64{}
+		for _, g := range rep.Groups {
+			out[g.Key] = g.Calls
+		}
+		return out
+	}
+	before, after := calls(args[0]), calls(args[1])
+	for _, p := range args[2:] {
+		if after[p] <= before[p] {
+			ts.Fatalf("pane %s: %d model calls before, %d after", p, before[p], after[p])
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code",
 	EnterDelay: 100 * time.Millisecond,
-	Creds:      []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"},
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules,
 }
 
@@ -23,7 +22,8 @@ var claude = Kind{
 var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "StopFailure", "Notification", "PermissionRequest"}
 
 // prepareClaude seeds CLAUDE_CONFIG_DIR: onboarding done, the workspace
-// trusted, the key approved, the permission mode chosen, hooks wired.
+// trusted, the pane's gateway token approved as its key, the permission
+// mode chosen, hooks wired.
 func prepareClaude(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "claude")
 	state := map[string]any{
@@ -31,16 +31,14 @@ func prepareClaude(a Setup) ([]string, []string, error) {
 		"bypassPermissionsModeAccepted": true, "autoUpdates": false,
 		"projects": map[string]any{a.Workspace: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
 	}
-	env := append([]string{"CLAUDE_CONFIG_DIR=" + dir}, quietEnv...)
-	if key := a.Getenv("ANTHROPIC_API_KEY"); key != "" {
-		// Claude asks before using a key from the environment; the
-		// approval is keyed by its last 20 characters.
-		tail := key
-		if len(tail) > 20 {
-			tail = tail[len(tail)-20:]
-		}
-		state["customApiKeyResponses"] = map[string]any{"approved": []string{tail}, "rejected": []string{}}
+	env := append([]string{"CLAUDE_CONFIG_DIR=" + dir, "ANTHROPIC_BASE_URL=" + a.Gateway, "ANTHROPIC_API_KEY=" + a.Token}, quietEnv...)
+	// Claude asks before using a key from the environment; the approval
+	// is keyed by its last 20 characters.
+	tail := a.Token
+	if len(tail) > 20 {
+		tail = tail[len(tail)-20:]
 	}
+	state["customApiKeyResponses"] = map[string]any{"approved": []string{tail}, "rejected": []string{}}
 	mode := "default"
 	if a.AllowAll {
 		mode = "bypassPermissions"

@@ -26,14 +26,9 @@ type Kind struct {
 	// EnterDelay separates typed text from the Enter that submits it
 	// (Codex turns an Enter that follows a fast paste into a newline).
 	EnterDelay time.Duration
-	// Creds are the provider credentials the program needs: it gets them
-	// in its environment (which only its user can read), never in a file
-	// or an argument.
-	Creds []string
-
-	prepare   func(Setup) (argv, env []string, err error)
-	interpret func(event string, payload []byte) Effect
-	rules     pane.Rules // built-in screen rules, in order
+	prepare    func(Setup) (argv, env []string, err error)
+	interpret  func(event string, payload []byte) Effect
+	rules      pane.Rules // built-in screen rules, in order
 }
 
 // Setup is everything a seed needs.
@@ -45,7 +40,14 @@ type Setup struct {
 	Model         string
 	AllowAll      bool
 	Extra         []string // arguments after --
-	Getenv        func(string) string
+	// Gateway is the base URL of the supervisor's model gateway
+	// ("http://127.0.0.1:PORT"); Token the pane's secret token for it,
+	// which the program sends in place of a provider key. The real keys
+	// never reach the program.
+	Gateway, Token string
+	// Getenv reads the supervisor's settings (which API an agent that
+	// speaks several should use); never a key for the program.
+	Getenv func(string) string
 }
 
 // Prepare seeds the agent's config for a pane and returns its command line

@@ -71,7 +71,7 @@ func TestLookupAndNames(t *testing.T) {
 		t.Fatalf("Names() = %v", got)
 	}
 	for _, n := range Names() {
-		if k, ok := Lookup(n); !ok || k.Name != n || k.Bin == "" || k.Package == "" || k.EnterDelay <= 0 || len(k.Creds) == 0 {
+		if k, ok := Lookup(n); !ok || k.Name != n || k.Bin == "" || k.Package == "" || k.EnterDelay <= 0 {
 			t.Errorf("Lookup(%q) = %+v, %v", n, k, ok)
 		}
 	}
@@ -126,27 +126,36 @@ func TestTomlString(t *testing.T) {
 }
 
 // Each agent's seed lands in the pane's own folder with every signal wired
-// to `cicy-agent hook`, and the command line starts the agent's program.
+// to `cicy-agent hook` and the gateway as its model API with the pane's
+// token as its key; the command line starts the agent's program. The
+// supervisor's real key is nowhere in the seed or the environment.
 func TestPrepare(t *testing.T) {
-	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-0123456789abcdefghijKLMNOPQRST", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+	const realKey = "sk-ant-REAL-0123456789abcdefghij"
+	const token = "cicy-pane-0123456789abcdefghijKLMNOPQRST"
+	const gw = "http://127.0.0.1:7"
+	env := map[string]string{"ANTHROPIC_API_KEY": realKey, "OPENAI_API_KEY": realKey, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
 	for _, c := range []struct {
 		agent string
 		files map[string]string // file under the pane's folder → a text it holds
+		env   []string
 	}{
 		{"claude", map[string]string{
 			"claude/settings.json": `"command": "'/opt/my cicy' hook --agent claude StopFailure"`,
-			"claude/.claude.json":  `"abcdefghijKLMNOPQRST"`}},
+			"claude/.claude.json":  `"abcdefghijKLMNOPQRST"`},
+			[]string{"ANTHROPIC_BASE_URL=" + gw, "ANTHROPIC_API_KEY=" + token}},
 		{"codex", map[string]string{
 			"codex/hooks.json":  `"command": "'/opt/my cicy' hook --agent codex PermissionRequest"`,
-			"codex/config.toml": `notify = ["/opt/my cicy","hook","--agent","codex","notify"]`}},
+			"codex/config.toml": `base_url = "` + gw + `/v1"`},
+			[]string{"OPENAI_BASE_URL=" + gw + "/v1", "OPENAI_API_KEY=" + token}},
 		{"opencode", map[string]string{
-			"opencode/opencode.json":                                  `"baseURL": "http://127.0.0.1:1/v1"`,
-			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`}},
+			"opencode/opencode.json":                                  `"baseURL": "` + gw + `/v1"`,
+			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`},
+			[]string{"OPENAI_API_KEY=" + token}},
 	} {
 		k, _ := Lookup(c.agent)
 		root := t.TempDir()
 		s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
-			Self: "/opt/my cicy", Model: "m", Extra: []string{"--extra"}, Getenv: func(k string) string { return env[k] }}
+			Self: "/opt/my cicy", Model: "m", Extra: []string{"--extra"}, Gateway: gw, Token: token, Getenv: func(k string) string { return env[k] }}
 		argv, envs, err := k.Prepare(s)
 		if err != nil {
 			t.Fatalf("%s: %v", c.agent, err)
@@ -154,11 +163,57 @@ func TestPrepare(t *testing.T) {
 		if argv[0] != k.Bin || argv[len(argv)-1] != "--extra" || !slices.Contains(envs, "DISABLE_TELEMETRY=1") {
 			t.Errorf("%s: argv %q, env %q", c.agent, argv, envs)
 		}
+		for _, kv := range c.env {
+			if !slices.Contains(envs, kv) {
+				t.Errorf("%s: env %q lacks %s", c.agent, envs, kv)
+			}
+		}
+		if strings.Contains(strings.Join(append(argv, envs...), "\n"), realKey) {
+			t.Errorf("%s: the real key is in the command line or environment", c.agent)
+		}
 		for f, want := range c.files {
 			b, err := os.ReadFile(filepath.Join(s.Dir, f))
 			if err != nil || !strings.Contains(string(b), want) {
 				t.Errorf("%s: %s does not hold %s (%v):\n%s", c.agent, f, want, err, b)
 			}
+		}
+		checkNoFileHolds(t, root, realKey)
+	}
+}
+
+// checkNoFileHolds fails if a file under root holds s.
+func checkNoFileHolds(t *testing.T, root, s string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), s) {
+			t.Errorf("%s holds the real key", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// opencode speaks Chat Completions to the gateway when the supervisor is
+// set up for OpenAI, else Anthropic Messages.
+func TestOpencodeAPI(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, "@ai-sdk/anthropic"},
+		{map[string]string{"ANTHROPIC_API_KEY": "k"}, "@ai-sdk/anthropic"},
+		{map[string]string{"OPENAI_API_KEY": "k"}, "@ai-sdk/openai-compatible"},
+		{map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_AUTH_TOKEN": "t"}, "@ai-sdk/anthropic"},
+		{map[string]string{"OPENAI_BASE_URL": "u", "ANTHROPIC_API_KEY": "k"}, "@ai-sdk/openai-compatible"},
+	} {
+		if got := opencodeAPI(func(k string) string { return c.env[k] }).npm; got != c.want {
+			t.Errorf("%v: %s, want %s", c.env, got, c.want)
 		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex",
 	EnterDelay: 300 * time.Millisecond,
-	Creds:      []string{"OPENAI_API_KEY"},
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules,
 }
 
@@ -46,9 +45,10 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// prepareCodex seeds CODEX_HOME: the workspace trusted, no daemon, a
-// provider from OPENAI_BASE_URL, notify and hooks wired (hook trust is
-// bypassed on the command line: the hooks are ours).
+// prepareCodex seeds CODEX_HOME: the workspace trusted, no daemon, the
+// gateway as its provider (the pane's token in OPENAI_API_KEY), notify and
+// hooks wired (hook trust is bypassed on the command line: the hooks are
+// ours).
 func prepareCodex(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "codex")
 	notify, err := json.Marshal([]string{a.Self, "hook", "--agent", "codex", "notify"})
@@ -59,19 +59,15 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	if a.Model != "" {
 		fmt.Fprintf(&c, "model = %s\n", tomlString(a.Model))
 	}
-	base := a.Getenv("OPENAI_BASE_URL")
-	if base != "" {
-		c.WriteString("model_provider = \"cicy\"\n")
-	}
+	base := a.Gateway + "/v1"
+	c.WriteString("model_provider = \"cicy\"\n")
 	if a.AllowAll {
 		c.WriteString("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n")
 	} else {
 		c.WriteString("approval_policy = \"on-request\"\nsandbox_mode = \"workspace-write\"\n")
 	}
 	fmt.Fprintf(&c, "notify = %s\ncheck_for_update_on_startup = false\n\n", notify)
-	if base != "" {
-		fmt.Fprintf(&c, "[model_providers.cicy]\nname = \"cicy-agent provider (OPENAI_BASE_URL)\"\nbase_url = %s\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n", tomlString(base))
-	}
+	fmt.Fprintf(&c, "[model_providers.cicy]\nname = \"cicy-agent gateway\"\nbase_url = %s\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n", tomlString(base))
 	c.WriteString("[analytics]\nenabled = false\n\n[features]\ndaemon_auto_start = false\n\n[tui]\nscreen_reader_detection_done = true\n\n")
 	fmt.Fprintf(&c, "[projects.%s]\ntrust_level = \"trusted\"\n", tomlString(a.Workspace))
 	if err := cicy.WriteFileAtomic(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
@@ -85,7 +81,8 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	if a.AllowAll {
 		argv = append(argv, "--dangerously-bypass-approvals-and-sandbox")
 	}
-	return append(argv, a.Extra...), append([]string{"CODEX_HOME=" + dir}, quietEnv...), nil
+	env := append([]string{"CODEX_HOME=" + dir, "OPENAI_BASE_URL=" + base, "OPENAI_API_KEY=" + a.Token}, quietEnv...)
+	return append(argv, a.Extra...), env, nil
 }
 
 // codexNotify holds the fields of Codex's notify payload that matter.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -17,7 +16,6 @@ import (
 var opencode = Kind{
 	Name: "opencode", Bin: "opencode", Package: "opencode-ai",
 	EnterDelay: 100 * time.Millisecond,
-	Creds:      []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"},
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules,
 }
 
@@ -64,7 +62,7 @@ export const CicyAgentHooks = async () => ({
 `
 
 // prepareOpencode seeds opencode: the pane's own opencode.json
-// (OPENCODE_CONFIG: a provider from the environment, no update or models
+// (OPENCODE_CONFIG: the gateway as its provider, no update or models
 // fetch, the permission policy) and data folders, and a config folder
 // shared by the home's opencode panes holding the event plugin. opencode
 // installs its plugin package into its config folder before it starts
@@ -85,47 +83,53 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 		return nil, nil, err
 	}
 	env := append([]string{
-		"OPENCODE_CONFIG=" + own,
+		"OPENCODE_CONFIG=" + own, opencodeAPI(a.Getenv).keyVar + "=" + a.Token,
 		"XDG_CONFIG_HOME=" + cfgDir, "XDG_DATA_HOME=" + filepath.Join(root, "data"),
 		"XDG_CACHE_HOME=" + filepath.Join(root, "cache"), "XDG_STATE_HOME=" + filepath.Join(root, "state"),
 	}, quietEnv...)
 	return append([]string{"opencode"}, a.Extra...), env, nil
 }
 
-// opencodeConfig is a pane's opencode.json: a provider from
-// OPENAI_BASE_URL or ANTHROPIC_BASE_URL if one is set, the model, and the
-// permission policy.
+// opencodeConfig is a pane's opencode.json: the gateway as its provider
+// (see opencodeAPI), the model, and the permission policy.
 func opencodeConfig(a Setup) map[string]any {
+	api := opencodeAPI(a.Getenv)
 	model := a.Model
 	if model == "" {
-		model = "default"
+		model = api.model
 	}
 	// No "$schema": opencode fetches it, and hangs at start offline.
 	cfg := map[string]any{"autoupdate": false, "share": "disabled"}
-	switch {
-	case a.Getenv("OPENAI_BASE_URL") != "":
-		cfg["provider"] = map[string]any{"cicy": map[string]any{
-			"npm": "@ai-sdk/openai-compatible", "name": "cicy-agent (OPENAI_BASE_URL)",
-			"options": map[string]any{"baseURL": a.Getenv("OPENAI_BASE_URL"), "apiKey": "{env:OPENAI_API_KEY}"},
-			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
-		}}
-		cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
-	case a.Getenv("ANTHROPIC_BASE_URL") != "":
-		cfg["provider"] = map[string]any{"cicy": map[string]any{
-			"npm": "@ai-sdk/anthropic", "name": "cicy-agent (ANTHROPIC_BASE_URL)",
-			"options": map[string]any{"baseURL": strings.TrimRight(a.Getenv("ANTHROPIC_BASE_URL"), "/") + "/v1", "apiKey": "{env:ANTHROPIC_API_KEY}"},
-			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
-		}}
-		cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
-	case a.Model != "":
-		cfg["model"] = a.Model
-	}
+	cfg["provider"] = map[string]any{"cicy": map[string]any{
+		"npm": api.npm, "name": "cicy-agent gateway",
+		"options": map[string]any{"baseURL": a.Gateway + "/v1", "apiKey": "{env:" + api.keyVar + "}"},
+		"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
+	}}
+	cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
 	if a.AllowAll {
 		cfg["permission"] = map[string]any{"bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow"}
 	} else {
 		cfg["permission"] = map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask", "external_directory": "ask"}
 	}
 	return cfg
+}
+
+// opencodeWire is the API an opencode pane speaks to the gateway.
+type opencodeWire struct {
+	npm    string // the AI SDK package opencode loads for it
+	keyVar string // the variable holding the pane's token
+	model  string // the model when the pane names none
+}
+
+// opencodeAPI is the API opencode speaks: OpenAI Chat Completions when
+// the supervisor is set up for OpenAI (OPENAI_BASE_URL set, or only an
+// OpenAI key), else Anthropic Messages.
+func opencodeAPI(getenv func(string) string) opencodeWire {
+	anthropic := getenv("ANTHROPIC_API_KEY") != "" || getenv("ANTHROPIC_AUTH_TOKEN") != "" || getenv("ANTHROPIC_BASE_URL") != ""
+	if getenv("OPENAI_BASE_URL") != "" || (getenv("OPENAI_API_KEY") != "" && !anthropic) {
+		return opencodeWire{npm: "@ai-sdk/openai-compatible", keyVar: "OPENAI_API_KEY", model: "gpt-5"}
+	}
+	return opencodeWire{npm: "@ai-sdk/anthropic", keyVar: "ANTHROPIC_API_KEY", model: "claude-sonnet-4-5"}
 }
 
 // opencodePayload holds the fields of the plugin's payloads that matter.

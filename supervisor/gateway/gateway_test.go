@@ -270,6 +270,23 @@ func TestUpstreamErrorPassesThrough(t *testing.T) {
 	}
 }
 
+// An upstream that echoes the key it got in its error (fakellm's 401 does,
+// as some proxies do) never shows the real key to the client.
+func TestEchoedKeyTakenOutOfErrors(t *testing.T) {
+	const key = "sk-ant-REAL-echoed-0123456789"
+	rg := startRig(t, map[string]string{"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key})
+	for i, sh := range []shape{claudeCode("[[status=401]]", true), codex("[[status=401]]", false)} {
+		resp, got := rg.post(t, sh.path, sh.header, sh.body)
+		sent := rg.tap.body(t, i+1)
+		if !bytes.Contains(sent, []byte(key)) {
+			t.Fatalf("%s: the fake upstream did not echo the key: %q", sh.name, sent)
+		}
+		if resp.StatusCode != 401 || bytes.Contains(got, []byte(key)) || !bytes.Contains(got, []byte("[redacted]")) {
+			t.Errorf("%s: status %d body %q", sh.name, resp.StatusCode, got)
+		}
+	}
+}
+
 func TestDeadUpstreamIs502(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

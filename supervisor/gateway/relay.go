@@ -28,6 +28,10 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 	if sse && inject {
 		h.Del("Content-Length") // a chunk may be dropped
 	}
+	if !sse && resp.StatusCode/100 != 2 {
+		x.relayError(resp)
+		return
+	}
 	x.w.WriteHeader(resp.StatusCode)
 	m := &meter{api: x.route.api, drop: inject}
 	if sse {
@@ -40,6 +44,33 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 	}
 	m.fill(&x.call)
 }
+
+// relayError sends an upstream's error answer with the real credentials
+// taken out: some upstreams and proxies echo the key they were sent, and
+// the client must never see it.
+func (x *exchange) relayError(resp *http.Response) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlain))
+	if err != nil {
+		x.endErr(err)
+	}
+	for _, name := range credentialNames {
+		if v := x.g.cfg.Credential(name); len(v) >= minSecret {
+			body = bytes.ReplaceAll(body, []byte(v), []byte("[redacted]"))
+		}
+	}
+	x.w.Header().Del("Content-Length")
+	x.w.WriteHeader(resp.StatusCode)
+	if _, err := x.w.Write(body); err != nil {
+		x.call.Err = "client went away mid-answer"
+	}
+}
+
+// credentialNames are the credentials the gateway sends upstream.
+var credentialNames = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+
+// minSecret is the shortest credential value taken out of error bodies:
+// replacing a one-letter "key" would mangle the message.
+const minSecret = 6
 
 // pipe copies body to the client, flushing after each read. Each read's
 // bytes, appended to what was left over, go through filter, which returns

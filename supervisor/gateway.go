@@ -1,0 +1,202 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
+)
+
+// The local AI gateway (package gateway) carries the CLI agents' model
+// traffic: each CLI pane gets its URL as its base URL and a secret token of
+// its own as its key; the gateway maps the token to the pane, sends the
+// request upstream with the real key, which only the supervisor holds, and
+// records the usage in the ledger. Its port is chosen once per home and
+// kept: tmux panes outlive the supervisor with the URL in their config.
+
+// gatewayPortSetting is the setting that keeps the gateway's port.
+const gatewayPortSetting = "gateway_port"
+
+// startGateway binds the gateway on its kept port (choosing and keeping
+// one the first time, or the one cfg.GatewayPort names) and serves it.
+func (s *Supervisor) startGateway(ctx context.Context) error {
+	tokens, err := s.store.GatewayTokens(ctx)
+	if err != nil {
+		return err
+	}
+	s.tokens = &paneTokens{byHash: tokens}
+	kept, have, err := s.store.Setting(ctx, gatewayPortSetting)
+	if err != nil {
+		return err
+	}
+	port := kept
+	if s.cfg.GatewayPort > 0 {
+		port = strconv.Itoa(s.cfg.GatewayPort)
+	} else if !have {
+		port = "0"
+	}
+	g, err := gateway.New(gateway.Config{
+		Addr:       net.JoinHostPort("127.0.0.1", port),
+		Upstreams:  gateway.Upstreams{Anthropic: s.cfg.Getenv("ANTHROPIC_BASE_URL"), OpenAI: s.cfg.Getenv("OPENAI_BASE_URL")},
+		Credential: s.cfg.Getenv,
+		Panes:      s.tokens,
+		Usage:      gatewayLedger{s},
+		Budget:     s, // Refusal: a pane over its budget is answered, not forwarded
+		Log:        s.log,
+	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		how := "it is kept for this home so that panes which outlive a restart still reach it"
+		if s.cfg.GatewayPort > 0 {
+			how = "it was asked for with --gateway-port or CICY_GATEWAY_PORT"
+		}
+		return fmt.Errorf("the model gateway's port 127.0.0.1:%s is in use by another program (%s): stop that program, or move the gateway with 'cicy-agent serve --gateway-port N' or CICY_GATEWAY_PORT=N (running tmux panes reach the new port once restarted)", port, how)
+	}
+	if err != nil {
+		return fmt.Errorf("start the model gateway: %w", err)
+	}
+	_, bound, _ := net.SplitHostPort(g.Addr())
+	if bound != kept {
+		if err := s.store.SetSetting(ctx, gatewayPortSetting, bound); err != nil {
+			g.Close()
+			return err
+		}
+	}
+	s.gw = g
+	go func() {
+		if err := g.Serve(); err != nil {
+			s.log.WithError(err).Error("The model gateway stopped")
+		}
+	}()
+	s.log.WithField("url", g.URL()).Info("Model gateway listening")
+	return nil
+}
+
+// GatewayURL is the gateway's base URL, "http://127.0.0.1:PORT".
+func (s *Supervisor) GatewayURL() string { return s.gw.URL() }
+
+// paneGatewayURL is the gateway's URL as panes reach it: CICY_GATEWAY_URL
+// when set (a pane whose network sees the supervisor under another
+// address, or a recording proxy in between), else GatewayURL.
+func (s *Supervisor) paneGatewayURL() string {
+	if u := strings.TrimRight(s.cfg.Getenv("CICY_GATEWAY_URL"), "/"); u != "" {
+		return u
+	}
+	return s.gw.URL()
+}
+
+// A pane's token: the prefix and 48 hex digits (192 random bits). Its
+// shape lets logs and results be scrubbed of it.
+const paneTokenPrefix = "cicy-pane-"
+
+var paneTokenRe = regexp.MustCompile(paneTokenPrefix + `[0-9a-f]{48}`)
+
+// newPaneToken makes a new secret token for a pane, records its hash (the
+// token itself is kept nowhere but in the pane's environment) and makes it
+// the pane's only valid one.
+func (s *Supervisor) newPaneToken(ctx context.Context, id string) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make a gateway token: %w", err)
+	}
+	tok := paneTokenPrefix + hex.EncodeToString(b)
+	h := hashToken(tok)
+	if err := s.store.SaveGatewayToken(ctx, id, h); err != nil {
+		return "", err
+	}
+	s.tokens.set(id, h)
+	return tok, nil
+}
+
+// hashToken is how a token is kept: its SHA-256, in hex.
+func hashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}
+
+// paneTokens maps token hashes to panes; it is the gateway's Panes.
+type paneTokens struct {
+	mu     sync.RWMutex
+	byHash map[string]string
+}
+
+// Pane is the pane whose token tok is.
+func (t *paneTokens) Pane(tok string) (string, bool) {
+	h := hashToken(tok)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.byHash[h]
+	return id, ok
+}
+
+// set makes h the pane's one token hash.
+func (t *paneTokens) set(id, h string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetLocked(id)
+	t.byHash[h] = id
+}
+
+// forget drops the pane's token (the pane is gone).
+func (t *paneTokens) forget(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetLocked(id)
+}
+
+func (t *paneTokens) forgetLocked(id string) {
+	for h, p := range t.byHash {
+		if p == id {
+			delete(t.byHash, h)
+		}
+	}
+}
+
+// gatewayLedger records the gateway's calls in the ledger, as cicy panes'
+// calls are (see record).
+type gatewayLedger struct{ s *Supervisor }
+
+func (l gatewayLedger) Record(ctx context.Context, c gateway.Call) error {
+	if c.Status == 0 && c.InputTokens+c.OutputTokens+c.CacheReadTokens+c.CacheCreationTokens == 0 {
+		return nil // never reached the upstream: no call to count
+	}
+	return l.s.record(ctx, schema.UsageRow{
+		PaneID: c.Pane, TurnID: l.s.cliTurn(c.Pane), Aux: c.Aux, Model: c.Model,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		CacheRead: c.CacheReadTokens, CacheCreation: c.CacheCreationTokens,
+		LatencyMS: c.Latency.Milliseconds(),
+	})
+}
+
+// cliTurn names a CLI pane's current turn in the ledger: the time its
+// last prompt was submitted, as its hooks told; "" before any.
+func (s *Supervisor) cliTurn(id string) string {
+	e, err := s.get(id)
+	if err != nil {
+		return ""
+	}
+	e.hooks.mu.Lock()
+	defer e.hooks.mu.Unlock()
+	if e.hooks.prompt.IsZero() {
+		return ""
+	}
+	return schema.FormatTime(e.hooks.prompt)
+}
+
+// record is the ledger: every model call, of a cicy pane's turn loop or
+// through the gateway, is stored and added to its pane's totals.
+func (s *Supervisor) record(ctx context.Context, row schema.UsageRow) error {
+	s.addUsage(row.PaneID, row.Model, schema.UsageTotal{InputTokens: row.InputTokens, OutputTokens: row.OutputTokens,
+		CacheRead: row.CacheRead, CacheCreation: row.CacheCreation})
+	return s.store.AddUsage(ctx, row)
+}
