@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -91,20 +92,35 @@ func (b *budgetBook) scopes() (panes, teams []string) {
 // or its team's spend the team's. It is asked before every model request
 // (the gateway's, a cicy turn loop's) and needs no database.
 func (s *Supervisor) Refusal(pane string) string {
-	id, err := api.ParsePaneID(pane)
-	if err != nil {
-		return ""
+	if e, ok := s.live(pane); ok {
+		return s.refusal(e)
 	}
+	return ""
+}
+
+// live is the pane with this id, registered or being started (a CLI
+// agent calls out while it starts).
+func (s *Supervisor) live(id string) (*entry, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	e, ok := s.panes[id]
 	if !ok {
-		e, ok = s.starting[id] // a CLI agent calls out while it starts
+		e, ok = s.starting[id]
 	}
-	s.mu.Unlock()
-	if !ok {
-		return ""
+	return e, ok
+}
+
+// Refused hears that the gateway refused a CLI pane's main-loop request
+// for its budget. The agent's turn has ended in that failure: a task it
+// works on fails with the sentence, whatever the agent signals after
+// (Codex nothing, opencode an idle carrying an earlier turn's answer).
+func (s *Supervisor) Refused(pane, why string) {
+	e, ok := s.live(pane)
+	if !ok || !isAgent(e.cfg.Type) {
+		return
 	}
-	return s.refusal(e)
+	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)
+	s.tasks.PaneChanged() // settles a task the pane works on
 }
 
 func (s *Supervisor) refusal(e *entry) string {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -354,5 +356,46 @@ func TestBudgetAPI(t *testing.T) {
 	}
 	if b, err = c.SetBudget(ctx, p.ID, nil); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
 		t.Errorf("PUT null: %+v, %v", b, err)
+	}
+}
+
+// A CLI pane's main-loop request refused by the gateway ends its turn as
+// failed with the sentence; the agent's plain end signal after it (an
+// idle with an earlier answer) does not make it a success, and its next
+// turn counts again.
+func TestRefusedEndsTheTurn(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte("#!/bin/sh\nexec sleep 100000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r := newBudgetRig(t)
+	ctx := context.Background()
+	p, err := r.s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := r.pane("sh", "", 0)
+	e, _ := r.s.get(p.ID)
+	start := time.Now()
+	hook := func(event, payload string) {
+		t.Helper()
+		if _, err := r.s.Hook(ctx, p.ID, api.HookRequest{Event: event, Payload: []byte(payload)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook("UserPromptSubmit", `{}`)
+	r.s.Refused(p.ID, "cicy: pane "+p.ID+" reached its budget")
+	r.s.Refused(sh, "not an agent: nothing to end")
+	hook("Stop", `{"last_assistant_message": "an earlier answer"}`)
+	want := "the gateway refused the agent's model request: cicy: pane " + p.ID + " reached its budget"
+	if res, failed, ok := e.hooks.turnEnd(start); !ok || failed != want || res != "" {
+		t.Errorf("turn end: %q, %q, %v; want failed %q", res, failed, ok, want)
+	}
+	next := time.Now()
+	hook("UserPromptSubmit", `{}`)
+	hook("Stop", `{"last_assistant_message": "done"}`)
+	if res, failed, ok := e.hooks.turnEnd(next); !ok || failed != "" || res != "done" {
+		t.Errorf("the next turn: %q, %q, %v; want done", res, failed, ok)
 	}
 }

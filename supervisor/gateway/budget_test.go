@@ -30,7 +30,19 @@ func TestBudgetRefusal(t *testing.T) {
 	if s := rg.act.started.Load(); s != 0 {
 		t.Errorf("activity started %d times for refused requests", s)
 	}
-	if logs := rg.logs.b.String(); strings.Count(logs, "refused a request: the budget is reached") != 8 || !strings.Contains(logs, "pane=w-7") {
+	if told := rg.bud.told(); len(told) != 8 || told[0] != paneID+": "+why {
+		t.Errorf("told of %d refused main-loop requests (%v), want 8", len(told), told)
+	}
+	// A refused side call is no turn's end: not told.
+	side := claudeCode("hi", false)
+	side.header.Set("X-Cicy-Aux", "memory")
+	if resp, got := rg.post(t, side.path, side.header, side.body); resp.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("a side call over the budget: %d %s", resp.StatusCode, got)
+	}
+	if told := rg.bud.told(); len(told) != 8 {
+		t.Errorf("told of a refused side call: %v", told[8:])
+	}
+	if logs := rg.logs.b.String(); strings.Count(logs, "refused a request: the budget is reached") != 9 || !strings.Contains(logs, "pane=w-7") {
 		t.Errorf("want a log line per refusal, with the pane:\n%s", logs)
 	}
 

@@ -52,10 +52,12 @@ type Recorder interface {
 
 // Budget says whether a pane may make a model request: "" when it may,
 // else the one sentence it is refused with (its budget is reached, and how
-// to raise it). It is asked before each request, from the request's
-// goroutine, and must not block.
+// to raise it). It is asked before each request, and told when a
+// main-loop (not aux) request was refused, which ends the agent's turn.
+// Both are called from the request's goroutine and must not block.
 type Budget interface {
 	Refusal(pane string) string
+	Refused(pane, why string)
 }
 
 // Activity hears when a pane's main-loop (not aux) request starts and ends:

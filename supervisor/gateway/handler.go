@@ -140,6 +140,9 @@ func (x *exchange) overBudget() bool {
 	}
 	x.w.Header().Set("X-Should-Retry", "false") // the Anthropic and OpenAI SDKs heed it
 	writeError(x.w, x.route.api, code, why)
+	if x.call.Aux == "" {
+		x.g.cfg.Budget.Refused(x.call.Pane, why)
+	}
 	return true
 }
 

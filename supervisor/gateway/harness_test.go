@@ -72,10 +72,24 @@ type activity struct {
 func (a *activity) RequestStarted(pane string) { a.started.Add(1) }
 func (a *activity) RequestEnded(pane string)   { a.ended.Add(1) }
 
-// budget refuses the panes it holds a sentence for.
+// budget refuses the panes it holds a sentence for, and keeps what it
+// was told was refused.
 type budget struct {
-	mu  sync.Mutex
-	why map[string]string
+	mu      sync.Mutex
+	why     map[string]string
+	refused []string
+}
+
+func (b *budget) Refused(pane, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refused = append(b.refused, pane+": "+why)
+}
+
+func (b *budget) told() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.refused...)
 }
 
 func (b *budget) Refusal(pane string) string {
