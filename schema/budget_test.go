@@ -41,25 +41,8 @@ func TestBudgets(t *testing.T) {
 	if err := s.SetPaneBudget(ctx, "w-99", sql.NullFloat64{Float64: 1, Valid: true}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("budget of a missing pane: %v, want ErrNotFound", err)
 	}
-	for _, bad := range []float64{0, -1} {
-		if err := s.SetPaneBudget(ctx, b.ID, sql.NullFloat64{Float64: bad, Valid: true}); err == nil {
-			t.Errorf("a pane budget of %v was stored", bad)
-		}
-		if err := s.SetTeamBudget(ctx, "demo", sql.NullFloat64{Float64: bad, Valid: true}); err == nil {
-			t.Errorf("a team budget of %v was stored", bad)
-		}
-	}
-	for team, usd := range map[string]float64{"demo": 5, "other": 1, "gone": 3} {
-		if err := s.SetTeamBudget(ctx, team, sql.NullFloat64{Float64: usd, Valid: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.SetTeamBudget(ctx, "demo", sql.NullFloat64{Float64: 7.25, Valid: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetTeamBudget(ctx, "gone", sql.NullFloat64{}); err != nil {
-		t.Fatal(err)
-	}
+	refuseBadBudgets(t, s, b.ID)
+	setTeamBudgets(t, s)
 	s.Close()
 
 	s = open(t, path)
@@ -78,5 +61,38 @@ func TestBudgets(t *testing.T) {
 	var n int
 	if err := s.db.Get(&n, `SELECT COUNT(*) FROM agent_config WHERE budget_usd IS NOT NULL`); err != nil || n != 0 {
 		t.Errorf("%d pane budgets left after the pane was removed (%v)", n, err)
+	}
+}
+
+// refuseBadBudgets checks the store refuses a budget of 0 or less.
+func refuseBadBudgets(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, bad := range []float64{0, -1} {
+		if err := s.SetPaneBudget(ctx, id, sql.NullFloat64{Float64: bad, Valid: true}); err == nil {
+			t.Errorf("a pane budget of %v was stored", bad)
+		}
+		if err := s.SetTeamBudget(ctx, "demo", sql.NullFloat64{Float64: bad, Valid: true}); err == nil {
+			t.Errorf("a team budget of %v was stored", bad)
+		}
+	}
+}
+
+// setTeamBudgets sets, changes and removes team budgets: demo $7.25 and
+// other $1 are left.
+func setTeamBudgets(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range []struct {
+		team string
+		usd  sql.NullFloat64
+	}{
+		{"demo", sql.NullFloat64{Float64: 5, Valid: true}}, {"other", sql.NullFloat64{Float64: 1, Valid: true}},
+		{"gone", sql.NullFloat64{Float64: 3, Valid: true}}, {"demo", sql.NullFloat64{Float64: 7.25, Valid: true}},
+		{"gone", sql.NullFloat64{}},
+	} {
+		if err := s.SetTeamBudget(ctx, c.team, c.usd); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

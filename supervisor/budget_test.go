@@ -191,13 +191,7 @@ func TestTeamBudgetSum(t *testing.T) {
 	if got := r.needs(); len(got) != 2 || got[a] != want || got[b] != want {
 		t.Errorf("needs-you %v", got)
 	}
-	tb, err := r.s.Budget("team:demo")
-	if err != nil || !tb.Reached || !reflect.DeepEqual(tb.Panes, []string{a, b}) || tb.SpentUSD < 1.09 || *tb.LeftUSD != 0 {
-		t.Errorf("team budget %+v, %v", tb, err)
-	}
-	if pb, _ := r.s.Budget(a); pb.Team == nil || pb.Team.Name != "demo" || pb.BudgetUSD != nil || pb.Refusal != want {
-		t.Errorf("pane budget with its team's: %+v", pb)
-	}
+	r.checkTeamReport(a, b, want)
 	// Removing b takes its $0.50 out of the team's spend.
 	if err := r.s.Kill(context.Background(), b); err != nil {
 		t.Fatal(err)
@@ -208,6 +202,19 @@ func TestTeamBudgetSum(t *testing.T) {
 	r.set("team:demo", nil)
 	if tb, _ := r.s.Budget("team:demo"); tb.BudgetUSD != nil || tb.Reached {
 		t.Errorf("removed team budget: %+v", tb)
+	}
+}
+
+// checkTeamReport checks the budget reports of team demo, whose panes a
+// and b are refused with want.
+func (r *budgetRig) checkTeamReport(a, b, want string) {
+	r.t.Helper()
+	tb, err := r.s.Budget("team:demo")
+	if err != nil || !tb.Reached || !reflect.DeepEqual(tb.Panes, []string{a, b}) || tb.SpentUSD < 1.09 || *tb.LeftUSD != 0 {
+		r.t.Errorf("team budget %+v, %v", tb, err)
+	}
+	if pb, _ := r.s.Budget(a); pb.Team == nil || pb.Team.Name != "demo" || pb.BudgetUSD != nil || pb.Refusal != want {
+		r.t.Errorf("pane budget with its team's: %+v", pb)
 	}
 }
 
@@ -331,31 +338,41 @@ func TestBudgetAPI(t *testing.T) {
 	if pi, _ := c.Get(ctx, p.ID); pi.BudgetUSD == nil || *pi.BudgetUSD != 0.25 || pi.OverBudget != "" {
 		t.Errorf("created with a budget: budget_usd %v, over_budget %q", pi.BudgetUSD, pi.OverBudget)
 	}
+	checkBudgetRoutes(t, c, p.ID)
+	checkBudgetRouteErrors(t, c, p.ID)
+}
+
+func checkBudgetRoutes(t *testing.T, c *api.Client, id string) {
+	ctx := context.Background()
 	b, err := c.Budget(ctx, "sh")
-	if err != nil || b.Scope != "pane" || b.Name != p.ID || b.Title != "sh" || *b.BudgetUSD != 0.25 || *b.LeftUSD != 0.25 || b.Team != nil {
+	if err != nil || b.Scope != "pane" || b.Name != id || b.Title != "sh" || *b.BudgetUSD != 0.25 || *b.LeftUSD != 0.25 || b.Team != nil {
 		t.Errorf("GET by title: %+v, %v", b, err)
 	}
 	if b, err = c.SetBudget(ctx, "team:demo", usd(5)); err != nil || b.Scope != "team" || *b.BudgetUSD != 5 {
 		t.Errorf("PUT team: %+v, %v", b, err)
 	}
-	if b, err = c.SetBudget(ctx, p.ID, usd(2)); err != nil || *b.BudgetUSD != 2 {
+	if b, err = c.SetBudget(ctx, id, usd(2)); err != nil || *b.BudgetUSD != 2 {
 		t.Errorf("PUT pane: %+v, %v", b, err)
 	}
 	all, err := c.Budgets(ctx)
-	if err != nil || len(all) != 2 || all[0].Name != p.ID || all[1].Name != "demo" {
+	if err != nil || len(all) != 2 || all[0].Name != id || all[1].Name != "demo" {
 		t.Errorf("GET all: %+v, %v", all, err)
 	}
-	if _, err := c.SetBudget(ctx, p.ID, usd(0)); err == nil || err.Error() != "a budget must be more than $0 (to remove one, give none)" {
+	if b, err = c.SetBudget(ctx, id, nil); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
+		t.Errorf("PUT null: %+v, %v", b, err)
+	}
+}
+
+func checkBudgetRouteErrors(t *testing.T, c *api.Client, id string) {
+	ctx := context.Background()
+	if _, err := c.SetBudget(ctx, id, usd(0)); err == nil || err.Error() != "a budget must be more than $0 (to remove one, give none)" {
 		t.Errorf("PUT 0: %v", err)
 	}
-	if code, body := rawRequest(t, c, "PUT", "/api/budgets/"+p.ID, "application/json", `{"usd": 1}`); code != 400 || !strings.Contains(body, "unknown field") {
+	if code, body := rawRequest(t, c, "PUT", "/api/budgets/"+id, "application/json", `{"usd": 1}`); code != 400 || !strings.Contains(body, "unknown field") {
 		t.Errorf("PUT with a wrong field: %d %s", code, body)
 	}
 	if code, _ := rawRequest(t, c, "GET", "/api/budgets/w-99", "", ""); code != 404 {
 		t.Errorf("GET a missing pane: %d", code)
-	}
-	if b, err = c.SetBudget(ctx, p.ID, nil); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
-		t.Errorf("PUT null: %+v, %v", b, err)
 	}
 }
 
