@@ -22,10 +22,11 @@ type Explanation struct {
 
 // Signal is what decided a pane's state.
 type Signal struct {
-	// Kind is hook, screen_rule, output, quiet, input, start, turn,
-	// command or process.
+	// Kind is hook, gateway, screen_rule, output, quiet, input, start,
+	// turn, command or process.
 	Kind string `json:"kind"`
-	// Name is the hook's event or the screen rule's name.
+	// Name is the hook's event, the screen rule's name, or the gateway's
+	// request or request-ended.
 	Name   string    `json:"name,omitempty"`
 	At     time.Time `json:"at"`
 	Detail string    `json:"detail"`

@@ -94,6 +94,34 @@ type PaneInfo struct {
 	// with once its spend reached its budget or its team's; absent
 	// otherwise.
 	OverBudget string `json:"over_budget,omitempty"`
+	// Signals is a running CLI agent pane's state signals (absent for
+	// other panes).
+	Signals *Signals `json:"signals,omitempty"`
+}
+
+// Signals is what a CLI agent pane's three state signals — its hooks, the
+// gateway and its screen rules — say and how often they disagreed, since
+// its program was started or re-adopted.
+type Signals struct {
+	// InFlight is how many of its main-loop model requests the gateway is
+	// forwarding now.
+	InFlight      int           `json:"in_flight"`
+	Disagreements Disagreements `json:"disagreements"`
+}
+
+// Disagreements counts, per pair of signals, the times they contradicted
+// each other for 2 seconds or more (each time once, however long it
+// lasted).
+type Disagreements struct {
+	// HookVsScreen: the screen rules' verdict differed from the last hook's
+	// state.
+	HookVsScreen int `json:"hook_vs_screen"`
+	// GatewayVsHook: a request was in flight while the last hook said idle
+	// or waiting.
+	GatewayVsHook int `json:"gateway_vs_hook"`
+	// GatewayVsScreen: a request was in flight while the screen rules said
+	// idle or waiting.
+	GatewayVsScreen int `json:"gateway_vs_screen"`
 }
 
 // SendRequest is input for a pane: text (typed, then Enter unless NoEnter)

@@ -8,8 +8,11 @@
 //
 // Both decide a pane's state with the same state machine (machine.go):
 // output quiet for the settle time makes a pane idle; an agent's hook
-// stands over its screen rules (rules.go) for the hook-quiet time; typed
-// input makes a pane busy, and the screen rules wait a moment after it.
+// stands over its screen rules (rules.go) for the hook-quiet time; a model
+// request of an agent in flight through the gateway (RequestsChanged)
+// keeps it busy, second to its hooks and over its screen; typed input
+// makes a pane busy, and the screen rules wait a moment after it. The
+// machine counts the disagreements between an agent's three signals.
 // Each state carries a reason for people and a Cause for code (state.go).
 // Each backend publishes a copy of the status on every change, so Status
 // never waits for the pane's owner.

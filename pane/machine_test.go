@@ -31,6 +31,10 @@ func verdict(s State, rule string) func(*machine, time.Time) bool {
 func exit(c Cause, reason string, code int) func(*machine, time.Time) bool {
 	return func(m *machine, now time.Time) bool { return m.exit(now, c, reason, &code) }
 }
+func requests(n int) func(*machine, time.Time) bool {
+	return func(m *machine, now time.Time) bool { return m.requests(now, n) }
+}
+func judge(m *machine, now time.Time) bool { m.judge(now); return false }
 
 const settle = 500 * time.Millisecond
 
@@ -95,6 +99,73 @@ func TestMachine(t *testing.T) {
 			{at: 1 * s, do: quiet, changed: true, state: Idle, cause: CauseQuiet, reason: quietText, since: 1 * s},
 			{at: 2 * s, do: exit(CauseExit, "exited with code 7", 7), changed: true, state: Exited, cause: CauseExit, reason: "exited with code 7", since: 2 * s},
 			{at: 3 * s, do: quiet, state: Exited, cause: CauseExit, reason: "exited with code 7", since: 2 * s},
+		}},
+		{name: "a request in flight keeps the pane busy against the screen", agent: true, steps: []step{
+			{at: 1 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 1 * s},
+			{at: 2 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			{at: 3 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			{at: 3 * s, do: verdict(Waiting, "permission"), state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			{at: 4 * s, do: requests(2), state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			{at: 5 * s, do: requests(1), state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			// The last request ended and no hook stands: the screen decides,
+			// at its next look, not the end itself.
+			{at: 6 * s, do: requests(0), state: Busy, cause: CauseGateway, reason: reasonEnded, since: 2 * s},
+			{at: 7 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 7 * s},
+		}},
+		{name: "a screen saying busy still applies in flight", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 1 * s},
+			{at: 2 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+			{at: 3 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 3 * s},
+			{at: 20 * s, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 20 * s},
+		}},
+		{name: "a request starting overrules an older hook", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 1 * s},
+			{at: 2 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
+		}},
+		{name: "a hook saying waiting during a request makes the pane waiting", agent: true, steps: []step{
+			{at: 1 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 1 * s},
+			{at: 2 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 2 * s},
+			{at: 3 * s, do: requests(0), state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 2 * s},
+		}},
+		{name: "a hook saying busy gives its reason during a request", agent: true, steps: []step{
+			{at: 1 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 1 * s},
+			{at: 2 * s, do: hook(Busy, "hook:PreToolUse"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
+		}},
+		{name: "a hook saying idle during a request applies at its end", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 1*s + 100*ms, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 5 * s, do: hook(Idle, "hook:Stop"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 5*s + 50*ms, do: requests(0), changed: true, state: Idle, cause: CauseHook, reason: "hook:Stop", since: 5*s + 50*ms},
+		}},
+		{name: "the end of the requests hands a standing hook's busy back", agent: true, steps: []step{
+			{at: 1 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 1 * s},
+			{at: 2 * s, do: hook(Busy, "hook:PreToolUse"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
+			{at: 3 * s, do: requests(0), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
+			// Between requests the hook stands, then the screen decides.
+			{at: 8 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
+			{at: 12 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 12 * s},
+		}},
+		{name: "a request ending after the hook-quiet time leaves the state to the screen", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 2 * s, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 20 * s, do: requests(0), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 21 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 21 * s},
+		}},
+		{name: "an idle hook held back by a long request applies at its end", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 2 * s, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 3 * s, do: hook(Idle, "hook:Stop"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 20 * s, do: requests(0), changed: true, state: Idle, cause: CauseHook, reason: "hook:Stop", since: 20 * s},
+			// The hook is quiet by now: the screen may overrule it.
+			{at: 21 * s, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 21 * s},
+		}},
+		{name: "requests change nothing once the program ended", agent: true, steps: []step{
+			{at: 1 * s, do: exit(CauseExit, "exited with code 0", 0), changed: true, state: Exited, cause: CauseExit, reason: "exited with code 0", since: 1 * s},
+			{at: 2 * s, do: requests(1), state: Exited, cause: CauseExit, reason: "exited with code 0", since: 1 * s},
+		}},
+		{name: "a pane without screen rules ignores requests", steps: []step{
+			{at: 1 * s, do: requests(1), state: Starting, cause: CauseStarted, reason: "started"},
+			{at: 2 * s, do: quiet, changed: true, state: Idle, cause: CauseQuiet, reason: quietText, since: 2 * s},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,5 +243,120 @@ func TestMachineQuietLeft(t *testing.T) {
 	agent := newMachine(Status{State: Starting}, settle, true, time.Second, t0)
 	if left := agent.quietLeft(t0); left != 0 {
 		t.Fatalf("an agent waits %s for quiet", left)
+	}
+}
+
+// TestMachineDisagreements: each pair of signals counts a disagreement
+// once it has lasted signalLag, once however long it lasts.
+func TestMachineDisagreements(t *testing.T) {
+	ms := time.Millisecond
+	s := time.Second
+	type at struct {
+		at   time.Duration
+		do   func(m *machine, now time.Time) bool
+		want Signals
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []at
+	}{
+		{name: "gateway vs hook: a request while the hook says idle", steps: []at{
+			{at: 1 * s, do: hook(Idle, "hook:Stop")},
+			{at: 2 * s, do: requests(1), want: Signals{InFlight: 1}},
+			{at: 3 * s, do: judge, want: Signals{InFlight: 1}},
+			{at: 4 * s, do: judge, want: Signals{InFlight: 1, GatewayVsHook: 1}},
+			{at: 30 * s, do: judge, want: Signals{InFlight: 1, GatewayVsHook: 1}},
+			{at: 31 * s, do: requests(0), want: Signals{GatewayVsHook: 1}},
+			// Too short to count.
+			{at: 32 * s, do: requests(1), want: Signals{InFlight: 1, GatewayVsHook: 1}},
+			{at: 33 * s, do: requests(0), want: Signals{GatewayVsHook: 1}},
+			// Counted when it ends, though nothing happened meanwhile.
+			{at: 34 * s, do: requests(1), want: Signals{InFlight: 1, GatewayVsHook: 1}},
+			{at: 37 * s, do: requests(0), want: Signals{GatewayVsHook: 2}},
+		}},
+		{name: "gateway vs hook: a hook saying waiting during a request", steps: []at{
+			{at: 1 * s, do: requests(1), want: Signals{InFlight: 1}},
+			{at: 2 * s, do: hook(Waiting, "hook:PermissionRequest"), want: Signals{InFlight: 1}},
+			{at: 5 * s, do: hook(Busy, "hook:PostToolUse"), want: Signals{InFlight: 1, GatewayVsHook: 1}},
+		}},
+		{name: "a Stop just before the request ends is no disagreement", steps: []at{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit")},
+			{at: 1*s + 100*ms, do: requests(1), want: Signals{InFlight: 1}},
+			{at: 5 * s, do: hook(Idle, "hook:Stop"), want: Signals{InFlight: 1}},
+			{at: 5*s + 200*ms, do: requests(0)},
+			{at: 60 * s, do: judge},
+		}},
+		{name: "hook vs screen", steps: []at{
+			{at: 1 * s, do: hook(Busy, "hook:PreToolUse")},
+			{at: 12 * s, do: verdict(Idle, "idle-prompt")},
+			{at: 13 * s, do: verdict(Idle, "idle-prompt")},
+			{at: 14 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 1}},
+			{at: 20 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 1}},
+			// A new hook makes the last verdict stale: it ends the disagreement.
+			{at: 21 * s, do: hook(Busy, "hook:PreToolUse"), want: Signals{HookVsScreen: 1}},
+			{at: 32 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 1}},
+			{at: 33 * s, do: verdict(Busy, "busy-footer"), want: Signals{HookVsScreen: 1}},
+			{at: 34 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 1}},
+			{at: 36 * s, do: judge, want: Signals{HookVsScreen: 2}},
+			// No rule matching is no verdict.
+			{at: 37 * s, do: verdict("", ""), want: Signals{HookVsScreen: 2}},
+			{at: 38 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 2}},
+			{at: 40 * s, do: verdict(Idle, "idle-prompt"), want: Signals{HookVsScreen: 3}},
+		}},
+		{name: "input makes the screen's verdict stale", steps: []at{
+			{at: 1 * s, do: hook(Idle, "hook:Stop")},
+			{at: 12 * s, do: verdict(Busy, "busy-footer")},
+			{at: 13 * s, do: input},
+			{at: 20 * s, do: judge},
+		}},
+		{name: "gateway vs screen", steps: []at{
+			{at: 1 * s, do: verdict(Idle, "idle-prompt")},
+			{at: 2 * s, do: requests(1), want: Signals{InFlight: 1}},
+			// The verdict from before the request does not count.
+			{at: 5 * s, do: judge, want: Signals{InFlight: 1}},
+			{at: 6 * s, do: verdict(Idle, "idle-prompt"), want: Signals{InFlight: 1}},
+			{at: 8 * s, do: judge, want: Signals{InFlight: 1, GatewayVsScreen: 1}},
+			{at: 9 * s, do: verdict(Busy, "busy-footer"), want: Signals{InFlight: 1, GatewayVsScreen: 1}},
+			{at: 10 * s, do: verdict(Waiting, "permission"), want: Signals{InFlight: 1, GatewayVsScreen: 1}},
+			{at: 13 * s, do: requests(0), want: Signals{GatewayVsScreen: 2}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+			m := newMachine(Status{State: Starting, Cause: CauseStarted, Reason: "started", Since: t0}, settle, true, DefaultHookQuiet, t0)
+			for i, st := range tc.steps {
+				rev := m.rev
+				before := m.status.Signals
+				st.do(&m, t0.Add(st.at))
+				if got := m.status.Signals; got != st.want {
+					t.Fatalf("step %d (at %s): %+v, want %+v", i+1, st.at, got, st.want)
+				}
+				if m.status.Signals != before && m.rev == rev {
+					t.Fatalf("step %d: the signals changed but rev did not", i+1)
+				}
+			}
+		})
+	}
+}
+
+// TestMachineJudgeLeft: how long until a disagreement counts.
+func TestMachineJudgeLeft(t *testing.T) {
+	t0 := time.Now()
+	m := newMachine(Status{State: Idle}, settle, true, DefaultHookQuiet, t0)
+	m.hook(t0, Idle, "hook:Stop")
+	if left := m.judgeLeft(t0); left != 0 {
+		t.Fatalf("agreeing signals: %s left", left)
+	}
+	m.requests(t0.Add(time.Second), 1)
+	if left := m.judgeLeft(t0.Add(1500 * time.Millisecond)); left != signalLag-500*time.Millisecond {
+		t.Fatalf("a disagreement 500ms old: %s left, want %s", left, signalLag-500*time.Millisecond)
+	}
+	m.judge(t0.Add(time.Second + signalLag))
+	if left := m.judgeLeft(t0.Add(time.Hour)); left != 0 || m.status.Signals.GatewayVsHook != 1 {
+		t.Fatalf("once counted: %s left, %+v", left, m.status.Signals)
+	}
+	plain := newMachine(Status{State: Idle}, settle, false, DefaultHookQuiet, t0)
+	if plain.requests(t0, 1) || plain.judgeLeft(t0) != 0 || plain.status.Signals.InFlight != 0 {
+		t.Fatalf("a pane without rules took a request: %+v", plain.status)
 	}
 }

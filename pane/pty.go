@@ -41,6 +41,11 @@ type Options struct {
 	// these screen rules, instead of from output quiet.
 	Rules     Rules
 	HookQuiet time.Duration
+	// InFlight, for an agent pane, is how many of its main-loop model
+	// requests are in flight (the gateway's count); RequestsChanged says
+	// that it changed. It must return quickly and may be called from any
+	// goroutine.
+	InFlight func() int
 }
 
 // inputGrace is how long after typed input the screen rules wait: the
@@ -75,6 +80,8 @@ type PTY struct {
 	closeMu  sync.Once
 	stopping chan struct{} // closed when Stop began; tells the loop why the process ended
 	stopWhy  string        // written before stopping is closed
+	// requests wakes the loop to read Options.InFlight (RequestsChanged).
+	requests chan struct{}
 	// status is the loop's latest copy of the pane's status: readers take
 	// it without waiting for the loop.
 	status atomic.Pointer[Status]
@@ -98,6 +105,9 @@ type ptyState struct {
 	// feed fires feedDelay after output was queued for the emulator.
 	feed      *time.Timer
 	feedArmed bool
+	// judge fires when a disagreement of an agent's signals may have
+	// lasted long enough to count.
+	judge *time.Timer
 }
 
 type waitResult struct {
@@ -145,6 +155,7 @@ func StartPTY(opts Options) (*PTY, error) {
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 		stopping: make(chan struct{}),
+		requests: make(chan struct{}, 1),
 	}
 	now := time.Now()
 	st := &ptyState{
@@ -155,8 +166,10 @@ func StartPTY(opts Options) (*PTY, error) {
 		watchers: map[chan struct{}]struct{}{},
 		quiet:    time.NewTimer(opts.Settle),
 		feed:     time.NewTimer(time.Hour),
+		judge:    time.NewTimer(time.Hour),
 	}
 	st.feed.Stop()
+	st.judge.Stop()
 	first := st.m.status
 	p.status.Store(&first)
 	out := make(chan []byte, 64)
@@ -290,6 +303,11 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 		case <-st.quiet.C:
 			st.scr.release()
 			p.onQuiet(st, time.Now())
+		case <-p.requests:
+			p.onRequests(st, time.Now())
+		case <-st.judge.C:
+			st.m.judge(time.Now())
+			p.changed(st, false)
 		case w := <-waited:
 			waited = nil
 			p.onExit(st, w)
@@ -298,6 +316,7 @@ func (p *PTY) loop(st *ptyState, out <-chan []byte, waited <-chan waitResult) {
 		case <-p.quit:
 			st.quiet.Stop()
 			st.feed.Stop()
+			st.judge.Stop()
 			st.scr.emu.SendText(replyStop) // returns once the forwarder has read it
 			st.scr.emu.Close()
 			p.ptmx.Close()
@@ -398,8 +417,31 @@ func (p *PTY) classify(st *ptyState, now time.Time) {
 	if !look {
 		return
 	}
-	v, ok := p.opts.Rules.Classify(st.scr.view().String())
-	p.changed(st, ok && st.m.screen(now, v))
+	v, _ := p.opts.Rules.Classify(st.scr.view().String()) // a zero verdict when no rule matches
+	p.changed(st, st.m.screen(now, v))
+}
+
+// RequestsChanged tells the pane that its count of model requests in
+// flight (Options.InFlight) changed. It never blocks: the loop reads the
+// latest count when it gets to it.
+func (p *PTY) RequestsChanged() {
+	select {
+	case p.requests <- struct{}{}:
+	default: // a wake-up is already waiting
+	}
+}
+
+// onRequests applies the count of requests in flight. Once the last one
+// ended the screen is looked at, in case it decides now.
+func (p *PTY) onRequests(st *ptyState, now time.Time) {
+	if p.opts.InFlight == nil {
+		return
+	}
+	n := p.opts.InFlight()
+	p.changed(st, st.m.requests(now, n))
+	if n == 0 && p.opts.Rules != nil && st.m.running() {
+		p.classify(st, now)
+	}
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it
@@ -424,6 +466,11 @@ func (p *PTY) onExit(st *ptyState, w waitResult) {
 // changed publishes the machine's status if it changed, then announces a
 // change of state: a reader told of it finds it published.
 func (p *PTY) changed(st *ptyState, announce bool) {
+	if p.opts.Rules != nil {
+		if left := st.m.judgeLeft(time.Now()); left > 0 {
+			st.judge.Reset(left)
+		}
+	}
 	p.publish(st)
 	if announce && p.opts.OnChange != nil {
 		p.opts.OnChange(st.m.status)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,5 +399,58 @@ func TestPTYCauses(t *testing.T) {
 	p.Close()
 	if st := p.Status(); st.Cause != CauseClosed || st.Reason != "closed" {
 		t.Fatalf("after close: %+v", st)
+	}
+}
+
+// agentRules make bash an agent pane: its prompt is the idle screen.
+func agentRules(t *testing.T) Rules {
+	t.Helper()
+	rules, err := Rules{{Name: "prompt", State: Idle, Match: `^\$\s*$`, Last: 1}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// TestPTYRequestsInFlight: a model request in flight keeps an agent pane
+// busy while its screen says idle, and that disagreement is counted; once
+// the request ended the screen decides again.
+func TestPTYRequestsInFlight(t *testing.T) {
+	var inFlight atomic.Int64
+	p, err := StartPTY(Options{
+		Argv: []string{"bash", "--norc", "--noprofile"}, Dir: t.TempDir(),
+		Env:    append(os.Environ(), "TERM=xterm-256color", "PS1=$ "),
+		Settle: 100 * time.Millisecond, Log: testLog(t),
+		Rules: agentRules(t), InFlight: func() int { return int(inFlight.Load()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	eventually(t, 10*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	inFlight.Add(1)
+	p.RequestsChanged()
+	eventually(t, 10*time.Second, "busy by the gateway", func() bool {
+		st := p.Status()
+		return st.State == Busy && st.Cause == CauseGateway && st.Signals.InFlight == 1
+	})
+	// The prompt drawn again while the request runs: the screen says idle.
+	if err := p.SendText("echo drawn", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the gateway-vs-screen disagreement counted", func() bool {
+		return p.Status().Signals.GatewayVsScreen == 1
+	})
+	if st := p.Status(); st.State != Busy {
+		t.Fatalf("the screen made a pane with a request in flight %s: %+v", st.State, st)
+	}
+	inFlight.Add(-1)
+	p.RequestsChanged()
+	eventually(t, 10*time.Second, "idle by the screen once the request ended", func() bool {
+		st := p.Status()
+		return st.State == Idle && st.Cause == CauseScreen && st.Signals.InFlight == 0
+	})
+	if st := p.Status(); st.Signals.GatewayVsScreen != 1 || st.Signals.HookVsScreen != 0 || st.Signals.GatewayVsHook != 0 {
+		t.Fatalf("counts: %+v", st.Signals)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	CauseQuiet   Cause = "quiet"   // its output stayed quiet for the settle time
 	CauseInput   Cause = "input"   // input was typed into it
 	CauseHook    Cause = "hook"    // the agent's own hook said so
+	CauseGateway Cause = "gateway" // a model request of the agent went through the gateway
 	CauseScreen  Cause = "screen"  // a screen rule matched (Status.Rule names it)
 	CauseExit    Cause = "exit"    // the program ended by itself (or its session went away)
 	CauseStop    Cause = "stop"    // the program ended because it was stopped
@@ -45,6 +46,20 @@ type Status struct {
 	// when Cause is CauseScreen.
 	Cause Cause  `json:"-"`
 	Rule  string `json:"-"`
+	// Signals is what an agent pane's gateway says, and how often its
+	// state signals disagreed.
+	Signals Signals `json:"-"`
+}
+
+// Signals is an agent pane's model requests in flight and how often each
+// pair of its three state signals (hooks, the gateway, the screen rules)
+// disagreed, since its program was started or adopted (see machine.go for
+// when a disagreement counts).
+type Signals struct {
+	InFlight        int
+	HookVsScreen    int
+	GatewayVsHook   int
+	GatewayVsScreen int
 }
 
 // Running reports whether the pane's process is alive.

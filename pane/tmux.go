@@ -478,6 +478,7 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	case p.m.running():
 		p.m.setPID(info.pid)
 		changed = p.sawActivity(now, info.activity)
+		p.m.judge(now) // a disagreement of an agent's signals may have lasted
 	}
 	p.publish()
 	st := p.m.status
@@ -554,10 +555,10 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 	if !look {
 		return false
 	}
-	v, ok := p.opts.Rules.Classify(p.screen(p.srv.life))
+	v, _ := p.opts.Rules.Classify(p.screen(p.srv.life)) // a zero verdict when no rule matches
 	p.mu.Lock()
 	p.classifiedAt = info.activity
-	changed := ok && p.m.screen(time.Now(), v)
+	changed := p.m.screen(time.Now(), v)
 	p.publish()
 	st := p.m.status
 	p.mu.Unlock()
@@ -577,6 +578,25 @@ func (p *TmuxPane) SetState(s State, reason string) {
 		return
 	}
 	changed := p.m.hook(time.Now(), s, reason)
+	p.publish()
+	st := p.m.status
+	p.mu.Unlock()
+	if changed {
+		p.announce(st)
+	}
+	p.srv.poke()
+}
+
+// RequestsChanged tells the pane that its count of model requests in
+// flight (Options.InFlight) changed; it holds the pane's mutex only while
+// the machine moves. The poller is woken: a busy agent is polled fast, and
+// its screen looked at once the last request ended.
+func (p *TmuxPane) RequestsChanged() {
+	if p.opts.InFlight == nil {
+		return
+	}
+	p.mu.Lock()
+	changed := p.m.requests(time.Now(), p.opts.InFlight())
 	p.publish()
 	st := p.m.status
 	p.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -192,4 +193,38 @@ func TestTmuxCauses(t *testing.T) {
 	if st := p.Status(); st.State != Exited || st.Cause != CauseStop || !strings.HasPrefix(st.Reason, "killed: ") {
 		t.Fatalf("after stop: %+v", st)
 	}
+}
+
+// TestTmuxRequestsInFlight: as TestPTYRequestsInFlight, for a tmux pane.
+func TestTmuxRequestsInFlight(t *testing.T) {
+	s := tmuxServer(t)
+	var inFlight atomic.Int64
+	opts := bashOpts(t)
+	opts.Rules, opts.InFlight = agentRules(t), func() int { return int(inFlight.Load()) }
+	p, err := s.Start("w-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	inFlight.Add(1)
+	p.RequestsChanged()
+	if st := p.Status(); st.State != Busy || st.Cause != CauseGateway || st.Signals.InFlight != 1 {
+		t.Fatalf("with a request in flight: %+v", st)
+	}
+	if err := p.SendText("echo drawn", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the gateway-vs-screen disagreement counted", func() bool {
+		return p.Status().Signals.GatewayVsScreen == 1
+	})
+	if st := p.Status(); st.State != Busy {
+		t.Fatalf("the screen made a pane with a request in flight %s: %+v", st.State, st)
+	}
+	inFlight.Add(-1)
+	p.RequestsChanged()
+	eventually(t, 15*time.Second, "idle by the screen once the request ended", func() bool {
+		st := p.Status()
+		return st.State == Idle && st.Cause == CauseScreen && st.Signals.InFlight == 0
+	})
 }

@@ -11,7 +11,8 @@
 //	           create (create.go: the topology spec rules) and restart build the adapter (launch);
 //	           stop, restart and kill swap it under the entry's op lock while readers load it freely
 //
-//	state      pane loops, turn loops, hooks (hooks.go, cliagent), the outbox
+//	state      pane loops, turn loops, hooks (hooks.go, cliagent), the gateway's requests in
+//	           flight (signals.go: gateway.Activity ──▶ the entry's count ──▶ its pane's owner), the outbox
 //	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
 //	           GET /api/events clients (dashboard, status --watch)
 //

@@ -60,6 +60,12 @@ func signalOf(st pane.Status, typ string, settle time.Duration) api.Signal {
 	case st.Cause == pane.CauseHook:
 		sig.Kind, sig.Name = "hook", strings.TrimPrefix(st.Reason, "hook:")
 		sig.Detail = fmt.Sprintf("the %s hook %s set it", typ, sig.Name)
+	case st.Cause == pane.CauseGateway:
+		sig.Kind, sig.Name = "gateway", strings.TrimPrefix(st.Reason, "gateway:")
+		sig.Detail = "a model request of the agent went through the gateway (no newer hook said otherwise)"
+		if st.Signals.InFlight == 0 {
+			sig.Detail = "a model request of the agent went through the gateway; it has ended, and the hooks or the screen rules decide next"
+		}
 	case st.Cause == pane.CauseScreen:
 		sig.Kind, sig.Name = "screen_rule", st.Rule
 		sig.Detail = fmt.Sprintf("the screen rule %s matched the screen (no hook had spoken recently)", sig.Name)

@@ -67,14 +67,23 @@ type entry struct {
 	// leaving is set when a kill begins: the outbox treats the pane as
 	// gone (its tasks fail as killed) while ls still shows it stopping.
 	leaving atomic.Bool
+	// requests counts a CLI agent's main-loop model requests in flight, as
+	// the gateway reports them (signals.go).
+	requests atomic.Int64
 }
 
 // held boxes a kind for the atomic pointer.
 type held struct{ k kind }
 
 func (e *entry) kind() kind          { return e.cur.Load().k }
-func (e *entry) set(k kind)          { e.cur.Store(&held{k}) }
 func (e *entry) status() pane.Status { return e.kind().Status() }
+
+// set makes k what runs for the pane; a new CLI agent terminal learns the
+// requests in flight at once.
+func (e *entry) set(k kind) {
+	e.cur.Store(&held{k})
+	e.wakeRequests()
+}
 
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {

@@ -408,6 +408,9 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isCLI {
+		opts.InFlight = e.inFlight
+	}
 	var t terminal
 	switch {
 	case e.cfg.Backend == "tmux" && adopt:

@@ -17,8 +17,9 @@ func (e *env) explainCmd() *cli.Command {
 		Name:      "explain",
 		Usage:     "why a pane has its state; or the state the screen rules give a saved screen",
 		ArgsUsage: "<pane> | --type TYPE --screen FILE",
-		Description: "With a pane: its state, the reason and the signal behind it (the hook or screen rule that\n" +
-			"decided, and when; a cicy pane's turn), what the screen rules say of its screen now, and the\n" +
+		Description: "With a pane: its state, the reason and the signal behind it (the hook, gateway request or\n" +
+			"screen rule that decided, and when; a cicy pane's turn), a CLI agent's model requests in flight\n" +
+			"and how often its signals disagreed, what the screen rules say of its screen now, and the\n" +
 			"screen itself.\n\n" +
 			"With --type and --screen: the state the screen rules give a saved screen (plain text as\n" +
 			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). Rules come from\n" +
@@ -85,6 +86,9 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	} else if p.Type != "cicy" && p.Type != "shell" {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
+	if g := p.Signals; g != nil {
+		printSignals(w, *g)
+	}
 	if t := x.Turn; t != nil {
 		if t.ID == "" {
 			fmt.Fprintf(w, "turn:    none yet; %d messages in the history\n", t.Messages)
@@ -116,6 +120,22 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	for _, l := range all {
 		fmt.Fprintf(w, "  │ %s\n", l)
 	}
+}
+
+// printSignals prints a CLI agent's requests in flight and how often its
+// signals disagreed.
+func printSignals(w io.Writer, g api.Signals) {
+	flying := fmt.Sprintf("%d model requests", g.InFlight)
+	switch g.InFlight {
+	case 0:
+		flying = "no model request"
+	case 1:
+		flying = "1 model request"
+	}
+	d := g.Disagreements
+	fmt.Fprintf(w, "gateway: %s in flight\n", flying)
+	fmt.Fprintf(w, "signals: disagreed hook vs screen %d, gateway vs hook %d, gateway vs screen %d times\n",
+		d.HookVsScreen, d.GatewayVsHook, d.GatewayVsScreen)
 }
 
 // explainScreen classifies a saved screen with a type's screen rules.

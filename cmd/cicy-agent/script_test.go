@@ -430,13 +430,22 @@ func isZombie(procDir string) bool {
 	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
-// waitout REGEX cicy-agent ARGS… runs the command until its stdout matches.
+// waitout [-t SECONDS] REGEX cicy-agent ARGS… runs the command until its
+// stdout matches.
 func cmdWaitOut(ts *testscript.TestScript, neg bool, args []string) {
+	d := pollDeadline
+	if len(args) > 2 && args[0] == "-t" {
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			ts.Fatalf("waitout: bad seconds %q", args[1])
+		}
+		d, args = time.Duration(n)*time.Second, args[2:]
+	}
 	if len(args) < 3 || args[1] != "cicy-agent" {
-		ts.Fatalf("usage: waitout <regex> cicy-agent <args…>")
+		ts.Fatalf("usage: waitout [-t seconds] <regex> cicy-agent <args…>")
 	}
 	re := regexp.MustCompile(args[0])
-	poll(ts, "output matching "+args[0], re.MatchString, args[2:]...)
+	pollFor(ts, d, "output matching "+args[0], re.MatchString, args[2:]...)
 }
 
 // memtail FILE TEXT checks a request body: the last block of the last
