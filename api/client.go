@@ -423,3 +423,26 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
 	err := c.do(ctx, http.MethodGet, "/api/usage?"+v.Encode(), nil, &out)
 	return out, err
 }
+
+// Budget reports a budget: ref is a pane's id or title, or team:NAME.
+func (c *Client) Budget(ctx context.Context, ref string) (Budget, error) {
+	var out Budget
+	err := c.do(ctx, http.MethodGet, "/api/budgets/"+seg(ref), nil, &out)
+	return out, err
+}
+
+// SetBudget sets a budget (see Budget for ref), or removes it when usd is
+// nil, and reports it.
+func (c *Client) SetBudget(ctx context.Context, ref string, usd *float64) (Budget, error) {
+	var out Budget
+	err := c.do(ctx, http.MethodPut, "/api/budgets/"+seg(ref), BudgetRequest{BudgetUSD: usd}, &out)
+	return out, err
+}
+
+// Budgets reports every budget set: the panes' by id, then the teams' by
+// name.
+func (c *Client) Budgets(ctx context.Context) ([]Budget, error) {
+	var out []Budget
+	err := c.do(ctx, http.MethodGet, "/api/budgets", nil, &out)
+	return out, err
+}

@@ -35,6 +35,9 @@ type CreateRequest struct {
 	// see provider.Credentials). Names only: the value is the
 	// supervisor's, read at every start, and never stored.
 	Env []string `json:"env,omitempty"`
+	// BudgetUSD is the pane's spending limit in US dollars at the price
+	// table (0: none); see Budget.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.
@@ -84,6 +87,13 @@ type PaneInfo struct {
 	// Messages is a cicy pane's history length; Compactable when over 300.
 	Messages    int  `json:"messages,omitempty"`
 	Compactable bool `json:"compactable,omitempty"`
+	// BudgetUSD is the pane's own spending limit (null: none; its team's
+	// is in GET /api/budgets/{id}).
+	BudgetUSD *float64 `json:"budget_usd"`
+	// OverBudget is the sentence the pane's model requests are refused
+	// with once its spend reached its budget or its team's; absent
+	// otherwise.
+	OverBudget string `json:"over_budget,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
 	// other panes).
 	Signals *Signals `json:"signals,omitempty"`

@@ -36,8 +36,10 @@ type Pane struct {
 	Backend      string         `db:"backend"`
 	Master       sql.NullString `db:"master"`
 	Config       string         `db:"config"` // JSON object
-	CreatedAt    string         `db:"created_at"`
-	UpdatedAt    string         `db:"updated_at"`
+	// BudgetUSD is the pane's own spending limit; NULL when it has none.
+	BudgetUSD sql.NullFloat64 `db:"budget_usd"`
+	CreatedAt string          `db:"created_at"`
+	UpdatedAt string          `db:"updated_at"`
 	Runtime
 }
 
@@ -133,8 +135,8 @@ func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) 
 	p.CreatedAt = Now()
 	p.UpdatedAt = p.CreatedAt
 	if _, err := tx.NamedExecContext(ctx, `INSERT INTO agent_config
-		(pane_id, title, agent_type, role, role_template, workspace, provider, model, command, backend, master, config, created_at, updated_at)
-		VALUES (:pane_id, :title, :agent_type, :role, :role_template, :workspace, :provider, :model, :command, :backend, :master, :config, :created_at, :updated_at)`, p); err != nil {
+		(pane_id, title, agent_type, role, role_template, workspace, provider, model, command, backend, master, config, budget_usd, created_at, updated_at)
+		VALUES (:pane_id, :title, :agent_type, :role, :role_template, :workspace, :provider, :model, :command, :backend, :master, :config, :budget_usd, :created_at, :updated_at)`, p); err != nil {
 		return Pane{}, fmt.Errorf("insert pane: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -144,7 +146,7 @@ func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) 
 }
 
 const paneSelect = `SELECT a.pane_id, a.title, a.agent_type, a.role, a.role_template, a.workspace, a.provider,
-	a.model, a.command, a.backend, a.master, a.config, a.created_at, a.updated_at,
+	a.model, a.command, a.backend, a.master, a.config, a.budget_usd, a.created_at, a.updated_at,
 	r.state, r.reason, r.since, r.pid, r.exit_code
 	FROM agent_config a LEFT JOIN pane_runtime r ON r.pane_id = a.pane_id`
 

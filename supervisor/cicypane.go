@@ -40,7 +40,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 			if err != nil {
 				return nil, err
 			}
-			return p, nil
+			return budgeted{Provider: p, s: s, id: id}, nil
 		},
 		Getenv:   s.cfg.Getenv,
 		Usage:    usageSink{s},

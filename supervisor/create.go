@@ -49,6 +49,9 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if err := checkProgram(req); err != nil {
 		return nil, err
 	}
+	if err := topology.CheckBudget(req.BudgetUSD); err != nil && req.BudgetUSD != 0 {
+		return nil, usageErr("--budget-usd %v (leave it out for no budget)", err)
+	}
 	if req.Workspace != "" && !filepath.IsAbs(req.Workspace) {
 		return nil, usageErr("the workspace %q must be an absolute path", req.Workspace)
 	}

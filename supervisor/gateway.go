@@ -54,6 +54,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Panes:      s.tokens,
 		Usage:      gatewayLedger{s},
 		Activity:   s, // a request in flight keeps its pane busy (signals.go)
+		Budget:     s, // Refusal: a pane over its budget is answered, not forwarded
 		Log:        s.log,
 		Transport:  s.gatewayUpstream(),
 	})

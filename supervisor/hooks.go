@@ -49,13 +49,30 @@ func (h *hookLog) record(eff cliagent.Effect, req api.HookRequest) bool {
 	if eff.Prompt {
 		h.prompt = req.At
 	}
-	if eff.End {
+	if eff.End && !h.keepsFailure(eff) {
 		h.end, h.result, h.failed = req.At, eff.Result, eff.Failed
 	}
 	if eff.State != "" {
 		h.state, h.reason = eff.State, "hook:"+req.Event
 	}
 	return true
+}
+
+// keepsFailure reports whether a plain turn end must not replace the
+// failure that already ended the same turn (no prompt since): opencode
+// sends session.error, then session.idle with the last text it saw, an
+// earlier turn's. The caller holds mu.
+func (h *hookLog) keepsFailure(eff cliagent.Effect) bool {
+	return h.failed != "" && eff.Failed == "" && !h.end.Before(h.prompt)
+}
+
+// refused ends the current turn as failed with why: the gateway refused
+// its model request. The agent's own later plain end does not undo it
+// (keepsFailure); a failure it signals replaces it.
+func (h *hookLog) refused(at time.Time, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.end, h.result, h.failed = at, "", why
 }
 
 // lastState is the state the latest signal set, if any did.

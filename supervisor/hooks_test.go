@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // hookOnStart is a store that, when a pane's start is recorded, runs a
@@ -74,5 +76,28 @@ func TestHookDuringCreate(t *testing.T) {
 	}
 	if info.State != string(pane.Idle) || info.Reason != "hook:SessionStart" {
 		t.Errorf("after Create: %s (%s), want idle (hook:SessionStart)", info.State, info.Reason)
+	}
+}
+
+// A turn that ended in an error stays failed when the agent's plain end
+// signal follows (opencode: session.error, then session.idle carrying an
+// earlier turn's text, as after a budget refusal); the next turn's end
+// counts again.
+func TestFailedTurnEndStays(t *testing.T) {
+	var h hookLog
+	t0 := time.Now()
+	at := func(s int) api.HookRequest {
+		return api.HookRequest{Agent: "opencode", At: t0.Add(time.Duration(s) * time.Second)}
+	}
+	h.record(cliagent.Effect{Prompt: true}, at(1))
+	h.record(cliagent.Effect{End: true, Failed: "the agent's turn failed: budget"}, at(2))
+	h.record(cliagent.Effect{End: true, Result: "an earlier turn's answer"}, at(3))
+	if res, failed, ok := h.turnEnd(t0); !ok || failed != "the agent's turn failed: budget" || res != "" {
+		t.Errorf("after error then idle: result %q, failed %q, %v; want the failure", res, failed, ok)
+	}
+	h.record(cliagent.Effect{Prompt: true}, at(4))
+	h.record(cliagent.Effect{End: true, Result: "done now"}, at(5))
+	if res, failed, ok := h.turnEnd(t0.Add(4 * time.Second)); !ok || failed != "" || res != "done now" {
+		t.Errorf("the next turn: result %q, failed %q, %v; want done now", res, failed, ok)
 	}
 }

@@ -60,6 +60,7 @@ var (
 // period to stop stalls nobody.
 type entry struct {
 	cfg   schema.Pane // fixed once the pane is created
+	team  string      // the team in cfg.Config, "" for none
 	op    sync.Mutex
 	cur   atomic.Pointer[held]
 	hooks hookLog // what a CLI agent's own signals said; kept across restarts
@@ -86,7 +87,7 @@ func (e *entry) set(k kind) {
 
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
-	e := &entry{cfg: cfg}
+	e := &entry{cfg: cfg, team: parsePaneConfig(cfg.Config).Team}
 	e.set(&stopped{cfg: cfg, st: st})
 	return e
 }

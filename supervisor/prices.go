@@ -75,12 +75,22 @@ func (p prices) cost(byModel map[string]schema.UsageTotal) (float64, bool) {
 	}
 	var usd float64
 	for model, u := range byModel {
-		pr, ok := p.of(model)
+		c, ok := p.costOf(model, u)
 		if !ok {
 			return 0, false
 		}
-		usd += (float64(u.InputTokens)*pr.Input + float64(u.OutputTokens)*pr.Output +
-			float64(u.CacheRead)*pr.CacheRead + float64(u.CacheCreation)*pr.CacheWrite) / 1e6
+		usd += c
 	}
 	return usd, true
+}
+
+// costOf is what one model's usage cost, and false when its price is
+// unknown.
+func (p prices) costOf(model string, u schema.UsageTotal) (float64, bool) {
+	pr, ok := p.of(model)
+	if !ok {
+		return 0, false
+	}
+	return (float64(u.InputTokens)*pr.Input + float64(u.OutputTokens)*pr.Output +
+		float64(u.CacheRead)*pr.CacheRead + float64(u.CacheCreation)*pr.CacheWrite) / 1e6, true
 }

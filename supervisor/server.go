@@ -148,6 +148,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
 	mux.HandleFunc("GET /api/usage", a.usage)
 	a.memoryRoutes(mux)
+	a.budgetRoutes(mux)
 	a.taskRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)

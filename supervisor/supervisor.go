@@ -39,6 +39,9 @@ type Store interface {
 	UsageByModel(ctx context.Context) (map[string]map[string]schema.UsageTotal, error)
 	UsageGroups(ctx context.Context, q schema.UsageQuery) ([]schema.UsageGroup, error)
 	HasUsage(ctx context.Context, pane string) (bool, error)
+	SetPaneBudget(ctx context.Context, id string, usd sql.NullFloat64) error
+	SetTeamBudget(ctx context.Context, team string, usd sql.NullFloat64) error
+	TeamBudgets(ctx context.Context) (map[string]float64, error)
 	Setting(ctx context.Context, key string) (string, bool, error)
 	SetSetting(ctx context.Context, key, value string) error
 	SaveGatewayToken(ctx context.Context, pane, hash string) error
@@ -101,6 +104,8 @@ type Supervisor struct {
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
+
+	budgets budgetBook
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -148,6 +153,11 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	teams, err := store.TeamBudgets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.budgets.load(rows, teams) // before the gateway asks
 	if err := s.startGateway(ctx); err != nil {
 		return nil, err
 	}
@@ -264,7 +274,11 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		}
 		return api.CreateResponse{}, err
 	}
+	if row.BudgetUSD.Valid { // in force before the pane's first request
+		s.budgets.put(api.BudgetPane, row.ID, &row.BudgetUSD.Float64)
+	}
 	if err := s.register(row); err != nil {
+		s.budgets.put(api.BudgetPane, row.ID, nil)
 		// The row must not outlive a pane that never ran.
 		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
@@ -311,6 +325,7 @@ func newPaneRow(req api.CreateRequest) schema.Pane {
 		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
 		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
 		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: config,
+		BudgetUSD: sql.NullFloat64{Float64: req.BudgetUSD, Valid: req.BudgetUSD > 0},
 	}
 }
 
@@ -512,7 +527,7 @@ func (s *Supervisor) addUsage(id, model string, u schema.UsageTotal) {
 	}
 	s.usage[id][model] = s.usage[id][model].Add(u)
 	s.usageMu.Unlock()
-	s.paneChanged(id)
+	s.spendChanged(id)
 }
 
 // usageOf is a pane's usage summed over models, and its cost if every
@@ -537,6 +552,10 @@ func (s *Supervisor) describe(e *entry) api.PaneInfo {
 	pi := e.info()
 	pi.Usage, pi.CostUSD = s.usageOf(pi.ID)
 	pi.CacheHit = cacheHit(pi.Usage)
+	if usd, ok := s.budgets.get(api.BudgetPane, pi.ID); ok {
+		pi.BudgetUSD = &usd
+	}
+	pi.OverBudget = s.refusal(e)
 	if pi.Backend == "tmux" {
 		pi.Attach = s.tmux.AttachCommand(pi.ID)
 	}
@@ -683,7 +702,8 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
 	s.tokens.forget(e.cfg.ID)
-	s.tasks.Kick() // its tasks end now
+	s.budgets.put(api.BudgetPane, e.cfg.ID, nil) // its row went with it
+	s.tasks.Kick()                               // its tasks end now
 	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
 	return nil

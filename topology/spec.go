@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -103,6 +104,23 @@ func CheckLinks(typ, role, master string, command, env []string) error {
 		return ErrCicyEnv
 	case typ == "shell" && (len(command) == 0 || command[0] == ""):
 		return ErrShellCommand
+	}
+	return nil
+}
+
+// MaxBudgetUSD bounds a budget: far above a real one, it catches a typo
+// (a missing decimal point) before it leaves a pane unguarded.
+const MaxBudgetUSD = 1_000_000
+
+// CheckBudget refuses a budget that is not more than $0 and at most
+// MaxBudgetUSD; the error is the sentence's predicate ("must be more than
+// $0"), for the caller to put after the field's name.
+func CheckBudget(usd float64) error {
+	switch {
+	case math.IsNaN(usd) || usd <= 0:
+		return errors.New("must be more than $0")
+	case usd > MaxBudgetUSD:
+		return fmt.Errorf("is more than $%d; is a decimal point missing?", MaxBudgetUSD)
 	}
 	return nil
 }

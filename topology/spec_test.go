@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,19 @@ func TestPaneSpecRules(t *testing.T) {
 	} {
 		if err := CheckLinks(tc.typ, tc.role, tc.master, tc.cmd, tc.env); !errors.Is(err, tc.want) {
 			t.Errorf("CheckLinks(%+v) = %v; want %v", tc, err, tc.want)
+		}
+	}
+}
+
+func TestCheckBudget(t *testing.T) {
+	for usd, want := range map[float64]string{
+		0.000001: "", 0.5: "", MaxBudgetUSD: "",
+		0: "must be more than $0", -1: "must be more than $0", math.NaN(): "must be more than $0", math.Inf(-1): "must be more than $0",
+		MaxBudgetUSD + 1: "is more than $1000000; is a decimal point missing?", math.Inf(1): "is more than $1000000",
+	} {
+		err := CheckBudget(usd)
+		if (err == nil) != (want == "") || (err != nil && !strings.HasPrefix(err.Error(), want)) {
+			t.Errorf("CheckBudget(%v) = %v, want %q", usd, err, want)
 		}
 	}
 }

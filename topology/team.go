@@ -36,6 +36,8 @@ type TeamPane struct {
 	// program gets although the supervisor keeps them from panes (the
 	// provider keys); like cicy-agent create --env.
 	Env []string `yaml:"env"`
+	// BudgetUSD is the pane's spending limit in US dollars (0: none).
+	BudgetUSD float64 `yaml:"budget_usd"`
 	// AllowAll runs a CLI agent in its own bypass-permissions mode, like
 	// cicy-agent create --allow-all.
 	AllowAll bool `yaml:"allow_all"`
@@ -54,7 +56,10 @@ type Team struct {
 	Name  string     `yaml:"name"`
 	Panes []TeamPane `yaml:"panes"`
 	Goal  *TeamGoal  `yaml:"goal"`
-	Path  string     `yaml:"-"` // absolute path of the file (LoadTeam)
+	// BudgetUSD is the team's spending limit in US dollars (0: none): its
+	// panes' spend together.
+	BudgetUSD float64 `yaml:"budget_usd"`
+	Path      string  `yaml:"-"` // absolute path of the file (LoadTeam)
 }
 
 // Pane returns the pane with this title, or nil.
@@ -122,8 +127,8 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 
 // Known keys, in the order error messages list them.
 var (
-	teamKeys = []string{"name", "panes", "goal"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "allow_all"}
+	teamKeys = []string{"name", "panes", "goal", "budget_usd"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all"}
 	goalKeys = []string{"to", "text"}
 
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -155,6 +160,11 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 	t := &Team{}
 	if t.Name, err = p.teamName(root, fields); err != nil {
 		return nil, err
+	}
+	if e, ok := fields["budget_usd"]; ok {
+		if t.BudgetUSD, err = p.budget(e, `the team's "budget_usd"`); err != nil {
+			return nil, err
+		}
 	}
 	if t.Panes, err = p.panes(root, fields); err != nil {
 		return nil, err
@@ -198,7 +208,7 @@ func (p *parser) document(data []byte) (*yaml.Node, error) {
 		return nil, p.errf(root.Line, "the file is empty; a team file needs name: and panes:")
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errf(root.Line, "the top level must be a mapping with the keys name, panes and goal, not %s", kindName(root))
+		return nil, p.errf(root.Line, "the top level must be a mapping with the keys name, panes, goal and budget_usd, not %s", kindName(root))
 	}
 	return root, nil
 }
@@ -303,7 +313,7 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if err != nil {
 		return tp, err
 	}
-	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.allowAll, r.links}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.allowAll, r.links}
 	for _, step := range steps {
 		if err := step(&tp); err != nil {
 			return tp, err
@@ -471,6 +481,31 @@ func (r *paneFields) allowAll(tp *TeamPane) error {
 		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (claude, codex, opencode) without its permission prompts; a %s pane has none`, r.where, tp.Type)
 	}
 	return nil
+}
+
+// budget reads the pane's budget_usd.
+func (r *paneFields) budget(tp *TeamPane) (err error) {
+	if e, ok := r.fields["budget_usd"]; ok {
+		tp.BudgetUSD, err = r.p.budget(e, fmt.Sprintf(`"budget_usd" %s`, r.where))
+	}
+	return err
+}
+
+// budget reads a budget_usd value: a number of US dollars within
+// CheckBudget's rules; what names the key.
+func (p *parser) budget(e entry, what string) (float64, error) {
+	v := deref(e.value)
+	if isNull(v) || v.Kind != yaml.ScalarNode {
+		return 0, p.errf(v.Line, "%s must be an amount of US dollars, like budget_usd: 2.50, not %s", what, kindName(v))
+	}
+	usd, err := strconv.ParseFloat(strings.TrimPrefix(v.Value, "$"), 64)
+	if err != nil {
+		return 0, p.errf(v.Line, "%s must be an amount of US dollars, like budget_usd: 2.50, not %q", what, v.Value)
+	}
+	if err := CheckBudget(usd); err != nil {
+		return 0, p.errf(v.Line, "%s %v (leave it out for no budget)", what, err)
+	}
+	return usd, nil
 }
 
 // links checks the rules between the pane's fields (CheckLinks).

@@ -12,6 +12,7 @@ import (
 
 const goodTeam = `# a comment
 name: my-team_2
+budget_usd: 12.5
 panes:
   - {title: lead, type: cicy, role: master, role_template: coordinator}
   - title: alice
@@ -19,6 +20,7 @@ panes:
     workspace: work/alice
     provider: script
     model: m1
+    budget_usd: $0.75
   - title: bash1
     type: shell
     command: [bash, --norc]
@@ -37,14 +39,15 @@ func TestParseTeamGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Team{
-		Name: "my-team_2",
+		Name:      "my-team_2",
+		BudgetUSD: 12.5,
 		Panes: []TeamPane{
-			{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Line: 4},
-			{Title: "alice", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Workspace: "/teams/here/work/alice", Provider: "script", Model: "m1", Master: "lead", Line: 5},
-			{Title: "bash1", Type: "shell", Role: "worker", Command: []string{"bash", "--norc"}, Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Workspace: "/srv/abs", Master: "lead", Line: 10},
-			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", AllowAll: true, Line: 15},
+			{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Line: 5},
+			{Title: "alice", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Workspace: "/teams/here/work/alice", Provider: "script", Model: "m1", Master: "lead", BudgetUSD: 0.75, Line: 6},
+			{Title: "bash1", Type: "shell", Role: "worker", Command: []string{"bash", "--norc"}, Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Workspace: "/srv/abs", Master: "lead", Line: 12},
+			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", AllowAll: true, Line: 17},
 		},
-		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 19},
+		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 21},
 	}
 	if !reflect.DeepEqual(team, want) {
 		t.Fatalf("got  %+v\nwant %+v", team, want)
@@ -96,7 +99,13 @@ func TestParseTeamErrors(t *testing.T) {
 		{"tab", "name: demo\n\tpanes: []\n", 2, []string{"not valid YAML", "tab"}},
 		{"two documents", head + "  - {title: a}\n---\nname: b\n", 4, []string{"second YAML document"}},
 		{"top level list", "- a\n", 1, []string{"top level", "mapping"}},
-		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal"}},
+		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal, budget_usd"}},
+		{"team budget zero", "name: demo\nbudget_usd: 0\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be more than $0 (leave it out for no budget)`}},
+		{"team budget text", "name: demo\nbudget_usd: lots\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be an amount of US dollars, like budget_usd: 2.50, not "lots"`}},
+		{"team budget null", "name: demo\nbudget_usd:\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be an amount of US dollars`, "not empty"}},
+		{"pane budget negative", head + "  - {title: a, budget_usd: -1}\n", 3, []string{`"budget_usd" in pane "a" must be more than $0`}},
+		{"pane budget list", head + "  - title: a\n    budget_usd: [1]\n", 4, []string{`"budget_usd" in pane "a" must be an amount of US dollars`, "not a list"}},
+		{"pane budget huge", head + "  - {title: a, budget_usd: 5000000}\n", 3, []string{`"budget_usd" in pane "a" is more than $1000000`}},
 		{"repeated key", "name: demo\nname: demo2\npanes: [{title: a}]\n", 2, []string{`"name"`, "twice", "line 1"}},
 		{"no name", "panes: [{title: a}]\n", 1, []string{"name"}},
 		{"empty name", "name: ''\npanes: [{title: a}]\n", 1, []string{`"name"`, "empty"}},
@@ -108,7 +117,7 @@ func TestParseTeamErrors(t *testing.T) {
 		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
 		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
-			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, allow_all"}},
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all"}},
 		{"env with a value", head + "  - {title: a, type: shell, command: [sh], env: [FOO=bar]}\n", 3, []string{`entry 1 of "env" in pane "a"`, "without a value"}},
 		{"env bad name", head + "  - {title: a, type: shell, command: [sh], env: [1X]}\n", 3, []string{`"1X"`, "not a variable name"}},
 		{"env not a list", head + "  - {title: a, type: shell, command: [sh], env: FOO}\n", 3, []string{`"env"`, "list of variable names"}},

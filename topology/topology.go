@@ -29,6 +29,9 @@ type Pane struct {
 	Tokens      int64   // all input and output tokens so far
 	CacheHit    float64 // cache-read over all input tokens; -1 when none
 	Compactable bool    // a cicy pane with more than 300 messages
+	// OverBudget is the sentence the pane's model requests are refused
+	// with (its budget or its team's reached); "" when not.
+	OverBudget string
 }
 
 // TaskCounts are a master's tasks by status.
@@ -78,12 +81,12 @@ type Untracked struct {
 
 // Attention is something that needs a person: a pane waiting for an
 // answer or in error, a worker whose last task failed, a master whose
-// tasks are all finished.
+// tasks are all finished, a pane whose budget is reached.
 type Attention struct {
 	ID     string `json:"id"` // the pane to look at
 	State  string `json:"state"`
 	Reason string `json:"reason"`
-	// Kind is waiting, error, task_failed or all_done.
+	// Kind is waiting, error, task_failed, all_done or budget.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -95,6 +98,7 @@ const (
 	NeedError      = "error"
 	NeedTaskFailed = "task_failed"
 	NeedAllDone    = "all_done"
+	NeedBudget     = "budget" // until the budget is raised
 )
 
 // FailedTask is a failed task that is its worker's latest finished one: it
@@ -155,6 +159,9 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 		for _, f := range failedBy[p.ID] {
 			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedTaskFailed, Task: f.ID,
 				Reason: fmt.Sprintf("task %d failed: %s", f.ID, FirstLine(f.Error))})
+		}
+		if p.OverBudget != "" {
+			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedBudget, Reason: p.OverBudget})
 		}
 		if i, ok := index[p.ID]; ok {
 			if c := st.Masters[i].Tasks; AllFinished(c) && p.State == "idle" {

@@ -44,6 +44,7 @@ func TestNeedsYou(t *testing.T) {
 		{ID: "w-2", Role: "master", State: "busy"},
 		{ID: "w-3", Role: "worker", Master: "w-1", State: "idle"},
 		{ID: "w-4", Role: "worker", Master: "w-2", State: "error", Reason: "exit 1"},
+		{ID: "w-5", Role: "worker", Master: "w-2", State: "idle", OverBudget: "cicy: pane w-5 reached its budget"},
 	}
 	counts := map[string]map[string]int{"w-1": {"done": 2, "failed": 1}, "w-2": {"done": 1}}
 	st := Build(panes, counts, []FailedTask{{ID: 7, Worker: "w-3", Error: "boom\nstack"}})
@@ -51,6 +52,7 @@ func TestNeedsYou(t *testing.T) {
 		{ID: "w-1", State: "idle", Kind: NeedAllDone, Reason: "all 3 tasks finished: 2 done, 1 failed, 0 cancelled"},
 		{ID: "w-3", State: "idle", Kind: NeedTaskFailed, Task: 7, Reason: "task 7 failed: boom …"},
 		{ID: "w-4", State: "error", Kind: NeedError, Reason: "exit 1"},
+		{ID: "w-5", State: "idle", Kind: NeedBudget, Reason: "cicy: pane w-5 reached its budget"},
 	}
 	if len(st.NeedsYou) != len(want) {
 		t.Fatalf("needs_you = %+v", st.NeedsYou)

@@ -61,7 +61,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.usageCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -263,6 +263,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
 			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
+			&cli.StringFlag{Name: "budget-usd", Usage: "the pane's spending limit in `USD` at the price table, e.g. 2.50: once its calls cost that much, its model requests are refused (see 'cicy-agent budget')"},
 		},
 		Action: func(c *cli.Context) error {
 			before, argv := splitDashDash(c.Args().Slice())
@@ -277,6 +278,10 @@ func (e *env) createCmd() *cli.Command {
 			}
 			if c.IsSet("role") && req.Role == "" {
 				return usagef("--role must not be empty")
+			}
+			var err error
+			if req.BudgetUSD, err = budgetFlag(c); err != nil {
+				return err
 			}
 			if ws := c.String("workspace"); ws != "" {
 				abs, err := filepath.Abs(ws)

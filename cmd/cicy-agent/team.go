@@ -81,18 +81,28 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 	sort.SliceStable(panes, func(i, j int) bool {
 		return panes[i].Role == topology.RoleMaster && panes[j].Role != topology.RoleMaster
 	})
+	// The team's budget is in force before its panes start.
+	unbudget, err := e.teamBudget(ctx, cl, team)
+	if err != nil {
+		return nil, err
+	}
 	ids := map[string]string{}
 	var created []string
 	undo := func() {
 		for _, id := range created {
 			_ = cl.Kill(context.Background(), id)
 		}
+		unbudget()
 	}
 	for _, p := range panes {
 		if ex, ok := byTitle[p.Title]; ok {
 			if ex.Type != p.Type || ex.Role != p.Role {
 				undo()
 				return nil, usagef("%s line %d: a pane titled %q exists as a %s %s (%s); the team file wants a %s %s", team.Path, p.Line, p.Title, ex.Role, ex.Type, ex.ID, p.Role, p.Type)
+			}
+			if err := e.paneBudget(ctx, cl, ex, p); err != nil {
+				undo()
+				return nil, err
 			}
 			if ex.State == "exited" || ex.State == "error" {
 				if err := cl.Restart(ctx, ex.ID); err != nil {
@@ -107,7 +117,7 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 		req := api.CreateRequest{
 			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
 			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
-			Env: p.Env, AllowAll: p.AllowAll,
+			Env: p.Env, BudgetUSD: p.BudgetUSD, AllowAll: p.AllowAll,
 		}
 		resp, err := cl.Create(ctx, req)
 		if err != nil {
@@ -123,6 +133,51 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 		fmt.Fprintf(e.stderr, "created %s %s (%s %s)\n", resp.ID, p.Title, p.Type, p.Role)
 	}
 	return ids, nil
+}
+
+// teamBudget sets the team's budget from the file when the team has none
+// and returns how to remove it again; a budget already set (by an earlier
+// up, or by the budget command) is kept, and up says so when the file's
+// differs.
+func (e *env) teamBudget(ctx context.Context, cl *api.Client, team *topology.Team) (undo func(), err error) {
+	undo = func() {}
+	if team.BudgetUSD == 0 {
+		return undo, nil
+	}
+	ref := api.TeamRef + team.Name
+	cur, err := cl.Budget(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if cur.BudgetUSD != nil {
+		if *cur.BudgetUSD != team.BudgetUSD {
+			fmt.Fprintf(e.stderr, "team %s keeps its budget of %s (the file says %s); change it with: cicy-agent budget %s %s\n",
+				team.Name, api.USD(*cur.BudgetUSD), api.USD(team.BudgetUSD), ref, api.Amount(team.BudgetUSD))
+		}
+		return undo, nil
+	}
+	if _, err := cl.SetBudget(ctx, ref, &team.BudgetUSD); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "budget of team %s: %s\n", team.Name, api.USD(team.BudgetUSD))
+	return func() { _, _ = cl.SetBudget(context.Background(), ref, nil) }, nil
+}
+
+// paneBudget gives a re-used pane the file's budget when it has none; a
+// budget it has is kept, and up says so when the file's differs.
+func (e *env) paneBudget(ctx context.Context, cl *api.Client, ex api.PaneInfo, p topology.TeamPane) error {
+	switch {
+	case p.BudgetUSD == 0:
+	case ex.BudgetUSD == nil:
+		if _, err := cl.SetBudget(ctx, ex.ID, &p.BudgetUSD); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "budget of %s %s: %s\n", ex.ID, p.Title, api.USD(p.BudgetUSD))
+	case *ex.BudgetUSD != p.BudgetUSD:
+		fmt.Fprintf(e.stderr, "%s %s keeps its budget of %s (the file says %s); change it with: cicy-agent budget %s %s\n",
+			ex.ID, p.Title, api.USD(*ex.BudgetUSD), api.USD(p.BudgetUSD), ex.ID, api.Amount(p.BudgetUSD))
+	}
+	return nil
 }
 
 // followGoal prints the master's tasks as they change and returns when

@@ -36,6 +36,8 @@ func anthropicErrorType(code int) string {
 	switch {
 	case code == http.StatusUnauthorized:
 		return "authentication_error"
+	case code == http.StatusPaymentRequired:
+		return "billing_error"
 	case code == http.StatusNotFound:
 		return "not_found_error"
 	case code >= 500:

@@ -50,6 +50,16 @@ type Recorder interface {
 	Record(ctx context.Context, c Call) error
 }
 
+// Budget says whether a pane may make a model request: "" when it may,
+// else the one sentence it is refused with (its budget is reached, and how
+// to raise it). It is asked before each request, and told when a
+// main-loop (not aux) request was refused, which ends the agent's turn.
+// Both are called from the request's goroutine and must not block.
+type Budget interface {
+	Refusal(pane string) string
+	Refused(pane, why string)
+}
+
 // Activity hears when a pane's main-loop (not aux) request starts and ends:
 // a request in flight means the pane is busy. Calls come from the request's
 // goroutine and must not block.
@@ -97,6 +107,7 @@ type Config struct {
 	Panes      Panes    // required
 	Usage      Recorder // required
 	Activity   Activity // optional
+	Budget     Budget   // optional: nil refuses nothing
 	Log        *logrus.Entry
 	// Transport carries upstream requests; nil means a clone of
 	// http.DefaultTransport without transparent decompression.

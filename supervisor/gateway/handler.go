@@ -106,6 +106,9 @@ func (x *exchange) serve() {
 		return
 	}
 	body, inject := x.inspect(body)
+	if x.overBudget() {
+		return
+	}
 	if x.call.Aux == "" && x.g.cfg.Activity != nil {
 		x.g.cfg.Activity.RequestStarted(pane)
 		defer x.g.cfg.Activity.RequestEnded(pane)
@@ -113,6 +116,34 @@ func (x *exchange) serve() {
 	x.forward(body, inject)
 	x.call.Latency = time.Since(x.start)
 	x.record()
+}
+
+// overBudget answers, without forwarding it, a request of a pane whose
+// budget is reached, and reports whether it did. Nothing was spent, so
+// nothing is recorded; the refusal is logged. The status is one the CLIs
+// show without retrying: 402 (Anthropic's billing_error) for Anthropic
+// Messages, 400 for the OpenAI APIs (Codex retries a 402). Token counting
+// costs nothing and always passes.
+func (x *exchange) overBudget() bool {
+	if x.g.cfg.Budget == nil || x.route.aux == "count_tokens" {
+		return false
+	}
+	why := x.g.cfg.Budget.Refusal(x.call.Pane)
+	if why == "" {
+		return false
+	}
+	x.g.log.WithFields(map[string]any{"pane": x.call.Pane, "api": x.call.API, "model": x.call.Model, "aux": x.call.Aux}).
+		Info("refused a request: the budget is reached")
+	code := http.StatusBadRequest
+	if x.route.api == Anthropic {
+		code = http.StatusPaymentRequired
+	}
+	x.w.Header().Set("X-Should-Retry", "false") // the Anthropic and OpenAI SDKs heed it
+	writeError(x.w, x.route.api, code, why)
+	if x.call.Aux == "" {
+		x.g.cfg.Budget.Refused(x.call.Pane, why)
+	}
+	return true
 }
 
 // pane is the pane whose token the request carries, or the reason it is

@@ -72,6 +72,41 @@ type activity struct {
 func (a *activity) RequestStarted(pane string) { a.started.Add(1) }
 func (a *activity) RequestEnded(pane string)   { a.ended.Add(1) }
 
+// budget refuses the panes it holds a sentence for, and keeps what it
+// was told was refused.
+type budget struct {
+	mu      sync.Mutex
+	why     map[string]string
+	refused []string
+}
+
+func (b *budget) Refused(pane, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refused = append(b.refused, pane+": "+why)
+}
+
+func (b *budget) told() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.refused...)
+}
+
+func (b *budget) Refusal(pane string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.why[pane]
+}
+
+func (b *budget) refuse(pane, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.why == nil {
+		b.why = map[string]string{}
+	}
+	b.why[pane] = why
+}
+
 // tap is a recording reverse proxy in front of fakellm: it keeps the
 // bytes of every answer the upstream sent, and counts the upstream
 // requests still open.
@@ -161,6 +196,7 @@ type rig struct {
 	tap  *tap
 	rec  *recorder
 	act  *activity
+	bud  *budget
 	logs *syncBuf
 }
 
@@ -179,13 +215,14 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 	l := logrus.New()
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
-	rg := &rig{tap: tp, rec: &recorder{}, act: &activity{}, logs: logs}
+	rg := &rig{tap: tp, rec: &recorder{}, act: &activity{}, bud: &budget{}, logs: logs}
 	gw, err := New(Config{
 		Upstreams:  up,
 		Credential: func(name string) string { return creds[name] },
 		Panes:      panes{paneToken: paneID},
 		Usage:      rg.rec,
 		Activity:   rg.act,
+		Budget:     rg.bud,
 		Log:        logrus.NewEntry(l),
 	})
 	if err != nil {

@@ -404,7 +404,7 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 			what = "error: " + n.Reason
 		}
 		style := st.warn
-		if n.Kind == topology.NeedError || n.Kind == topology.NeedTaskFailed {
+		if n.Kind == topology.NeedError || n.Kind == topology.NeedTaskFailed || n.Kind == topology.NeedBudget {
 			style = st.bad
 		} else if n.Kind == topology.NeedAllDone {
 			style = st.good.Bold(true)

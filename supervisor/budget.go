@@ -1,0 +1,358 @@
+package supervisor
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// Budgets: a spending limit in US dollars at the price table, a pane's own
+// or a team's. A pane's spend is its calls' cost (the models with a price;
+// a model without one cannot be held to a budget, and the budget report
+// names it); a team's spend is the sum of its live panes'. Once a spend
+// reaches its budget, the pane's model requests (every team pane's) are
+// refused with a sentence saying how to raise it: by the gateway for CLI
+// agents, by the turn loop's provider for cicy panes.
+
+// budgetBook is the budgets in force, by "pane:w-3" or "team:NAME". The
+// store holds them; this copy answers the check of every model request
+// without a query.
+type budgetBook struct {
+	mu     sync.Mutex
+	limits map[string]float64
+	// set serialises the changes, so the store and the book agree.
+	set sync.Mutex
+}
+
+// load fills the book from the stored panes and team budgets.
+func (b *budgetBook) load(rows []schema.Pane, teams map[string]float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limits = map[string]float64{}
+	for _, r := range rows {
+		if r.BudgetUSD.Valid {
+			b.limits[api.BudgetPane+":"+r.ID] = r.BudgetUSD.Float64
+		}
+	}
+	for name, usd := range teams {
+		b.limits[api.BudgetTeam+":"+name] = usd
+	}
+}
+
+// get returns the budget of a pane or team, if one is set.
+func (b *budgetBook) get(scope, name string) (float64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	usd, ok := b.limits[scope+":"+name]
+	return usd, ok
+}
+
+// put sets a budget, or removes it when usd is nil.
+func (b *budgetBook) put(scope, name string, usd *float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if usd == nil {
+		delete(b.limits, scope+":"+name)
+		return
+	}
+	b.limits[scope+":"+name] = *usd
+}
+
+// scopes returns every budget set: panes by number, then teams by name.
+func (b *budgetBook) scopes() (panes, teams []string) {
+	b.mu.Lock()
+	for k := range b.limits {
+		scope, name, _ := strings.Cut(k, ":")
+		if scope == api.BudgetPane {
+			panes = append(panes, name)
+		} else {
+			teams = append(teams, name)
+		}
+	}
+	b.mu.Unlock()
+	slices.SortFunc(panes, comparePaneIDs)
+	slices.Sort(teams)
+	return panes, teams
+}
+
+// Refusal is "" when the pane may make a model request, else the sentence
+// the request is refused with: the pane's spend has reached its budget,
+// or its team's spend the team's. It is asked before every model request
+// (the gateway's, a cicy turn loop's) and needs no database.
+func (s *Supervisor) Refusal(pane string) string {
+	if e, ok := s.live(pane); ok {
+		return s.refusal(e)
+	}
+	return ""
+}
+
+// live is the pane with this id, registered or being started (a CLI
+// agent calls out while it starts).
+func (s *Supervisor) live(id string) (*entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.panes[id]
+	if !ok {
+		e, ok = s.starting[id]
+	}
+	return e, ok
+}
+
+// Refused hears that the gateway refused a CLI pane's main-loop request
+// for its budget. The agent's turn has ended in that failure: a task it
+// works on fails with the sentence, whatever the agent signals after
+// (Codex nothing, opencode an idle carrying an earlier turn's answer).
+func (s *Supervisor) Refused(pane, why string) {
+	e, ok := s.live(pane)
+	if !ok || !isAgent(e.cfg.Type) {
+		return
+	}
+	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)
+	s.tasks.PaneChanged() // settles a task the pane works on
+}
+
+func (s *Supervisor) refusal(e *entry) string {
+	if limit, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); ok {
+		if spent, _ := s.spend(e.cfg.ID); spent >= limit {
+			return refusalSentence("pane "+e.cfg.ID, e.cfg.ID, limit, spent)
+		}
+	}
+	if e.team == "" {
+		return ""
+	}
+	if limit, ok := s.budgets.get(api.BudgetTeam, e.team); ok {
+		if spent, _ := s.spend(s.teamPanes(e.team)...); spent >= limit {
+			return refusalSentence("team "+e.team, api.TeamRef+e.team, limit, spent)
+		}
+	}
+	return ""
+}
+
+// refusalSentence says whose budget is reached and how to raise it, with
+// an amount well above the spend: double the budget, or double the spend
+// when one costly call went far past the budget.
+func refusalSentence(who, ref string, limit, spent float64) string {
+	raise := 2 * limit
+	if raise < 1.5*spent {
+		raise = 2 * spent
+	}
+	return "cicy: " + who + " reached its budget of " + api.USD(limit) + " (spent " + api.USD(spent) +
+		"); raise it with: cicy-agent budget " + ref + " " + api.Amount(api.RoundUp(raise))
+}
+
+// spend is what the panes' calls cost at the price table, counting the
+// models with a price, and the models without one, sorted.
+func (s *Supervisor) spend(ids ...string) (float64, []string) {
+	s.usageMu.Lock()
+	defer s.usageMu.Unlock()
+	var usd float64
+	unpriced := []string{}
+	for _, id := range ids {
+		for model, u := range s.usage[id] {
+			if c, ok := s.prices.costOf(model, u); ok {
+				usd += c
+			} else if !slices.Contains(unpriced, model) {
+				unpriced = append(unpriced, model)
+			}
+		}
+	}
+	slices.Sort(unpriced)
+	return usd, unpriced
+}
+
+// teamPanes are the ids of a team's live panes (those starting included),
+// in id order.
+func (s *Supervisor) teamPanes(team string) []string {
+	var ids []string
+	s.mu.Lock()
+	for _, m := range []map[string]*entry{s.panes, s.starting} {
+		for id, e := range m {
+			if e.team == team {
+				ids = append(ids, id)
+			}
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(ids, comparePaneIDs)
+	return ids
+}
+
+// spendChanged publishes a pane's change after a model call, and that of
+// its team's other panes when the team has a budget: the call may have
+// reached it for all of them.
+func (s *Supervisor) spendChanged(id string) {
+	s.paneChanged(id)
+	e, err := s.get(id)
+	if err != nil || e.team == "" {
+		return
+	}
+	if _, ok := s.budgets.get(api.BudgetTeam, e.team); !ok {
+		return
+	}
+	for _, p := range s.teamPanes(e.team) {
+		if p != id {
+			s.paneChanged(p)
+		}
+	}
+}
+
+// Budget reports the budget of a pane (by id or title; with its team's)
+// or of a team (team:NAME).
+func (s *Supervisor) Budget(ref string) (api.Budget, error) {
+	if name, ok := api.TeamName(ref); ok {
+		if err := api.CheckTeamName(name); err != nil {
+			return api.Budget{}, err
+		}
+		return s.teamBudget(name), nil
+	}
+	e, err := s.resolvePane(ref)
+	if err != nil {
+		return api.Budget{}, err
+	}
+	return s.paneBudget(e), nil
+}
+
+// Budgets reports every budget set: the panes' by id, then the teams' by
+// name.
+func (s *Supervisor) Budgets() []api.Budget {
+	panes, teams := s.budgets.scopes()
+	out := make([]api.Budget, 0, len(panes)+len(teams))
+	for _, id := range panes {
+		if e, err := s.get(id); err == nil {
+			out = append(out, s.paneBudget(e))
+		}
+	}
+	for _, name := range teams {
+		out = append(out, s.teamBudget(name))
+	}
+	return out
+}
+
+func (s *Supervisor) paneBudget(e *entry) api.Budget {
+	b := api.Budget{Scope: api.BudgetPane, Name: e.cfg.ID, Title: e.cfg.Title}
+	limit, set := s.budgets.get(api.BudgetPane, e.cfg.ID)
+	spent, unpriced := s.spend(e.cfg.ID)
+	standing(&b, limit, set, spent, unpriced)
+	if e.team != "" {
+		t := s.teamBudget(e.team)
+		b.Team = &t
+	}
+	b.Refusal = s.refusal(e)
+	return b
+}
+
+func (s *Supervisor) teamBudget(name string) api.Budget {
+	ids := s.teamPanes(name)
+	b := api.Budget{Scope: api.BudgetTeam, Name: name, Panes: ids}
+	limit, set := s.budgets.get(api.BudgetTeam, name)
+	spent, unpriced := s.spend(ids...)
+	standing(&b, limit, set, spent, unpriced)
+	return b
+}
+
+// standing fills in a budget's limit, if set, and how the spend stands.
+func standing(b *api.Budget, limit float64, set bool, spent float64, unpriced []string) {
+	b.SpentUSD, b.Unpriced = spent, unpriced
+	if !set {
+		return
+	}
+	left := max(limit-spent, 0)
+	b.BudgetUSD, b.LeftUSD, b.Reached = &limit, &left, spent >= limit
+}
+
+// SetBudget sets the budget of a pane (by id or title) or of a team
+// (team:NAME), or removes it when usd is nil, and reports it. The panes
+// it applies to change at once: one whose budget is raised above its
+// spend is no longer refused, nor in needs-you.
+func (s *Supervisor) SetBudget(ctx context.Context, ref string, usd *float64) (api.Budget, error) {
+	val := sql.NullFloat64{}
+	if usd != nil {
+		if err := api.CheckBudget(*usd); err != nil {
+			return api.Budget{}, err
+		}
+		val = sql.NullFloat64{Float64: *usd, Valid: true}
+	}
+	s.budgets.set.Lock()
+	defer s.budgets.set.Unlock()
+	what := "none"
+	if usd != nil {
+		what = api.USD(*usd)
+	}
+	log := s.log.WithField("budget", what)
+	if name, ok := api.TeamName(ref); ok {
+		if err := api.CheckTeamName(name); err != nil {
+			return api.Budget{}, err
+		}
+		if err := s.store.SetTeamBudget(ctx, name, val); err != nil {
+			return api.Budget{}, err
+		}
+		s.budgets.put(api.BudgetTeam, name, usd)
+		ids := s.teamPanes(name)
+		for _, id := range ids {
+			s.paneChanged(id)
+		}
+		log.WithField("team", name).Info("Team budget set")
+		return s.teamBudget(name), nil
+	}
+	e, err := s.resolvePane(ref)
+	if err != nil {
+		return api.Budget{}, err
+	}
+	if err := s.store.SetPaneBudget(ctx, e.cfg.ID, val); errors.Is(err, schema.ErrNotFound) {
+		return api.Budget{}, notFoundErr(e.cfg.ID) // killed meanwhile
+	} else if err != nil {
+		return api.Budget{}, err
+	}
+	s.budgets.put(api.BudgetPane, e.cfg.ID, usd)
+	s.paneChanged(e.cfg.ID)
+	log.WithField("pane", e.cfg.ID).Info("Pane budget set")
+	return s.paneBudget(e), nil
+}
+
+// budgeted is a cicy pane's provider behind its budget: once the pane's
+// budget (or its team's) is reached, a model call is refused with the
+// sentence, not made and not retried; the turn ends failed with it.
+type budgeted struct {
+	cicy.Provider
+	s  *Supervisor
+	id string
+}
+
+func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
+	if why := b.s.Refusal(b.id); why != "" {
+		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call: the budget is reached")
+		return nil, errors.New(why)
+	}
+	return b.Provider.Stream(ctx, req, onEvent)
+}
+
+func (a *handler) budgetRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.Budgets(), nil)
+	})
+	mux.HandleFunc("GET /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		b, err := a.sup.Budget(r.PathValue("ref"))
+		respond(w, b, err)
+	})
+	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		var req api.BudgetRequest
+		if err := decode(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		b, err := a.sup.SetBudget(r.Context(), r.PathValue("ref"), req.BudgetUSD)
+		respond(w, b, err)
+	})
+}

@@ -1,0 +1,418 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// budgetRig is a supervisor on its own store, for the budget tests: its
+// panes are PTY shells that wait, and their spend is recorded as a cicy
+// pane's would be.
+type budgetRig struct {
+	t     *testing.T
+	h     Home
+	store *schema.Store
+	s     *Supervisor
+}
+
+func newBudgetRig(t *testing.T) *budgetRig {
+	t.Helper()
+	r := &budgetRig{t: t, h: Home{Root: filepath.Join(t.TempDir(), "home")}}
+	if err := r.h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if r.store, err = schema.Open(context.Background(), r.h.DB()); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	t.Cleanup(func() { r.s.Close(); r.store.Close() })
+	return r
+}
+
+// start starts the supervisor (again) on the rig's store.
+func (r *budgetRig) start() {
+	r.t.Helper()
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	s, err := New(context.Background(), Config{Home: r.h, Log: logrus.NewEntry(l)}, r.store)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.s = s
+}
+
+// pane creates a shell pane of team ("" for none) with a budget (0: none).
+func (r *budgetRig) pane(title, team string, usd float64) string {
+	r.t.Helper()
+	p, err := r.s.Create(context.Background(), api.CreateRequest{Title: title, Type: "shell", Backend: "pty",
+		Command: []string{"sh", "-c", "exec sleep 100000"}, Team: team, BudgetUSD: usd})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p.ID
+}
+
+// spend records a call of claude-sonnet-4-5 ($3 per million input tokens)
+// costing usd, or of a model without a price.
+func (r *budgetRig) spend(id, model string, usd float64) {
+	r.t.Helper()
+	rec := cicy.UsageRecord{PaneID: id, Model: model, Usage: wire.Usage{InputTokens: int64(usd / 3 * 1e6), OutputTokens: 1}}
+	if err := (usageSink{r.s}).RecordUsage(context.Background(), rec); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *budgetRig) set(ref string, usd *float64) api.Budget {
+	r.t.Helper()
+	b, err := r.s.SetBudget(context.Background(), ref, usd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+// needs returns the needs-you entries of kind budget, by pane.
+func (r *budgetRig) needs() map[string]string {
+	r.t.Helper()
+	st, err := r.s.Status(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range st.NeedsYou {
+		if n.Kind == "budget" {
+			out[n.ID] = n.Reason
+		}
+	}
+	return out
+}
+
+func usd(v float64) *float64 { return &v }
+
+const sonnet = "claude-sonnet-4-5"
+
+// A pane's own budget: allowed below it, refused with the sentence once
+// its spend reaches it, shown in ls and needs-you, and allowed again when
+// it is raised or removed.
+func TestPaneBudgetRefusal(t *testing.T) {
+	r := newBudgetRig(t)
+	w := r.pane("build", "", 0.5)
+	free := r.pane("free", "", 0)
+	if got := r.s.Refusal(w); got != "" {
+		t.Fatalf("refused before any spend: %q", got)
+	}
+	r.spend(w, sonnet, 0.3)
+	r.spend(free, sonnet, 9)
+	if got := r.s.Refusal(w); got != "" {
+		t.Fatalf("refused at $0.30 of $0.50: %q", got)
+	}
+	r.spend(w, sonnet, 0.21)
+	want := "cicy: pane " + w + " reached its budget of $0.50 (spent $0.51); raise it with: cicy-agent budget " + w + " 1.00"
+	if got := r.s.Refusal(w); got != want {
+		t.Fatalf("Refusal = %q\nwant      %q", got, want)
+	}
+	if got := r.s.Refusal(free); got != "" {
+		t.Errorf("a pane without a budget is refused: %q", got)
+	}
+	pi, _ := r.s.Get(w)
+	if pi.BudgetUSD == nil || *pi.BudgetUSD != 0.5 || pi.OverBudget != want {
+		t.Errorf("ls: budget_usd %v, over_budget %q", pi.BudgetUSD, pi.OverBudget)
+	}
+	if got := r.needs(); !reflect.DeepEqual(got, map[string]string{w: want}) {
+		t.Errorf("needs-you %v", got)
+	}
+	b := r.set("build", usd(1)) // by title
+	if b.Name != w || b.Reached || b.Refusal != "" || *b.LeftUSD < 0.48 || *b.LeftUSD > 0.5 {
+		t.Errorf("raised: %+v", b)
+	}
+	if got := r.s.Refusal(w); got != "" {
+		t.Errorf("refused after the raise: %q", got)
+	}
+	if got := r.needs(); len(got) != 0 {
+		t.Errorf("needs-you after the raise: %v", got)
+	}
+	r.set(w, usd(0.4))
+	if r.s.Refusal(w) == "" {
+		t.Error("not refused under a lowered budget")
+	}
+	r.set(w, nil)
+	if got, pi := r.s.Refusal(w), r.describeOf(w); got != "" || pi.BudgetUSD != nil {
+		t.Errorf("budget removed: refusal %q, budget_usd %v", got, pi.BudgetUSD)
+	}
+}
+
+func (r *budgetRig) describeOf(id string) api.PaneInfo {
+	r.t.Helper()
+	pi, err := r.s.Get(id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return pi
+}
+
+// A team's budget holds the sum of its live panes' spend: every pane of
+// the team is refused once the sum reaches it, others are not; a removed
+// pane's spend no longer counts.
+func TestTeamBudgetSum(t *testing.T) {
+	r := newBudgetRig(t)
+	a, b := r.pane("a", "demo", 0), r.pane("b", "demo", 0)
+	other := r.pane("c", "other", 0)
+	r.set("team:demo", usd(1))
+	r.spend(a, sonnet, 0.6)
+	r.spend(other, sonnet, 5)
+	if r.s.Refusal(a) != "" || r.s.Refusal(b) != "" {
+		t.Fatal("refused at $0.60 of the team's $1.00")
+	}
+	r.spend(b, sonnet, 0.5)
+	want := "cicy: team demo reached its budget of $1.00 (spent $1.10); raise it with: cicy-agent budget team:demo 2.00"
+	for _, id := range []string{a, b} {
+		if got := r.s.Refusal(id); got != want {
+			t.Errorf("Refusal(%s) = %q\nwant %q", id, got, want)
+		}
+	}
+	if got := r.s.Refusal(other); got != "" {
+		t.Errorf("a pane of another team is refused: %q", got)
+	}
+	if got := r.needs(); len(got) != 2 || got[a] != want || got[b] != want {
+		t.Errorf("needs-you %v", got)
+	}
+	r.checkTeamReport(a, b, want)
+	// Removing b takes its $0.50 out of the team's spend.
+	if err := r.s.Kill(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.s.Refusal(a); got != "" {
+		t.Errorf("refused after the pane that spent most was removed: %q", got)
+	}
+	r.set("team:demo", nil)
+	if tb, _ := r.s.Budget("team:demo"); tb.BudgetUSD != nil || tb.Reached {
+		t.Errorf("removed team budget: %+v", tb)
+	}
+}
+
+// checkTeamReport checks the budget reports of team demo, whose panes a
+// and b are refused with want.
+func (r *budgetRig) checkTeamReport(a, b, want string) {
+	r.t.Helper()
+	tb, err := r.s.Budget("team:demo")
+	if err != nil || !tb.Reached || !reflect.DeepEqual(tb.Panes, []string{a, b}) || tb.SpentUSD < 1.09 || *tb.LeftUSD != 0 {
+		r.t.Errorf("team budget %+v, %v", tb, err)
+	}
+	if pb, _ := r.s.Budget(a); pb.Team == nil || pb.Team.Name != "demo" || pb.BudgetUSD != nil || pb.Refusal != want {
+		r.t.Errorf("pane budget with its team's: %+v", pb)
+	}
+}
+
+// A pane's own budget and its team's: the first reached is the one named.
+// After a call that cost far more than the budget, the amount suggested
+// is double the spend.
+func TestPaneBudgetBeforeTeam(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "demo", 0.000001)
+	r.set("team:demo", usd(100))
+	r.spend(a, sonnet, 0.0012)
+	want := "cicy: pane " + a + " reached its budget of $0.000001 (spent $0.0012); raise it with: cicy-agent budget " + a + " 0.0025"
+	if got := r.s.Refusal(a); got != want {
+		t.Errorf("Refusal = %q\nwant      %q", got, want)
+	}
+}
+
+// A model without a price cannot be held to a budget: its calls are not
+// counted, and the report says so.
+func TestUnpricedModelIsNamed(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "", 0.01)
+	r.spend(a, "mystery-1", 50)
+	if got := r.s.Refusal(a); got != "" {
+		t.Errorf("refused on an unpriced model's calls: %q", got)
+	}
+	b, err := r.s.Budget(a)
+	if err != nil || b.SpentUSD != 0 || !reflect.DeepEqual(b.Unpriced, []string{"mystery-1"}) {
+		t.Errorf("budget %+v, %v; want $0 spent and mystery-1 unpriced", b, err)
+	}
+	r.spend(a, sonnet, 0.02)
+	if r.s.Refusal(a) == "" {
+		t.Error("the priced calls over the budget are not refused")
+	}
+}
+
+// Budgets survive a restart of the supervisor, as does the spend.
+func TestBudgetsPersist(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "demo", 0.5)
+	r.set("team:demo", usd(3))
+	r.set("team:empty", usd(2))
+	r.spend(a, sonnet, 0.6)
+	want := r.s.Refusal(a)
+	if want == "" {
+		t.Fatal("not refused")
+	}
+	r.s.Close()
+	r.start()
+	if got := r.s.Refusal(a); got != want {
+		t.Errorf("after a restart: %q, want %q", got, want)
+	}
+	all := r.s.Budgets()
+	if len(all) != 3 || all[0].Name != a || all[1].Name != "demo" || all[2].Name != "empty" || *all[2].BudgetUSD != 2 || len(all[2].Panes) != 0 {
+		t.Errorf("budgets after a restart: %+v", all)
+	}
+}
+
+// Mistakes get one sentence each, of the usage or not_found kind.
+func TestBudgetErrors(t *testing.T) {
+	r := newBudgetRig(t)
+	r.pane("a", "", 0)
+	ctx := context.Background()
+	for _, c := range []struct {
+		ref  string
+		usd  *float64
+		kind string
+		msg  string
+	}{
+		{"w-1", usd(0), api.KindUsage, "a budget must be more than $0 (to remove one, give none)"},
+		{"w-1", usd(-2), api.KindUsage, "a budget must be more than $0"},
+		{"team:Demo", usd(1), api.KindUsage, `"Demo" is not a team name`},
+		{"team:", usd(1), api.KindUsage, `"" is not a team name`},
+		{"w-9", usd(1), api.KindNotFound, "no pane w-9"},
+		{"nosuch", nil, api.KindNotFound, "no pane nosuch"},
+	} {
+		_, err := r.s.SetBudget(ctx, c.ref, c.usd)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Kind != c.kind || !strings.HasPrefix(ae.Message, c.msg) || strings.Contains(ae.Message, "\n") {
+			t.Errorf("SetBudget(%s, %v) = %v; want %s %q", c.ref, c.usd, err, c.kind, c.msg)
+		}
+	}
+	if _, err := r.s.Create(ctx, api.CreateRequest{Title: "x", Type: "shell", Command: []string{"sh"}, BudgetUSD: -1}); err == nil ||
+		err.Error() != "--budget-usd must be more than $0 (leave it out for no budget)" {
+		t.Errorf("create with a negative budget: %v", err)
+	}
+}
+
+// A cicy pane's provider refuses a call over the budget with the
+// sentence, without making it.
+func TestBudgetedProvider(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "", 0.5)
+	p := &countingProvider{}
+	bp := budgeted{Provider: p, s: r.s, id: a}
+	if _, err := bp.Stream(context.Background(), &wire.Request{Model: sonnet}, nil); err != nil || p.calls != 1 {
+		t.Fatalf("under the budget: %v, %d calls", err, p.calls)
+	}
+	r.spend(a, sonnet, 0.5)
+	_, err := bp.Stream(context.Background(), &wire.Request{Model: sonnet}, nil)
+	if err == nil || err.Error() != r.s.Refusal(a) || p.calls != 1 {
+		t.Errorf("over the budget: %v, %d calls; want the refusal and no call", err, p.calls)
+	}
+}
+
+type countingProvider struct{ calls int }
+
+func (c *countingProvider) Stream(context.Context, *wire.Request, func(wire.Event)) (*wire.Response, error) {
+	c.calls++
+	return &wire.Response{}, nil
+}
+
+// The routes: GET and PUT /api/budgets/{ref}, GET /api/budgets.
+func TestBudgetAPI(t *testing.T) {
+	c := startServer(t)
+	ctx := context.Background()
+	p, err := c.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"sh"}, BudgetUSD: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pi, _ := c.Get(ctx, p.ID); pi.BudgetUSD == nil || *pi.BudgetUSD != 0.25 || pi.OverBudget != "" {
+		t.Errorf("created with a budget: budget_usd %v, over_budget %q", pi.BudgetUSD, pi.OverBudget)
+	}
+	checkBudgetRoutes(t, c, p.ID)
+	checkBudgetRouteErrors(t, c, p.ID)
+}
+
+func checkBudgetRoutes(t *testing.T, c *api.Client, id string) {
+	ctx := context.Background()
+	b, err := c.Budget(ctx, "sh")
+	if err != nil || b.Scope != "pane" || b.Name != id || b.Title != "sh" || *b.BudgetUSD != 0.25 || *b.LeftUSD != 0.25 || b.Team != nil {
+		t.Errorf("GET by title: %+v, %v", b, err)
+	}
+	if b, err = c.SetBudget(ctx, "team:demo", usd(5)); err != nil || b.Scope != "team" || *b.BudgetUSD != 5 {
+		t.Errorf("PUT team: %+v, %v", b, err)
+	}
+	if b, err = c.SetBudget(ctx, id, usd(2)); err != nil || *b.BudgetUSD != 2 {
+		t.Errorf("PUT pane: %+v, %v", b, err)
+	}
+	all, err := c.Budgets(ctx)
+	if err != nil || len(all) != 2 || all[0].Name != id || all[1].Name != "demo" {
+		t.Errorf("GET all: %+v, %v", all, err)
+	}
+	if b, err = c.SetBudget(ctx, id, nil); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
+		t.Errorf("PUT null: %+v, %v", b, err)
+	}
+}
+
+func checkBudgetRouteErrors(t *testing.T, c *api.Client, id string) {
+	ctx := context.Background()
+	if _, err := c.SetBudget(ctx, id, usd(0)); err == nil || err.Error() != "a budget must be more than $0 (to remove one, give none)" {
+		t.Errorf("PUT 0: %v", err)
+	}
+	if code, body := rawRequest(t, c, "PUT", "/api/budgets/"+id, "application/json", `{"usd": 1}`); code != 400 || !strings.Contains(body, "unknown field") {
+		t.Errorf("PUT with a wrong field: %d %s", code, body)
+	}
+	if code, _ := rawRequest(t, c, "GET", "/api/budgets/w-99", "", ""); code != 404 {
+		t.Errorf("GET a missing pane: %d", code)
+	}
+}
+
+// A CLI pane's main-loop request refused by the gateway ends its turn as
+// failed with the sentence; the agent's plain end signal after it (an
+// idle with an earlier answer) does not make it a success, and its next
+// turn counts again.
+func TestRefusedEndsTheTurn(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte("#!/bin/sh\nexec sleep 100000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r := newBudgetRig(t)
+	ctx := context.Background()
+	p, err := r.s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := r.pane("sh", "", 0)
+	e, _ := r.s.get(p.ID)
+	start := time.Now()
+	hook := func(event, payload string) {
+		t.Helper()
+		if _, err := r.s.Hook(ctx, p.ID, api.HookRequest{Event: event, Payload: []byte(payload)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook("UserPromptSubmit", `{}`)
+	r.s.Refused(p.ID, "cicy: pane "+p.ID+" reached its budget")
+	r.s.Refused(sh, "not an agent: nothing to end")
+	hook("Stop", `{"last_assistant_message": "an earlier answer"}`)
+	want := "the gateway refused the agent's model request: cicy: pane " + p.ID + " reached its budget"
+	if res, failed, ok := e.hooks.turnEnd(start); !ok || failed != want || res != "" {
+		t.Errorf("turn end: %q, %q, %v; want failed %q", res, failed, ok, want)
+	}
+	next := time.Now()
+	hook("UserPromptSubmit", `{}`)
+	hook("Stop", `{"last_assistant_message": "done"}`)
+	if res, failed, ok := e.hooks.turnEnd(next); !ok || failed != "" || res != "done" {
+		t.Errorf("the next turn: %q, %q, %v; want done", res, failed, ok)
+	}
+}

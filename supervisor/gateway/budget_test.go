@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A pane whose budget is reached gets the sentence in its API's error
+// shape, with a status its CLI shows without retrying, and its request
+// never reaches the upstream nor the ledger; token counting still passes,
+// and a pane under its budget is served.
+func TestBudgetRefusal(t *testing.T) {
+	rg := startRig(t, nil)
+	const why = "cicy: pane w-7 reached its budget of $0.50 (spent $0.51); raise it with: cicy-agent budget w-7 1.00"
+	rg.bud.refuse(paneID, why)
+	for _, stream := range []bool{false, true} {
+		for _, sh := range []shape{claudeCode("hi", stream), codex("hi", stream), opencode("hi", stream, true), opencode("hi", stream, false)} {
+			resp, got := rg.post(t, sh.path, sh.header, sh.body)
+			checkRefusal(t, sh, resp, got, why)
+		}
+	}
+	if n := len(rg.tap.fake.Requests()); n != 0 {
+		t.Errorf("%d refused requests reached the upstream", n)
+	}
+	if n := len(rg.rec.all()); n != 0 {
+		t.Errorf("%d refused requests were recorded: %+v", n, rg.rec.all())
+	}
+	if s := rg.act.started.Load(); s != 0 {
+		t.Errorf("activity started %d times for refused requests", s)
+	}
+	if told := rg.bud.told(); len(told) != 8 || told[0] != paneID+": "+why {
+		t.Errorf("told of %d refused main-loop requests (%v), want 8", len(told), told)
+	}
+	// A refused side call is no turn's end: not told.
+	side := claudeCode("hi", false)
+	side.header.Set("X-Cicy-Aux", "memory")
+	if resp, got := rg.post(t, side.path, side.header, side.body); resp.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("a side call over the budget: %d %s", resp.StatusCode, got)
+	}
+	if told := rg.bud.told(); len(told) != 8 {
+		t.Errorf("told of a refused side call: %v", told[8:])
+	}
+	if logs := rg.logs.b.String(); strings.Count(logs, "refused a request: the budget is reached") != 9 || !strings.Contains(logs, "pane=w-7") {
+		t.Errorf("want a log line per refusal, with the pane:\n%s", logs)
+	}
+
+	// Counting tokens spends nothing: it passes.
+	sh := claudeCode("hi", false)
+	if resp, got := rg.post(t, "/v1/messages/count_tokens?beta=true", sh.header, sh.body); resp.StatusCode != http.StatusOK {
+		t.Errorf("count_tokens of a pane over its budget: %d %s", resp.StatusCode, got)
+	}
+	// Raised: served again.
+	rg.bud.refuse(paneID, "")
+	if resp, got := rg.post(t, sh.path, sh.header, sh.body); resp.StatusCode != http.StatusOK {
+		t.Errorf("after the raise: %d %s", resp.StatusCode, got)
+	}
+	if n := len(rg.tap.fake.Requests()); n != 2 {
+		t.Errorf("the upstream got %d requests, want 2 (count_tokens and the one after the raise)", n)
+	}
+}
+
+// checkRefusal checks one refused answer: 402 billing_error for Anthropic
+// Messages, 400 invalid_request_error for the OpenAI APIs, the sentence as
+// the message, X-Should-Retry false.
+func checkRefusal(t *testing.T, sh shape, resp *http.Response, body []byte, why string) {
+	t.Helper()
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string  `json:"type"`
+			Message string  `json:"message"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("%s: error body %s: %v", sh.name, body, err)
+	}
+	wantCode, wantType, wantTop := http.StatusBadRequest, "invalid_request_error", ""
+	if sh.api == Anthropic {
+		wantCode, wantType, wantTop = http.StatusPaymentRequired, "billing_error", "error"
+	}
+	if resp.StatusCode != wantCode || e.Type != wantTop || e.Error.Type != wantType || e.Error.Message != why {
+		t.Errorf("%s: %d %s; want %d, type %q, error type %q and the sentence", sh.name, resp.StatusCode, body, wantCode, wantTop, wantType)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Errorf("%s: Content-Type %q, X-Should-Retry %q", sh.name, ct, resp.Header.Get("X-Should-Retry"))
+	}
+}
