@@ -61,7 +61,7 @@ func TestGatewayRealCLIs(t *testing.T) {
 		panes[c[0]] = strings.TrimSpace(runCicy(t, env, args...))
 	}
 	for agent, id := range panes {
-		waitPaneState(t, env, id, "idle", 90*time.Second)
+		waitPaneState(t, env, id, "idle", 180*time.Second)
 		runCicy(t, env, "dispatch", "--to", id, "gateway "+agent+" [[cache=40/8]] [[shell=echo via-gateway]]")
 	}
 	for i := 1; i <= len(panes); i++ {
