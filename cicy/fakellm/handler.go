@@ -52,9 +52,6 @@ type Query struct {
 	turn turn
 }
 
-// Offers reports whether the request offers a tool called name.
-func (q *Query) Offers(name string) bool { return q.turn.tool(name) != nil }
-
 // ShellCall is a call of the shell tool the request offers (Claude Code's
 // Bash, Codex's exec_command or shell, opencode's bash) that runs command,
 // with the arguments in that tool's own shape, as the [[shell=CMD]]

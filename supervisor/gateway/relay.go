@@ -6,6 +6,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 )
 
 const (
@@ -53,24 +55,13 @@ func (x *exchange) relayError(resp *http.Response) {
 	if err != nil {
 		x.endErr(err)
 	}
-	for _, name := range credentialNames {
-		if v := x.g.cfg.Credential(name); len(v) >= minSecret {
-			body = bytes.ReplaceAll(body, []byte(v), []byte("[redacted]"))
-		}
-	}
+	body = provider.NewScrubber(x.g.cfg.Credential).Bytes(body)
 	x.w.Header().Del("Content-Length")
 	x.w.WriteHeader(resp.StatusCode)
 	if _, err := x.w.Write(body); err != nil {
 		x.call.Err = "client went away mid-answer"
 	}
 }
-
-// credentialNames are the credentials the gateway sends upstream.
-var credentialNames = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
-
-// minSecret is the shortest credential value taken out of error bodies:
-// replacing a one-letter "key" would mangle the message.
-const minSecret = 6
 
 // pipe copies body to the client, flushing after each read. Each read's
 // bytes, appended to what was left over, go through filter, which returns
