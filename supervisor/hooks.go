@@ -104,12 +104,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	if err != nil {
 		return api.HookResult{}, err
 	}
-	s.mu.Lock()
-	e, ok := s.panes[id]
-	if !ok {
-		e, ok = s.starting[id]
-	}
-	s.mu.Unlock()
+	e, ok := s.live(id)
 	if !ok {
 		return api.HookResult{}, notFoundErr(id)
 	}
