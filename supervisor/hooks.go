@@ -98,6 +98,14 @@ func (h *hookLog) promptSince(since time.Time) bool {
 	return !h.prompt.IsZero() && !h.prompt.Before(since)
 }
 
+// lastPrompt is when the agent's last prompt was submitted; zero before
+// any.
+func (h *hookLog) lastPrompt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.prompt
+}
+
 // Hook applies one signal of a CLI agent pane.
 func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (api.HookResult, error) {
 	id, err := api.ParsePaneID(id)
