@@ -199,12 +199,11 @@ func (s *Supervisor) cliTurn(id string) string {
 	if err != nil {
 		return ""
 	}
-	e.hooks.mu.Lock()
-	defer e.hooks.mu.Unlock()
-	if e.hooks.prompt.IsZero() {
+	at := e.hooks.lastPrompt()
+	if at.IsZero() {
 		return ""
 	}
-	return schema.FormatTime(e.hooks.prompt)
+	return schema.FormatTime(at)
 }
 
 // record is the ledger: every model call, of a cicy pane's turn loop or

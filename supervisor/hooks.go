@@ -98,18 +98,21 @@ func (h *hookLog) promptSince(since time.Time) bool {
 	return !h.prompt.IsZero() && !h.prompt.Before(since)
 }
 
+// lastPrompt is when the agent's last prompt was submitted; zero before
+// any.
+func (h *hookLog) lastPrompt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.prompt
+}
+
 // Hook applies one signal of a CLI agent pane.
 func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (api.HookResult, error) {
 	id, err := api.ParsePaneID(id)
 	if err != nil {
 		return api.HookResult{}, err
 	}
-	s.mu.Lock()
-	e, ok := s.panes[id]
-	if !ok {
-		e, ok = s.starting[id]
-	}
-	s.mu.Unlock()
+	e, ok := s.live(id)
 	if !ok {
 		return api.HookResult{}, notFoundErr(id)
 	}

@@ -34,12 +34,7 @@ func (s *Supervisor) RequestStarted(id string) { s.requestsChanged(id, 1) }
 func (s *Supervisor) RequestEnded(id string) { s.requestsChanged(id, -1) }
 
 func (s *Supervisor) requestsChanged(id string, delta int64) {
-	s.mu.Lock()
-	e, ok := s.panes[id]
-	if !ok {
-		e, ok = s.starting[id]
-	}
-	s.mu.Unlock()
+	e, ok := s.live(id)
 	if !ok || !isAgent(e.cfg.Type) {
 		return
 	}
