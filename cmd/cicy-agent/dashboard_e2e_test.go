@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,15 +33,7 @@ func demoHome(t *testing.T) (home, dir string, env []string) {
 	home = filepath.Join(dir, "home")
 	env = append(os.Environ(), "CICY_HOME="+home, "CICY_PROVIDER=script", "CICY_SCRIPT="+filepath.Join(dir, "demo.script.yaml"),
 		"HOME="+dir, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Cleanup(func() {
-		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "shutdown")
-		cmd.Env = env
-		_ = cmd.Run()
-		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
-		for _, pid := range paneProcesses(home) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	t.Cleanup(func() { stopHome(home, env) })
 	return home, dir, env
 }
 
