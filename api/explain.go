@@ -50,6 +50,9 @@ type RulesVerdict struct {
 	Match string `json:"match,omitempty"`
 	Line  string `json:"line,omitempty"`
 	Note  string `json:"note"`
+	// Pending is the state the pane's last look of its screen rules gave,
+	// other than its own: it takes it if the next look gives it again.
+	Pending string `json:"pending,omitempty"`
 }
 
 // TurnSeen is a cicy pane's current or last turn.

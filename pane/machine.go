@@ -34,7 +34,11 @@ import (
 //     tool runs between them.
 //  3. Its screen rules, when no hook has spoken for the hook-quiet time and
 //     no input came within inputGrace (the agent has not redrawn yet).
-//     While a request is in flight they can only make the pane busy.
+//     While a request is in flight they can only make the pane busy. A
+//     verdict changes the state only when two looks in a row give it (a
+//     screen caught half redrawn does not flicker the state): the first is
+//     kept as pending (Status.Pending), the next look applies it if it says
+//     the same, and any other look, hook, input or request drops it.
 //
 // Disagreements: each time two signals start to contradict each other,
 // and go on doing so for signalLag (so that a hook and a request ending at
@@ -113,8 +117,22 @@ func newMachine(st Status, settle time.Duration, agent bool, hookQuiet time.Dura
 func (m *machine) set(now time.Time, s State, c Cause, reason string) {
 	m.status.State, m.status.Cause, m.status.Reason, m.status.Since = s, c, reason, now
 	m.status.Rule = ""
+	m.drop()
 	m.rev++
 }
+
+// drop forgets a screen verdict waiting for its second look: another
+// signal spoke since.
+func (m *machine) drop() {
+	if m.status.Pending != "" {
+		m.status.Pending = ""
+		m.rev++
+	}
+}
+
+// waitsLook reports whether a screen verdict waits for its second look, so
+// that the owner looks again soon.
+func (m *machine) waitsLook() bool { return m.status.Pending != "" }
 
 func (m *machine) running() bool { return m.status.Running() }
 
@@ -173,6 +191,7 @@ func (m *machine) input(now time.Time) bool {
 		return false
 	}
 	m.inputAt, m.lastOutput = now, now
+	m.drop()
 	defer m.judge(now)
 	if m.status.State != Starting && m.status.State != Idle {
 		return false
@@ -190,6 +209,7 @@ func (m *machine) hook(now time.Time, s State, reason string) bool {
 		return false
 	}
 	m.lastHook, m.hookState, m.hookReason = now, s, reason
+	m.drop()
 	defer m.judge(now)
 	if m.inFlight > 0 && s == Idle {
 		return false // the gateway keeps it busy; the hook counts at the end
@@ -226,6 +246,7 @@ func (m *machine) requests(now time.Time, n int) bool {
 	}
 	was := m.inFlight
 	m.inFlight, m.status.Signals.InFlight = n, n
+	m.drop()
 	m.rev++
 	defer m.judge(now)
 	switch {
@@ -263,8 +284,10 @@ func (m *machine) mayLook(now time.Time) (look bool, retry time.Duration) {
 
 // screen applies the screen rules' verdict at now, if they may decide; a
 // zero verdict (no rule matched) keeps the state. While a request is in
-// flight only a busy verdict applies. It reports whether the state
-// changed.
+// flight only a busy verdict applies. A verdict that would change the
+// state is pending until the next look: it applies if that look gives
+// the same state, and is replaced or dropped otherwise. It reports
+// whether the state changed.
 func (m *machine) screen(now time.Time, v Verdict) bool {
 	if look, _ := m.mayLook(now); !look {
 		return false
@@ -272,6 +295,12 @@ func (m *machine) screen(now time.Time, v Verdict) bool {
 	m.screenSaid, m.lookedAt = v.State, now
 	defer m.judge(now)
 	if v.State == "" || v.State == m.status.State || (m.inFlight > 0 && v.State != Busy) {
+		m.drop()
+		return false
+	}
+	if m.status.Pending != v.State {
+		m.status.Pending = v.State
+		m.rev++
 		return false
 	}
 	m.set(now, v.State, CauseScreen, "screen:"+v.Rule.Name)

@@ -15,6 +15,7 @@ type step struct {
 	cause   Cause
 	reason  string
 	since   time.Duration // when the state began
+	pending State         // a screen verdict waiting for its second look
 }
 
 func output(m *machine, now time.Time) bool { return m.output(now) }
@@ -70,6 +71,7 @@ func TestMachine(t *testing.T) {
 		{name: "an agent's output and quiet change nothing", agent: true, steps: []step{
 			{at: 100 * ms, do: output, state: Starting, cause: CauseStarted, reason: "started"},
 			{at: 5 * s, do: quiet, state: Starting, cause: CauseStarted, reason: "started"},
+			{at: 5*s + 500*ms, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
 			{at: 6 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 6 * s},
 			{at: 7 * s, do: output, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 6 * s},
 			{at: 7 * s, do: verdict(Idle, "idle-footer"), state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 6 * s},
@@ -79,13 +81,16 @@ func TestMachine(t *testing.T) {
 			{at: 2 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 3 * s, do: hook(Busy, "hook:PreToolUse"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
 			{at: 12 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
-			{at: 13 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 13 * s},
+			{at: 13 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s, pending: Idle},
+			{at: 13*s + 500*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 13*s + 500*ms},
 		}},
 		{name: "the screen waits out the input grace", agent: true, steps: []step{
+			{at: 500 * ms, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
 			{at: 1 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 1 * s},
 			{at: 2 * s, do: input, changed: true, state: Busy, cause: CauseInput, reason: "input", since: 2 * s},
 			{at: 2*s + 900*ms, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseInput, reason: "input", since: 2 * s},
-			{at: 3 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 3 * s},
+			{at: 3 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseInput, reason: "input", since: 2 * s, pending: Idle},
+			{at: 3*s + 500*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 3*s + 500*ms},
 		}},
 		{name: "an exit keeps its reason", agent: true, steps: []step{
 			{at: 1 * s, do: exit(CauseStop, "killed: killed by signal SIGTERM", 143), changed: true, state: Exited, cause: CauseStop, reason: "killed: killed by signal SIGTERM", since: 1 * s},
@@ -101,6 +106,7 @@ func TestMachine(t *testing.T) {
 			{at: 3 * s, do: quiet, state: Exited, cause: CauseExit, reason: "exited with code 7", since: 2 * s},
 		}},
 		{name: "a request in flight keeps the pane busy against the screen", agent: true, steps: []step{
+			{at: 500 * ms, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
 			{at: 1 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 1 * s},
 			{at: 2 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
 			{at: 3 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
@@ -110,13 +116,15 @@ func TestMachine(t *testing.T) {
 			// The last request ended and no hook stands: the screen decides,
 			// at its next look, not the end itself.
 			{at: 6 * s, do: requests(0), state: Busy, cause: CauseGateway, reason: reasonEnded, since: 2 * s},
-			{at: 7 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 7 * s},
+			{at: 7 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseGateway, reason: reasonEnded, since: 2 * s, pending: Idle},
+			{at: 7*s + 500*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 7*s + 500*ms},
 		}},
 		{name: "a screen saying busy still applies in flight", agent: true, steps: []step{
 			{at: 1 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 1 * s},
 			{at: 2 * s, do: requests(1), changed: true, state: Busy, cause: CauseGateway, reason: reasonInFlight, since: 2 * s},
 			{at: 3 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 3 * s},
-			{at: 20 * s, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 20 * s},
+			{at: 20 * s, do: verdict(Busy, "busy-footer"), state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 3 * s, pending: Busy},
+			{at: 20*s + 500*ms, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 20*s + 500*ms},
 		}},
 		{name: "a request starting overrules an older hook", agent: true, steps: []step{
 			{at: 1 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 1 * s},
@@ -143,13 +151,15 @@ func TestMachine(t *testing.T) {
 			{at: 3 * s, do: requests(0), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
 			// Between requests the hook stands, then the screen decides.
 			{at: 8 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s},
-			{at: 12 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 12 * s},
+			{at: 12 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:PreToolUse", since: 1 * s, pending: Idle},
+			{at: 12*s + 500*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 12*s + 500*ms},
 		}},
 		{name: "a request ending after the hook-quiet time leaves the state to the screen", agent: true, steps: []step{
 			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 2 * s, do: requests(1), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 20 * s, do: requests(0), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
-			{at: 21 * s, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 21 * s},
+			{at: 21 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s, pending: Idle},
+			{at: 21*s + 500*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 21*s + 500*ms},
 		}},
 		{name: "an idle hook held back by a long request applies at its end", agent: true, steps: []step{
 			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
@@ -157,7 +167,45 @@ func TestMachine(t *testing.T) {
 			{at: 3 * s, do: hook(Idle, "hook:Stop"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
 			{at: 20 * s, do: requests(0), changed: true, state: Idle, cause: CauseHook, reason: "hook:Stop", since: 20 * s},
 			// The hook is quiet by now: the screen may overrule it.
-			{at: 21 * s, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 21 * s},
+			{at: 21 * s, do: verdict(Busy, "busy-footer"), state: Idle, cause: CauseHook, reason: "hook:Stop", since: 20 * s, pending: Busy},
+			{at: 21*s + 500*ms, do: verdict(Busy, "busy-footer"), changed: true, state: Busy, cause: CauseScreen, reason: "screen:busy-footer", since: 21*s + 500*ms},
+		}},
+		{name: "a screen flickering busy, idle, busy changes nothing", agent: true, steps: []step{
+			{at: 1 * s, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 11 * s, do: verdict(Busy, "busy-footer"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 11*s + 500*ms, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s, pending: Idle},
+			{at: 12 * s, do: verdict(Busy, "busy-footer"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			// One idle look again is not two in a row with the first.
+			{at: 12*s + 500*ms, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s, pending: Idle},
+			// No rule matching is a look too: it drops the pending verdict.
+			{at: 13 * s, do: verdict("", ""), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s},
+			{at: 13*s + 500*ms, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1 * s, pending: Idle},
+			// Two idle looks in a row make it idle.
+			{at: 14 * s, do: verdict(Idle, "idle-footer"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-footer", since: 14 * s},
+		}},
+		{name: "a pending verdict is replaced by another", agent: true, steps: []step{
+			{at: 1 * s, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
+			{at: 1*s + 500*ms, do: verdict(Waiting, "permission"), state: Starting, cause: CauseStarted, reason: "started", pending: Waiting},
+			{at: 2 * s, do: verdict(Waiting, "permission"), changed: true, state: Waiting, cause: CauseScreen, reason: "screen:permission", since: 2 * s},
+		}},
+		{name: "hooks apply at once and drop a pending verdict", agent: true, steps: []step{
+			{at: 1 * s, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
+			{at: 1*s + 100*ms, do: hook(Busy, "hook:UserPromptSubmit"), changed: true, state: Busy, cause: CauseHook, reason: "hook:UserPromptSubmit", since: 1*s + 100*ms},
+			{at: 2 * s, do: hook(Waiting, "hook:PermissionRequest"), changed: true, state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 2 * s},
+			{at: 12 * s, do: verdict(Idle, "idle-prompt"), state: Waiting, cause: CauseHook, reason: "hook:PermissionRequest", since: 2 * s, pending: Idle},
+			// A hook of the same state changes nothing but still drops it.
+			{at: 12*s + 200*ms, do: hook(Waiting, "hook:Notification"), state: Waiting, cause: CauseHook, reason: "hook:Notification", since: 2 * s},
+			{at: 22*s + 200*ms, do: verdict(Idle, "idle-prompt"), state: Waiting, cause: CauseHook, reason: "hook:Notification", since: 2 * s, pending: Idle},
+			{at: 22*s + 700*ms, do: verdict(Idle, "idle-prompt"), changed: true, state: Idle, cause: CauseScreen, reason: "screen:idle-prompt", since: 22*s + 700*ms},
+		}},
+		{name: "input and requests drop a pending verdict", agent: true, steps: []step{
+			{at: 1 * s, do: verdict(Idle, "idle-prompt"), state: Starting, cause: CauseStarted, reason: "started", pending: Idle},
+			{at: 1*s + 200*ms, do: input, changed: true, state: Busy, cause: CauseInput, reason: "input", since: 1*s + 200*ms},
+			{at: 3 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseInput, reason: "input", since: 1*s + 200*ms, pending: Idle},
+			{at: 3*s + 100*ms, do: requests(1), state: Busy, cause: CauseInput, reason: "input", since: 1*s + 200*ms},
+			{at: 4 * s, do: requests(0), state: Busy, cause: CauseInput, reason: "input", since: 1*s + 200*ms},
+			{at: 5 * s, do: verdict(Idle, "idle-prompt"), state: Busy, cause: CauseInput, reason: "input", since: 1*s + 200*ms, pending: Idle},
+			{at: 6 * s, do: exit(CauseExit, "exited with code 0", 0), changed: true, state: Exited, cause: CauseExit, reason: "exited with code 0", since: 6 * s},
 		}},
 		{name: "requests change nothing once the program ended", agent: true, steps: []step{
 			{at: 1 * s, do: exit(CauseExit, "exited with code 0", 0), changed: true, state: Exited, cause: CauseExit, reason: "exited with code 0", since: 1 * s},
@@ -175,9 +223,9 @@ func TestMachine(t *testing.T) {
 				rev := m.rev
 				changed := st.do(&m, t0.Add(st.at))
 				got := m.status
-				if changed != st.changed || got.State != st.state || got.Cause != st.cause || got.Reason != st.reason || !got.Since.Equal(t0.Add(st.since)) {
-					t.Fatalf("step %d (at %s): changed %v, %s/%s %q since +%s; want changed %v, %s/%s %q since +%s", i+1, st.at,
-						changed, got.State, got.Cause, got.Reason, got.Since.Sub(t0), st.changed, st.state, st.cause, st.reason, st.since)
+				if changed != st.changed || got.State != st.state || got.Cause != st.cause || got.Reason != st.reason || !got.Since.Equal(t0.Add(st.since)) || got.Pending != st.pending {
+					t.Fatalf("step %d (at %s): changed %v, %s/%s %q since +%s pending %q; want changed %v, %s/%s %q since +%s pending %q", i+1, st.at,
+						changed, got.State, got.Cause, got.Reason, got.Since.Sub(t0), got.Pending, st.changed, st.state, st.cause, st.reason, st.since, st.pending)
 				}
 				if changed && m.rev == rev {
 					t.Fatalf("step %d: the state changed but rev did not", i+1)
@@ -193,6 +241,7 @@ func TestMachineRule(t *testing.T) {
 	t0 := time.Now()
 	m := newMachine(Status{State: Idle}, settle, true, time.Second, t0)
 	m.screen(t0.Add(2*time.Second), Verdict{State: Busy, Rule: Rule{Name: "busy-footer"}})
+	m.screen(t0.Add(2500*time.Millisecond), Verdict{State: Busy, Rule: Rule{Name: "busy-footer"}})
 	if m.status.Rule != "busy-footer" || m.status.Cause != CauseScreen {
 		t.Fatalf("after a verdict: %+v", m.status)
 	}

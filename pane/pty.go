@@ -407,7 +407,8 @@ func (p *PTY) onQuiet(st *ptyState, now time.Time) {
 	p.changed(st, changed)
 }
 
-// classify applies the screen rules if they may decide now.
+// classify applies the screen rules if they may decide now, and looks
+// again soon while their verdict waits for its second look.
 func (p *PTY) classify(st *ptyState, now time.Time) {
 	st.classifiedAt = now
 	look, retry := st.m.mayLook(now)
@@ -418,7 +419,13 @@ func (p *PTY) classify(st *ptyState, now time.Time) {
 		return
 	}
 	v, _ := p.opts.Rules.Classify(st.scr.view().String()) // a zero verdict when no rule matches
-	p.changed(st, st.m.screen(now, v))
+	changed := st.m.screen(now, v)
+	if st.m.waitsLook() {
+		// A verdict applies at its second look: take it once the screen
+		// has been quiet for the settle time, or sooner on output.
+		st.quiet.Reset(p.opts.Settle)
+	}
+	p.changed(st, changed)
 }
 
 // RequestsChanged tells the pane that its count of model requests in

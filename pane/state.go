@@ -46,6 +46,9 @@ type Status struct {
 	// when Cause is CauseScreen.
 	Cause Cause  `json:"-"`
 	Rule  string `json:"-"`
+	// Pending is an agent's screen verdict that differs from State and
+	// applies if the next look of the screen rules gives it again.
+	Pending State `json:"-"`
 	// Signals is what an agent pane's gateway says, and how often its
 	// state signals disagreed.
 	Signals Signals `json:"-"`

@@ -489,7 +489,7 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	if changed {
 		p.announce(st)
 	}
-	return st.State == Starting || st.State == Busy
+	return st.State == Starting || st.State == Busy || st.Pending != ""
 }
 
 // sawActivity applies tmux's last activity of the running pane: output
@@ -542,15 +542,15 @@ func (p *TmuxPane) ending(info paneInfo) paneEnd {
 
 // classify applies the screen rules of an agent pane when its hooks have
 // been quiet for a while and its screen may have changed (new activity,
-// or a state that does not last). It reports whether the pane wants fast
-// polls.
+// or a state that does not last) or a verdict waits for its second look.
+// It reports whether the pane wants fast polls.
 func (p *TmuxPane) classify(info paneInfo) bool {
 	if p.opts.Rules == nil {
 		return false
 	}
 	p.mu.Lock()
 	look, _ := p.m.mayLook(time.Now())
-	look = look && (info.activity.After(p.classifiedAt) || p.m.status.State != Idle)
+	look = look && (info.activity.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
 	p.mu.Unlock()
 	if !look {
 		return false
@@ -565,7 +565,7 @@ func (p *TmuxPane) classify(info paneInfo) bool {
 	if changed {
 		p.announce(st)
 	}
-	return st.State == Starting || st.State == Busy
+	return st.State == Starting || st.State == Busy || st.Pending != ""
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it

@@ -46,6 +46,10 @@ func (p *cliKind) View() outbox.View {
 func (p *cliKind) Explain(x *api.Explanation) {
 	x.LastHook = p.hooks.seen(p.quiet)
 	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
+	if st := p.proc.Status(); st.Pending != "" {
+		x.Rules.Pending = string(st.Pending)
+		x.Rules.Note += fmt.Sprintf("; the pane's last look said %s, and it turns %s if the next look says so too", st.Pending, st.Pending)
+	}
 }
 
 // agentConfirm is how long a typed task may take to be taken up;
