@@ -228,3 +228,37 @@ func TestTmuxRequestsInFlight(t *testing.T) {
 		return st.State == Idle && st.Cause == CauseScreen && st.Signals.InFlight == 0
 	})
 }
+
+// TestTmuxScreenSecondLook: an idle agent pane whose screen turns busy
+// with no output after it takes the busy verdict at the next look, though
+// nothing new happened in the pane (a verdict applies at its second look).
+func TestTmuxScreenSecondLook(t *testing.T) {
+	s := tmuxServer(t)
+	rules, err := Rules{
+		{Name: "working", State: Busy, Match: `^working$`, Last: 1},
+		{Name: "prompt", State: Idle, Match: `^\$\s*$`, Last: 1},
+	}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := bashOpts(t)
+	opts.Rules = rules
+	p, err := s.Start("w-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	// A job that prints once, later, and then nothing more.
+	if err := p.SendText("(sleep 3; printf '\\nworking\\n') &", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "idle by the screen after the input", func() bool {
+		st := p.Status()
+		return st.State == Idle && st.Cause == CauseScreen
+	})
+	eventually(t, 20*time.Second, "busy by the screen", func() bool {
+		st := p.Status()
+		return st.State == Busy && st.Cause == CauseScreen && st.Rule == "working"
+	})
+}
