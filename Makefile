@@ -44,7 +44,8 @@ demo-mixed: build
 
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 300x ./supervisor/
+	$(GO) test -run '^$$' -bench . -skip TmuxOutputState -benchtime 300x ./supervisor/
+	$(GO) test -run '^$$' -bench TmuxOutputState -benchtime 30x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench 'Throughput|Ceiling' -benchtime 2x ./pane/
 	$(GO) test -run '^$$' -bench EventToScreen -benchtime 200x ./cmd/cicy-agent/dashboard/
 	scripts/bench-idle-cpu.sh
