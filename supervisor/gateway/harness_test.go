@@ -228,21 +228,14 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- gw.Serve() }()
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	t.Cleanup(func() { // runs after the gateway is closed
 		for _, secret := range []string{paneToken, anthKey, openaiKey} {
 			if strings.Contains(logs.b.String(), secret) {
 				t.Errorf("a log line holds a secret:\n%s", logs.b.String())
 			}
 		}
 	})
+	serveUntilCleanup(t, gw)
 	rg.gw = gw
 	return rg
 }
@@ -273,4 +266,20 @@ func (rg *rig) post(t *testing.T, path string, header http.Header, body any) (*h
 		t.Fatalf("read answer: %v", err)
 	}
 	return resp, got
+}
+
+// serveUntilCleanup serves gw until the test ends, then closes it and
+// checks that both Close and Serve ended cleanly.
+func serveUntilCleanup(t *testing.T, gw *Gateway) {
+	t.Helper()
+	served := make(chan error, 1)
+	go func() { served <- gw.Serve() }()
+	t.Cleanup(func() {
+		if err := gw.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
 }

@@ -74,16 +74,7 @@ func startScriptRig(t *testing.T, rules string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- gw.Serve() }()
-	t.Cleanup(func() {
-		if err := gw.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	serveUntilCleanup(t, gw)
 	rg.gw = gw
 	return rg
 }
