@@ -95,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve routes a request whose body has been read.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bodyErr error) {
-	route := routeOf(r.URL.Path)
+	route := Route(r.URL.Path)
 	if bodyErr != nil {
 		code := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
@@ -127,9 +127,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bod
 	}
 }
 
-// routeOf reduces a URL path to the route it names: no trailing slash and
+// Route reduces a URL path to the route it names: no trailing slash and
 // no /v1 prefix, so "/v1/messages/" and "/messages" are both "/messages".
-func routeOf(path string) string {
+// The gateway routes by it too, so both serve the same paths.
+func Route(path string) string {
 	p := strings.TrimRight(path, "/")
 	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
 		p = p[len("/v1"):]

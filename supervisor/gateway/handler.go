@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 )
 
 // maxBody bounds a request body the gateway reads; far above any real
@@ -32,19 +34,6 @@ var routes = map[string]route{
 	"/responses/compact":     {Responses, "/responses/compact", "compact"},
 }
 
-// routeKey reduces a URL path to a routes key: no trailing slash and no
-// /v1 prefix.
-func routeKey(path string) string {
-	p := strings.TrimRight(path, "/")
-	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
-		p = p[len("/v1"):]
-	}
-	if p == "" {
-		return "/"
-	}
-	return p
-}
-
 // exchange is one request going through the gateway.
 type exchange struct {
 	g     *Gateway
@@ -63,7 +52,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.inflight.Done()
 
-	key := routeKey(r.URL.Path)
+	key := fakellm.Route(r.URL.Path)
 	rt, ok := routes[key]
 	switch {
 	case !ok && key == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
