@@ -206,9 +206,39 @@ func pollFor(ts *testscript.TestScript, d time.Duration, what string, ok func(st
 			return
 		}
 		if time.Now().After(deadline) {
+			dumpHome(ts)
 			ts.Fatalf("timed out after %s waiting for %s; last output:\n%s", d, what, last)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dumpHome logs what a person would look at when a wait times out: the
+// panes, each pane's screen and the end of the supervisor's log (a CI run
+// on another machine leaves nothing else to read).
+func dumpHome(ts *testscript.TestScript) {
+	home := ts.Getenv("CICY_HOME")
+	run := func(args ...string) string {
+		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), append([]string{"--home", home}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("%s(%v)", out, err)
+		}
+		return string(out)
+	}
+	ls := run("ls")
+	ts.Logf("--- cicy-agent ls\n%s", ls)
+	for _, l := range strings.Split(ls, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "w-") {
+			ts.Logf("--- screen %s\n%s", f[0], run("screen", f[0]))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "logs", "supervisor.log")); err == nil {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		ts.Logf("--- supervisor.log (end)\n%s", strings.Join(lines, "\n"))
 	}
 }
 
