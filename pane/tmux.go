@@ -63,7 +63,13 @@ type TmuxServer struct {
 
 	mu    sync.Mutex
 	panes map[string]*TmuxPane
+	ids   map[string]*TmuxPane // by tmux pane id
 	wake  chan struct{}
+	// live: the control client is attached, and its events follow the
+	// panes whose windows are linked to its session.
+	live   atomic.Bool
+	ctlPID atomic.Int64 // the control client's process, for tests
+	safety time.Duration
 	// life ends when the server object is closed: it cuts short the
 	// poller's tmux call.
 	life  context.Context
@@ -78,7 +84,7 @@ func NewTmuxServer(home string, log *logrus.Entry) *TmuxServer {
 	life, end := context.WithCancel(context.Background())
 	return &TmuxServer{
 		Socket: "cicy-" + hex.EncodeToString(sum[:4]), log: log, home: home,
-		panes: map[string]*TmuxPane{}, wake: make(chan struct{}, 1), life: life, end: end, done: make(chan struct{}),
+		panes: map[string]*TmuxPane{}, ids: map[string]*TmuxPane{}, safety: safetySweep, wake: make(chan struct{}, 1), life: life, end: end, done: make(chan struct{}),
 	}
 }
 
@@ -198,6 +204,8 @@ func (s *TmuxServer) ForgetGlobal(names ...string) error {
 
 // paneInfo is one line of the poller's list-panes.
 type paneInfo struct {
+	id         string // the pane id, %N
+	watched    bool   // its window is linked into the watching session
 	pid        int
 	dead       bool
 	deadStatus int
@@ -209,29 +217,35 @@ type paneInfo struct {
 	activity    time.Time
 }
 
+// listFormat is a line of list-panes: the session, the pane's liveness,
+// exit status and last activity, and where its window is linked.
+const listFormat = "#{session_name}|#{pane_pid}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{pane_dead_signal}|#{pane_id}|#{window_id}|#{window_linked_sessions}|#{window_name}"
+
+func parsePaneInfo(f []string) paneInfo {
+	pid, _ := strconv.Atoi(f[1])
+	status, _ := strconv.Atoi(f[3])
+	act, _ := strconv.ParseInt(f[4], 10, 64)
+	sig, _ := strconv.Atoi(f[5])
+	return paneInfo{id: f[6], pid: pid, dead: f[2] == "1", deadStatus: status, deadSignal: sig, activity: time.Unix(act, 0),
+		statusKnown: f[3] != "" || f[5] != ""}
+}
+
 // list reads every session's pane: liveness, exit status, last activity.
 func (s *TmuxServer) list(ctx context.Context) (map[string]paneInfo, error) {
-	out, err := s.run(ctx, "list-panes", "-a", "-F", "#{session_name}|#{pane_pid}|#{pane_dead}|#{pane_dead_status}|#{window_activity}|#{pane_dead_signal}")
+	l, err := s.listAll(ctx)
+	return l.panes, err
+}
+
+// listAll reads every pane of the server, and the watching session's.
+func (s *TmuxServer) listAll(ctx context.Context) (listing, error) {
+	out, err := s.run(ctx, "list-panes", "-a", "-F", listFormat)
 	if err != nil {
 		if noServer(err) {
-			return map[string]paneInfo{}, nil
+			return parseListing(""), nil
 		}
-		return nil, err
+		return listing{}, err
 	}
-	infos := map[string]paneInfo{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(line, "|")
-		if len(f) != 6 {
-			continue
-		}
-		pid, _ := strconv.Atoi(f[1])
-		status, _ := strconv.Atoi(f[3])
-		act, _ := strconv.ParseInt(f[4], 10, 64)
-		sig, _ := strconv.Atoi(f[5])
-		infos[f[0]] = paneInfo{pid: pid, dead: f[2] == "1", deadStatus: status, deadSignal: sig, activity: time.Unix(act, 0),
-			statusKnown: f[3] != "" || f[5] != ""}
-	}
-	return infos, nil
+	return parseListing(string(out)), nil
 }
 
 // Sessions lists the sessions the server runs now.
@@ -247,28 +261,59 @@ func (s *TmuxServer) Sessions() (map[string]bool, error) {
 	return out, nil
 }
 
-// poll runs while the server has panes.
+// safetySweep is how often the poller sweeps while the control client
+// follows every pane and none needs looking at.
+const safetySweep = 30 * time.Second
+
+// poll runs while the server has panes. It owns the panes' machines as
+// output and quiet move them (input methods move them too, under each
+// pane's mutex) and the control client (see tmuxctl.go): its events move
+// the panes, its timer makes them idle once quiet, and it sweeps every
+// pane with list-panes when told to, when tmux reports a change, and
+// otherwise slowly (fast when the control client is down).
 func (s *TmuxServer) poll() {
 	defer close(s.done)
-	interval := time.Second
+	f := &follower{s: s, events: make(chan ctlEvent, 64)}
+	defer f.stop()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	sweepAt := time.Now()
 	for {
 		select {
 		case <-s.life.Done():
 			return
 		case <-s.wake:
+			sweepAt = time.Now()
+		case ev := <-f.events:
+			if ev.kind == ctlOutput {
+				if p := s.byID(ev.pane); p != nil && p.sawOutput(ev.at) {
+					// An agent's screen may have changed: look soon.
+					sweepAt = minTime(sweepAt, time.Now().Add(500*time.Millisecond))
+				}
+			} else if f.event(ev, time.Now()) {
+				sweepAt = time.Now()
+			}
 		case <-t.C:
 		}
-		busy, watch := s.sweep(func() (map[string]paneInfo, error) { return s.list(s.life) })
-		interval = 5 * time.Second
-		switch {
-		case watch:
-			// An agent whose screen decides (its hooks are quiet) and
-			// that is not idle: its turn may end at any moment.
-			interval = 500 * time.Millisecond
-		case busy:
-			interval = time.Second
+		now := time.Now()
+		if !now.Before(sweepAt) {
+			var l listing
+			busy, watch := s.sweep(func() (map[string]paneInfo, error) {
+				var err error
+				l, err = s.listAll(s.life)
+				return l.panes, err
+			})
+			if l.panes != nil {
+				f.ensure(l, s.registered(), now)
+			}
+			sweepAt = now.Add(s.sweepEvery(f.up, busy, watch))
+		}
+		next := sweepAt
+		if f.up {
+			next = minTime(next, s.settleQuiet(now))
+		}
+		if !f.up && f.c == nil && !f.retryAt.IsZero() {
+			next = minTime(next, f.retryAt)
 		}
 		if !t.Stop() {
 			select {
@@ -276,23 +321,80 @@ func (s *TmuxServer) poll() {
 			default:
 			}
 		}
-		t.Reset(interval)
+		t.Reset(max(0, next.Sub(time.Now())))
 	}
+}
+
+// sweepEvery is the time to the next sweep: 500 ms while an agent's screen
+// needs watching (its turn may end at any moment); while the control
+// client is down, 1 s while a pane is starting or busy and 5 s when all
+// are quiet (a tmux fork per second costs CPU that an idle team should not
+// pay); else the safety sweep.
+func (s *TmuxServer) sweepEvery(live, busy, watch bool) time.Duration {
+	switch {
+	case watch:
+		return 500 * time.Millisecond
+	case live:
+		return s.safety
+	case busy:
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// registered is the panes of the server now.
+func (s *TmuxServer) registered() []*TmuxPane {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	panes := make([]*TmuxPane, 0, len(s.panes))
+	for _, p := range s.panes {
+		panes = append(panes, p)
+	}
+	return panes
+}
+
+// byID is the pane whose tmux pane id is id, or nil.
+func (s *TmuxServer) byID(id string) *TmuxPane {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[id]
+}
+
+// settleQuiet makes idle the followed panes whose output has been quiet
+// for the settle time; it returns when the next one will be.
+func (s *TmuxServer) settleQuiet(now time.Time) time.Time {
+	next := now.Add(24 * time.Hour)
+	for _, p := range s.registered() {
+		if left := p.settleQuiet(now); left > 0 {
+			next = minTime(next, now.Add(left))
+		}
+	}
+	return next
 }
 
 // sweep reads every session with list and hands each pane its own. The
 // panes are taken first, then the sessions: a pane registers after its
 // session exists, so every pane taken is in the list. (The other way
 // round, a pane created between the two was missing from the list, and
-// declared gone.) It reports whether a pane wants fast polls (busy) and
-// whether an agent's screen rules need watching.
+// declared gone.) It reports whether a pane wants fast polls (busy and not
+// followed by the control client) and whether an agent's screen rules
+// need watching.
 func (s *TmuxServer) sweep(list func() (map[string]paneInfo, error)) (busy, watch bool) {
-	s.mu.Lock()
-	panes := make([]*TmuxPane, 0, len(s.panes))
-	for _, p := range s.panes {
-		panes = append(panes, p)
-	}
-	s.mu.Unlock()
+	panes := s.registered()
 	infos, err := list()
 	if err != nil {
 		return false, false
@@ -302,7 +404,7 @@ func (s *TmuxServer) sweep(list func() (map[string]paneInfo, error)) (busy, watc
 		if p.observe(info, ok) {
 			busy = true
 		}
-		if p.classify(info) {
+		if p.classify() {
 			watch = true
 		}
 	}
@@ -327,6 +429,9 @@ func (s *TmuxServer) Close() {
 func (s *TmuxServer) register(p *TmuxPane) {
 	s.mu.Lock()
 	s.panes[p.name] = p
+	if p.tid != "" {
+		s.ids[p.tid] = p
+	}
 	s.mu.Unlock()
 	s.start.Do(func() { go s.poll() })
 	s.poke()
@@ -336,6 +441,9 @@ func (s *TmuxServer) unregister(p *TmuxPane) {
 	s.mu.Lock()
 	if s.panes[p.name] == p {
 		delete(s.panes, p.name)
+	}
+	if s.ids[p.tid] == p {
+		delete(s.ids, p.tid)
 	}
 	s.mu.Unlock()
 }
@@ -347,14 +455,20 @@ func (s *TmuxServer) unregister(p *TmuxPane) {
 type TmuxPane struct {
 	srv  *TmuxServer
 	name string
+	tid  string // tmux's pane id, %N
 	opts Options
 
 	mu           sync.Mutex
 	m            machine
 	pubRev       uint64    // the machine's rev last published
 	lastActivity time.Time // tmux's last activity of the pane
-	// classifiedAt is the activity an agent's screen rules last looked at.
-	classifiedAt time.Time
+	// followed: the control client's events tell the pane's output (the
+	// last sweep found it linked to the client's session).
+	followed bool
+	// outputAt is the last output seen (an event's time, or tmux's
+	// activity when polled); classifiedAt the one an agent's screen rules
+	// last looked at.
+	outputAt, classifiedAt time.Time
 	stopWhy      string
 
 	status   atomic.Pointer[Status]
@@ -370,7 +484,7 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	if opts.Rows == 0 || opts.Cols == 0 {
 		opts.Rows, opts.Cols = 40, 120
 	}
-	args := []string{"new-session", "-d", "-s", name, "-n", "main", "-x", strconv.Itoa(int(opts.Cols)), "-y", strconv.Itoa(int(opts.Rows)), "-c", opts.Dir}
+	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", name, "-n", "main", "-x", strconv.Itoa(int(opts.Cols)), "-y", strconv.Itoa(int(opts.Rows)), "-c", opts.Dir}
 	// The program runs under sh, which writes its exit status to a file
 	// when it ends, since tmux does not always keep it. sh catches the
 	// signals a stop or a typed Ctrl-C sends to the whole group (a caught
@@ -397,11 +511,12 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	// attach.
 	setup := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"bind-key", "-n", "C-q", "detach-client", ";"}
-	if _, err := s.run(context.Background(), append(setup, args...)...); err != nil {
+	out, err := s.run(context.Background(), append(setup, args...)...)
+	if err != nil {
 		_ = os.Remove(envFile)
 		return nil, err
 	}
-	p := s.newPane(name, opts, Status{State: Starting, Cause: CauseStarted, Reason: "started in tmux session " + name, Since: time.Now()})
+	p := s.newPane(name, strings.TrimSpace(string(out)), opts, Status{State: Starting, Cause: CauseStarted, Reason: "started in tmux session " + name, Since: time.Now()})
 	return p, nil
 }
 
@@ -416,20 +531,20 @@ func (s *TmuxServer) Adopt(name string, opts Options) (*TmuxPane, error) {
 		return nil, ErrNoSession
 	}
 	st := Status{State: Idle, Cause: CauseAdopted, Reason: "re-adopted after a supervisor restart", Since: time.Now(), PID: info.pid}
-	p := s.newPane(name, opts, st)
+	p := s.newPane(name, info.id, opts, st)
 	p.observe(info, true)
 	return p, nil
 }
 
-func (s *TmuxServer) newPane(name string, opts Options, st Status) *TmuxPane {
-	if opts.Settle < time.Second {
-		opts.Settle = time.Second // tmux reports activity to the second
+func (s *TmuxServer) newPane(name, tid string, opts Options, st Status) *TmuxPane {
+	if opts.Settle <= 0 {
+		opts.Settle = time.Second
 	}
 	if opts.Log == nil {
 		opts.Log = s.log
 	}
-	p := &TmuxPane{srv: s, name: name, opts: opts, exited: make(chan struct{}),
-		m: newMachine(st, opts.Settle, opts.Rules != nil, opts.hookQuiet(), time.Now())}
+	p := &TmuxPane{srv: s, name: name, tid: tid, opts: opts, exited: make(chan struct{}),
+		m: newMachine(st, pollSettle(opts.Settle), opts.Rules != nil, opts.hookQuiet(), time.Now())}
 	p.status.Store(&st)
 	s.register(p)
 	if opts.OnChange != nil {
@@ -455,7 +570,13 @@ func (p *TmuxPane) announce(st Status) {
 	}
 }
 
-// observe applies one poll; it reports whether the pane wants fast polls.
+// pollSettle is the settle time of a polled pane: at least a second,
+// since tmux reports activity to the second.
+func pollSettle(settle time.Duration) time.Duration { return max(settle, time.Second) }
+
+// observe applies one poll; it reports whether the pane wants fast polls
+// (it is starting or busy and not followed by the control client, or a
+// screen verdict waits for its second look).
 func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	var end paneEnd
 	if ok && info.dead && p.Status().Running() {
@@ -477,11 +598,12 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 		}
 	case p.m.running():
 		p.m.setPID(info.pid)
+		p.follow(info.watched && p.srv.live.Load())
 		changed = p.sawActivity(now, info.activity)
 		p.m.judge(now) // a disagreement of an agent's signals may have lasted
 	}
 	p.publish()
-	st := p.m.status
+	st, followed := p.m.status, p.followed
 	p.mu.Unlock()
 	if !st.Running() {
 		p.exitOnce.Do(func() { close(p.exited) })
@@ -489,15 +611,69 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	if changed {
 		p.announce(st)
 	}
-	return st.State == Starting || st.State == Busy || st.Pending != ""
+	return (!followed && (st.State == Starting || st.State == Busy)) || st.Pending != ""
+}
+
+// follow records whether the control client's events follow the pane's
+// output; a followed pane settles after its own settle time, a polled one
+// after at least a second. Called with mu held.
+func (p *TmuxPane) follow(on bool) {
+	p.followed = on
+	p.m.settle = p.opts.Settle
+	if !on {
+		p.m.settle = pollSettle(p.opts.Settle)
+	}
+}
+
+// sawOutput applies output the control client reported at at. It reports
+// whether the pane is an agent's, whose screen may have changed.
+func (p *TmuxPane) sawOutput(at time.Time) bool {
+	p.mu.Lock()
+	p.outputAt = at
+	changed := p.m.output(at)
+	p.publish()
+	st := p.m.status
+	p.mu.Unlock()
+	if changed {
+		p.announce(st)
+	}
+	return p.opts.Rules != nil
+}
+
+// settleQuiet makes a followed pane idle once its output has been quiet
+// for the settle time; it returns how much longer it waits for quiet
+// (zero when it waits for nothing).
+func (p *TmuxPane) settleQuiet(now time.Time) time.Duration {
+	p.mu.Lock()
+	if !p.followed {
+		p.mu.Unlock()
+		return 0
+	}
+	changed := p.m.quiet(now)
+	left := p.m.quietLeft(now)
+	p.publish()
+	st := p.m.status
+	p.mu.Unlock()
+	if changed {
+		p.announce(st)
+	}
+	return left
 }
 
 // sawActivity applies tmux's last activity of the running pane: output
 // since the last poll, or quiet for the settle time. The first activity
-// seen is not output: it is from before. Called with mu held.
+// seen is not output: it is from before. A followed pane's output and
+// quiet come from the control client's events (tmux's activity, to the
+// second, would move its last output late): only the activity is noted.
+// Called with mu held.
 func (p *TmuxPane) sawActivity(now, activity time.Time) bool {
 	changed := false
+	if p.followed {
+		p.lastActivity = maxTime(p.lastActivity, activity)
+		return p.m.quiet(now)
+	}
 	if activity.After(p.lastActivity) {
+		p.outputAt = activity
 		if p.lastActivity.IsZero() {
 			p.m.activity(now)
 		} else {
@@ -544,20 +720,21 @@ func (p *TmuxPane) ending(info paneInfo) paneEnd {
 // been quiet for a while and its screen may have changed (new activity,
 // or a state that does not last) or a verdict waits for its second look.
 // It reports whether the pane wants fast polls.
-func (p *TmuxPane) classify(info paneInfo) bool {
+func (p *TmuxPane) classify() bool {
 	if p.opts.Rules == nil {
 		return false
 	}
 	p.mu.Lock()
 	look, _ := p.m.mayLook(time.Now())
-	look = look && (info.activity.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
+	outputAt := p.outputAt
+	look = look && (outputAt.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
 	p.mu.Unlock()
 	if !look {
 		return false
 	}
 	v, _ := p.opts.Rules.Classify(p.screen(p.srv.life)) // a zero verdict when no rule matches
 	p.mu.Lock()
-	p.classifiedAt = info.activity
+	p.classifiedAt = outputAt
 	changed := p.m.screen(time.Now(), v)
 	p.publish()
 	st := p.m.status
@@ -738,6 +915,12 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 	}
 	if _, err := p.srv.run(context.Background(), "kill-session", "-t", "="+p.name); err != nil {
 		p.opts.Log.WithError(err).Debug("Kill the pane's session")
+	}
+	if p.tid != "" {
+		// Its window, linked into the watching session, outlives it.
+		if _, err := p.srv.run(context.Background(), "kill-window", "-t", p.tid); err != nil {
+			p.opts.Log.WithError(err).Debug("Kill the pane's window")
+		}
 	}
 	_ = os.Remove(p.srv.envFile(p.name)) // a program that never started
 	p.mu.Lock()

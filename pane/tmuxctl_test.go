@@ -1,0 +1,173 @@
+package pane
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// followedServer is a test's tmux server whose safety sweep is an hour
+// away: while the control client runs, only its events can move a quiet
+// pane.
+func followedServer(t *testing.T) *TmuxServer {
+	s := tmuxServer(t)
+	s.safety = time.Hour
+	return s
+}
+
+// followed reports whether the control client follows p.
+func followed(p *TmuxPane) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.followed
+}
+
+// typeOutside types a command into p as a person attached to it would,
+// without telling the pane (no input, no poke).
+func typeOutside(t *testing.T, s *TmuxServer, p *TmuxPane, cmd string) {
+	t.Helper()
+	if out, err := exec.Command("tmux", "-L", s.Socket, "send-keys", "-t", p.target(), cmd, "Enter").CombinedOutput(); err != nil {
+		t.Fatalf("send-keys: %v: %s", err, out)
+	}
+}
+
+// startFollowed starts a bash pane and waits until it is idle and
+// followed by the control client.
+func startFollowed(t *testing.T, s *TmuxServer, opts Options) *TmuxPane {
+	t.Helper()
+	p, err := s.Start("w-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "idle and followed", func() bool { return p.Status().State == Idle && followed(p) })
+	return p
+}
+
+// TestTmuxOutputAfterQuietIsEvent: output typed into a pane quiet for
+// longer than the 5 s poll of quiet panes is seen as busy, then idle, with
+// the safety sweep an hour away: only the control client's events can
+// tell it.
+func TestTmuxOutputAfterQuietIsEvent(t *testing.T) {
+	s := followedServer(t)
+	p := startFollowed(t, s, bashOpts(t))
+	time.Sleep(6 * time.Second) // longer than a quiet pane's 5 s poll
+	typeOutside(t, s, p, "echo hello")
+	eventually(t, 4*time.Second, "busy by output", func() bool {
+		st := p.Status()
+		return st.State == Busy && st.Cause == CauseOutput
+	})
+	eventually(t, 4*time.Second, "idle by quiet", func() bool {
+		st := p.Status()
+		return st.State == Idle && st.Cause == CauseQuiet
+	})
+}
+
+// TestTmuxSteadyOutputNeverIdle: a pane printing every 0.2 s for 3 s, five
+// times its settle time, is never shown idle before its last line, and is
+// idle after.
+func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
+	s := followedServer(t)
+	var mu sync.Mutex
+	var states []Status
+	opts := bashOpts(t)
+	opts.Settle = 600 * time.Millisecond
+	opts.OnChange = func(st Status) {
+		mu.Lock()
+		states = append(states, st)
+		mu.Unlock()
+	}
+	p := startFollowed(t, s, opts)
+	mark := filepath.Join(t.TempDir(), "end")
+	mu.Lock()
+	from := len(states)
+	mu.Unlock()
+	typeOutside(t, s, p, "for i in $(seq 15); do echo x; sleep 0.2; done; echo x; date +%s%N > "+mark)
+	var end time.Time
+	eventually(t, 30*time.Second, "the command's end", func() bool {
+		raw, err := os.ReadFile(mark)
+		ns, perr := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		if err != nil || perr != nil {
+			return false
+		}
+		end = time.Unix(0, ns)
+		return true
+	})
+	eventually(t, 10*time.Second, "idle after the end", func() bool { return p.Status().State == Idle })
+	mu.Lock()
+	defer mu.Unlock()
+	busy := false
+	for _, st := range states[from:] {
+		switch {
+		case st.State == Busy:
+			busy = true
+		case st.State == Idle && st.Since.Before(end):
+			t.Fatalf("idle at %s while printing (the last line at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states[from:])
+		}
+	}
+	if !busy {
+		t.Fatalf("never busy: %+v", states[from:])
+	}
+}
+
+// TestTmuxClosedFromOutside: a window killed, or a session killed, from
+// outside is noticed at once (the safety sweep is an hour away), and a
+// session killed from outside takes its program with it though its window
+// was linked into the watching session.
+func TestTmuxClosedFromOutside(t *testing.T) {
+	s := followedServer(t)
+	p := startFollowed(t, s, bashOpts(t))
+	if out, err := exec.Command("tmux", "-L", s.Socket, "kill-window", "-t", "="+p.Name()+":main").CombinedOutput(); err != nil {
+		t.Fatalf("kill-window: %v: %s", err, out)
+	}
+	eventually(t, 10*time.Second, "the killed window's pane exited", func() bool { return !p.Status().Running() })
+
+	q, err := s.Start("w-2", bashOpts(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "w-2 idle and followed", func() bool { return q.Status().State == Idle && followed(q) })
+	pid := q.Status().PID
+	if out, err := exec.Command("tmux", "-L", s.Socket, "kill-session", "-t", "=w-2").CombinedOutput(); err != nil {
+		t.Fatalf("kill-session: %v: %s", err, out)
+	}
+	eventually(t, 10*time.Second, "the killed session's pane exited", func() bool { return !q.Status().Running() })
+	eventually(t, 10*time.Second, "its program ended", func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// TestTmuxControlClientDies: when the control client is killed the panes
+// are polled (output still seen), and the client comes back and follows
+// them again.
+func TestTmuxControlClientDies(t *testing.T) {
+	s := followedServer(t)
+	p := startFollowed(t, s, bashOpts(t))
+	old := int(s.ctlPID.Load())
+	if old == 0 {
+		t.Fatal("no control client")
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the pane polled", func() bool { return !followed(p) })
+	typeOutside(t, s, p, "echo polled")
+	eventually(t, 15*time.Second, "busy by output while polled", func() bool {
+		st := p.Status()
+		return st.State == Busy && st.Cause == CauseOutput
+	})
+	eventually(t, 30*time.Second, "a new client follows the pane", func() bool {
+		pid := int(s.ctlPID.Load())
+		return pid != old && followed(p) && p.Status().State == Idle
+	})
+	typeOutside(t, s, p, "echo followed")
+	eventually(t, 4*time.Second, "busy by output, followed again", func() bool {
+		st := p.Status()
+		return st.State == Busy && st.Cause == CauseOutput
+	})
+}
