@@ -469,7 +469,7 @@ type TmuxPane struct {
 	// activity when polled); classifiedAt the one an agent's screen rules
 	// last looked at.
 	outputAt, classifiedAt time.Time
-	stopWhy      string
+	stopWhy                string
 
 	status   atomic.Pointer[Status]
 	exited   chan struct{}
