@@ -26,8 +26,10 @@
 // is closed.
 //
 // A tmux pane's program, screen and scrollback live in tmux: one poller
-// per tmux server reads every pane's liveness and activity with a single
-// `list-panes -a`, and a pane's methods ask tmux (capture-pane, send-keys,
+// per tmux server follows every pane's output through a control-mode
+// client's events (tmuxctl.go), reads liveness with a single
+// `list-panes -a` when tmux reports a change (and slowly as a safety net),
+// and a pane's methods ask tmux (capture-pane, send-keys,
 // paste-buffer). Its state machine is guarded by a mutex held only while
 // the machine moves. Every tmux command goes through a TmuxRunner
 // (tmuxrun.go), which gives it a deadline.

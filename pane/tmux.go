@@ -23,10 +23,10 @@ import (
 // The tmux backend: each pane is a session w-N (window "main") on a tmux
 // server private to one CICY_HOME (its own socket, never the user's
 // default server), so panes outlive the supervisor and are re-adopted by
-// the next one. One poller per server reads every pane's liveness and
-// last activity with a single `list-panes -a`; it polls each second while
-// a pane is starting or busy, and every 5 s when all are quiet (a tmux
-// fork per second costs CPU that an idle team should not pay).
+// the next one. One poller per server moves the panes' machines as a
+// control-mode client reports their output (see tmuxctl.go) and reads
+// every pane's liveness with a single `list-panes -a` when tmux reports a
+// change, slowly otherwise; while that client is down it polls as before.
 
 // ErrNoSession is returned when adopting a session that is gone.
 var ErrNoSession = errors.New("the tmux session is gone")
