@@ -171,3 +171,22 @@ func TestTmuxControlClientDies(t *testing.T) {
 		return st.State == Busy && st.Cause == CauseOutput
 	})
 }
+
+// TestTmuxControlClientUnseen: the control client changes no window's
+// size and marks no pane session attached; it is attached to the watching
+// session only.
+func TestTmuxControlClientUnseen(t *testing.T) {
+	s := followedServer(t)
+	opts := bashOpts(t)
+	opts.Rows, opts.Cols = 30, 100
+	p := startFollowed(t, s, opts)
+	out, err := exec.Command("tmux", "-L", s.Socket, "display", "-p", "-t", "="+p.Name()+":main",
+		"#{session_attached} #{window_width}x#{window_height}").CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || got != "0 100x30" {
+		t.Fatalf("the pane's session: %q %v, want 0 attached clients and 100x30", got, err)
+	}
+	out, err = exec.Command("tmux", "-L", s.Socket, "list-clients", "-F", "#{client_session} #{client_flags}").CombinedOutput()
+	if got := strings.TrimSpace(string(out)); err != nil || !strings.HasPrefix(got, watchSession+" ") || !strings.Contains(got, "ignore-size") || strings.Contains(got, "\n") {
+		t.Fatalf("clients: %q %v", got, err)
+	}
+}
