@@ -326,18 +326,18 @@ func (s *TmuxServer) poll() {
 }
 
 // sweepEvery is the time to the next sweep: 500 ms while an agent's screen
-// needs watching (its turn may end at any moment); while the control
-// client is down, 1 s while a pane is starting or busy and 5 s when all
-// are quiet (a tmux fork per second costs CPU that an idle team should not
-// pay); else the safety sweep.
+// needs watching (its turn may end at any moment); 1 s while a pane wants
+// fast polls (busy, and an agent's or not followed: see observe); else the
+// safety sweep while the control client runs, 5 s while it is down (a tmux
+// fork per second costs CPU that an idle team should not pay).
 func (s *TmuxServer) sweepEvery(live, busy, watch bool) time.Duration {
 	switch {
 	case watch:
 		return 500 * time.Millisecond
-	case live:
-		return s.safety
 	case busy:
 		return time.Second
+	case live:
+		return s.safety
 	}
 	return 5 * time.Second
 }
@@ -575,8 +575,8 @@ func (p *TmuxPane) announce(st Status) {
 func pollSettle(settle time.Duration) time.Duration { return max(settle, time.Second) }
 
 // observe applies one poll; it reports whether the pane wants fast polls
-// (it is starting or busy and not followed by the control client, or a
-// screen verdict waits for its second look).
+// (it is starting or busy and is an agent's or not followed by the control
+// client, or a screen verdict waits for its second look).
 func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	var end paneEnd
 	if ok && info.dead && p.Status().Running() {
@@ -611,7 +611,10 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	if changed {
 		p.announce(st)
 	}
-	return (!followed && (st.State == Starting || st.State == Busy)) || st.Pending != ""
+	// An agent's state does not follow its output: while it is busy its
+	// signals are judged and its screen looked at on each sweep, as before.
+	fast := !followed || p.opts.Rules != nil
+	return (fast && (st.State == Starting || st.State == Busy)) || st.Pending != ""
 }
 
 // follow records whether the control client's events follow the pane's
