@@ -296,6 +296,13 @@ func (s *TmuxServer) poll() {
 		case <-t.C:
 		}
 		now := time.Now()
+		if f.up && s.quietDue(now) {
+			// A pane about to be idle is swept first: a program that
+			// ended right after its last output is then seen exited, not
+			// idle (tmux reports a pane's death to the client only within
+			// a second). One list-panes per pane going idle.
+			sweepAt = now
+		}
 		if !now.Before(sweepAt) {
 			var l listing
 			busy, watch := s.sweep(func() (map[string]paneInfo, error) {
@@ -372,6 +379,20 @@ func (s *TmuxServer) byID(id string) *TmuxPane {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ids[id]
+}
+
+// quietDue reports whether a followed pane's output has been quiet for
+// its settle time and the pane is not idle yet.
+func (s *TmuxServer) quietDue(now time.Time) bool {
+	for _, p := range s.registered() {
+		p.mu.Lock()
+		due := p.followed && p.m.settling() && p.m.quietLeft(now) == 0
+		p.mu.Unlock()
+		if due {
+			return true
+		}
+	}
+	return false
 }
 
 // settleQuiet makes idle the followed panes whose output has been quiet
