@@ -237,7 +237,17 @@ func TestView(t *testing.T) {
 		t.Fatalf("view w-2 has %d tiles", n)
 	}
 	tm.run("kill-session", "-t", "="+res.Session)
-	if ls := runCicy(t, env, "ls"); strings.Count(ls, "idle") != 4 {
-		t.Fatalf("closing the view stopped panes:\n%s", ls)
+	// The shell may print on the resizes the tiles caused (its tmux pane's
+	// output is followed as it happens): it settles to idle again.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ls := runCicy(t, env, "ls")
+		if strings.Count(ls, "idle") == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closing the view stopped panes:\n%s", ls)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
