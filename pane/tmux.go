@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,6 +70,13 @@ type TmuxServer struct {
 	// panes whose windows are linked to its session.
 	live   atomic.Bool
 	ctlPID atomic.Int64 // the control client's process, for tests
+	// connecting is held by the poller while a control client connects:
+	// tmux 3.3a crashes (a NULL control state in control_write) if a
+	// notification, such as a session created by another command, comes
+	// between the client's identification and its start in control mode.
+	// Every tmux command of this program waits meanwhile; a person's
+	// command at that very moment still could crash the server.
+	connecting sync.RWMutex
 	safety time.Duration
 	// life ends when the server object is closed: it cuts short the
 	// poller's tmux call.
@@ -116,7 +124,15 @@ func (s *TmuxServer) tmux() TmuxRunner {
 
 // run runs one tmux command on this server.
 func (s *TmuxServer) run(ctx context.Context, args ...string) ([]byte, error) {
-	return s.tmux().Run(ctx, nil, args...)
+	return s.runIn(ctx, nil, args...)
+}
+
+// runIn runs one tmux command with stdin as its input. It waits while the
+// control client connects (see TmuxServer.connecting).
+func (s *TmuxServer) runIn(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	s.connecting.RLock()
+	defer s.connecting.RUnlock()
+	return s.tmux().Run(ctx, stdin, args...)
 }
 
 // noServer reports whether err says that the server is not running.
@@ -877,7 +893,7 @@ func (p *TmuxPane) SendText(text string, enter bool) error {
 	if text != "" {
 		if strings.Contains(text, "\n") {
 			buf := "cicy-" + p.name
-			if _, err := p.srv.tmux().Run(ctx, strings.NewReader(text), "load-buffer", "-b", buf, "-"); err != nil {
+			if _, err := p.srv.runIn(ctx, strings.NewReader(text), "load-buffer", "-b", buf, "-"); err != nil {
 				return err
 			}
 			if _, err := p.srv.run(ctx, "paste-buffer", "-p", "-d", "-b", buf, "-t", p.target()); err != nil {

@@ -81,14 +81,24 @@ func (s *TmuxServer) startCtl(gen int, events chan<- ctlEvent) (*ctlClient, erro
 	if err != nil {
 		return nil, fmt.Errorf("tmux control client: %w", err)
 	}
+	s.connecting.Lock()
+	defer s.connecting.Unlock()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the tmux control client: %w", err)
 	}
 	c := &ctlClient{cmd: cmd, stdin: stdin, gen: gen, quit: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan struct{})
 	go func() {
 		defer close(c.done)
-		readCtl(stdout, gen, events, c.quit)
+		readCtl(stdout, gen, events, c.quit, ready)
 	}()
+	// Its first line (the attach command's %begin) comes once the server
+	// started it in control mode.
+	select {
+	case <-ready:
+	case <-c.done:
+	case <-time.After(DefaultTmuxTimeout):
+	}
 	return c, nil
 }
 
@@ -117,7 +127,8 @@ func (c *ctlClient) stop() {
 // pane for each batch of lines it reads without waiting (a pane flooding
 // output costs one event per read, not one per line), stamped when the
 // batch was read. The last event is ctlDown.
-func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{}) {
+// ready is closed at the first line.
+func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{}, ready chan<- struct{}) {
 	send := func(ev ctlEvent) bool {
 		ev.gen = gen
 		select {
@@ -133,6 +144,10 @@ func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{})
 	inBlock, midLine := false, false
 	for {
 		line, err := br.ReadSlice('\n')
+		if ready != nil && len(line) > 0 {
+			close(ready)
+			ready = nil
+		}
 		if len(line) > 0 && !midLine {
 			kind, id := ctlLine(line, &inBlock)
 			switch {
