@@ -77,7 +77,7 @@ type TmuxServer struct {
 	// Every tmux command of this program waits meanwhile; a person's
 	// command at that very moment still could crash the server.
 	connecting sync.RWMutex
-	safety time.Duration
+	safety     time.Duration
 	// life ends when the server object is closed: it cuts short the
 	// poller's tmux call.
 	life  context.Context
