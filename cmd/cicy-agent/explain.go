@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
 func (e *env) explainCmd() *cli.Command {
@@ -154,31 +154,37 @@ func (e *env) explainScreen(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := cliagent.ScreenRules(h.Root, typ)
+	v, err := supervisor.ScreenVerdict(h.Root, typ, string(b))
 	if err != nil {
 		return err
 	}
-	v, ok := rules.Classify(string(b))
-	out := struct {
-		State string `json:"state"`
-		Rule  string `json:"rule,omitempty"`
-		Match string `json:"match,omitempty"`
-		Line  string `json:"line,omitempty"`
-	}{State: "unknown"}
-	if ok {
-		out.State, out.Rule, out.Match, out.Line = string(v.State), v.Rule.Name, v.Rule.Match, v.Line
-	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, out)
+		return printJSON(e.stdout, v)
 	}
-	fmt.Fprintln(e.stdout, out.State)
+	fmt.Fprintln(e.stdout, v.State)
 	switch {
-	case ok:
-		fmt.Fprintf(e.stdout, "rule %s\nline %q\n", v.Rule.Describe(), v.Line)
+	case v.Rule != "":
+		fmt.Fprintf(e.stdout, "%s\nline %d %q\n", v.Note, v.LineNo, v.Line)
 	case typ == "shell":
 		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
 	default:
 		fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)
 	}
+	printParts(e.stdout, v)
 	return nil
+}
+
+// printParts prints the parts of the layout found on a screen, and the
+// warning about a rule that reads the transcript.
+func printParts(w io.Writer, v api.RulesVerdict) {
+	if len(v.Parts) > 0 {
+		parts := make([]string, len(v.Parts))
+		for i, p := range v.Parts {
+			parts[i] = fmt.Sprintf("%s %d-%d", p.Part, p.From, p.To)
+		}
+		fmt.Fprintf(w, "parts   %s\n", strings.Join(parts, ", "))
+	}
+	if v.Warning != "" {
+		fmt.Fprintf(w, "warning %s\n", v.Warning)
+	}
 }
