@@ -73,6 +73,18 @@ func (p *cliKind) Describe(pi *api.PaneInfo) {
 }
 
 func signalsInfo(c pane.Signals) *api.Signals {
-	return &api.Signals{InFlight: c.InFlight, Disagreements: api.Disagreements{
+	s := &api.Signals{InFlight: c.InFlight, Disagreements: api.Disagreements{
 		HookVsScreen: c.HookVsScreen, GatewayVsHook: c.GatewayVsHook, GatewayVsScreen: c.GatewayVsScreen}}
+	if !c.GatewayAt.IsZero() {
+		at := c.GatewayAt
+		s.LastGateway = &at
+	}
+	if !c.ScreenAt.IsZero() {
+		st := string(c.ScreenState)
+		if st == "" {
+			st = "unknown"
+		}
+		s.LastScreen = &api.ScreenSeen{State: st, Rule: c.ScreenRule, Part: string(c.ScreenPart), At: c.ScreenAt}
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -87,7 +88,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
 	if g := p.Signals; g != nil {
-		printSignals(w, *g)
+		printSignals(w, *g, when)
 	}
 	if t := x.Turn; t != nil {
 		if t.ID == "" {
@@ -105,6 +106,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	default:
 		fmt.Fprintf(w, "rules:   %s\n", r.Note)
 	}
+	printParts(w, r)
 	screen := strings.TrimRight(x.Screen, "\n ")
 	if screen == "" {
 		fmt.Fprintln(w, "screen:  (empty)")
@@ -124,7 +126,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 
 // printSignals prints a CLI agent's requests in flight and how often its
 // signals disagreed.
-func printSignals(w io.Writer, g api.Signals) {
+func printSignals(w io.Writer, g api.Signals, when func(time.Time) string) {
 	flying := fmt.Sprintf("%d model requests", g.InFlight)
 	switch g.InFlight {
 	case 0:
@@ -133,7 +135,18 @@ func printSignals(w io.Writer, g api.Signals) {
 		flying = "1 model request"
 	}
 	d := g.Disagreements
-	fmt.Fprintf(w, "gateway: %s in flight\n", flying)
+	fmt.Fprintf(w, "gateway: %s in flight", flying)
+	if g.LastGateway != nil {
+		fmt.Fprintf(w, "; the count last changed at %s", when(*g.LastGateway))
+	}
+	fmt.Fprintln(w)
+	if s := g.LastScreen; s != nil {
+		fmt.Fprintf(w, "screen:  the last look said %s", s.State)
+		if s.Rule != "" {
+			fmt.Fprintf(w, " (rule %s in the %s)", s.Rule, cmp.Or(s.Part, "whole screen"))
+		}
+		fmt.Fprintf(w, " at %s\n", when(s.At))
+	}
 	fmt.Fprintf(w, "signals: disagreed hook vs screen %d, gateway vs hook %d, gateway vs screen %d times\n",
 		d.HookVsScreen, d.GatewayVsHook, d.GatewayVsScreen)
 }
@@ -164,7 +177,7 @@ func (e *env) explainScreen(c *cli.Context) error {
 	fmt.Fprintln(e.stdout, v.State)
 	switch {
 	case v.Rule != "":
-		fmt.Fprintf(e.stdout, "%s\nline %d %q\n", v.Note, v.LineNo, v.Line)
+		fmt.Fprintf(e.stdout, "%s\nline %d: %q\n", v.Note, v.LineNo, v.Line)
 	case typ == "shell":
 		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
 	default:
@@ -182,9 +195,9 @@ func printParts(w io.Writer, v api.RulesVerdict) {
 		for i, p := range v.Parts {
 			parts[i] = fmt.Sprintf("%s %d-%d", p.Part, p.From, p.To)
 		}
-		fmt.Fprintf(w, "parts   %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "parts:   %s\n", strings.Join(parts, ", "))
 	}
 	if v.Warning != "" {
-		fmt.Fprintf(w, "warning %s\n", v.Warning)
+		fmt.Fprintf(w, "warning: %s\n", v.Warning)
 	}
 }

@@ -73,7 +73,7 @@ func TestExplainOverride(t *testing.T) {
 	}
 	out, err := explain()
 	if err != nil || !strings.HasPrefix(out, "waiting\nrule mine → waiting: /bypass permissions on/ in the last 3 non-blank lines\n") ||
-		!strings.Contains(out, "\nparts   transcript 1-36, composer 37-39, footer 40-40\n") || !strings.Contains(out, "\nwarning rule mine reads the transcript") {
+		!strings.Contains(out, "\nparts:   transcript 1-36, composer 37-39, footer 40-40\n") || !strings.Contains(out, "\nwarning: rule mine reads the transcript") {
 		t.Fatalf("override: %v\n%s", err, out)
 	}
 	cfg = `{"screenRules": {"claude": [{"name": "bad", "state": "sleepy", "match": "x"}]}}`
