@@ -23,11 +23,13 @@ func (e *env) explainCmd() *cli.Command {
 			"and how often its signals disagreed, what the screen rules say of its screen now, and the\n" +
 			"screen itself.\n\n" +
 			"With --type and --screen: the state the screen rules give a saved screen (plain text as\n" +
-			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). Rules come from\n" +
-			"$CICY_HOME/db/lite-config.json (\"screenRules\": {\"claude\": [{\"name\": …, \"state\":\n" +
-			"\"busy|idle|waiting\", \"match\": \"<Go regexp>\", \"last\": N}]}), which go first, then the\n" +
-			"built-in rules. The first line is busy, idle, waiting or unknown (no rule matched: the pane\n" +
-			"keeps its state).\n\n" +
+			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). The screen is cut\n" +
+			"into the parts of the agent's layout (transcript, status, composer, footer, dialog), and each\n" +
+			"rule reads one part. Rules come from $CICY_HOME/db/lite-config.json (\"screenRules\":\n" +
+			"{\"claude\": [{\"name\": …, \"state\": \"busy|idle|waiting\", \"part\": \"footer\", \"match\":\n" +
+			"\"<Go regexp>\", \"last\": N}]}), which go first, then the built-in rules. The first line is\n" +
+			"busy, idle, waiting or unknown (no rule matched: the pane keeps its state); then the rule,\n" +
+			"the part and line it matched, the parts found, and a warning when the rule names no part.\n\n" +
 			"Examples: cicy-agent explain w-3\n" +
 			"          cicy-agent screen w-3 > s.txt; cicy-agent explain --type claude --screen s.txt",
 		Flags: []cli.Flag{
