@@ -110,12 +110,20 @@ func TestScreenRules(t *testing.T) {
 	if v, ok := rules.Classify(pane.NewLayout("hello\n$ ", Layout("shell"))); !ok || v.State != pane.Idle {
 		t.Errorf("the shell override does not classify: %+v %v", v, ok)
 	}
-	// A rule may name a part; a part that does not exist is a clear error.
-	cfg = `{"screenRules": {"claude": [{"name": "mine", "state": "waiting", "part": "footer", "match": "bypass"}]}}`
+}
+
+// A rule in lite-config.json may name a part; a part that does not exist
+// is a clear error.
+func TestScreenRulesPart(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"screenRules": {"claude": [{"name": "mine", "state": "waiting", "part": "footer", "match": "bypass"}]}}`
 	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rules, err = ScreenRules(home, "claude")
+	rules, err := ScreenRules(home, "claude")
 	if err != nil || rules[0].Part != pane.PartFooter {
 		t.Fatalf("claude with a part: %v, %v", rules, err)
 	}
