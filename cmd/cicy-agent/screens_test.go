@@ -12,14 +12,12 @@ import (
 // TestScreenCorpus runs `cicy-agent explain` on every screen recorded from
 // the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
 // record_test.go) and checks the built-in rules give the recorded state,
-// decided by a part of the agent's layout other than the transcript,
-// except for the screens listed in testdata/screens/KNOWN_WRONG.
+// decided by a part of the agent's layout other than the transcript.
 func TestScreenCorpus(t *testing.T) {
 	files, err := filepath.Glob("testdata/screens/*/*/*.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := knownWrong(t)
 	if len(files) < 30 {
 		t.Fatalf("the corpus has %d screens; at least 30 are expected", len(files))
 	}
@@ -39,12 +37,10 @@ func TestScreenCorpus(t *testing.T) {
 		if err := json.Unmarshal(out, &v); err != nil {
 			t.Fatalf("%s: %v\n%s", f, err, out)
 		}
-		if v.State != want && known[f] {
-			t.Logf("%s: known wrong: the rules say %s, recorded as %s", f, v.State, want)
-		} else if v.State != want {
+		if v.State != want {
 			t.Errorf("%s: the rules say %s (rule %q, line %q), recorded as %s", f, v.State, v.Rule, v.Line, want)
 		}
-		if (v.Part == "" || v.Part == "transcript") && !known[f] {
+		if v.Part == "" || v.Part == "transcript" {
 			t.Errorf("%s: rule %q decided from the part %q (the whole screen when empty)", f, v.Rule, v.Part)
 		}
 		seen[agent+"/"+want]++
@@ -56,31 +52,6 @@ func TestScreenCorpus(t *testing.T) {
 			}
 		}
 	}
-}
-
-// knownWrong reads testdata/screens/KNOWN_WRONG: the screens the built-in
-// rules are known to get wrong, one path a line (as the corpus glob
-// names it), each followed by its reason; # starts a comment.
-func knownWrong(t *testing.T) map[string]bool {
-	b, err := os.ReadFile(filepath.Join("testdata", "screens", "KNOWN_WRONG"))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f, _, _ := strings.Cut(line, " ")
-		if _, err := os.Stat(f); err != nil {
-			t.Errorf("KNOWN_WRONG lists %s: %v", f, err)
-		}
-		known[f] = true
-	}
-	return known
 }
 
 // An override in lite-config.json comes first; a bad one is a clear error.

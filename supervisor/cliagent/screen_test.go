@@ -94,17 +94,19 @@ func TestPastedWordsStayIdle(t *testing.T) {
 				first++ // under the box's first, empty line
 				indentBy = orig[first][:strings.Index(orig[first], "┃")+len("┃")] + "  "
 			}
-			draft := []string{strings.TrimRight(orig[first], " ")}
-			prompt := draft[0]
+			prompt := strings.TrimRight(orig[first], " ")
 			if agent == "claude" || agent == "codex" {
-				prompt = string([]rune(draft[0])[:1]) + " " // the prompt glyph, the placeholder gone
+				prompt = string([]rune(prompt)[:1]) + " " // the prompt glyph, the placeholder or old draft gone
 			}
-			draft = []string{prompt + pastedWords[0]}
-			for _, w := range pastedWords[1:] {
-				draft = append(draft, indentBy+w)
+			// Drafts of a few lines, so that the composer stays on an 80×24 screen.
+			for chunk := range slices.Chunk(pastedWords, 4) {
+				draft := []string{prompt + chunk[0]}
+				for _, w := range chunk[1:] {
+					draft = append(draft, indentBy+w)
+				}
+				edited = slices.Concat(orig[:first], draft, orig[first+1:])
+				check(t, agent, name+" with a draft", keepHeight(edited, len(orig)))
 			}
-			edited = slices.Concat(orig[:first], draft, orig[first+1:])
-			check(t, agent, name+" with a draft", keepHeight(edited, len(orig)))
 		}
 	}
 }
