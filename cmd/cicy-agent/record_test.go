@@ -497,4 +497,5 @@ func recordPermission(r *recorder) {
 	r.turn(id, ask)
 	r.waitTruth(id, "waiting", 60*time.Second)
 	r.atSizes(id, "waiting", "permission", nil)
+	r.kill(id) // opencode outlives the tmux server's SIGHUP
 }
