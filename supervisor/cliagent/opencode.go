@@ -165,10 +165,15 @@ func interpretOpencode(event string, payload []byte) Effect {
 // opencodeRules are opencode's built-in screen rules, from the screens of
 // opencode 1.18 (tested against cmd/cicy-agent/testdata/screens), each
 // reading one part of its layout (see opencodeLayout): a dialog is
-// waiting, the footer's interrupt hint busy, the idle footer idle.
+// waiting, the footer's interrupt hint or progress bar busy, the idle
+// footer idle.
 var opencodeRules = pane.Rules{
 	{Name: "opencode-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Permission required|Allow once\s+Allow always\s+Reject|enter (confirm|submit)|⇆ select`},
 	{Name: "opencode-busy", State: pane.Busy, Part: pane.PartFooter, Match: `esc (again to )?interrupt`},
+	// The footer's progress bar (8 cells of ⬝ and ■) shows only while it
+	// works; on a narrow screen a retry's message pushes "esc interrupt"
+	// onto wrapped lines.
+	{Name: "opencode-progress", State: pane.Busy, Part: pane.PartFooter, Match: `^\s*[⬝■]{8}(\s|$)`},
 	{Name: "opencode-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `ctrl\+p|commands$|tab agents`},
 }
 
