@@ -19,9 +19,9 @@ package main
 // screenshot and fails, saving nothing, when the truth disagrees.
 //
 // For new CLI versions: update the CLIs (make clis), delete
-// testdata/screens/*/ and re-run; then run TestScreenCorpus and list the
-// screens the rules still get wrong, with the reason, in
-// testdata/screens/KNOWN_WRONG (or better, fix the rules).
+// testdata/screens/*/ and re-run; then run TestScreenCorpus and mend the
+// agent's layout parser or rules (supervisor/cliagent) until every screen
+// is read right again.
 
 import (
 	"encoding/json"
