@@ -21,16 +21,6 @@ const (
 // Parts are the valid part names, in screen order.
 var Parts = []Part{PartTranscript, PartStatus, PartComposer, PartFooter, PartDialog}
 
-// validPart reports whether p names a part.
-func validPart(p Part) bool {
-	for _, q := range Parts {
-		if p == q {
-			return true
-		}
-	}
-	return false
-}
-
 // Span is one part found on a screen: its lines From to To-1 (counted
 // from 0).
 type Span struct {

@@ -3,6 +3,7 @@ package pane
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func (rs Rules) Compile() (Rules, error) {
 		if r.Match == "" {
 			return nil, fmt.Errorf("screen rule %q has an empty match", r.Name)
 		}
-		if r.Part != "" && !validPart(r.Part) {
+		if r.Part != "" && !slices.Contains(Parts, r.Part) {
 			return nil, fmt.Errorf("screen rule %q: part %q is not one of %s", r.Name, r.Part, partNames())
 		}
 		if r.Last < 0 {
