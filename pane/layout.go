@@ -65,15 +65,6 @@ func (l Layout) Find(p Part) (s Span, ok bool) {
 	return Span{}, false
 }
 
-// Text is the text of part p, or "" when the screen does not show it.
-func (l Layout) Text(p Part) string {
-	s, ok := l.Find(p)
-	if !ok {
-		return ""
-	}
-	return strings.Join(l.Lines[s.From:s.To], "\n")
-}
-
 // Describe lists the parts found, in screen order, with their lines
 // counted from 1 ("composer 21-23").
 func (l Layout) Describe() []string {
