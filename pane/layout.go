@@ -65,14 +65,23 @@ func (l Layout) Find(p Part) (s Span, ok bool) {
 	return Span{}, false
 }
 
+// Found is the spans found, in screen order (the order of Parts).
+func (l Layout) Found() []Span {
+	var out []Span
+	for _, p := range Parts {
+		if s, ok := l.Find(p); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Describe lists the parts found, in screen order, with their lines
 // counted from 1 ("composer 21-23").
 func (l Layout) Describe() []string {
 	var out []string
-	for _, p := range Parts {
-		if s, ok := l.Find(p); ok {
-			out = append(out, fmt.Sprintf("%s %d-%d", p, s.From+1, s.To))
-		}
+	for _, s := range l.Found() {
+		out = append(out, fmt.Sprintf("%s %d-%d", s.Part, s.From+1, s.To))
 	}
 	return out
 }

@@ -57,10 +57,8 @@ func ScreenVerdict(home, typ, screen string) (api.RulesVerdict, error) {
 	}
 	l := pane.NewLayout(screen, cliagent.Layout(typ))
 	out := api.RulesVerdict{Applies: true, State: "unknown"}
-	for _, p := range pane.Parts {
-		if s, ok := l.Find(p); ok {
-			out.Parts = append(out.Parts, api.ScreenPart{Part: string(p), From: s.From + 1, To: s.To})
-		}
+	for _, s := range l.Found() {
+		out.Parts = append(out.Parts, api.ScreenPart{Part: string(s.Part), From: s.From + 1, To: s.To})
 	}
 	v, ok := rules.Classify(l)
 	if !ok {
