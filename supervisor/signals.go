@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"cmp"
+
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -80,11 +82,7 @@ func signalsInfo(c pane.Signals) *api.Signals {
 		s.LastGateway = &at
 	}
 	if !c.ScreenAt.IsZero() {
-		st := string(c.ScreenState)
-		if st == "" {
-			st = "unknown"
-		}
-		s.LastScreen = &api.ScreenSeen{State: st, Rule: c.ScreenRule, Part: string(c.ScreenPart), At: c.ScreenAt}
+		s.LastScreen = &api.ScreenSeen{State: cmp.Or(string(c.ScreenState), "unknown"), Rule: c.ScreenRule, Part: string(c.ScreenPart), At: c.ScreenAt}
 	}
 	return s
 }
