@@ -170,14 +170,14 @@ func codexLayout(lines []string) []pane.Span {
 	if ce > 0 && codexHints(lines[foot:end]) {
 		c := blockAbove(lines, ce-1)
 		if startsWithGlyph(lines[c], '›') {
-			top := c
-			if sl := pane.LastNonBlank(lines, c-1); sl >= 0 && c-sl <= codexStatusGap {
+			top, sl := c, pane.LastNonBlank(lines, c-1)
+			if sl >= 0 && c-sl <= codexStatusGap {
 				if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
 					top = b
 				}
 			}
 			return spans(top,
-				pane.Span{Part: pane.PartStatus, From: top, To: pane.LastNonBlank(lines, c-1) + 1},
+				pane.Span{Part: pane.PartStatus, From: top, To: sl + 1},
 				pane.Span{Part: pane.PartComposer, From: c, To: ce},
 				pane.Span{Part: pane.PartFooter, From: foot, To: end})
 		}
