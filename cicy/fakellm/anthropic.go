@@ -36,8 +36,9 @@ func (x *exchange) anthropic() {
 	}
 	var ids []string
 	for _, c := range rp.calls {
-		ids = append(ids, x.h.newID("toolu"))
-		content = append(content, obj{"type": "tool_use", "id": ids[len(ids)-1], "name": c.name, "input": c.args})
+		id := x.h.newID("toolu")
+		ids = append(ids, id)
+		content = append(content, obj{"type": "tool_use", "id": id, "name": c.name, "input": c.args})
 	}
 	u, stop := rp.usage, rp.stopReason()
 	msg := obj{

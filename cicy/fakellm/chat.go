@@ -28,8 +28,9 @@ func (x *exchange) chat() {
 	var calls []obj
 	var ids []string
 	for _, c := range rp.calls {
-		ids = append(ids, x.h.newID("call"))
-		calls = append(calls, obj{"id": ids[len(ids)-1], "type": "function",
+		id := x.h.newID("call")
+		ids = append(ids, id)
+		calls = append(calls, obj{"id": id, "type": "function",
 			"function": obj{"name": c.name, "arguments": c.argsJSON()}})
 	}
 	if len(calls) > 0 {

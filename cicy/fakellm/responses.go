@@ -60,9 +60,10 @@ func (x *exchange) responses() {
 	}
 	var ids []string
 	for _, c := range rp.calls {
-		ids = append(ids, x.h.newID("call"))
+		id := x.h.newID("call")
+		ids = append(ids, id)
 		out = append(out, obj{"id": x.h.newID("fc"), "type": "function_call", "status": "completed",
-			"call_id": ids[len(ids)-1], "name": c.name, "arguments": c.argsJSON()})
+			"call_id": id, "name": c.name, "arguments": c.argsJSON()})
 	}
 	u := rp.usage
 	usage := obj{
