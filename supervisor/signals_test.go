@@ -34,8 +34,15 @@ const standInClaude = "#!/bin/sh\nprintf '%s' \"$ANTHROPIC_API_KEY\" > token.tmp
 // stand-in claude on PATH.
 func newSignalsSupervisor(t *testing.T, getenv func(string) string) (*Supervisor, http.Handler) {
 	t.Helper()
+	return newStandInSupervisor(t, getenv, standInClaude)
+}
+
+// newStandInSupervisor starts a supervisor of its own home with script
+// on PATH as claude.
+func newStandInSupervisor(t *testing.T, getenv func(string) string, script string) (*Supervisor, http.Handler) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInClaude), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
