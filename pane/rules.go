@@ -83,7 +83,7 @@ func (rs Rules) Classify(l Layout) (v Verdict, ok bool) {
 			from, to = s.From, s.To
 		}
 		if r.Last > 0 {
-			from = lastNonBlank(l.Lines, from, to, r.Last)
+			from = lastLinesStart(l.Lines, from, to, r.Last)
 		}
 		for i := from; i < to; i++ {
 			line := l.Lines[i]
@@ -95,9 +95,9 @@ func (rs Rules) Classify(l Layout) (v Verdict, ok bool) {
 	return Verdict{}, false
 }
 
-// lastNonBlank is where the last n non-blank lines of lines[from:to]
+// lastLinesStart is where the last n non-blank lines of lines[from:to]
 // start.
-func lastNonBlank(lines []string, from, to, n int) int {
+func lastLinesStart(lines []string, from, to, n int) int {
 	for i := to - 1; i >= from; i-- {
 		if !Blank(lines[i]) {
 			n--

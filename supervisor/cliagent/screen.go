@@ -13,10 +13,13 @@ import (
 // rules look at.
 func Layout(typ string) pane.Parser {
 	if k, ok := Lookup(typ); ok {
-		return k.layout
+		return k.Layout()
 	}
 	return nil
 }
+
+// Layout is the agent's screen parser.
+func (k Kind) Layout() pane.Parser { return k.layout }
 
 // The helpers below read the shapes the agents draw with; each agent's
 // parser sits beside its rules.
