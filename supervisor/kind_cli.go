@@ -182,18 +182,10 @@ func (d *cliDelivery) Abandon() {}
 // into a newline, seen with Claude Code on a busy machine), Enter is sent
 // once more.
 func (p *cliKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
-	sent := time.Now()
-	idle := p.proc.Status().State == pane.Idle
-	if err := p.typeIn(req); err != nil {
-		return nil, err
+	if idle := p.proc.Status().State == pane.Idle; !idle || req.Text == "" || req.NoEnter {
+		return p.send(ctx, req, nil)
 	}
-	if idle && req.Text != "" && !req.NoEnter {
-		p.resubmit(ctx, req.Text)
-	}
-	if !req.Wait {
-		return nil, nil
-	}
-	return p.waitQuiet(ctx, req.Text, sent)
+	return p.send(ctx, req, func(ctx context.Context, req api.SendRequest) { p.resubmit(ctx, req.Text) })
 }
 
 // resubmit sends a second Enter when the composer still shows the end of
