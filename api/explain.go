@@ -47,12 +47,30 @@ type RulesVerdict struct {
 	// (the pane keeps its state).
 	State string `json:"state,omitempty"`
 	Rule  string `json:"rule,omitempty"`
+	// Part is the part of the layout the deciding rule looked at (empty
+	// for a rule that names none: it reads the whole screen).
+	Part  string `json:"part,omitempty"`
 	Match string `json:"match,omitempty"`
 	Line  string `json:"line,omitempty"`
-	Note  string `json:"note"`
+	// LineNo is the matching line's number on the screen, from 1.
+	LineNo int    `json:"line_no,omitempty"`
+	Note   string `json:"note"`
+	// Warning says that the deciding rule names no part (or the
+	// transcript), so text the agent or its user wrote can set it off.
+	Warning string `json:"warning,omitempty"`
+	// Parts are the parts of the agent's layout found on the screen.
+	Parts []ScreenPart `json:"parts,omitempty"`
 	// Pending is the state the pane's last look of its screen rules gave,
 	// other than its own: it takes it if the next look gives it again.
 	Pending string `json:"pending,omitempty"`
+}
+
+// ScreenPart is one part of an agent's layout found on a screen: its
+// lines From to To, counted from 1.
+type ScreenPart struct {
+	Part string `json:"part"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
 }
 
 // TurnSeen is a cicy pane's current or last turn.

@@ -107,6 +107,22 @@ type Signals struct {
 	// forwarding now.
 	InFlight      int           `json:"in_flight"`
 	Disagreements Disagreements `json:"disagreements"`
+	// LastGateway is when the count of requests in flight last changed
+	// (absent before the first request).
+	LastGateway *time.Time `json:"last_gateway,omitempty"`
+	// LastScreen is the screen rules' last look at the pane (absent
+	// before the first).
+	LastScreen *ScreenSeen `json:"last_screen,omitempty"`
+}
+
+// ScreenSeen is the screen rules' last look at a pane: the state they
+// gave ("unknown" when no rule matched), the rule and the part of the
+// layout it read, and when.
+type ScreenSeen struct {
+	State string    `json:"state"`
+	Rule  string    `json:"rule,omitempty"`
+	Part  string    `json:"part,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Disagreements counts, per pair of signals, the times they contradicted

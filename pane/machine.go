@@ -245,7 +245,7 @@ func (m *machine) requests(now time.Time, n int) bool {
 		return false
 	}
 	was := m.inFlight
-	m.inFlight, m.status.Signals.InFlight = n, n
+	m.inFlight, m.status.Signals.InFlight, m.status.Signals.GatewayAt = n, n, now
 	m.drop()
 	m.rev++
 	defer m.judge(now)
@@ -293,6 +293,9 @@ func (m *machine) screen(now time.Time, v Verdict) bool {
 		return false
 	}
 	m.screenSaid, m.lookedAt = v.State, now
+	sig := &m.status.Signals
+	sig.ScreenState, sig.ScreenRule, sig.ScreenPart, sig.ScreenAt = v.State, v.Rule.Name, v.Part, now
+	m.rev++
 	defer m.judge(now)
 	if v.State == "" || v.State == m.status.State || (m.inFlight > 0 && v.State != Busy) {
 		m.drop()

@@ -377,7 +377,10 @@ func TestMachineDisagreements(t *testing.T) {
 				rev := m.rev
 				before := m.status.Signals
 				st.do(&m, t0.Add(st.at))
-				if got := m.status.Signals; got != st.want {
+				got := m.status.Signals
+				// The times of the last signals are TestMachineLastSignals'.
+				got.GatewayAt, got.ScreenAt, got.ScreenState, got.ScreenRule, got.ScreenPart = time.Time{}, time.Time{}, "", "", ""
+				if got != st.want {
 					t.Fatalf("step %d (at %s): %+v, want %+v", i+1, st.at, got, st.want)
 				}
 				if m.status.Signals != before && m.rev == rev {
@@ -407,5 +410,30 @@ func TestMachineJudgeLeft(t *testing.T) {
 	plain := newMachine(Status{State: Idle}, settle, false, DefaultHookQuiet, t0)
 	if plain.requests(t0, 1) || plain.judgeLeft(t0) != 0 || plain.status.Signals.InFlight != 0 {
 		t.Fatalf("a pane without rules took a request: %+v", plain.status)
+	}
+}
+
+// The machine keeps when the gateway's count last changed and what the
+// screen rules' last look said, with its part and time.
+func TestMachineLastSignals(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	m := newMachine(Status{State: Idle}, settle, true, time.Second, t0)
+	if s := m.status.Signals; !s.GatewayAt.IsZero() || !s.ScreenAt.IsZero() {
+		t.Fatalf("signals before any: %+v", s)
+	}
+	m.requests(t0.Add(time.Second), 1)
+	m.requests(t0.Add(3*time.Second), 0)
+	if at := m.status.Signals.GatewayAt; !at.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("gateway at %v", at)
+	}
+	r := Rule{Name: "foot", State: Idle, Part: PartFooter}
+	m.screen(t0.Add(5*time.Second), Verdict{State: Idle, Rule: r, Part: PartFooter})
+	s := m.status.Signals
+	if s.ScreenState != Idle || s.ScreenRule != "foot" || s.ScreenPart != PartFooter || !s.ScreenAt.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("screen: %+v", s)
+	}
+	m.screen(t0.Add(6*time.Second), Verdict{})
+	if s := m.status.Signals; s.ScreenState != "" || s.ScreenRule != "" || !s.ScreenAt.Equal(t0.Add(6*time.Second)) {
+		t.Errorf("screen without a verdict: %+v", s)
 	}
 }

@@ -39,7 +39,10 @@ type Options struct {
 	// Rules, when set, make this an agent pane: its state comes from its
 	// hooks (SetState) and, when no hook has spoken for HookQuiet, from
 	// these screen rules, instead of from output quiet.
-	Rules     Rules
+	Rules Rules
+	// Layout, for an agent pane, finds the parts of its screen that its
+	// rules look at (see Rule.Part).
+	Layout    Parser
 	HookQuiet time.Duration
 	// InFlight, for an agent pane, is how many of its main-loop model
 	// requests are in flight (the gateway's count); RequestsChanged says
@@ -418,7 +421,7 @@ func (p *PTY) classify(st *ptyState, now time.Time) {
 	if !look {
 		return
 	}
-	v, _ := p.opts.Rules.Classify(st.scr.view().String()) // a zero verdict when no rule matches
+	v, _ := p.opts.Rules.Classify(NewLayout(st.scr.view().String(), p.opts.Layout)) // a zero verdict when no rule matches
 	changed := st.m.screen(now, v)
 	if st.m.waitsLook() {
 		// A verdict applies at its second look: take it once the screen

@@ -3,17 +3,22 @@ package pane
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
 // Rule is one screen rule: when Match (a Go regular expression) matches a
-// line among the last Last non-blank lines of a screen (all lines when
-// Last is 0), the pane is in State. Screen rules are the fallback of CLI
-// agent panes, used when the agent's own hooks have not spoken recently
-// (see docs/hooks.md); users override them in lite-config.json ("screenRules").
+// line of Part of a screen's layout (see Layout), among its last Last
+// non-blank lines (all of them when Last is 0), the pane is in State. A
+// rule without a part looks at the last Last non-blank lines of the whole
+// screen, transcript included, so that text the agent or its user wrote
+// can set it off. Screen rules are the fallback of CLI agent panes, used
+// when the agent's own hooks have not spoken recently (see docs/hooks.md);
+// users override them in lite-config.json ("screenRules").
 type Rule struct {
 	Name  string `json:"name"`
 	State State  `json:"state"`
+	Part  Part   `json:"part,omitempty"`
 	Match string `json:"match"`
 	Last  int    `json:"last,omitempty"`
 
@@ -42,6 +47,9 @@ func (rs Rules) Compile() (Rules, error) {
 		if r.Match == "" {
 			return nil, fmt.Errorf("screen rule %q has an empty match", r.Name)
 		}
+		if r.Part != "" && !slices.Contains(Parts, r.Part) {
+			return nil, fmt.Errorf("screen rule %q: part %q is not one of %s", r.Name, r.Part, partNames())
+		}
 		if r.Last < 0 {
 			return nil, fmt.Errorf("screen rule %q: last must be 0 (whole screen) or more", r.Name)
 		}
@@ -53,38 +61,60 @@ func (rs Rules) Compile() (Rules, error) {
 
 // Verdict is what a rule table says of a screen.
 type Verdict struct {
-	State State
-	Rule  Rule
-	Line  string // the line that matched
+	State  State
+	Rule   Rule
+	Part   Part   // the part the rule looked at ("" for the whole screen)
+	Line   string // the line that matched
+	LineNo int    // its number on the screen, from 1
 }
 
-// Classify returns the verdict of the first matching rule; ok is false
-// when no rule matches (the pane then keeps its state). Rules must come
-// from Compile.
-func (rs Rules) Classify(screen string) (v Verdict, ok bool) {
-	lines := nonBlankLines(screen)
+// Classify returns the verdict of the first rule that matches the
+// screen's layout; ok is false when no rule matches (the pane then keeps
+// its state). A rule whose part the screen does not show does not match.
+// Rules must come from Compile.
+func (rs Rules) Classify(l Layout) (v Verdict, ok bool) {
 	for _, r := range rs {
-		from := 0
-		if r.Last > 0 && len(lines) > r.Last {
-			from = len(lines) - r.Last
+		from, to := 0, len(l.Lines)
+		if r.Part != "" {
+			s, found := l.Find(r.Part)
+			if !found {
+				continue
+			}
+			from, to = s.From, s.To
 		}
-		for _, l := range lines[from:] {
-			if r.re.MatchString(l) {
-				return Verdict{State: r.State, Rule: r, Line: l}, true
+		if r.Last > 0 {
+			from = lastLinesStart(l.Lines, from, to, r.Last)
+		}
+		for i := from; i < to; i++ {
+			line := l.Lines[i]
+			if !Blank(line) && r.re.MatchString(line) {
+				return Verdict{State: r.State, Rule: r, Part: r.Part, Line: line, LineNo: i + 1}, true
 			}
 		}
 	}
 	return Verdict{}, false
 }
 
-func nonBlankLines(screen string) []string {
-	var out []string
-	for _, l := range strings.Split(screen, "\n") {
-		if strings.TrimSpace(l) != "" {
-			out = append(out, strings.TrimRight(l, " "))
+// lastLinesStart is where the last n non-blank lines of lines[from:to]
+// start.
+func lastLinesStart(lines []string, from, to, n int) int {
+	for i := to - 1; i >= from; i-- {
+		if !Blank(lines[i]) {
+			n--
+			if n == 0 {
+				return i
+			}
 		}
 	}
-	return out
+	return from
+}
+
+func partNames() string {
+	names := make([]string, len(Parts))
+	for i, p := range Parts {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Describe is a rule as people read it in `explain`.
@@ -93,5 +123,16 @@ func (r Rule) Describe() string {
 	if r.Last > 0 {
 		where = fmt.Sprintf("in the last %d non-blank lines", r.Last)
 	}
+	if r.Part != "" {
+		where = "in the " + string(r.Part)
+		if r.Last > 0 {
+			where = fmt.Sprintf("in the last %d non-blank lines of the %s", r.Last, r.Part)
+		}
+	}
 	return fmt.Sprintf("%s → %s: /%s/ %s", r.Name, r.State, r.Match, where)
 }
+
+// SeesTranscript reports whether the rule may match text of the
+// transcript (it names no part, or the transcript itself): whatever the
+// agent or its user wrote can then set it off.
+func (r Rule) SeesTranscript() bool { return r.Part == "" || r.Part == PartTranscript }

@@ -63,6 +63,15 @@ type Signals struct {
 	HookVsScreen    int
 	GatewayVsHook   int
 	GatewayVsScreen int
+	// GatewayAt is when the count of requests in flight last changed
+	// (zero before the first request).
+	GatewayAt time.Time
+	// The screen rules' last look (ScreenAt zero before the first): its
+	// state ("" when no rule matched), rule and part.
+	ScreenState State
+	ScreenRule  string
+	ScreenPart  Part
+	ScreenAt    time.Time
 }
 
 // Running reports whether the pane's process is alive.

@@ -772,7 +772,7 @@ func (p *TmuxPane) classify() bool {
 	if !look {
 		return false
 	}
-	v, _ := p.opts.Rules.Classify(p.screen(p.srv.life)) // a zero verdict when no rule matches
+	v, _ := p.opts.Rules.Classify(NewLayout(p.screen(p.srv.life), p.opts.Layout)) // a zero verdict when no rule matches
 	p.mu.Lock()
 	p.classifiedAt = outputAt
 	changed := p.m.screen(time.Now(), v)

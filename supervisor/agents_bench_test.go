@@ -80,10 +80,10 @@ func BenchmarkHookToState(b *testing.B) {
 // and draws the idle one.
 func BenchmarkScreenFallback(b *testing.B) {
 	standIn(b, `while IFS= read -r line; do
-  printf '\033[2J\033[H✻ Working… (1s · ↓ 4 tokens)\n❯ \n  ⏵⏵ bypass permissions on · esc to interrupt\n'
+  printf '\033[2J\033[H✻ Working… (1s · ↓ 4 tokens)\n────────────────────────────────────────\n❯ \n────────────────────────────────────────\n  ⏵⏵ bypass permissions on · esc to interrupt\n'
   sleep $(awk 'BEGIN { srand(); printf "%.3f", 1.2 + rand() }')
   date +%s%N > "$CICY_HOME/idle-at.tmp"; mv "$CICY_HOME/idle-at.tmp" "$CICY_HOME/idle-at"
-  printf '\033[2J\033[H● done\n❯ \n  ⏵⏵ bypass permissions on (shift+tab to cycle)\n'
+  printf '\033[2J\033[H● done\n────────────────────────────────────────\n❯ \n────────────────────────────────────────\n  ⏵⏵ bypass permissions on (shift+tab to cycle)\n'
 done
 `)
 	c := startServer(b)

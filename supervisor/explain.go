@@ -39,16 +39,38 @@ func (s *Supervisor) hookQuiet() time.Duration {
 // rulesVerdict is what a CLI agent's screen rules, read afresh from home,
 // say of screen.
 func rulesVerdict(home, typ, screen string) api.RulesVerdict {
-	rules, err := cliagent.ScreenRules(home, typ)
+	v, err := ScreenVerdict(home, typ, screen)
 	if err != nil {
 		return api.RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}
 	}
-	v, ok := rules.Classify(screen)
-	if !ok {
-		return api.RulesVerdict{Applies: true, State: "unknown", Note: "no " + typ + " rule matches the current screen; the pane keeps its state"}
+	return v
+}
+
+// ScreenVerdict is what the screen rules of a pane type (read afresh
+// from lite-config.json in home, then the built-in ones) make of a screen:
+// the parts of the agent's layout found, and the rule that decided, with
+// the part it read. The error is a bad lite-config.json.
+func ScreenVerdict(home, typ, screen string) (api.RulesVerdict, error) {
+	rules, err := cliagent.ScreenRules(home, typ)
+	if err != nil {
+		return api.RulesVerdict{}, err
 	}
-	return api.RulesVerdict{Applies: true, State: string(v.State), Rule: v.Rule.Name, Match: v.Rule.Match, Line: v.Line,
-		Note: "rule " + v.Rule.Describe()}
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	out := api.RulesVerdict{Applies: true, State: "unknown"}
+	for _, s := range l.Found() {
+		out.Parts = append(out.Parts, api.ScreenPart{Part: string(s.Part), From: s.From + 1, To: s.To})
+	}
+	v, ok := rules.Classify(l)
+	if !ok {
+		out.Note = "no " + typ + " rule matches the current screen; the pane keeps its state"
+		return out, nil
+	}
+	out.State, out.Rule, out.Part, out.Match, out.Line, out.LineNo = string(v.State), v.Rule.Name, string(v.Part), v.Rule.Match, v.Line, v.LineNo
+	out.Note = "rule " + v.Rule.Describe()
+	if v.Rule.SeesTranscript() {
+		out.Warning = fmt.Sprintf("rule %s reads the transcript (it names no part of the layout, or the transcript): text the agent or its user wrote can set it off; give it a \"part\" (status, composer, footer or dialog)", v.Rule.Name)
+	}
+	return out, nil
 }
 
 // signalOf is the signal behind a terminal pane's state, from its cause.

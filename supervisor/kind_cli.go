@@ -1,17 +1,20 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
@@ -172,3 +175,61 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) outbox.Progress {
 }
 
 func (d *cliDelivery) Abandon() {}
+
+// Send types into the agent as a terminal pane does, and makes sure typed
+// text with Enter at an idle prompt was submitted: when the agent's
+// composer still holds it a moment later (a paste guard turned the Enter
+// into a newline, seen with Claude Code on a busy machine), Enter is sent
+// once more.
+func (p *cliKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
+	if idle := p.proc.Status().State == pane.Idle; !idle || req.Text == "" || req.NoEnter {
+		return p.send(ctx, req, nil)
+	}
+	return p.send(ctx, req, func(ctx context.Context, req api.SendRequest) { p.resubmit(ctx, req.Text) })
+}
+
+// resubmit sends a second Enter when the composer still shows the end of
+// text after agentReEnter; it returns as soon as the composer no longer
+// holds it (taken up, or replaced by a dialog).
+func (p *cliKind) resubmit(ctx context.Context, text string) {
+	tail := []rune(composerText(text))
+	if len(tail) > 16 {
+		tail = tail[len(tail)-16:]
+	}
+	if len(tail) == 0 {
+		return
+	}
+	parse := cliagent.Layout(p.cfg.Type)
+	deadline := time.Now().Add(agentReEnter)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		l := pane.NewLayout(p.proc.Screen(), parse)
+		s, ok := l.Find(pane.PartComposer)
+		if !ok || !strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if err := p.proc.SendText("", true); err != nil {
+				p.log.WithError(err).Warn("Could not send a second Enter for typed text")
+			}
+			return
+		}
+	}
+}
+
+// composerText is s without spaces and box-drawing borders, so text can
+// be found in a composer however it was wrapped.
+func composerText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || r == '┃' || r == '│' {
+			return -1
+		}
+		return r
+	}, s)
+}

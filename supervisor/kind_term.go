@@ -44,9 +44,17 @@ func (p *termKind) Screen() (string, error) { return p.proc.Screen(), nil }
 // Send types text (then Enter unless NoEnter) and keys; with Wait it
 // returns the output that followed once the pane is idle again.
 func (p *termKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
+	return p.send(ctx, req, nil)
+}
+
+// send is Send with typed, if set, called once the text and keys are in.
+func (p *termKind) send(ctx context.Context, req api.SendRequest, typed func(context.Context, api.SendRequest)) (*api.SendResult, error) {
 	sent := time.Now()
 	if err := p.typeIn(req); err != nil {
 		return nil, err
+	}
+	if typed != nil {
+		typed(ctx, req)
 	}
 	if !req.Wait {
 		return nil, nil

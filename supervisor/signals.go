@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"cmp"
+
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -73,6 +75,14 @@ func (p *cliKind) Describe(pi *api.PaneInfo) {
 }
 
 func signalsInfo(c pane.Signals) *api.Signals {
-	return &api.Signals{InFlight: c.InFlight, Disagreements: api.Disagreements{
+	s := &api.Signals{InFlight: c.InFlight, Disagreements: api.Disagreements{
 		HookVsScreen: c.HookVsScreen, GatewayVsHook: c.GatewayVsHook, GatewayVsScreen: c.GatewayVsScreen}}
+	if !c.GatewayAt.IsZero() {
+		at := c.GatewayAt
+		s.LastGateway = &at
+	}
+	if !c.ScreenAt.IsZero() {
+		s.LastScreen = &api.ScreenSeen{State: cmp.Or(string(c.ScreenState), "unknown"), Rule: c.ScreenRule, Part: string(c.ScreenPart), At: c.ScreenAt}
+	}
+	return s
 }

@@ -21,18 +21,28 @@ import (
 )
 
 // standInClaude is a program named claude that keeps the key it was given
-// (its gateway token) in its workspace, draws Claude Code's idle prompt
-// and draws it again after each line typed, and sends no hook: the test
-// sends them, and makes its model requests.
+// (its gateway token) in its workspace, draws Claude Code's idle composer
+// (the ❯ prompt between two ─ rules, the idle footer under it) and draws
+// it again after each line typed, and sends no hook: the test sends them,
+// and makes its model requests.
 const standInClaude = "#!/bin/sh\nprintf '%s' \"$ANTHROPIC_API_KEY\" > token.tmp && mv token.tmp token\n" +
-	"printf '❯ '\nwhile IFS= read -r line; do printf 'did %s\\n❯ ' \"$line\"; done\n"
+	"R=────────────────────────────────────────\n" +
+	"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
+	"prompt\nwhile IFS= read -r line; do printf 'did %s\\n' \"$line\"; prompt; done\n"
 
 // newSignalsSupervisor starts a supervisor of its own home with the
 // stand-in claude on PATH.
 func newSignalsSupervisor(t *testing.T, getenv func(string) string) (*Supervisor, http.Handler) {
 	t.Helper()
+	return newStandInSupervisor(t, getenv, standInClaude)
+}
+
+// newStandInSupervisor starts a supervisor of its own home with script
+// on PATH as claude.
+func newStandInSupervisor(t *testing.T, getenv func(string) string, script string) (*Supervisor, http.Handler) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInClaude), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -156,7 +166,13 @@ func testGatewaySignal(t *testing.T, backend string) {
 	})
 	testGatewayAndHooks(t, s, id)
 
-	got := lsJSON(t, h, id)["signals"]
+	got, _ := lsJSON(t, h, id)["signals"].(map[string]any)
+	last, _ := got["last_screen"].(map[string]any)
+	if got["last_gateway"] == nil || last["part"] != "footer" || last["rule"] != "claude-idle-footer" || last["at"] == nil {
+		t.Errorf("ls --json: the last gateway signal and screen look: %v", got)
+	}
+	delete(got, "last_gateway")
+	delete(got, "last_screen")
 	b, _ := json.Marshal(got)
 	want := `{"disagreements":{"gateway_vs_hook":1,"gateway_vs_screen":1,"hook_vs_screen":0},"in_flight":0}`
 	if string(b) != want {

@@ -462,7 +462,7 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		if err != nil {
 			return pane.Options{}, err
 		}
-		opts.Rules, opts.EnterDelay = rules, agent.EnterDelay
+		opts.Rules, opts.Layout, opts.EnterDelay = rules, agent.Layout(), agent.EnterDelay
 		if !adopt {
 			l, err := s.prepareAgent(cfg, argv)
 			if err != nil {

@@ -34,8 +34,11 @@ func (x *exchange) anthropic() {
 	if rp.hasText() {
 		content = append(content, obj{"type": "text", "text": rp.text})
 	}
+	var ids []string
 	for _, c := range rp.calls {
-		content = append(content, obj{"type": "tool_use", "id": x.h.newID("toolu"), "name": c.name, "input": c.args})
+		id := x.h.newID("toolu")
+		ids = append(ids, id)
+		content = append(content, obj{"type": "tool_use", "id": id, "name": c.name, "input": c.args})
 	}
 	u, stop := rp.usage, rp.stopReason()
 	msg := obj{
@@ -52,6 +55,7 @@ func (x *exchange) anthropic() {
 	if !x.req.Stream {
 		if x.hold() {
 			x.h.writeJSON(x.w, http.StatusOK, msg)
+			x.delivered(ids)
 		}
 		return
 	}
@@ -75,6 +79,7 @@ func (x *exchange) anthropic() {
 		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
 		"usage": obj{"output_tokens": u.output}})
 	st.event("message_stop", obj{"type": "message_stop"})
+	x.delivered(ids)
 }
 
 // anthropicBlock streams content block i: its start, deltas and stop.

@@ -26,8 +26,11 @@ func (x *exchange) chat() {
 	rp := x.reply
 	message := obj{"role": "assistant", "content": rp.text}
 	var calls []obj
+	var ids []string
 	for _, c := range rp.calls {
-		calls = append(calls, obj{"id": x.h.newID("call"), "type": "function",
+		id := x.h.newID("call")
+		ids = append(ids, id)
+		calls = append(calls, obj{"id": id, "type": "function",
 			"function": obj{"name": c.name, "arguments": c.argsJSON()}})
 	}
 	if len(calls) > 0 {
@@ -52,6 +55,7 @@ func (x *exchange) chat() {
 				"choices": []obj{{"index": 0, "message": message, "finish_reason": finish}},
 				"usage":   usage,
 			})
+			x.delivered(ids)
 		}
 		return
 	}
@@ -87,4 +91,5 @@ func (x *exchange) chat() {
 		st.event("", usageChunk)
 	}
 	st.done()
+	x.delivered(ids)
 }

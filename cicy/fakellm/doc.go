@@ -13,7 +13,9 @@
 //
 // The /v1 prefix is optional. Anything else is answered 404 with a JSON error.
 // Every request is recorded (see [Server.Requests]) and, if a log writer is
-// given, written to it as one JSON line.
+// given, written to it as one JSON line. [Server.Truth] tells what the
+// clients' work is at the moment: model requests in flight, tool calls
+// answered whose results have not come back, a retry it asked for.
 //
 // The server is steered by directives written in the prompt. They are read
 // only from the last text part of the last user message, never from tool
@@ -21,7 +23,8 @@
 //
 //	[[delay=N]]         hold the turn N seconds (a float) after the first
 //	                    stream event, before any content
-//	[[reply=TEXT]]      answer TEXT instead of the default reply
+//	[[reply=TEXT]]      answer TEXT instead of the default reply; \n in
+//	                    TEXT is a line break, \\ a backslash
 //	[[shell=CMD]]       answer a call of the shell tool the request offers
 //	                    (Claude Bash, Codex exec_command or shell, opencode
 //	                    bash) that runs CMD
@@ -33,6 +36,7 @@
 //	                    the API's own shape; a 401's message echoes the
 //	                    x-api-key and Authorization headers it got, as some
 //	                    proxies do (to test that nothing shows them)
+//	[[retry=N]]         with [[status]]: a Retry-After of N seconds
 //
 // Tool calls carry only the argument keys the tool's schema declares. Once
 // the conversation ends with a tool result the server answers

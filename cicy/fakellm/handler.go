@@ -72,6 +72,7 @@ type Handler struct {
 	name  string // starts the handler's own error messages
 	model Model  // nil: the directives
 	ids   atomic.Uint64
+	watch *watcher // a Server's truth; nil: none kept
 }
 
 // NewHandler returns a handler whose answers come from m; name (e.g.
@@ -181,6 +182,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, a
 			return
 		}
 	}
+	h.watch.begin(api.name, &req)
+	defer h.watch.end()
 	x := &exchange{h: h, w: w, r: r, req: &req, turn: api.turn(&req)}
 	var fail *apiError
 	if h.model == nil {
@@ -190,6 +193,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, a
 	}
 	if fail != nil {
 		h.fail(w, route, *fail)
+		h.watch.retry(time.Duration(fail.retryAfter * float64(time.Second)))
 		return
 	}
 	api.encode(x)
@@ -215,7 +219,7 @@ func (x *exchange) directives(inTokens int) *apiError {
 			// As some proxies do: the refused credential, echoed.
 			msg += ": invalid x-api-key " + x.r.Header.Get("x-api-key") + " / authorization " + x.r.Header.Get("Authorization")
 		}
-		return &apiError{code: code, msg: msg}
+		return &apiError{code: code, msg: msg, retryAfter: x.turn.retryAfter()}
 	}
 	x.delay = x.turn.delay()
 	x.reply = x.turn.answer().reply()
@@ -237,6 +241,14 @@ func (x *exchange) fromModel(api string) *apiError {
 	}
 	x.reply = replyOf(resp)
 	return nil
+}
+
+// delivered tells the server's truth that the reply's calls reached the
+// client under ids, once the whole answer is written.
+func (x *exchange) delivered(ids []string) {
+	for i, id := range ids {
+		x.h.watch.called(id, x.reply.calls[i])
+	}
 }
 
 // modelName is the model of the reply, else the one the client asked

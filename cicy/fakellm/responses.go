@@ -58,9 +58,12 @@ func (x *exchange) responses() {
 		out = append(out, obj{"id": x.h.newID("msg"), "type": "message", "status": "completed", "role": "assistant",
 			"content": []obj{outputTextPart(rp.text)}})
 	}
+	var ids []string
 	for _, c := range rp.calls {
+		id := x.h.newID("call")
+		ids = append(ids, id)
 		out = append(out, obj{"id": x.h.newID("fc"), "type": "function_call", "status": "completed",
-			"call_id": x.h.newID("call"), "name": c.name, "arguments": c.argsJSON()})
+			"call_id": id, "name": c.name, "arguments": c.argsJSON()})
 	}
 	u := rp.usage
 	usage := obj{
@@ -81,6 +84,7 @@ func (x *exchange) responses() {
 	if !x.req.Stream {
 		if x.hold() {
 			x.h.writeJSON(x.w, http.StatusOK, done)
+			x.delivered(ids)
 		}
 		return
 	}
@@ -101,6 +105,7 @@ func (x *exchange) responses() {
 		streamItem(emit, i, item)
 	}
 	emit("response.completed", obj{"response": done})
+	x.delivered(ids)
 }
 
 // streamItem streams output item i: added, its content or arguments,

@@ -31,8 +31,9 @@ type Server struct {
 	// URL is the base URL, http://127.0.0.1:PORT, without /v1.
 	URL string
 
-	srv *http.Server
-	h   Handler // without a model: the directives' answers
+	srv   *http.Server
+	h     Handler  // without a model: the directives' answers
+	watch *watcher // the clients' outstanding work: [Server.Truth]
 
 	mu   sync.Mutex // guards reqs and log
 	reqs []Request
@@ -61,7 +62,8 @@ func Start(addr string, log io.Writer) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakellm: listen on %s: %w", addr, err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), log: log}
+	s := &Server{URL: "http://" + ln.Addr().String(), log: log, watch: &watcher{}}
+	s.h.watch = s.watch
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.handle),
 		ReadHeaderTimeout: 10 * time.Second,

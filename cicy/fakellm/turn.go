@@ -59,6 +59,16 @@ func (t *turn) status() int {
 	return n
 }
 
+// retryAfter is the Retry-After, in seconds, asked for by [[retry=N]]
+// alongside [[status]], or 0.
+func (t *turn) retryAfter() float64 {
+	secs, err := strconv.ParseFloat(parseDirectives(t.prompt)["retry"], 64)
+	if err != nil || !(secs > 0) {
+		return 0
+	}
+	return math.Min(secs, maxDelay.Seconds())
+}
+
 // cache is the prompt-cache use asked for by [[cache=READ/WRITE]] out of
 // in input tokens: READ tokens read from the cache and WRITE written to it
 // (WRITE and its slash are optional), each clamped so that together they
@@ -110,7 +120,7 @@ func (t *turn) answer() answer {
 		}
 	}
 	if reply, ok := d["reply"]; ok {
-		return answer{text: reply}
+		return answer{text: replyEscapes.Replace(reply)}
 	}
 	return answer{text: defaultReply}
 }
@@ -182,7 +192,11 @@ func (tl *tool) call(args map[string]any) *toolCall {
 }
 
 // directiveRE matches one [[key=value]] directive; "]]" ends the value.
-var directiveRE = regexp.MustCompile(`(?s)\[\[(delay|reply|shell|tool|status|cache)=(.*?)\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(delay|reply|shell|tool|status|retry|cache)=(.*?)\]\]`)
+
+// replyEscapes undoes the escapes a one-line [[reply]] may use: \n for a
+// line break, \\ for a backslash.
+var replyEscapes = strings.NewReplacer(`\\`, `\`, `\n`, "\n")
 
 // parseDirectives returns the directives in text by key, values trimmed;
 // when a key repeats the last one wins.

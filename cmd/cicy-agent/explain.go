@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
 func (e *env) explainCmd() *cli.Command {
@@ -22,11 +23,13 @@ func (e *env) explainCmd() *cli.Command {
 			"and how often its signals disagreed, what the screen rules say of its screen now, and the\n" +
 			"screen itself.\n\n" +
 			"With --type and --screen: the state the screen rules give a saved screen (plain text as\n" +
-			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). Rules come from\n" +
-			"$CICY_HOME/db/lite-config.json (\"screenRules\": {\"claude\": [{\"name\": …, \"state\":\n" +
-			"\"busy|idle|waiting\", \"match\": \"<Go regexp>\", \"last\": N}]}), which go first, then the\n" +
-			"built-in rules. The first line is busy, idle, waiting or unknown (no rule matched: the pane\n" +
-			"keeps its state).\n\n" +
+			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). The screen is cut\n" +
+			"into the parts of the agent's layout (transcript, status, composer, footer, dialog), and each\n" +
+			"rule reads one part. Rules come from $CICY_HOME/db/lite-config.json (\"screenRules\":\n" +
+			"{\"claude\": [{\"name\": …, \"state\": \"busy|idle|waiting\", \"part\": \"footer\", \"match\":\n" +
+			"\"<Go regexp>\", \"last\": N}]}), which go first, then the built-in rules. The first line is\n" +
+			"busy, idle, waiting or unknown (no rule matched: the pane keeps its state); then the rule,\n" +
+			"the part and line it matched, the parts found, and a warning when the rule names no part.\n\n" +
 			"Examples: cicy-agent explain w-3\n" +
 			"          cicy-agent screen w-3 > s.txt; cicy-agent explain --type claude --screen s.txt",
 		Flags: []cli.Flag{
@@ -87,7 +90,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
 	if g := p.Signals; g != nil {
-		printSignals(w, *g)
+		printSignals(w, *g, when)
 	}
 	if t := x.Turn; t != nil {
 		if t.ID == "" {
@@ -105,6 +108,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	default:
 		fmt.Fprintf(w, "rules:   %s\n", r.Note)
 	}
+	printParts(w, r)
 	screen := strings.TrimRight(x.Screen, "\n ")
 	if screen == "" {
 		fmt.Fprintln(w, "screen:  (empty)")
@@ -124,7 +128,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 
 // printSignals prints a CLI agent's requests in flight and how often its
 // signals disagreed.
-func printSignals(w io.Writer, g api.Signals) {
+func printSignals(w io.Writer, g api.Signals, when func(time.Time) string) {
 	flying := fmt.Sprintf("%d model requests", g.InFlight)
 	switch g.InFlight {
 	case 0:
@@ -133,7 +137,18 @@ func printSignals(w io.Writer, g api.Signals) {
 		flying = "1 model request"
 	}
 	d := g.Disagreements
-	fmt.Fprintf(w, "gateway: %s in flight\n", flying)
+	fmt.Fprintf(w, "gateway: %s in flight", flying)
+	if g.LastGateway != nil {
+		fmt.Fprintf(w, "; the count last changed at %s", when(*g.LastGateway))
+	}
+	fmt.Fprintln(w)
+	if s := g.LastScreen; s != nil {
+		fmt.Fprintf(w, "screen:  the last look said %s", s.State)
+		if s.Rule != "" {
+			fmt.Fprintf(w, " (rule %s in the %s)", s.Rule, cmp.Or(s.Part, "whole screen"))
+		}
+		fmt.Fprintf(w, " at %s\n", when(s.At))
+	}
 	fmt.Fprintf(w, "signals: disagreed hook vs screen %d, gateway vs hook %d, gateway vs screen %d times\n",
 		d.HookVsScreen, d.GatewayVsHook, d.GatewayVsScreen)
 }
@@ -154,31 +169,37 @@ func (e *env) explainScreen(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := cliagent.ScreenRules(h.Root, typ)
+	v, err := supervisor.ScreenVerdict(h.Root, typ, string(b))
 	if err != nil {
 		return err
 	}
-	v, ok := rules.Classify(string(b))
-	out := struct {
-		State string `json:"state"`
-		Rule  string `json:"rule,omitempty"`
-		Match string `json:"match,omitempty"`
-		Line  string `json:"line,omitempty"`
-	}{State: "unknown"}
-	if ok {
-		out.State, out.Rule, out.Match, out.Line = string(v.State), v.Rule.Name, v.Rule.Match, v.Line
-	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, out)
+		return printJSON(e.stdout, v)
 	}
-	fmt.Fprintln(e.stdout, out.State)
+	fmt.Fprintln(e.stdout, v.State)
 	switch {
-	case ok:
-		fmt.Fprintf(e.stdout, "rule %s\nline %q\n", v.Rule.Describe(), v.Line)
+	case v.Rule != "":
+		fmt.Fprintf(e.stdout, "%s\nline %d: %q\n", v.Note, v.LineNo, v.Line)
 	case typ == "shell":
 		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
 	default:
 		fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)
 	}
+	printParts(e.stdout, v)
 	return nil
+}
+
+// printParts prints the parts of the layout found on a screen, and the
+// warning about a rule that reads the transcript.
+func printParts(w io.Writer, v api.RulesVerdict) {
+	if len(v.Parts) > 0 {
+		parts := make([]string, len(v.Parts))
+		for i, p := range v.Parts {
+			parts[i] = fmt.Sprintf("%s %d-%d", p.Part, p.From, p.To)
+		}
+		fmt.Fprintf(w, "parts:   %s\n", strings.Join(parts, ", "))
+	}
+	if v.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", v.Warning)
+	}
 }

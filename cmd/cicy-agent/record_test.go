@@ -1,26 +1,44 @@
 package main
 
+// The screen corpus (testdata/screens/<agent>/<state>/<situation>-<cols>x<rows>.txt)
+// is recorded from the real CLI agents by
+//
+//	go test ./cmd/cicy-agent -run TestRecordScreens -timeout 30m -args -record
+//
+// (add -run 'TestRecordScreens/codex' for one agent). Each agent runs in
+// its own subtest, in parallel, with its own CICY_HOME, tmux server and
+// fake model server (cicy/fakellm), and is driven through the situations
+// below at 120×40, 80×24 and 200×50; `cicy-agent screen` is saved at each
+// moment. The label (the state folder) is the fake server's truth at the
+// moment of the screenshot, read just before and just after it
+// (fakellm.Server.Truth): a model request in flight, a retry the server
+// asked for, or a tool call not yet answered by its result that runs by
+// itself is busy; an unanswered call that needs a person (a question tool,
+// or any tool in a pane that asks before running tools) is waiting;
+// nothing outstanding is idle. The recorder states what it expects at each
+// screenshot and fails, saving nothing, when the truth disagrees.
+//
+// For new CLI versions: update the CLIs (make clis), delete
+// testdata/screens/*/ and re-run; then run TestScreenCorpus and mend the
+// agent's layout parser or rules (supervisor/cliagent) until every screen
+// is read right again.
+
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// The screen corpus (testdata/screens/<agent>/<state>/*.txt) is recorded
-// from the real CLI agents by
-//
-//	go test ./cmd/cicy-agent -run TestRecordScreens -timeout 20m -args -record
-//
-// which drives each one through idle, busy and waiting at a few window
-// sizes against the fake model server and saves `cicy-agent screen` at
-// each moment. The labels come from what the test did, not from the rules.
 var record = flag.Bool("record", false, "record the screen corpus from the real CLI agents")
 
 func TestRecordScreens(t *testing.T) {
@@ -35,9 +53,28 @@ func TestRecordScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, agent := range []string{"claude", "codex", "opencode"} {
-		t.Run(agent, func(t *testing.T) { recordAgent(t, agent, out) })
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			recordAgent(t, agent, out)
+		})
 	}
 }
+
+// The sizes every situation is recorded at, the first one the panes
+// start with.
+var recordSizes = [][2]int{{120, 40}, {80, 24}, {200, 50}}
+
+// Words of the agents' busy footers and permission dialogs, quoted in
+// answers and drafts, which must not decide a screen's state.
+const (
+	busyWords = `esc to interrupt · Working (12s • esc to interrupt) · esc interrupt · esc again to interrupt`
+	permWords = `Do you want to proceed?\n❯ 1. Yes\n  2. No\n\n` +
+		`Would you like to run the following command?\n› 1. Yes, proceed (y)\n  2. No, and tell Codex what to do differently (esc)\n\n` +
+		`△ Permission required\n  Allow once   Allow always   Reject`
+)
+
+// questionTools are the tools by which a model asks the person a question.
+var questionTools = []string{"AskUserQuestion", "question", "request_user_input"}
 
 type recorder struct {
 	t      *testing.T
@@ -46,6 +83,9 @@ type recorder struct {
 	agent  string
 	out    string
 	socket string
+	srv    *fakellm.Server
+	asks   bool            // the current pane asks before running a tool
+	gone   map[string]bool // calls of killed panes or dismissed questions
 }
 
 func (r *recorder) run(args ...string) string {
@@ -59,23 +99,110 @@ func (r *recorder) run(args ...string) string {
 	return string(b)
 }
 
-// waitState waits until the pane's state is want.
-func (r *recorder) waitState(id, want string, d time.Duration) {
-	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if strings.Contains(r.run("ls", "--json"), `"state": "`+want+`"`) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+// truth is the state the fake server's truth gives the pane now.
+func (r *recorder) truth() (string, fakellm.Truth) {
+	tr := r.srv.Truth()
+	if tr.InFlight > 0 || tr.RetryAfter > 0 {
+		return "busy", tr
 	}
-	r.t.Fatalf("%s never reached %s:\n%s", id, want, r.run("screen", id))
+	state := "idle"
+	for _, c := range tr.Calls {
+		switch {
+		case r.gone[c.ID]:
+		case r.asks || slices.Contains(questionTools, c.Name):
+			return "waiting", tr
+		default:
+			state = "busy"
+		}
+	}
+	return state, tr
 }
 
-func (r *recorder) save(id, state, name string) {
+// forget makes the truth ignore the calls outstanding now: their pane is
+// gone, or the person dismissed them.
+func (r *recorder) forget() {
+	for _, c := range r.srv.Truth().Calls {
+		r.gone[c.ID] = true
+	}
+}
+
+// waitTruth waits until the truth is want, then (unless busy, whose
+// screens animate) until the screen holds still while it stays want.
+func (r *recorder) waitTruth(id, want string, d time.Duration) {
 	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got, tr := r.truth()
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the truth never became %s (is %s: %+v):\n%s", want, got, tr, r.run("screen", id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if want == "busy" {
+		time.Sleep(1500 * time.Millisecond)
+		return
+	}
+	prev, still := "", 0
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && still < 2; {
+		time.Sleep(600 * time.Millisecond)
+		s := r.run("screen", id)
+		if got, _ := r.truth(); got != want {
+			prev, still = "", 0
+			continue
+		}
+		if s == prev {
+			still++
+		} else {
+			prev, still = s, 0
+		}
+	}
+}
+
+// turns is how many model requests offering tools (the agent's turns,
+// not its title or summary requests) the server has had.
+func (r *recorder) turns() int {
+	n := 0
+	for _, q := range r.srv.Requests() {
+		var body struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if q.Method == "POST" && !strings.Contains(q.Path, "count_tokens") && json.Unmarshal(q.Body, &body) == nil && len(body.Tools) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// turn sends prompt and waits for the turn to reach the model.
+func (r *recorder) turn(id, prompt string) {
+	r.t.Helper()
+	n := r.turns()
+	r.run("send", id, prompt)
+	deadline := time.Now().Add(60 * time.Second)
+	for r.turns() == n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%q never reached the model:\n%s", prompt, r.run("screen", id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// save writes the pane's screen as <want>/<name>.txt when the fake
+// server's truth is want just before and just after the screenshot.
+func (r *recorder) save(id, want, name string) {
+	r.t.Helper()
+	before, tr1 := r.truth()
 	screen := r.run("screen", id)
-	dir := filepath.Join(r.out, r.agent, state)
+	after, tr2 := r.truth()
+	if before != want || after != want {
+		r.t.Errorf("%s: expected %s, but the fake server's truth was %s (%+v) before the screenshot and %s (%+v) after; not saved:\n%s",
+			name, want, before, tr1, after, tr2, screen)
+		return
+	}
+	dir := filepath.Join(r.out, r.agent, want)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
@@ -84,72 +211,291 @@ func (r *recorder) save(id, state, name string) {
 	}
 }
 
-func (r *recorder) resize(id string, cols, rows int) {
+func (r *recorder) resize(id string, size [2]int) string {
 	r.t.Helper()
-	if b, err := exec.Command("tmux", "-L", r.socket, "resize-window", "-t", "="+id+":main", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows)).CombinedOutput(); err != nil {
+	if b, err := exec.Command("tmux", "-L", r.socket, "resize-window", "-t", "="+id+":main", "-x", fmt.Sprint(size[0]), "-y", fmt.Sprint(size[1])).CombinedOutput(); err != nil {
 		r.t.Fatalf("resize: %v %s", err, b)
 	}
 	time.Sleep(1500 * time.Millisecond) // let the agent redraw
+	return fmt.Sprintf("%dx%d", size[0], size[1])
+}
+
+// atSizes saves the pane's screen as <situation>-<size> at every size,
+// ending at the first size; before, if set, runs after each resize.
+func (r *recorder) atSizes(id, want, situation string, before func()) {
+	r.t.Helper()
+	for _, size := range recordSizes[1:] {
+		tag := r.resize(id, size)
+		if before != nil {
+			before()
+		}
+		r.save(id, want, situation+"-"+tag)
+	}
+	tag := r.resize(id, recordSizes[0])
+	if before != nil {
+		before()
+	}
+	r.save(id, want, situation+"-"+tag)
+}
+
+// create starts a pane that asks before running tools or not, at the
+// first size, and waits for it to be ready.
+func (r *recorder) create(name string, asks bool) string {
+	r.t.Helper()
+	args := []string{"create", name, "--type", r.agent}
+	if !asks {
+		args = append(args, "--allow-all")
+	}
+	if r.agent != "claude" {
+		args = append(args, "--model", "fake-model")
+	}
+	id := strings.TrimSpace(r.run(args...))
+	r.asks = asks
+	r.resize(id, recordSizes[0])
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(r.run("ls", "--json"), `"state": "idle"`) {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s never started:\n%s", id, r.run("screen", id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.waitTruth(id, "idle", 30*time.Second)
+	return id
+}
+
+func (r *recorder) kill(id string) {
+	r.forget()
+	r.run("kill", id)
+}
+
+// offered is the first of names that the agent's last model request
+// offered as a tool, or "".
+func (r *recorder) offered(names ...string) string {
+	reqs := r.srv.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		var body struct {
+			Tools []struct {
+				Name     string `json:"name"`
+				Type     string `json:"type"`
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if json.Unmarshal(reqs[i].Body, &body) != nil || len(body.Tools) == 0 {
+			continue
+		}
+		var have []string
+		for _, tl := range body.Tools {
+			have = append(have, tl.Name+tl.Function.Name)
+		}
+		for _, n := range names {
+			if slices.Contains(have, n) {
+				return n
+			}
+		}
+		r.t.Logf("%s offers none of %v; it offers %v", r.agent, names, have)
+		return ""
+	}
+	return ""
+}
+
+// typeDraft types text into the composer without sending it.
+func (r *recorder) typeDraft(id, text string) {
+	r.run("send", "--no-enter", id, text)
+	time.Sleep(time.Second)
+}
+
+// clearDraft erases a draft of n characters.
+func (r *recorder) clearDraft(id string, n int) {
+	args := []string{"send", "--no-enter", id, ""}
+	for range n + 5 {
+		args = append(args, "--key", "BSpace")
+	}
+	r.run(args...)
+	time.Sleep(time.Second)
 }
 
 func recordAgent(t *testing.T, agent, out string) {
 	home := t.TempDir()
-	r := &recorder{t: t, home: home, agent: agent, out: out, socket: pane.NewTmuxServer(home, nil).Socket}
+	srv, err := fakellm.Start("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	r := &recorder{t: t, home: home, agent: agent, out: out, socket: pane.NewTmuxServer(home, nil).Socket, srv: srv, gone: map[string]bool{}}
 	r.env = append(os.Environ(), "CICY_HOME="+home, "PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL="+fakeURL, "ANTHROPIC_API_KEY=sk-ant-cicy-record-0123456789",
-		"OPENAI_BASE_URL="+fakeURL+"/v1", "OPENAI_API_KEY=sk-cicy-record")
+		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=sk-ant-cicy-record-0123456789",
+		"OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-cicy-record")
 	t.Cleanup(func() {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "shutdown")
 		cmd.Env = r.env
 		_ = cmd.Run()
 		_ = exec.Command("tmux", "-L", r.socket, "kill-server").Run()
 	})
-	model := []string{"--model", "fake-model"}
-	if agent == "claude" {
-		model = nil
-	}
-	start := 90 * time.Second
-	// A pane that may do anything: idle and busy screens.
-	id := strings.TrimSpace(r.run(append([]string{"create", "rec", "--type", agent, "--allow-all"}, model...)...))
-	r.waitState(id, "idle", start)
-	time.Sleep(2 * time.Second)
-	for _, size := range [][2]int{{120, 40}, {80, 24}, {200, 50}} {
-		r.resize(id, size[0], size[1])
-		tag := fmt.Sprintf("%dx%d", size[0], size[1])
+	id := r.create("rec", false)
+	recordBasics(r, id)
+	recordQuotes(r, id)
+	recordDrafts(r, id)
+	recordErrors(r, id)
+	recordQuestion(r, id)
+	recordRetry(r, id)
+	r.kill(id)
+	recordPermission(r)
+}
+
+// recordBasics: a fresh pane, a long model turn, its answer, a slow
+// shell command and its answer, at each size.
+func recordBasics(r *recorder, id string) {
+	for _, size := range recordSizes {
+		tag := r.resize(id, size)
 		r.save(id, "idle", "fresh-"+tag)
-		// A long model turn: the thinking/working screen.
-		r.run("send", id, "think about it [[delay=7]]")
+		r.turn(id, "think about it [[delay=7]]")
 		time.Sleep(2 * time.Second)
 		r.save(id, "busy", "thinking-"+tag+"-a")
 		time.Sleep(2500 * time.Millisecond)
 		r.save(id, "busy", "thinking-"+tag+"-b")
-		r.waitState(id, "idle", 60*time.Second)
-		time.Sleep(1500 * time.Millisecond)
+		r.waitTruth(id, "idle", 60*time.Second)
 		r.save(id, "idle", "answered-"+tag)
-		// A slow shell command: the tool-running screen.
-		r.run("send", id, "run it [[shell=sleep 6; echo slept]]")
+		r.turn(id, "run it [[shell=sleep 6; echo slept]]")
 		time.Sleep(3 * time.Second)
 		r.save(id, "busy", "tool-"+tag)
-		r.waitState(id, "idle", 60*time.Second)
-		time.Sleep(1500 * time.Millisecond)
+		r.waitTruth(id, "idle", 60*time.Second)
 		r.save(id, "idle", "after-tool-"+tag)
 	}
-	r.run("kill", id)
-	// A pane that asks first: the permission screens.
-	id = strings.TrimSpace(r.run(append([]string{"create", "ask", "--type", agent}, model...)...))
-	r.waitState(id, "idle", start)
+}
+
+// recordQuotes: answers quoting the busy footers and the permission
+// dialogs; a busy turn under such an answer; a long session whose
+// scrollback holds them.
+func recordQuotes(r *recorder, id string) {
+	r.turn(id, "quote the busy footers [[reply=The footers say:\n"+busyWords+"\nthat is all.]]")
+	r.waitTruth(id, "idle", 60*time.Second)
+	r.atSizes(id, "idle", "quoted-busy", nil)
+
+	r.turn(id, "quote the permission dialogs [[reply=They ask:\n"+permWords+"]]")
+	r.waitTruth(id, "idle", 60*time.Second)
+	r.atSizes(id, "idle", "quoted-permission", nil)
+
+	r.turn(id, "think again [[delay=14]]")
+	r.waitTruth(id, "busy", 30*time.Second)
+	r.atSizes(id, "busy", "busy-under-quote", nil)
+	r.waitTruth(id, "idle", 60*time.Second)
+
+	for i := 1; i <= 8; i++ {
+		reply := fmt.Sprintf("turn %d done", i)
+		switch i {
+		case 3:
+			reply = "They ask:\n" + permWords
+		case 6:
+			reply = "The footers say:\n" + busyWords
+		}
+		r.turn(id, fmt.Sprintf("turn %d [[reply=%s]]", i, reply))
+		r.waitTruth(id, "idle", 60*time.Second)
+	}
+	r.atSizes(id, "idle", "eight-turns", nil)
+}
+
+// recordDrafts: drafts typed into the composer and not sent.
+func recordDrafts(r *recorder, id string) {
+	drafts := []struct{ name, text string }{
+		{"draft", "please refactor the parser next"},
+		{"draft-busy-words", "why does it say " + busyWords},
+		{"draft-permission-words", "it asked Do you want to proceed? ❯ 1. Yes 2. No, then Allow once Allow always Reject"},
+		{"draft-multiline", "first line of a long draft\nsecond line: esc to interrupt\nthird line: Do you want to proceed?\n❯ 1. Yes\n  2. No\nlast line"},
+	}
+	for _, d := range drafts {
+		r.typeDraft(id, d.text)
+		r.atSizes(id, "idle", d.name, nil)
+		r.clearDraft(id, len([]rune(d.text)))
+	}
+}
+
+// recordErrors: a turn that ended in an HTTP 400 from the model server.
+func recordErrors(r *recorder, id string) {
+	r.turn(id, "fail [[status=400]]")
+	r.waitTruth(id, "idle", 60*time.Second)
+	r.atSizes(id, "idle", "error-400", nil)
+}
+
+// recordQuestion: the model's multiple-choice question to the person,
+// then the answered question.
+func recordQuestion(r *recorder, id string) {
+	if r.agent == "codex" {
+		// Codex offers request_user_input, but answers it "unavailable in
+		// Default mode" itself, without showing the question.
+		return
+	}
+	name := r.offered(questionTools...)
+	if name == "" {
+		return
+	}
+	q := map[string]any{"question": "Which color should the button be?", "header": "Color",
+		"options": []map[string]any{{"label": "Red", "description": "A warm color"}, {"label": "Blue", "description": "A cool color"}}}
+	switch name {
+	case "AskUserQuestion":
+		q["multiSelect"] = false
+	case "request_user_input":
+		q["id"] = "color"
+	}
+	args, _ := json.Marshal(map[string]any{"questions": []any{q}}) // maps of strings always marshal
+	r.turn(id, fmt.Sprintf("ask me [[tool=%s %s]]", name, args))
+	r.waitTruth(id, "waiting", 60*time.Second)
+	r.atSizes(id, "waiting", "question", nil)
+	r.run("send", "--no-enter", id, "", "--key", "Enter")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if got, _ := r.truth(); got == "idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Logf("%s: the question was not answered by Enter; dismissing it:\n%s", r.agent, r.run("screen", id))
+			r.run("send", "--no-enter", id, "", "--key", "Escape")
+			time.Sleep(2 * time.Second)
+			r.forget()
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.waitTruth(id, "idle", 60*time.Second)
+	r.atSizes(id, "idle", "question-answered", nil)
+}
+
+// recordRetry: the agent retrying after 503s (opencode also with Esc
+// pressed once, in a long turn and while retrying).
+func recordRetry(r *recorder, id string) {
+	// One Esc press: opencode forgets a press after about 5 s, so the
+	// presses before each size's screenshot are 6 s apart.
+	esc := func() {
+		time.Sleep(6 * time.Second)
+		r.run("send", "--no-enter", id, "", "--key", "Escape")
+		time.Sleep(500 * time.Millisecond)
+	}
+	if r.agent == "opencode" {
+		r.turn(id, "think long [[delay=40]]")
+		r.waitTruth(id, "busy", 30*time.Second)
+		r.atSizes(id, "busy", "thinking-esc", esc)
+		r.waitTruth(id, "idle", 60*time.Second)
+	}
+	r.turn(id, "fail and retry [[status=503]] [[retry=25]]")
+	r.waitTruth(id, "busy", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	r.atSizes(id, "busy", "retrying", nil)
+	if r.agent == "opencode" {
+		r.atSizes(id, "busy", "retrying-esc", esc)
+	}
+}
+
+// recordPermission: a pane that asks first, showing its permission
+// dialog.
+func recordPermission(r *recorder) {
+	id := r.create("ask", true)
 	ask := "make it [[shell=echo x > asked.txt]]"
-	if agent == "codex" {
+	if r.agent == "codex" {
 		ask = `make it [[tool=exec_command {"cmd":"touch asked.txt","sandbox_permissions":"require_escalated","justification":"needs it"}]]`
 	}
-	for i, size := range [][2]int{{120, 40}, {80, 24}, {200, 50}} {
-		r.resize(id, size[0], size[1])
-		tag := fmt.Sprintf("%dx%d", size[0], size[1])
-		if i == 0 {
-			r.run("send", id, ask)
-			r.waitState(id, "waiting", 60*time.Second)
-			time.Sleep(1500 * time.Millisecond)
-		}
-		r.save(id, "waiting", "permission-"+tag)
-	}
+	r.turn(id, ask)
+	r.waitTruth(id, "waiting", 60*time.Second)
+	r.atSizes(id, "waiting", "permission", nil)
+	r.kill(id) // opencode outlives the tmux server's SIGHUP
 }

@@ -11,7 +11,8 @@ import (
 
 // TestScreenCorpus runs `cicy-agent explain` on every screen recorded from
 // the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
-// record_test.go) and checks the built-in rules give the recorded state.
+// record_test.go) and checks the built-in rules give the recorded state,
+// decided by a part of the agent's layout other than the transcript.
 func TestScreenCorpus(t *testing.T) {
 	files, err := filepath.Glob("testdata/screens/*/*/*.txt")
 	if err != nil {
@@ -32,12 +33,15 @@ func TestScreenCorpus(t *testing.T) {
 			t.Errorf("%s: explain failed: %v", f, err)
 			continue
 		}
-		var v struct{ State, Rule, Line string }
+		var v struct{ State, Rule, Part, Line string }
 		if err := json.Unmarshal(out, &v); err != nil {
 			t.Fatalf("%s: %v\n%s", f, err, out)
 		}
 		if v.State != want {
 			t.Errorf("%s: the rules say %s (rule %q, line %q), recorded as %s", f, v.State, v.Rule, v.Line, want)
+		}
+		if v.Part == "" || v.Part == "transcript" {
+			t.Errorf("%s: rule %q decided from the part %q (the whole screen when empty)", f, v.Rule, v.Part)
 		}
 		seen[agent+"/"+want]++
 	}
@@ -68,7 +72,8 @@ func TestExplainOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := explain()
-	if err != nil || !strings.HasPrefix(out, "waiting\nrule mine → waiting: /bypass permissions on/ in the last 3 non-blank lines\n") {
+	if err != nil || !strings.HasPrefix(out, "waiting\nrule mine → waiting: /bypass permissions on/ in the last 3 non-blank lines\n") ||
+		!strings.Contains(out, "\nparts:   transcript 1-36, composer 37-39, footer 40-40\n") || !strings.Contains(out, "\nwarning: rule mine reads the transcript") {
 		t.Fatalf("override: %v\n%s", err, out)
 	}
 	cfg = `{"screenRules": {"claude": [{"name": "bad", "state": "sleepy", "match": "x"}]}}`

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -14,7 +16,7 @@ import (
 var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code",
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules,
+	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout,
 }
 
 // claudeHookEvents are the Claude Code hook events wired to `cicy-agent
@@ -117,14 +119,110 @@ func claudeStyleHook(event string, p claudePayload) (eff Effect, ok bool) {
 }
 
 // claudeRules are Claude Code's built-in screen rules, from the screens of
-// Claude Code 2.1 (tested against cmd/cicy-agent/testdata/screens). Order
-// matters: a permission dialog is drawn over a busy footer, so waiting
-// comes first; a busy footer beats the idle hints that stay on screen.
+// Claude Code 2.1 (tested against cmd/cicy-agent/testdata/screens), each
+// reading one part of its layout (see claudeLayout): a dialog is waiting;
+// the footer's interrupt hint or the spinner line is busy; the idle
+// footer or prompt is idle.
 var claudeRules = pane.Rules{
-	{Name: "claude-permission", State: pane.Waiting, Match: `Do you want to (proceed|make this edit|create)|Esc to cancel · Tab to amend|❯ 1\. Yes`, Last: 14},
-	{Name: "claude-trust-dialog", State: pane.Waiting, Match: `Yes, I trust this folder|Do you want to use this API key|Yes, I accept`, Last: 20},
-	{Name: "claude-busy-footer", State: pane.Busy, Match: `esc to interrupt`, Last: 6},
-	{Name: "claude-retrying", State: pane.Busy, Match: `retrying in \d+s · attempt \d+`, Last: 10},
-	{Name: "claude-idle-footer", State: pane.Idle, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`, Last: 6},
-	{Name: "claude-idle-prompt", State: pane.Idle, Match: `^\s*❯\s*$|^│ >\s*│?$`, Last: 8},
+	// One literal start per rule: a regexp with one scans a long line fast.
+	{Name: "claude-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Do you want to`},
+	{Name: "claude-dialog-keys", State: pane.Waiting, Part: pane.PartDialog, Match: `Esc to cancel`},
+	{Name: "claude-question", State: pane.Waiting, Part: pane.PartDialog, Match: `Enter to (select|confirm)`},
+	{Name: "claude-choice", State: pane.Waiting, Part: pane.PartDialog, Match: `❯ \d+\.`},
+	{Name: "claude-trust-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Yes, I (trust this folder|accept)`},
+	{Name: "claude-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
+	{Name: "claude-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `…|retrying in \d+s · attempt \d+`},
+	{Name: "claude-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`},
+	{Name: "claude-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^❯`},
+}
+
+// Claude Code's layout, from the bottom: the footer (hints, "esc to
+// interrupt" while it works) under the composer, the ❯ prompt between two
+// full-width ─ rules; above the composer, while it works, the spinner line
+// ("✻ Verbing…", with tips under it). A dialog (a permission, a question)
+// replaces the composer: it runs from its top ─ rule to the bottom.
+const (
+	claudeFooterMax = 15 // lines of footer under the composer at most
+	claudeStatusMax = 8  // lines between the spinner line and the composer at most
+	claudeDialogGap = 30 // lines between two ─ rules of one dialog at most
+)
+
+// claudeLayout finds the parts of a Claude Code screen.
+func claudeLayout(lines []string) []pane.Span {
+	end := lastLine(lines)
+	lo := -1
+	for i := end - 1; i >= 0; i-- {
+		if isRule(lines[i], '─') {
+			lo = i
+			break
+		}
+	}
+	if lo < 0 {
+		return spans(end)
+	}
+	if up := claudeComposerTop(lines, lo); up >= 0 && lo >= end-claudeFooterMax {
+		top := claudeStatus(lines, up)
+		return spans(top,
+			pane.Span{Part: pane.PartStatus, From: top, To: up},
+			pane.Span{Part: pane.PartComposer, From: up, To: lo + 1},
+			pane.Span{Part: pane.PartFooter, From: lo + 1, To: end})
+	}
+	// No composer: a dialog, from the first of its ─ rules.
+	top := lo
+	for i := lo - 1; i >= 0 && i >= top-claudeDialogGap; i-- {
+		if startsWithGlyph(lines[i], '●') {
+			break // a tool call or answer of the transcript
+		}
+		if isRule(lines[i], '─') {
+			top = i
+		}
+	}
+	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// claudeComposerTop is the upper rule of the composer whose lower rule is
+// lo: the ─ rule above it that the ❯ prompt follows; -1 when there is
+// none.
+func claudeComposerTop(lines []string, lo int) int {
+	for i := lo - 1; i >= 0; i-- {
+		if isRule(lines[i], '─') {
+			if i+1 < lo && startsWithGlyph(lines[i+1], '❯') {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// claudeStatus is where the status above the composer (whose top rule is
+// up) starts: the spinner line, a glyph and a word ending in "…" at
+// column 0 ("✽ Scampering…", "✢ Ideating… (2s · ↓ 25 tokens)"); up when
+// there is none.
+func claudeStatus(lines []string, up int) int {
+	for i := up - 1; i >= 0 && i >= up-claudeStatusMax; i-- {
+		l := lines[i]
+		if startsWithGlyph(l, '●') || startsWithGlyph(l, '❯') {
+			break
+		}
+		if claudeSpinner(l) {
+			return i
+		}
+	}
+	return up
+}
+
+// claudeSpinner reports whether a line is Claude Code's spinner line: a
+// glyph that is no letter, digit or transcript mark, a space, then a
+// word ending in "…".
+func claudeSpinner(l string) bool {
+	r, n := utf8.DecodeRuneInString(l)
+	if r == utf8.RuneError || r == ' ' || isWordGlyph(r) || r == '●' || r == '❯' || r == '⎿' || len(l) <= n || l[n] != ' ' {
+		return false
+	}
+	word := l[n+1:]
+	if i := strings.IndexByte(word, ' '); i >= 0 {
+		word = word[:i]
+	}
+	return strings.HasSuffix(word, "…") && len(word) > len("…")
 }

@@ -28,7 +28,8 @@ type Kind struct {
 	EnterDelay time.Duration
 	prepare    func(Setup) (argv, env []string, err error)
 	interpret  func(event string, payload []byte) Effect
-	rules      pane.Rules // built-in screen rules, in order
+	rules      pane.Rules  // built-in screen rules, in order
+	layout     pane.Parser // finds the parts of its screen the rules look at
 }
 
 // Setup is everything a seed needs.

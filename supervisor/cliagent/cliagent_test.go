@@ -107,8 +107,48 @@ func TestScreenRules(t *testing.T) {
 	if err != nil || len(rules) != 1 || rules[0].Name != "sh" {
 		t.Errorf("shell with an override: %v, %v", rules, err)
 	}
-	if v, ok := rules.Classify("hello\n$ "); !ok || v.State != pane.Idle {
+	if v, ok := rules.Classify(pane.NewLayout("hello\n$ ", Layout("shell"))); !ok || v.State != pane.Idle {
 		t.Errorf("the shell override does not classify: %+v %v", v, ok)
+	}
+}
+
+// A rule in lite-config.json may name a part; a part that does not exist
+// is a clear error.
+func TestScreenRulesPart(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"screenRules": {"claude": [{"name": "mine", "state": "waiting", "part": "footer", "match": "bypass"}]}}`
+	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := ScreenRules(home, "claude")
+	if err != nil || rules[0].Part != pane.PartFooter {
+		t.Fatalf("claude with a part: %v, %v", rules, err)
+	}
+	cfg = `{"screenRules": {"claude": [{"name": "mine", "state": "waiting", "part": "bottom", "match": "bypass"}]}}`
+	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ScreenRules(home, "claude"); err == nil || !strings.Contains(err.Error(), `screen rule "mine": part "bottom" is not one of transcript, status, composer, footer, dialog`) {
+		t.Errorf("a bad part: %v", err)
+	}
+}
+
+// Every built-in rule reads one part of the agent's layout, never the
+// transcript, and every agent has a parser.
+func TestBuiltinRulesNameParts(t *testing.T) {
+	for _, n := range Names() {
+		k, _ := Lookup(n)
+		if k.layout == nil {
+			t.Errorf("%s has no screen parser", n)
+		}
+		for _, r := range k.rules {
+			if r.SeesTranscript() {
+				t.Errorf("%s: rule %s reads the transcript (part %q)", n, r.Name, r.Part)
+			}
+		}
 	}
 }
 

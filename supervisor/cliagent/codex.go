@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex",
 	EnterDelay: 300 * time.Millisecond,
-	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules,
+	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout,
 }
 
 // codexHookEvents are the Codex hook events wired to `cicy-agent hook`.
@@ -124,11 +125,86 @@ func codexTurnComplete(n codexNotify) Effect {
 }
 
 // codexRules are Codex's built-in screen rules, from the screens of Codex
-// 0.171 (tested against cmd/cicy-agent/testdata/screens): waiting first,
-// then busy, then the idle hints that stay on screen.
+// 0.171 (tested against cmd/cicy-agent/testdata/screens), each reading one
+// part of its layout (see codexLayout): a dialog is waiting, the status
+// line busy, the composer with its footer idle.
 var codexRules = pane.Rules{
-	{Name: "codex-approval", State: pane.Waiting, Match: `Would you like to (run the following command|make the following edits)|Press enter to confirm or esc to cancel`, Last: 20},
-	{Name: "codex-dialog", State: pane.Waiting, Match: `Trust this folder|Hooks need review|Try new model`, Last: 20},
-	{Name: "codex-busy", State: pane.Busy, Match: `esc to interrupt`, Last: 8},
-	{Name: "codex-idle-hints", State: pane.Idle, Match: `\? for shortcuts|› Ask Codex to do anything|context left`, Last: 6},
+	{Name: "codex-approval", State: pane.Waiting, Part: pane.PartDialog, Match: `Would you like to`},
+	{Name: "codex-confirm", State: pane.Waiting, Part: pane.PartDialog, Match: `Press enter to (confirm|continue)|esc to cancel`},
+	{Name: "codex-choice", State: pane.Waiting, Part: pane.PartDialog, Match: `^› \d+\. `},
+	{Name: "codex-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Trust this folder|Hooks need review|Try new model`},
+	{Name: "codex-busy", State: pane.Busy, Part: pane.PartStatus, Match: `esc to interrupt`},
+	{Name: "codex-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
+	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents`},
+	{Name: "codex-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^›`},
+}
+
+// Codex's layout, from the bottom: the footer (model, folder, hints), a
+// blank line, the composer (› with the draft or its placeholder, its
+// continuation lines indented), and above it, while Codex works, the
+// status line ("• Working (3s • esc to interrupt)"). A dialog (an
+// approval, a question) replaces composer and footer: indented lines and
+// a "› 1." choice list down to the bottom.
+var (
+	// codexStatusLine is the status line at column 0: a glyph, a header
+	// of plain words, the time in parentheses.
+	codexStatusLine = regexp.MustCompile(`^[•◦] [^()•◦]+ \((\d+[hms] )*\d+[hms]\b`)
+	codexChoice     = regexp.MustCompile(`^› \d+\. `)
+)
+
+// codexFooterHints is the footer's fixed vocabulary.
+var codexFooterHints = []string{"? for shortcuts", "context left", "for agents", " to view", "to send", "newline", "to queue", "esc to interrupt", "ctrl + c", "ctrl+c", "⌃"}
+
+// codexStatusGap is how many blank lines separate the status line from
+// the composer at most.
+const codexStatusGap = 3
+
+// codexLayout finds the parts of a Codex screen.
+func codexLayout(lines []string) []pane.Span {
+	end := lastLine(lines)
+	if end == 0 {
+		return nil
+	}
+	foot := blockAbove(lines, end-1)
+	ce := pane.LastNonBlank(lines, foot-1) + 1
+	if ce > 0 && codexHints(lines[foot:end]) {
+		c := blockAbove(lines, ce-1)
+		if startsWithGlyph(lines[c], '›') {
+			top, sl := c, pane.LastNonBlank(lines, c-1)
+			if sl >= 0 && c-sl <= codexStatusGap {
+				if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
+					top = b
+				}
+			}
+			return spans(top,
+				pane.Span{Part: pane.PartStatus, From: top, To: sl + 1},
+				pane.Span{Part: pane.PartComposer, From: c, To: ce},
+				pane.Span{Part: pane.PartFooter, From: foot, To: end})
+		}
+	}
+	// No composer: a dialog, the indented lines and choices above the
+	// bottom, up to the transcript's last entry.
+	top := end - 1
+	for i := end - 2; i >= 0; i-- {
+		l := lines[i]
+		if !pane.Blank(l) && indent(l) == 0 && !codexChoice.MatchString(l) {
+			break
+		}
+		if !pane.Blank(l) {
+			top = i
+		}
+	}
+	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// codexHints reports whether lines hold the footer's vocabulary.
+func codexHints(lines []string) bool {
+	for _, l := range lines {
+		for _, h := range codexFooterHints {
+			if strings.Contains(l, h) {
+				return true
+			}
+		}
+	}
+	return false
 }

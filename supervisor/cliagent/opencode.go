@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -16,7 +17,7 @@ import (
 var opencode = Kind{
 	Name: "opencode", Bin: "opencode", Package: "opencode-ai",
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules,
+	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
 }
 
 // opencodePlugin forwards opencode's events to `cicy-agent hook`; it
@@ -162,10 +163,62 @@ func interpretOpencode(event string, payload []byte) Effect {
 }
 
 // opencodeRules are opencode's built-in screen rules, from the screens of
-// opencode 1.18 (tested against cmd/cicy-agent/testdata/screens): waiting
-// first, then busy, then the idle footer.
+// opencode 1.18 (tested against cmd/cicy-agent/testdata/screens), each
+// reading one part of its layout (see opencodeLayout): a dialog is
+// waiting, the footer's interrupt hint or progress bar busy, the idle
+// footer idle.
 var opencodeRules = pane.Rules{
-	{Name: "opencode-permission", State: pane.Waiting, Match: `Permission required|Allow once\s+Allow always\s+Reject`, Last: 20},
-	{Name: "opencode-busy", State: pane.Busy, Match: `esc interrupt`, Last: 6},
-	{Name: "opencode-idle-footer", State: pane.Idle, Match: `ctrl\+p( commands)?`, Last: 6},
+	{Name: "opencode-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Permission required|Allow once\s+Allow always\s+Reject|enter (confirm|submit)|⇆ select`},
+	{Name: "opencode-busy", State: pane.Busy, Part: pane.PartFooter, Match: `esc (again to )?interrupt`},
+	// The footer's progress bar (8 cells of ⬝ and ■) shows only while it
+	// works; on a narrow screen a retry's message pushes "esc interrupt"
+	// onto wrapped lines.
+	{Name: "opencode-progress", State: pane.Busy, Part: pane.PartFooter, Match: `^\s*[⬝■]{8}(\s|$)`},
+	{Name: "opencode-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `ctrl\+p|commands$|tab agents`},
+}
+
+// opencode's layout, from the bottom: the footer (the folder and "ctrl+p
+// commands", or a progress bar and "esc interrupt" while it works; on a
+// fresh session a status bar at the very bottom too) under the composer,
+// a box of ┃ lines closed by a ╹▀▀▀ line. A dialog (a permission, a
+// question) replaces the composer: a ┃ box that runs to the bottom, not
+// closed.
+func opencodeLayout(lines []string) []pane.Span {
+	end := lastLine(lines)
+	if end == 0 {
+		return nil
+	}
+	if opencodeBoxLine(lines[end-1], -1) {
+		top := opencodeBoxTop(lines, end, indent(lines[end-1]))
+		return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+	}
+	for i := end - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimLeft(lines[i], " "), "╹▀") {
+			top := opencodeBoxTop(lines, i, indent(lines[i]))
+			if top == i {
+				break
+			}
+			return spans(top,
+				pane.Span{Part: pane.PartComposer, From: top, To: i + 1},
+				pane.Span{Part: pane.PartFooter, From: i + 1, To: end})
+		}
+	}
+	return spans(end)
+}
+
+// opencodeBoxTop is the first of the ┃ lines at column col that end at
+// line below-1.
+func opencodeBoxTop(lines []string, below, col int) int {
+	top := below
+	for top > 0 && opencodeBoxLine(lines[top-1], col) {
+		top--
+	}
+	return top
+}
+
+// opencodeBoxLine reports whether a line is a line of a box: ┃ at column
+// col (any column when col is negative).
+func opencodeBoxLine(l string, col int) bool {
+	n := indent(l)
+	return (col < 0 || n == col) && strings.HasPrefix(l[n:], "┃")
 }

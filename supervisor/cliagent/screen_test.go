@@ -1,0 +1,147 @@
+package cliagent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// corpus is where the screens recorded from the real CLIs are.
+const corpus = "../../cmd/cicy-agent/testdata/screens"
+
+// pastedWords are the words of every agent's busy footers and status
+// lines, permission dialogs and questions: quoted in an answer or typed
+// into a draft, they must not change the state.
+var pastedWords = []string{
+	"esc to interrupt", "✻ Thinking… (esc to interrupt)", "◦ Working (1s • esc to interrupt)",
+	"⬝⬝■■■■■■  esc interrupt", "esc again to interrupt",
+	"Do you want to proceed?", "❯ 1. Yes", "  2. No", "Esc to cancel · Tab to amend",
+	"Enter to select · ↑/↓ to navigate · Esc to cancel", "Yes, I trust this folder",
+	"Would you like to run the following command?", "› 1. Yes, proceed (y)",
+	"Press enter to confirm or esc to cancel", "△ Permission required",
+	"Allow once   Allow always   Reject", "⇆ select  enter confirm",
+}
+
+// answerMark is how each agent starts an answer in its transcript.
+var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     "}
+
+func readScreen(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+func classify(t testing.TB, agent string, lines []string) (pane.Verdict, bool) {
+	t.Helper()
+	k, _ := Lookup(agent)
+	rules, err := k.rules.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules.Classify(pane.NewLayout(strings.Join(lines, "\n"), k.layout))
+}
+
+// keepHeight drops lines from the top so that an edited screen keeps its
+// height, as a terminal scrolls.
+func keepHeight(lines []string, height int) []string {
+	return lines[max(0, len(lines)-height):]
+}
+
+// Busy, waiting and question words pasted into an answer in the
+// transcript, or into a draft in the composer, of a recorded idle screen
+// leave it idle.
+func TestPastedWordsStayIdle(t *testing.T) {
+	for _, agent := range Names() {
+		files, _ := filepath.Glob(filepath.Join(corpus, agent, "idle", "*.txt"))
+		if len(files) < 3 {
+			t.Fatalf("%s: %d idle screens", agent, len(files))
+		}
+		for _, f := range files {
+			orig := readScreen(t, f)
+			l := pane.NewLayout(strings.Join(orig, "\n"), Layout(agent))
+			tr, okT := l.Find(pane.PartTranscript)
+			co, okC := l.Find(pane.PartComposer)
+			if !okT || !okC {
+				t.Errorf("%s: no transcript or composer in a recorded idle screen: %v", f, l.Describe())
+				continue
+			}
+			name := filepath.Base(f)
+			// (a) an answer quoting the words, after the transcript's last line.
+			at := pane.LastNonBlank(orig, tr.To-1) + 1
+			answer := []string{"", answerMark[agent] + "Here is what the other pane shows: " + pastedWords[0]}
+			for _, w := range pastedWords {
+				answer = append(answer, "  "+w)
+			}
+			answer = append(answer, "", answerMark[agent]+strings.Join(pastedWords, " "))
+			edited := slices.Concat(orig[:at], answer, orig[at:])
+			check(t, agent, name+" with an answer", keepHeight(edited, len(orig)))
+			// (b) a draft in the composer holding the words.
+			first, indentBy := co.From, ""
+			switch agent {
+			case "claude":
+				first++ // under the composer's top rule
+				indentBy = "  "
+			case "codex":
+				indentBy = "  "
+			case "opencode":
+				first++ // under the box's first, empty line
+				indentBy = orig[first][:strings.Index(orig[first], "┃")+len("┃")] + "  "
+			}
+			prompt := strings.TrimRight(orig[first], " ")
+			if agent == "claude" || agent == "codex" {
+				prompt = string([]rune(prompt)[:1]) + " " // the prompt glyph, the placeholder or old draft gone
+			}
+			// Drafts of a few lines, so that the composer stays on an 80×24 screen.
+			for chunk := range slices.Chunk(pastedWords, 4) {
+				draft := []string{prompt + chunk[0]}
+				for _, w := range chunk[1:] {
+					draft = append(draft, indentBy+w)
+				}
+				edited = slices.Concat(orig[:first], draft, orig[first+1:])
+				check(t, agent, name+" with a draft", keepHeight(edited, len(orig)))
+			}
+		}
+	}
+}
+
+func check(t *testing.T, agent, what string, lines []string) {
+	t.Helper()
+	v, ok := classify(t, agent, lines)
+	if !ok || v.State != pane.Idle {
+		l := pane.NewLayout(strings.Join(lines, "\n"), Layout(agent))
+		t.Errorf("%s %s: %s by %s in the %s (line %d %q), want idle; parts %v\n%s", agent, what, v.State, v.Rule.Name, v.Part, v.LineNo, v.Line,
+			l.Describe(), strings.Join(lines, "\n"))
+	}
+}
+
+// BenchmarkClassify is the time the screen rules take on a 200×50 screen
+// of each agent, busy, idle and waiting (they run every 500 ms per busy
+// pane).
+func BenchmarkClassify(b *testing.B) {
+	for _, agent := range Names() {
+		k, _ := Lookup(agent)
+		rules, err := k.rules.Compile()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []string{"busy/thinking-200x50-a", "idle/answered-200x50", "waiting/permission-200x50"} {
+			screen := strings.Join(readScreen(b, filepath.Join(corpus, agent, c+".txt")), "\n")
+			want := pane.State(strings.Split(c, "/")[0])
+			b.Run(agent+"/"+strings.Split(c, "/")[0], func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if v, _ := rules.Classify(pane.NewLayout(screen, k.layout)); v.State != want {
+						b.Fatalf("%s: %s", c, v.State)
+					}
+				}
+			})
+		}
+	}
+}
