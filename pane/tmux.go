@@ -77,7 +77,9 @@ type TmuxServer struct {
 	// Every tmux command of this program waits meanwhile; a person's
 	// command at that very moment still could crash the server.
 	connecting sync.RWMutex
-	safety     time.Duration
+	safety     time.Duration // see safetySweep
+	pauseFor   time.Duration // see floodPause
+	pauses     atomic.Int64  // panes paused for flooding, for tests
 	// life ends when the server object is closed: it cuts short the
 	// poller's tmux call.
 	life  context.Context
@@ -92,7 +94,7 @@ func NewTmuxServer(home string, log *logrus.Entry) *TmuxServer {
 	life, end := context.WithCancel(context.Background())
 	return &TmuxServer{
 		Socket: "cicy-" + hex.EncodeToString(sum[:4]), log: log, home: home,
-		panes: map[string]*TmuxPane{}, ids: map[string]*TmuxPane{}, safety: safetySweep, wake: make(chan struct{}, 1), life: life, end: end, done: make(chan struct{}),
+		panes: map[string]*TmuxPane{}, ids: map[string]*TmuxPane{}, safety: safetySweep, pauseFor: floodPause, wake: make(chan struct{}, 1), life: life, end: end, done: make(chan struct{}),
 	}
 }
 
@@ -302,6 +304,7 @@ func (s *TmuxServer) poll() {
 			sweepAt = time.Now()
 		case ev := <-f.events:
 			if ev.kind == ctlOutput {
+				f.output(ev, time.Now())
 				if p := s.byID(ev.pane); p != nil && p.sawOutput(ev.at) {
 					// An agent's screen may have changed: look soon.
 					sweepAt = minTime(sweepAt, time.Now().Add(500*time.Millisecond))
@@ -312,7 +315,13 @@ func (s *TmuxServer) poll() {
 		case <-t.C:
 		}
 		now := time.Now()
-		if f.up && s.quietDue(now) {
+		resumed, resumeAt := f.resume(now)
+		for _, id := range resumed {
+			if p := s.byID(id); p != nil {
+				p.sawOutput(now) // it may have printed while paused
+			}
+		}
+		if f.up && s.quietDue(now, f.paused) {
 			// A pane about to be idle is swept first: a program that
 			// ended right after its last output is then seen exited, not
 			// idle (tmux reports a pane's death to the client only within
@@ -333,7 +342,10 @@ func (s *TmuxServer) poll() {
 		}
 		next := sweepAt
 		if f.up {
-			next = minTime(next, s.settleQuiet(now))
+			next = minTime(next, s.settleQuiet(now, f.paused))
+		}
+		if !resumeAt.IsZero() {
+			next = minTime(next, resumeAt)
 		}
 		if !f.up && f.c == nil && !f.retryAt.IsZero() {
 			next = minTime(next, f.retryAt)
@@ -398,9 +410,13 @@ func (s *TmuxServer) byID(id string) *TmuxPane {
 }
 
 // quietDue reports whether a followed pane's output has been quiet for
-// its settle time and the pane is not idle yet.
-func (s *TmuxServer) quietDue(now time.Time) bool {
+// its settle time and the pane is not idle yet. A paused pane (see
+// follower.output) is not quiet: it may be printing.
+func (s *TmuxServer) quietDue(now time.Time, paused func(id string) bool) bool {
 	for _, p := range s.registered() {
+		if paused(p.tid) {
+			continue
+		}
 		p.mu.Lock()
 		due := p.followed && p.m.settling() && p.m.quietLeft(now) == 0
 		p.mu.Unlock()
@@ -412,10 +428,14 @@ func (s *TmuxServer) quietDue(now time.Time) bool {
 }
 
 // settleQuiet makes idle the followed panes whose output has been quiet
-// for the settle time; it returns when the next one will be.
-func (s *TmuxServer) settleQuiet(now time.Time) time.Time {
+// for the settle time, paused panes left out; it returns when the next one
+// will be.
+func (s *TmuxServer) settleQuiet(now time.Time, paused func(id string) bool) time.Time {
 	next := now.Add(24 * time.Hour)
 	for _, p := range s.registered() {
+		if paused(p.tid) {
+			continue
+		}
 		if left := p.settleQuiet(now); left > 0 {
 			next = minTime(next, now.Add(left))
 		}
@@ -703,14 +723,15 @@ func (p *TmuxPane) settleQuiet(now time.Time) time.Duration {
 // sawActivity applies tmux's last activity of the running pane: output
 // since the last poll, or quiet for the settle time. The first activity
 // seen is not output: it is from before. A followed pane's output and
-// quiet come from the control client's events (tmux's activity, to the
-// second, would move its last output late): only the activity is noted.
+// quiet come from the control client's events and the poller's settle
+// timer (tmux's activity, to the second, would move its last output late;
+// a pane paused for flooding is not quiet): only the activity is noted.
 // Called with mu held.
 func (p *TmuxPane) sawActivity(now, activity time.Time) bool {
 	changed := false
 	if p.followed {
 		p.lastActivity = maxTime(p.lastActivity, activity)
-		return p.m.quiet(now)
+		return false
 	}
 	if activity.After(p.lastActivity) {
 		p.outputAt = activity

@@ -53,10 +53,11 @@ const (
 
 // ctlEvent is one notification of a control client.
 type ctlEvent struct {
-	kind ctlKind
-	pane string // the pane id (%N) of an output
-	at   time.Time
-	gen  int // which client
+	kind  ctlKind
+	pane  string // the pane id (%N) of an output
+	bytes int    // how much of the pane's output the batch held (escaped)
+	at    time.Time
+	gen   int // which client
 }
 
 // ctlClient is a running control-mode client.
@@ -126,8 +127,8 @@ func (c *ctlClient) stop() {
 // nothing of an output but its pane id, and sends one output event per
 // pane for each batch of lines it reads without waiting (a pane flooding
 // output costs one event per read, not one per line), stamped when the
-// batch was read. The last event is ctlDown.
-// ready is closed at the first line.
+// batch was read, with the bytes the pane's lines held. The last event is
+// ctlDown. ready is closed at the first line.
 func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{}, ready chan<- struct{}) {
 	send := func(ev ctlEvent) bool {
 		ev.gen = gen
@@ -140,21 +141,35 @@ func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{},
 	}
 	defer send(ctlEvent{kind: ctlDown})
 	br := bufio.NewReaderSize(r, 64<<10)
-	var seen []string // panes that printed in this batch
+	type printed struct {
+		id    string
+		bytes int
+	}
+	var seen []printed // panes that printed in this batch
 	inBlock, midLine := false, false
+	outID := -1 // the pane of the long output line being read, in seen
 	for {
 		line, err := br.ReadSlice('\n')
 		if ready != nil && len(line) > 0 {
 			close(ready)
 			ready = nil
 		}
-		if len(line) > 0 && !midLine {
+		switch {
+		case len(line) > 0 && midLine:
+			if outID >= 0 {
+				seen[outID].bytes += len(line)
+			}
+		case len(line) > 0:
+			outID = -1
 			kind, id := ctlLine(line, &inBlock)
 			switch {
 			case kind == ctlOutput:
-				if !slices.ContainsFunc(seen, func(s string) bool { return s == string(id) }) {
-					seen = append(seen, string(id))
+				outID = slices.IndexFunc(seen, func(p printed) bool { return p.id == string(id) })
+				if outID < 0 {
+					seen = append(seen, printed{id: string(id)})
+					outID = len(seen) - 1
 				}
+				seen[outID].bytes += len(line)
 			case kind >= 0:
 				if !send(ctlEvent{kind: kind, at: time.Now()}) {
 					return
@@ -165,10 +180,10 @@ func readCtl(r io.Reader, gen int, events chan<- ctlEvent, quit <-chan struct{},
 		if err != nil && !midLine {
 			return
 		}
-		if br.Buffered() == 0 && len(seen) > 0 {
+		if br.Buffered() == 0 && len(seen) > 0 && !midLine {
 			now := time.Now()
-			for _, id := range seen {
-				if !send(ctlEvent{kind: ctlOutput, pane: id, at: now}) {
+			for _, p := range seen {
+				if !send(ctlEvent{kind: ctlOutput, pane: p.id, bytes: p.bytes, at: now}) {
 					return
 				}
 			}
@@ -215,6 +230,89 @@ type follower struct {
 	fails   int
 	retryAt time.Time
 	warned  bool
+	flows   map[string]*flow // by pane id, for the running client
+}
+
+// Flow control: a pane printing more than floodBytes of control output
+// (tmux escapes it, about three bytes per byte printed) within floodWindow
+// is paused for floodPause (refresh-client -A '%N:pause': tmux drops its
+// output for this client meanwhile), then continued. Reading every byte a
+// pane floods costs a sixth of a core and slows the pane; following it
+// needs only to know that it still prints. A paused pane counts as
+// printing until it is continued, so its idle may come up to floodPause
+// late, never early. Screen redraws and typing stay well under the limit.
+const (
+	floodWindow = 100 * time.Millisecond
+	floodBytes  = 64 << 10
+	floodPause  = 100 * time.Millisecond
+)
+
+// flow is one pane's output in the current window, and its pause.
+type flow struct {
+	start  time.Time
+	bytes  int
+	resume time.Time // when a paused pane is continued; zero when not paused
+}
+
+// output counts a pane's output and pauses it if it floods.
+func (f *follower) output(ev ctlEvent, now time.Time) {
+	if f.c == nil || !f.up || ev.gen != f.gen {
+		return
+	}
+	if f.flows == nil {
+		f.flows = map[string]*flow{}
+	}
+	fl := f.flows[ev.pane]
+	if fl == nil {
+		fl = &flow{start: now}
+		f.flows[ev.pane] = fl
+	}
+	if !fl.resume.IsZero() {
+		return // output tmux queued before it took the pause
+	}
+	if now.Sub(fl.start) > floodWindow {
+		fl.start, fl.bytes = now, 0
+	}
+	fl.bytes += ev.bytes
+	if fl.bytes <= floodBytes {
+		return
+	}
+	if err := f.c.send("refresh-client -A '" + ev.pane + ":pause'"); err != nil {
+		f.down(now, err)
+		return
+	}
+	fl.resume = now.Add(f.s.pauseFor)
+	f.s.pauses.Add(1)
+}
+
+// paused reports whether the pane whose id is id is paused.
+func (f *follower) paused(id string) bool {
+	fl := f.flows[id]
+	return fl != nil && !fl.resume.IsZero()
+}
+
+// resume continues the paused panes whose pause is over; it returns their
+// ids (each may have printed while paused) and when the next is due (zero
+// if none is paused).
+func (f *follower) resume(now time.Time) (ids []string, next time.Time) {
+	for id, fl := range f.flows {
+		switch {
+		case fl.resume.IsZero():
+			if now.Sub(fl.start) > floodWindow {
+				delete(f.flows, id)
+			}
+		case !now.Before(fl.resume):
+			if err := f.c.send("refresh-client -A '" + id + ":continue'"); err != nil {
+				f.down(now, err)
+				return ids, time.Time{}
+			}
+			ids = append(ids, id)
+			delete(f.flows, id)
+		case next.IsZero() || fl.resume.Before(next):
+			next = fl.resume
+		}
+	}
+	return ids, next
 }
 
 // ensure links into the watching session the windows of the panes it
@@ -294,9 +392,10 @@ func (f *follower) down(now time.Time, why error) {
 	}
 }
 
-// stop ends the client if one runs.
+// stop ends the client if one runs; its pauses end with it.
 func (f *follower) stop() {
 	f.up = false
+	f.flows = nil
 	f.s.live.Store(false)
 	if f.c != nil {
 		f.c.stop()

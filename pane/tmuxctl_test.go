@@ -89,16 +89,7 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 	from := len(states)
 	mu.Unlock()
 	typeOutside(t, s, p, "for i in $(seq 15); do echo x; sleep 0.2; done; echo x; date +%s%N > "+mark)
-	var end time.Time
-	eventually(t, 30*time.Second, "the command's end", func() bool {
-		raw, err := os.ReadFile(mark)
-		ns, perr := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-		if err != nil || perr != nil {
-			return false
-		}
-		end = time.Unix(0, ns)
-		return true
-	})
+	end := waitMark(t, mark)
 	eventually(t, 10*time.Second, "idle after the end", func() bool { return p.Status().State == Idle })
 	mu.Lock()
 	defer mu.Unlock()
@@ -114,6 +105,57 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 	if !busy {
 		t.Fatalf("never busy: %+v", states[from:])
 	}
+}
+
+// TestTmuxFloodPaused: a pane flooding output is paused (the control
+// client reads a fraction of it) and is never shown idle while it floods,
+// even with a pause longer than its settle time; it is idle after.
+func TestTmuxFloodPaused(t *testing.T) {
+	s := followedServer(t)
+	s.pauseFor = 400 * time.Millisecond
+	var mu sync.Mutex
+	var states []Status
+	opts := bashOpts(t)
+	opts.Settle = 200 * time.Millisecond
+	opts.OnChange = func(st Status) {
+		mu.Lock()
+		states = append(states, st)
+		mu.Unlock()
+	}
+	p := startFollowed(t, s, opts)
+	mark := filepath.Join(t.TempDir(), "end")
+	mu.Lock()
+	from := len(states)
+	mu.Unlock()
+	typeOutside(t, s, p, "timeout 3 yes; date +%s%N > "+mark)
+	end := waitMark(t, mark)
+	eventually(t, 10*time.Second, "idle after the flood", func() bool { return p.Status().State == Idle })
+	if n := s.pauses.Load(); n == 0 {
+		t.Fatal("the flooding pane was never paused")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, st := range states[from:] {
+		if st.State == Idle && st.Since.Before(end) {
+			t.Fatalf("idle at %s while flooding (it ended at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states[from:])
+		}
+	}
+}
+
+// waitMark waits for the time a command wrote to mark (date +%s%N).
+func waitMark(t *testing.T, mark string) time.Time {
+	t.Helper()
+	var end time.Time
+	eventually(t, 30*time.Second, "the command's end", func() bool {
+		raw, err := os.ReadFile(mark)
+		ns, perr := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		if err != nil || perr != nil {
+			return false
+		}
+		end = time.Unix(0, ns)
+		return true
+	})
+	return end
 }
 
 // TestTmuxClosedFromOutside: a window killed, or a session killed, from

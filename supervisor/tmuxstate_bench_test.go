@@ -248,3 +248,73 @@ func (ob *outputBench) report() {
 	b.ReportMetric(float64(ob.early), "idle-while-printing")
 	b.ReportMetric(float64(len(idle)), "samples")
 }
+
+// BenchmarkTmuxFlood measures what a tmux shell pane printing as fast as it
+// can (`yes`) costs: this process's CPU (the supervisor, with its control
+// client's reader) and the tmux server's, over 10 s per b.N, and what
+// `yes` wrote meanwhile. Run with -benchtime 1x.
+func BenchmarkTmuxFlood(b *testing.B) {
+	if !pane.TmuxAvailable() {
+		b.Skip("needs tmux")
+	}
+	b.Setenv("HOME", b.TempDir())
+	c := startServer(b)
+	id := benchCreate(b, c, api.CreateRequest{Title: "flood", Type: "shell", Backend: "tmux", Command: []string{"yes"}})
+	b.Cleanup(func() { _ = c.Kill(context.Background(), id) })
+	pi, err := c.Get(context.Background(), id)
+	if err != nil || len(pi.Attach) < 3 {
+		b.Fatalf("no tmux socket for %s: %v %v", id, pi.Attach, err)
+	}
+	sock := pi.Attach[2]
+	b.Cleanup(func() { _ = exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	out, err := exec.Command("tmux", "-L", sock, "display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		b.Fatalf("tmux server pid: %v", err)
+	}
+	server, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if pi, _ = c.Get(context.Background(), id); pi.PID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the flood pane never started: %+v", pi)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the control client linked and attached
+	yes := pi.PID
+	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", yes, yes)); err == nil && len(strings.Fields(string(kids))) > 0 {
+		yes, _ = strconv.Atoi(strings.Fields(string(kids))[0]) // under the sh wrapper
+	}
+	var self, srv time.Duration
+	var wrote int64
+	var wall time.Duration
+	for b.Loop() {
+		cpu0, s0, w0, t0 := processCPU(), procCPU(b, server), writtenBytes(b, yes), time.Now()
+		time.Sleep(10 * time.Second)
+		self += processCPU() - cpu0
+		srv += procCPU(b, server) - s0
+		wrote += writtenBytes(b, yes) - w0
+		wall += time.Since(t0)
+	}
+	// A program printing from its start is starting until its first quiet.
+	if pi, _ = c.Get(context.Background(), id); pi.State != "starting" && pi.State != "busy" {
+		b.Errorf("the flood pane is %s, want starting or busy", pi.State)
+	}
+	b.ReportMetric(100*self.Seconds()/wall.Seconds(), "supervisor-cpu-%")
+	b.ReportMetric(100*srv.Seconds()/wall.Seconds(), "tmux-cpu-%")
+	b.ReportMetric(float64(wrote)/wall.Seconds()/1e6, "flood-MB/s")
+}
+
+// procCPU is the user and system time of process pid.
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+}
