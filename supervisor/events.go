@@ -17,17 +17,21 @@ import (
 // The team's event stream (GET /api/events): a snapshot on connect, then
 // what changed. Publishers (pane loops, the outbox, the API) never block
 // and never build documents: they mark a key dirty in every subscriber
-// ("pane:w-3", "task:12", "summary"). Each subscriber's writer wakes, waits
-// out the rest of the batch interval, takes its dirty set and builds the current value
-// of each key once. So a pane flipping state a thousand times a second
-// costs one line per batch, and cannot crowd out the others: every dirty
-// key gets its line in the next batch.
+// ("pane:w-3", "task:12", "summary"). Each subscriber's writer wakes,
+// takes its dirty set and builds the current value of each key once. Its
+// writes are paced by a bucket: up to eventBurst batches at once after a
+// quiet spell (ten panes that change together are each told at once),
+// then one per eventBatch. So a pane flipping state a thousand times a
+// second costs about ten lines a second, and cannot crowd out the others:
+// every dirty key gets its line in the next batch.
 
-// eventBatch is the shortest time between two batches of one stream: at
-// most 10 writes (and client redraws) a second whatever the team does. A
-// change after a quiet spell goes out at once; under load one waits 50 ms
-// on average.
-const eventBatch = 100 * time.Millisecond
+// eventBatch is the time the bucket takes to earn one batch: under
+// sustained change, at most 10 writes (and client redraws) a second
+// whatever the team does; eventBurst is how many batches it holds.
+const (
+	eventBatch = 100 * time.Millisecond
+	eventBurst = 10
+)
 
 // hub fans dirty keys out to the subscribers.
 type hub struct {
@@ -110,6 +114,33 @@ func (s *Supervisor) taskChanged(id int64) {
 	s.events.publish(keyTask+strconv.FormatInt(id, 10), keySummary)
 }
 
+// pacer is a stream's bucket of batches (see eventBatch).
+type pacer struct {
+	tokens float64
+	last   time.Time
+}
+
+func newPacer(now time.Time) pacer { return pacer{tokens: eventBurst, last: now} }
+
+func (p *pacer) refill(now time.Time) {
+	if now.After(p.last) {
+		p.tokens = min(eventBurst, p.tokens+float64(now.Sub(p.last))/float64(eventBatch))
+		p.last = now
+	}
+}
+
+// wait is how long a batch due at now waits for its turn.
+func (p *pacer) wait(now time.Time) time.Duration {
+	p.refill(now)
+	return time.Duration(max(0, 1-p.tokens) * float64(eventBatch))
+}
+
+// take spends a batch sent at now.
+func (p *pacer) take(now time.Time) {
+	p.refill(now)
+	p.tokens = max(0, p.tokens-1)
+}
+
 // Stream calls emit with the snapshot, then with each batch of changes,
 // until ctx ends or emit fails.
 func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) error {
@@ -123,14 +154,14 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) e
 	if err := emit([]api.Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
 		return err
 	}
-	last := time.Now()
+	pace := newPacer(time.Now())
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-sub.wake:
 		}
-		if wait := eventBatch - time.Since(last); wait > 0 {
+		if wait := pace.wait(time.Now()); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -139,7 +170,7 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) e
 			case <-t.C:
 			}
 		}
-		last = time.Now()
+		pace.take(time.Now())
 		evs := s.build(ctx, sub.take())
 		if len(evs) == 0 {
 			continue
