@@ -321,6 +321,9 @@ func (s *TmuxServer) poll() {
 				p.sawOutput(now) // it may have printed while paused
 			}
 		}
+		if f.c == nil && !f.retryAt.IsZero() && !now.Before(f.retryAt) {
+			sweepAt = now // the control client's backoff is over: start it
+		}
 		if f.up && s.quietDue(now, f.paused) {
 			// A pane about to be idle is swept first: a program that
 			// ended right after its last output is then seen exited, not

@@ -1,6 +1,8 @@
 package pane
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,5 +232,53 @@ func TestTmuxControlClientUnseen(t *testing.T) {
 	out, err = exec.Command("tmux", "-L", s.Socket, "list-clients", "-F", "#{client_session} #{client_flags}").CombinedOutput()
 	if got := strings.TrimSpace(string(out)); err != nil || !strings.HasPrefix(got, watchSession+" ") || !strings.Contains(got, "ignore-size") || strings.Contains(got, "\n") {
 		t.Fatalf("clients: %q %v", got, err)
+	}
+}
+
+// TestTmuxSessionsCreatedWhileClientConnects: sessions are created and
+// killed without a pause while the control client is killed and connects
+// again, six times, and the tmux server survives. (tmux 3.3a crashes when
+// a notification, such as a new session's, comes between a control
+// client's identification and its start; our tmux commands wait while it
+// connects. Without that, about half the connects here crash it.)
+func TestTmuxSessionsCreatedWhileClientConnects(t *testing.T) {
+	s := followedServer(t)
+	p := startFollowed(t, s, bashOpts(t))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("x-%d-%d", g, i)
+				_, _ = s.run(context.Background(), "new-session", "-d", "-s", name, "sleep 1", ";", "kill-session", "-t", "="+name)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 6 {
+		old := s.ctlPID.Load()
+		if err := syscall.Kill(int(old), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		gone := func() error {
+			_, err := s.run(context.Background(), "has-session", "-t", "="+p.name)
+			return err
+		}
+		eventually(t, 20*time.Second, fmt.Sprintf("control client %d connected", i+2), func() bool {
+			return (s.ctlPID.Load() != old && s.live.Load()) || gone() != nil
+		})
+		if err := gone(); err != nil {
+			t.Fatalf("at connect %d the tmux server died: %v", i+2, err)
+		}
+	}
+	if st := p.Status(); !st.Running() {
+		t.Fatalf("the pane ended: %+v", st)
 	}
 }
