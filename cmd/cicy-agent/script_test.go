@@ -138,6 +138,14 @@ func setupScript(env *testscript.Env) error {
 	}
 	env.Setenv("ESCTITLE", "bad\x1b[31mtitle")
 	env.Defer(func() {
+		// A failed script (a command that failed, not only a wait that
+		// timed out) leaves what it saw in the test's log.
+		if t, ok := env.T().(interface {
+			Failed() bool
+			Logf(string, ...any)
+		}); ok && t.Failed() {
+			dumpHome(t.Logf, home)
+		}
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
 		cmd.Env = os.Environ()
 		_ = cmd.Run()
@@ -206,18 +214,17 @@ func pollFor(ts *testscript.TestScript, d time.Duration, what string, ok func(st
 			return
 		}
 		if time.Now().After(deadline) {
-			dumpHome(ts)
 			ts.Fatalf("timed out after %s waiting for %s; last output:\n%s", d, what, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// dumpHome logs what a person would look at when a wait times out: the
-// panes, each pane's screen and the end of the supervisor's log (a CI run
-// on another machine leaves nothing else to read).
-func dumpHome(ts *testscript.TestScript) {
-	home := ts.Getenv("CICY_HOME")
+// dumpHome logs what a person would look at when a wait times out or a
+// script fails: the panes, each pane's screen and the end of the
+// supervisor's log (a CI run on another machine leaves nothing else to
+// read).
+func dumpHome(logf func(string, ...any), home string) {
 	run := func(args ...string) string {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), append([]string{"--home", home}, args...)...)
 		out, err := cmd.CombinedOutput()
@@ -227,10 +234,10 @@ func dumpHome(ts *testscript.TestScript) {
 		return string(out)
 	}
 	ls := run("ls")
-	ts.Logf("--- cicy-agent ls\n%s", ls)
+	logf("--- cicy-agent ls\n%s", ls)
 	for _, l := range strings.Split(ls, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "w-") {
-			ts.Logf("--- screen %s\n%s", f[0], run("screen", f[0]))
+			logf("--- screen %s\n%s", f[0], run("screen", f[0]))
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(home, "logs", "supervisor.log")); err == nil {
@@ -238,7 +245,7 @@ func dumpHome(ts *testscript.TestScript) {
 		if len(lines) > 60 {
 			lines = lines[len(lines)-60:]
 		}
-		ts.Logf("--- supervisor.log (end)\n%s", strings.Join(lines, "\n"))
+		logf("--- supervisor.log (end)\n%s", strings.Join(lines, "\n"))
 	}
 }
 
