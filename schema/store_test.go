@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
