@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -12,9 +11,10 @@ import (
 // A pane's budget is stored with it, changed and removed, and goes when
 // the pane goes; a team's is kept by name until removed. Neither may be
 // zero or negative.
-func TestBudgets(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cicy.db")
-	s := open(t, path)
+func TestBudgets(t *testing.T) { eachStore(t, testBudgets) }
+
+func testBudgets(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	ctx := context.Background()
 	p := newPane("a")
 	p.BudgetUSD = sql.NullFloat64{Float64: 0.5, Valid: true}
@@ -45,8 +45,7 @@ func TestBudgets(t *testing.T) {
 	setTeamBudgets(t, s)
 	s.Close()
 
-	s = open(t, path)
-	defer s.Close()
+	s = reopen()
 	ps, err := s.ListPanes(ctx)
 	if err != nil || len(ps) != 2 || ps[0].BudgetUSD.Valid || ps[1].BudgetUSD != (sql.NullFloat64{Float64: 2, Valid: true}) {
 		t.Fatalf("panes after reopen: %+v, %v; want a without a budget and b with $2", ps, err)

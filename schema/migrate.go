@@ -5,15 +5,14 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
 type migration struct {
@@ -22,15 +21,41 @@ type migration struct {
 	sql     string
 }
 
-// migrations returns the embedded migrations sorted by their number, which
-// is the file name's prefix before the first underscore.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
+// migrations returns the embedded migrations of a dialect sorted by their
+// number, which is the file name's prefix before the first underscore. A
+// PostgreSQL file (migrations/postgres) replaces the shared one of its
+// number.
+func migrations(dialect string) ([]migration, error) {
+	all, err := readMigrations("migrations")
+	if err != nil {
+		return nil, err
+	}
+	if dialect == Postgres {
+		own, err := readMigrations("migrations/postgres")
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range own {
+			i := slices.IndexFunc(all, func(a migration) bool { return a.version == m.version })
+			if i < 0 {
+				return nil, fmt.Errorf("migration postgres/%s replaces no shared migration", m.name)
+			}
+			all[i] = m
+		}
+	}
+	return all, nil
+}
+
+func readMigrations(dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	var out []migration
 	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
 		num, _, ok := strings.Cut(e.Name(), "_")
 		if !ok {
 			return nil, fmt.Errorf("migration %s has no number prefix", e.Name())
@@ -39,7 +64,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: bad number: %w", e.Name(), err)
 		}
-		body, err := migrationFS.ReadFile("migrations/" + e.Name())
+		body, err := migrationFS.ReadFile(dir + "/" + e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
@@ -54,13 +79,13 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
+// migrateLock is the PostgreSQL advisory lock that makes supervisors
+// starting together apply the migrations one at a time.
+const migrateLock = 0x63696379 // "cicy"
+
 // migrate applies every embedded migration not yet recorded.
-func migrate(ctx context.Context, db *sqlx.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	all, err := migrations()
+func migrate(ctx context.Context, db *conn) error {
+	all, err := migrations(db.dialect)
 	if err != nil {
 		return err
 	}
@@ -72,12 +97,25 @@ func migrate(ctx context.Context, db *sqlx.DB) error {
 	return nil
 }
 
-func apply(ctx context.Context, db *sqlx.DB, m migration) error {
+// apply applies one migration in a transaction, unless it is recorded.
+// On PostgreSQL the transaction first takes migrateLock, so of several
+// supervisors starting together one applies it and the others then see
+// it recorded.
+func apply(ctx context.Context, db *conn, m migration) error {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration %s: %w", m.name, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	if db.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, migrateLock); err != nil {
+			return fmt.Errorf("lock for migration %s: %w", m.name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
 	var n int
 	if err := tx.GetContext(ctx, &n, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version); err != nil {
 		return fmt.Errorf("check migration %s: %w", m.name, err)

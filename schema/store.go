@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver, pure Go
 )
@@ -17,9 +18,45 @@ import (
 // ErrNotFound is returned when a row asked for does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is the supervisor's database.
+// Store is the supervisor's database: a SQLite file, or a PostgreSQL
+// database (see dialect.go).
 type Store struct {
-	db *sqlx.DB
+	db *conn
+	// held is the connection that holds the database for one supervisor
+	// (see Hold).
+	held *sql.Conn
+}
+
+// ErrHeld is returned by Hold when another supervisor holds the database.
+var ErrHeld = errors.New("another supervisor uses this database")
+
+// holdLock is the PostgreSQL advisory lock a supervisor holds on its
+// database for as long as it runs.
+const holdLock = 0x63696370 // "cicp"
+
+// Hold claims a PostgreSQL database for this supervisor until Close, on a
+// connection of its own (a session advisory lock, released by PostgreSQL
+// when the supervisor dies); ErrHeld when another supervisor has it. A
+// SQLite file needs no claim: its home is locked.
+func (s *Store) Hold(ctx context.Context) error {
+	if s.db.dialect != Postgres || s.held != nil {
+		return nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("claim the database: %w", err)
+	}
+	var ok bool
+	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, holdLock).Scan(&ok); err != nil {
+		c.Close()
+		return fmt.Errorf("claim the database: %w", err)
+	}
+	if !ok {
+		c.Close()
+		return ErrHeld
+	}
+	s.held = c
+	return nil
 }
 
 // Pane is one agent_config row with its last recorded runtime state.
@@ -90,15 +127,64 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("database %s failed its integrity check: %w", path, err)
 	}
-	if err := migrate(ctx, db); err != nil {
+	c := &conn{DB: db, dialect: SQLite}
+	if err := migrate(ctx, c); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	return &Store{db: c}, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// OpenURL opens the PostgreSQL database at url (postgres://…) and applies
+// the migrations; several supervisors may open one database at once.
+func OpenURL(ctx context.Context, url string) (*Store, error) {
+	db, err := sqlx.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", RedactURL(url), err)
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", RedactURL(url), err)
+	}
+	c := &conn{DB: db, dialect: Postgres}
+	if err := migrate(ctx, c); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: c}, nil
+}
+
+// OpenSpec opens a PostgreSQL URL with OpenURL and anything else as a
+// SQLite file with Open.
+func OpenSpec(ctx context.Context, spec string) (*Store, error) {
+	if IsURL(spec) {
+		return OpenURL(ctx, spec)
+	}
+	return Open(ctx, spec)
+}
+
+// Dialect is SQLite or Postgres.
+func (s *Store) Dialect() string { return s.db.dialect }
+
+// RedactURL is url without its password, for messages and logs.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a database URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// Close closes the database (and gives up a claim Hold made).
+func (s *Store) Close() error {
+	if s.held != nil {
+		s.held.Close()
+		s.held = nil
+	}
+	return s.db.Close()
+}
 
 // Now is the timestamp format of every time column.
 func Now() string { return FormatTime(time.Now()) }

@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
@@ -22,16 +21,16 @@ func newPane(title string) Pane {
 
 func ws(id string) (string, error) { return "/tmp/" + id, nil }
 
-func TestMigrationsAreIdempotent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db", "cicy.db")
-	s := open(t, path)
+func TestMigrationsAreIdempotent(t *testing.T) { eachStore(t, testMigrationsAreIdempotent) }
+
+func testMigrationsAreIdempotent(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	if _, err := s.CreatePane(context.Background(), newPane("a"), ws); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	s = open(t, path) // the second open applies nothing and keeps the data
-	defer s.Close()
-	all, err := migrations()
+	s = reopen() // the second open applies nothing and keeps the data
+	all, err := migrations(s.Dialect())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +42,19 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("panes after reopen = %v, %v", ps, err)
 	}
+	if s.Dialect() != SQLite {
+		return
+	}
 	var mode string
 	if err := s.db.Get(&mode, `PRAGMA journal_mode`); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode = %q, %v", mode, err)
 	}
 }
 
-func TestPaneIDsAreNeverReused(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cicy.db"))
-	defer s.Close()
+func TestPaneIDsAreNeverReused(t *testing.T) { eachStore(t, testPaneIDsAreNeverReused) }
+
+func testPaneIDsAreNeverReused(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	ctx := context.Background()
 	a, _ := s.CreatePane(ctx, newPane("a"), ws)
 	b, _ := s.CreatePane(ctx, newPane("b"), ws)
@@ -67,9 +70,10 @@ func TestPaneIDsAreNeverReused(t *testing.T) {
 	}
 }
 
-func TestFailedCreateLeavesNothing(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cicy.db"))
-	defer s.Close()
+func TestFailedCreateLeavesNothing(t *testing.T) { eachStore(t, testFailedCreateLeavesNothing) }
+
+func testFailedCreateLeavesNothing(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	ctx := context.Background()
 	boom := errors.New("boom")
 	if _, err := s.CreatePane(ctx, newPane("x"), func(string) (string, error) { return "", boom }); !errors.Is(err, boom) {
@@ -90,9 +94,10 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestRuntimeRoundTripAndOrder(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cicy.db"))
-	defer s.Close()
+func TestRuntimeRoundTripAndOrder(t *testing.T) { eachStore(t, testRuntimeRoundTripAndOrder) }
+
+func testRuntimeRoundTripAndOrder(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	ctx := context.Background()
 	for i := 0; i < 11; i++ {
 		if _, err := s.CreatePane(ctx, newPane("p"), ws); err != nil {

@@ -44,12 +44,12 @@ const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, c
 // CreateTask queues a task.
 func (s *Store) CreateTask(ctx context.Context, from, to, text, reason string) (Task, error) {
 	now := Now()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO tasks (from_pane, to_pane, text, status, reason, created_at, updated_at)
-		VALUES (?, ?, ?, 'queued', ?, ?, ?)`, from, to, text, reason, now, now)
+	var id int64
+	err := s.db.GetContext(ctx, &id, `INSERT INTO tasks (from_pane, to_pane, text, status, reason, created_at, updated_at)
+		VALUES (?, ?, ?, 'queued', ?, ?, ?) RETURNING id`, from, to, text, reason, now, now)
 	if err != nil {
 		return Task{}, fmt.Errorf("create task: %w", err)
 	}
-	id, _ := res.LastInsertId()
 	return s.GetTask(ctx, id)
 }
 

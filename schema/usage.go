@@ -114,14 +114,12 @@ func (s *Store) UsageGroups(ctx context.Context, q UsageQuery) ([]UsageGroup, er
 	if !ok {
 		return nil, fmt.Errorf("group usage by %q: not pane, model or day", q.By)
 	}
-	where, args := []string{"1"}, []any{}
+	where, args := []string{"1 = 1"}, []any{}
 	if q.Pane != "" {
 		where, args = append(where, "pane_id = ?"), append(args, q.Pane)
 	}
 	if !q.Since.IsZero() {
-		// julianday compares instants; the text of two RFC 3339 times with
-		// fractions of different lengths does not sort by time.
-		where, args = append(where, "julianday(created_at) >= julianday(?)"), append(args, FormatTime(q.Since))
+		where, args = append(where, s.db.instant("created_at")+" >= "+s.db.instant("?")), append(args, FormatTime(q.Since))
 	}
 	out := []UsageGroup{}
 	err := s.db.SelectContext(ctx, &out, `SELECT `+key+` AS key, model, aux != '' AS is_aux, COUNT(*) AS calls,
@@ -137,9 +135,9 @@ func (s *Store) UsageGroups(ctx context.Context, q UsageQuery) ([]UsageGroup, er
 
 // HasUsage reports whether any call of the pane was recorded.
 func (s *Store) HasUsage(ctx context.Context, pane string) (bool, error) {
-	var n int
-	if err := s.db.GetContext(ctx, &n, `SELECT EXISTS (SELECT 1 FROM usage WHERE pane_id = ?)`, pane); err != nil {
+	var found bool
+	if err := s.db.GetContext(ctx, &found, `SELECT EXISTS (SELECT 1 FROM usage WHERE pane_id = ?)`, pane); err != nil {
 		return false, fmt.Errorf("look up usage: %w", err)
 	}
-	return n == 1, nil
+	return found, nil
 }

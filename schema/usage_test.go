@@ -2,7 +2,6 @@ package schema
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -14,14 +13,15 @@ func addUsageAt(t *testing.T, s *Store, u UsageRow, at string) {
 	if err := s.AddUsage(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`UPDATE usage SET created_at = ? WHERE id = (SELECT MAX(id) FROM usage)`, at); err != nil {
+	if _, err := s.db.ExecContext(context.Background(), `UPDATE usage SET created_at = ? WHERE id = (SELECT MAX(id) FROM usage)`, at); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestUsageGroups(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cicy.db"))
-	defer s.Close()
+func TestUsageGroups(t *testing.T) { eachStore(t, testUsageGroups) }
+
+func testUsageGroups(t *testing.T, reopen func() *Store) {
+	s := reopen()
 	ctx := context.Background()
 	addUsageAt(t, s, UsageRow{PaneID: "w-1", Model: "m-a", InputTokens: 10, OutputTokens: 1, CacheRead: 100, CacheCreation: 5}, "2026-01-01T23:59:59.9Z")
 	addUsageAt(t, s, UsageRow{PaneID: "w-1", Model: "m-a", InputTokens: 20, OutputTokens: 2, CacheRead: 200}, "2026-01-02T10:00:00.25Z")

@@ -199,7 +199,7 @@ func checkEnvNames(req *api.CreateRequest) error {
 			return usageErr("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
 		case !topology.EnvNameRe.MatchString(n):
 			return usageErr("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
-		case isAgent(req.Type) && provider.IsCredential(n):
+		case isAgent(req.Type) && slices.Contains(provider.ProviderKeys, n):
 			return usageErr("a %s pane reaches its model through cicy-agent's gateway with a key of its own; --env %s would hand it the real key: leave it out", req.Type, n)
 		case !slices.Contains(names, n):
 			names = append(names, n)

@@ -26,6 +26,29 @@ import (
 // home.
 var ErrAlreadyRunning = errors.New("a supervisor is already running")
 
+// openStore opens the home's SQLite database (refused when it was lost:
+// see checkDatabase) or, with cfg.DB, the PostgreSQL database, which it
+// holds for this supervisor alone: two supervisors on one database would
+// each take the other's panes for their own.
+func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
+	if cfg.DB == "" {
+		if err := checkDatabase(cfg.Home, cfg.Fresh, cfg.Log); err != nil {
+			return nil, err
+		}
+		return schema.Open(ctx, cfg.Home.DB())
+	}
+	store, err := schema.OpenURL(ctx, cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Hold(ctx); err != nil {
+		store.Close()
+		return nil, err
+	}
+	cfg.Log.WithField("db", schema.RedactURL(cfg.DB)).Info("State in PostgreSQL")
+	return store, nil
+}
+
 // Serve runs the supervisor until ctx is cancelled or a client asks it to
 // shut down, then stops every pane and returns.
 func Serve(ctx context.Context, cfg Config) error {
@@ -39,10 +62,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer unlock()
 
-	if err := checkDatabase(h, cfg.Fresh, cfg.Log); err != nil {
-		return err
-	}
-	store, err := schema.Open(ctx, h.DB())
+	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

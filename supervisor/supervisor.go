@@ -77,6 +77,9 @@ type Config struct {
 	// GatewayPort, if > 0, is the model gateway's port, kept from then
 	// on; 0 keeps the home's (chosen at the first start).
 	GatewayPort int
+	// DB, if set, is a PostgreSQL URL whose database holds the state
+	// instead of the home's SQLite file.
+	DB string
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running

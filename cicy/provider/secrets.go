@@ -10,11 +10,15 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
-// Credentials are the variables that hold a provider's secret. This list is
-// the one place that says which variables a tool, a shell pane or the
-// private tmux server must never be given, and whose values are scrubbed
-// from error and log text.
-var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+// Credentials are the variables that hold a secret: a provider's key, and
+// the supervisor's database URL (which may carry a password) and
+// PostgreSQL password. This list is the one place that says which
+// variables a tool, a shell pane or the private tmux server must never be
+// given, and whose values are scrubbed from error and log text.
+var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CICY_DB", "PGPASSWORD"}
+
+// ProviderKeys are the Credentials that are a model provider's key.
+var ProviderKeys = Credentials[:3]
 
 // IsCredential reports whether name is one of Credentials.
 func IsCredential(name string) bool { return slices.Contains(Credentials, name) }

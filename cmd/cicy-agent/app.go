@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -163,6 +165,7 @@ func (e *env) serveCmd() *cli.Command {
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
 			&cli.BoolFlag{Name: "fresh", Usage: "start over when the database is missing or empty: move the folders of the panes it described aside and end their tmux sessions"},
 			&cli.IntFlag{Name: "gateway-port", Usage: "serve the model gateway on 127.0.0.1:`PORT` from now on (default: the port this home's first supervisor chose, kept across restarts)", EnvVars: []string{"CICY_GATEWAY_PORT"}},
+			&cli.StringFlag{Name: "db", Usage: "keep the state in the PostgreSQL database at `URL` (postgres://user@host:5432/name) instead of db/cicy.db under the home; a password goes in CICY_DB, PGPASSWORD or ~/.pgpass, never on the command line", EnvVars: []string{"CICY_DB"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
 			&cli.IntFlag{Name: "report-fd", Hidden: true},
@@ -192,6 +195,10 @@ func (e *env) serveCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			db, err := dbURL(c.String("db"), os.Getenv("CICY_DB"))
+			if err != nil {
+				return err
+			}
 			if err := h.Prepare(); err != nil {
 				return err
 			}
@@ -211,7 +218,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
-				GatewayPort: c.Int("gateway-port"),
+				GatewayPort: c.Int("gateway-port"), DB: db,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -219,6 +226,26 @@ func (e *env) serveCmd() *cli.Command {
 			return err
 		},
 	}
+}
+
+// dbURL checks serve's --db value: empty (the home's SQLite file) or a
+// postgres:// URL. A password in it is refused unless it came from CICY_DB
+// (fromEnv): on the command line every local user could read it.
+func dbURL(value, fromEnv string) (string, error) {
+	if value == "" {
+		return "", nil
+	}
+	if !schema.IsURL(value) {
+		return "", usagef("--db takes a postgres:// URL (the SQLite database is db/cicy.db under the home, used when --db is not given), not %q", value)
+	}
+	u, err := url.Parse(value)
+	if err != nil {
+		return "", usagef("--db %s: %v", schema.RedactURL(value), err)
+	}
+	if _, has := u.User.Password(); has && value != fromEnv {
+		return "", usagef("--db %s holds a password, which every local user can read on a command line: give the URL in CICY_DB, or the password in PGPASSWORD or ~/.pgpass", schema.RedactURL(value))
+	}
+	return value, nil
 }
 
 func (e *env) shutdownCmd() *cli.Command {
