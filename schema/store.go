@@ -35,10 +35,12 @@ var ErrHeld = errors.New("another supervisor uses this database")
 const holdLock = 0x63696370 // "cicp"
 
 // Hold claims a PostgreSQL database for this supervisor until Close, on a
-// connection of its own (a session advisory lock, released by PostgreSQL
-// when the supervisor dies); ErrHeld when another supervisor has it. A
-// SQLite file needs no claim: its home is locked.
-func (s *Store) Hold(ctx context.Context) error {
+// connection of its own (a session advisory lock, which PostgreSQL also
+// releases when the supervisor dies); ErrHeld when another supervisor has
+// it. It tries again for up to wait: a supervisor restarted right after
+// one was killed may find the old session not yet ended. A SQLite file
+// needs no claim: its home is locked.
+func (s *Store) Hold(ctx context.Context, wait time.Duration) error {
 	if s.db.dialect != Postgres || s.held != nil {
 		return nil
 	}
@@ -46,17 +48,27 @@ func (s *Store) Hold(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("claim the database: %w", err)
 	}
-	var ok bool
-	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, holdLock).Scan(&ok); err != nil {
-		c.Close()
-		return fmt.Errorf("claim the database: %w", err)
+	for deadline := time.Now().Add(wait); ; {
+		var ok bool
+		if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, holdLock).Scan(&ok); err != nil {
+			c.Close()
+			return fmt.Errorf("claim the database: %w", err)
+		}
+		if ok {
+			s.held = c
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			c.Close()
+			return ErrHeld
+		}
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if !ok {
-		c.Close()
-		return ErrHeld
-	}
-	s.held = c
-	return nil
 }
 
 // Pane is one agent_config row with its last recorded runtime state.
@@ -180,6 +192,9 @@ func RedactURL(raw string) string {
 // Close closes the database (and gives up a claim Hold made).
 func (s *Store) Close() error {
 	if s.held != nil {
+		// Released at once, not when the server notices the closed
+		// connection: the next supervisor may start right away.
+		_, _ = s.held.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, holdLock)
 		s.held.Close()
 		s.held = nil
 	}

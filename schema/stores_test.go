@@ -68,14 +68,14 @@ func TestPostgresOpenTogether(t *testing.T) {
 	if err := stores[0].db.Get(&n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(all) {
 		t.Fatalf("schema_migrations rows = %d, %v; want %d", n, err, len(all))
 	}
-	if err := stores[0].Hold(ctx); err != nil {
+	if err := stores[0].Hold(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := stores[1].Hold(ctx); !errors.Is(err, ErrHeld) {
+	if err := stores[1].Hold(ctx, 0); !errors.Is(err, ErrHeld) {
 		t.Fatalf("a second hold: %v, want ErrHeld", err)
 	}
-	stores[0].Close()
-	if err := stores[1].Hold(ctx); err != nil {
+	stores[0].Close() // gives the hold up at once
+	if err := stores[1].Hold(ctx, 0); err != nil {
 		t.Fatalf("a hold after the holder closed: %v", err)
 	}
 }

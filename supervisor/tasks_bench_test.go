@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/schema/pgtest"
 )
 
 // benchRules answers every request of the task and many-pane benchmarks at
@@ -125,9 +126,19 @@ const benchTasks = 200
 // waited for until done and until the master has been told. deliver is
 // delivered_at − created_at, notify notified_at − finished_at, run
 // finished_at − delivered_at (the worker's turn).
-func BenchmarkTaskLatencyCicy(b *testing.B) {
+func BenchmarkTaskLatencyCicy(b *testing.B) { eachDB(b, benchTaskLatencyCicy) }
+
+// eachDB runs f as sub-benchmarks db=sqlite and db=postgres (the latter on
+// the test binary's private PostgreSQL, skipped where there is none), each
+// with a supervisor config naming its database.
+func eachDB(b *testing.B, f func(b *testing.B, cfg Config)) {
+	b.Run("db=sqlite", func(b *testing.B) { f(b, Config{}) })
+	b.Run("db=postgres", func(b *testing.B) { f(b, Config{DB: pgtest.Need(b).NewDB(b)}) })
+}
+
+func benchTaskLatencyCicy(b *testing.B, cfg Config) {
 	benchEnv(b)
-	c := startServer(b)
+	c := startServerWith(b, cfg)
 	master := benchCreate(b, c, api.CreateRequest{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Provider: "script"})
 	worker := benchCreate(b, c, api.CreateRequest{Title: "eng", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Provider: "script", Master: master})
 	waitPaneIdle(b, c, worker)
@@ -190,9 +201,11 @@ const (
 // supervisor runs in this process: RSS (VmRSS) and Go heap in use after the
 // run. Every turn must come back completed with its own answer and each
 // pane's history must hold 20 messages per round, or the benchmark fails.
-func BenchmarkHundredCicyPanes(b *testing.B) {
+func BenchmarkHundredCicyPanes(b *testing.B) { eachDB(b, benchHundredCicyPanes) }
+
+func benchHundredCicyPanes(b *testing.B, cfg Config) {
 	benchEnv(b)
-	c := startServer(b)
+	c := startServerWith(b, cfg)
 	ctx := context.Background()
 	rssBefore := procStatusKiB("VmRSS")
 	ids := make([]string, benchPanes)
