@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,15 +72,16 @@ func TestTmuxOutputAfterQuietIsEvent(t *testing.T) {
 	})
 }
 
-// TestTmuxSteadyOutputNeverIdle: a pane printing every 0.2 s for 3 s, five
-// times its settle time, is never shown idle before its last line, and is
-// idle after.
-func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
-	s := followedServer(t)
+// statesUntilIdle starts a followed bash pane with the settle time, types
+// cmd followed by writing the time to a mark file, and waits for that
+// mark and then for the pane to be idle. It returns the states the pane
+// went through from the typing on, and the time written.
+func statesUntilIdle(t *testing.T, s *TmuxServer, settle time.Duration, cmd string) ([]Status, time.Time) {
+	t.Helper()
 	var mu sync.Mutex
 	var states []Status
 	opts := bashOpts(t)
-	opts.Settle = 600 * time.Millisecond
+	opts.Settle = settle
 	opts.OnChange = func(st Status) {
 		mu.Lock()
 		states = append(states, st)
@@ -90,22 +92,35 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 	mu.Lock()
 	from := len(states)
 	mu.Unlock()
-	typeOutside(t, s, p, "for i in $(seq 15); do echo x; sleep 0.2; done; echo x; date +%s%N > "+mark)
+	typeOutside(t, s, p, cmd+"; date +%s%N > "+mark)
 	end := waitMark(t, mark)
 	eventually(t, 10*time.Second, "idle after the end", func() bool { return p.Status().State == Idle })
 	mu.Lock()
 	defer mu.Unlock()
-	busy := false
-	for _, st := range states[from:] {
-		switch {
-		case st.State == Busy:
-			busy = true
-		case st.State == Idle && st.Since.Before(end):
-			t.Fatalf("idle at %s while printing (the last line at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states[from:])
+	return slices.Clone(states[from:]), end
+}
+
+// idleBefore returns the first state of states that is idle before end.
+func idleBefore(states []Status, end time.Time) (Status, bool) {
+	for _, st := range states {
+		if st.State == Idle && st.Since.Before(end) {
+			return st, true
 		}
 	}
-	if !busy {
-		t.Fatalf("never busy: %+v", states[from:])
+	return Status{}, false
+}
+
+// TestTmuxSteadyOutputNeverIdle: a pane printing every 0.2 s for 3 s, five
+// times its settle time, is never shown idle before its last line, and is
+// idle after.
+func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
+	s := followedServer(t)
+	states, end := statesUntilIdle(t, s, 600*time.Millisecond, "for i in $(seq 15); do echo x; sleep 0.2; done; echo x")
+	if st, ok := idleBefore(states, end); ok {
+		t.Fatalf("idle at %s while printing (the last line at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states)
+	}
+	if !slices.ContainsFunc(states, func(st Status) bool { return st.State == Busy }) {
+		t.Fatalf("never busy: %+v", states)
 	}
 }
 
@@ -115,32 +130,12 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 func TestTmuxFloodPaused(t *testing.T) {
 	s := followedServer(t)
 	s.pauseFor = 400 * time.Millisecond
-	var mu sync.Mutex
-	var states []Status
-	opts := bashOpts(t)
-	opts.Settle = 200 * time.Millisecond
-	opts.OnChange = func(st Status) {
-		mu.Lock()
-		states = append(states, st)
-		mu.Unlock()
-	}
-	p := startFollowed(t, s, opts)
-	mark := filepath.Join(t.TempDir(), "end")
-	mu.Lock()
-	from := len(states)
-	mu.Unlock()
-	typeOutside(t, s, p, "timeout 3 yes; date +%s%N > "+mark)
-	end := waitMark(t, mark)
-	eventually(t, 10*time.Second, "idle after the flood", func() bool { return p.Status().State == Idle })
+	states, end := statesUntilIdle(t, s, 200*time.Millisecond, "timeout 3 yes")
 	if n := s.pauses.Load(); n == 0 {
 		t.Fatal("the flooding pane was never paused")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, st := range states[from:] {
-		if st.State == Idle && st.Since.Before(end) {
-			t.Fatalf("idle at %s while flooding (it ended at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states[from:])
-		}
+	if st, ok := idleBefore(states, end); ok {
+		t.Fatalf("idle at %s while flooding (it ended at %s): %+v", st.Since.Format(time.StampMilli), end.Format(time.StampMilli), states)
 	}
 }
 

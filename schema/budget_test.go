@@ -51,7 +51,7 @@ func testBudgets(t *testing.T, reopen func() *Store) {
 		t.Fatalf("panes after reopen: %+v, %v; want a without a budget and b with $2", ps, err)
 	}
 	teams, err := s.TeamBudgets(ctx)
-	if want := map[string]float64{"demo": 7.25, "other": 1}; err != nil || !reflect.DeepEqual(teams, want) {
+	if want := map[string]float64{"demo": 7.3, "other": 1}; err != nil || !reflect.DeepEqual(teams, want) {
 		t.Errorf("team budgets %v, %v; want %v", teams, err, want)
 	}
 	if err := s.DeletePane(ctx, b.ID); err != nil {
@@ -77,7 +77,7 @@ func refuseBadBudgets(t *testing.T, s *Store, id string) {
 	}
 }
 
-// setTeamBudgets sets, changes and removes team budgets: demo $7.25 and
+// setTeamBudgets sets, changes and removes team budgets: demo $7.3 and
 // other $1 are left.
 func setTeamBudgets(t *testing.T, s *Store) {
 	t.Helper()
@@ -87,7 +87,7 @@ func setTeamBudgets(t *testing.T, s *Store) {
 		usd  sql.NullFloat64
 	}{
 		{"demo", sql.NullFloat64{Float64: 5, Valid: true}}, {"other", sql.NullFloat64{Float64: 1, Valid: true}},
-		{"gone", sql.NullFloat64{Float64: 3, Valid: true}}, {"demo", sql.NullFloat64{Float64: 7.25, Valid: true}},
+		{"gone", sql.NullFloat64{Float64: 3, Valid: true}}, {"demo", sql.NullFloat64{Float64: 7.3, Valid: true}},
 		{"gone", sql.NullFloat64{}},
 	} {
 		if err := s.SetTeamBudget(ctx, c.team, c.usd); err != nil {

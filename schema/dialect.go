@@ -12,8 +12,8 @@ import (
 // per home, one supervisor), and PostgreSQL, shared by the supervisors of
 // several nodes. Queries are written once with ? placeholders and rebound
 // for the driver (PostgreSQL's $1, $2, …); the few expressions that differ
-// come from the dialect, and the migrations that differ have a PostgreSQL
-// file of the same number (migrations/postgres).
+// come from the dialect, and the migrations' two column types that differ
+// are translated (see pgTypes).
 
 // Dialects.
 const (
