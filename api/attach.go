@@ -82,6 +82,9 @@ func (a *Attachment) Close() error { return a.conn.Close() }
 
 // Attach opens an attach stream; rows and cols are the viewer's size.
 func (c *Client) Attach(ctx context.Context, id string, rows, cols uint16) (*Attachment, error) {
+	if h, remote := c.home.(remoteHome); remote {
+		return nil, &Error{Kind: KindUsage, Message: fmt.Sprintf("attach runs on the pane's own node, not through the cluster API at %s", h.addr)}
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
 	if err != nil {

@@ -35,8 +35,9 @@ type Home interface {
 
 // Client talks to the supervisor of one home over its socket.
 type Client struct {
-	home Home
-	http *http.Client
+	home   Home
+	scheme string // http, or https for a cluster API with TLS
+	http   *http.Client
 	// Executable is the binary started by Ensure (default: this one).
 	Executable string
 	// StartTimeout bounds how long Ensure waits for a new supervisor.
@@ -50,7 +51,8 @@ func NewClient(home Home) *Client {
 		return d.DialContext(ctx, "unix", home.Socket())
 	}
 	return &Client{
-		home: home,
+		home:   home,
+		scheme: "http",
 		http: &http.Client{
 			Transport: &http.Transport{DialContext: dial, DisableCompression: true},
 			// Never follow a redirect: a DELETE or POST re-sent to another
@@ -88,6 +90,8 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 func (c *Client) Ensure(ctx context.Context) error {
 	if _, err := c.Health(ctx); err == nil || !errors.Is(err, ErrNotRunning) {
 		return err
+	} else if _, remote := c.home.(remoteHome); remote {
+		return err // another node's supervisor is not started from here
 	}
 	exe := c.Executable
 	if exe == "" {
@@ -237,7 +241,7 @@ func (c *Client) Preview(ctx context.Context, id string, lines int) (io.ReadClos
 
 // stream opens a long-lived GET whose body the caller reads and closes.
 func (c *Client) stream(ctx context.Context, path string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cicy"+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.scheme+"://cicy"+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +296,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://cicy"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, c.scheme+"://cicy"+path, body)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}

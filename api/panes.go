@@ -172,6 +172,8 @@ type Health struct {
 	Home    string `json:"home"`
 	// Gateway is the model gateway's base URL, "http://127.0.0.1:PORT".
 	Gateway string `json:"gateway"`
+	// Cluster is the cluster API's address (serve --listen), if it has one.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // StatusResponse is `status --json`.

@@ -77,6 +77,14 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale socket: %w", err)
 	}
+	cln, err := listenCluster(cfg.Listen, cfg.Log)
+	if err != nil {
+		return err
+	}
+	if cln != nil {
+		defer cln.Close()
+		cfg.Listen.Addr = cln.Addr().String() // the port, when :0 asked for any
+	}
 	ln, err := net.Listen("unix", h.Socket())
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", h.Socket(), err)
@@ -94,9 +102,16 @@ func Serve(ctx context.Context, cfg Config) error {
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	srv := &http.Server{Handler: newAPI(sup, cfg, stop), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
+	handler := newAPI(sup, cfg, stop)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	var tcp *http.Server
+	if cln != nil {
+		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, handler, cfg.Log), ReadHeaderTimeout: 10 * time.Second}
+		go func() { served <- tcp.Serve(cln) }()
+		cfg.Log.WithField("addr", cln.Addr().String()).Info("Cluster API listening")
+	}
 	cfg.Log.WithFields(map[string]any{"pid": os.Getpid(), "socket": h.Socket(), "version": cfg.Version}).Info("Supervisor listening")
 	if cfg.Ready != nil {
 		cfg.Ready()
@@ -115,6 +130,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer cancel()
 	if srv.Shutdown(shutCtx) != nil {
 		_ = srv.Close()
+	}
+	if tcp != nil && tcp.Shutdown(shutCtx) != nil {
+		_ = tcp.Close()
 	}
 	return nil
 }
@@ -275,7 +293,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL()})
+	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {

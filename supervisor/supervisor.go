@@ -80,6 +80,9 @@ type Config struct {
 	// DB, if set, is a PostgreSQL URL whose database holds the state
 	// instead of the home's SQLite file.
 	DB string
+	// Listen, if its Addr is set, serves the API on TCP too, for the
+	// cluster's secret (see listen.go).
+	Listen Listen
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running

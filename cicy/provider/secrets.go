@@ -10,12 +10,12 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
-// Credentials are the variables that hold a secret: a provider's key, and
-// the supervisor's database URL (which may carry a password) and
-// PostgreSQL password. This list is the one place that says which
+// Credentials are the variables that hold a secret: a provider's key, the
+// supervisor's database URL (which may carry a password), PostgreSQL
+// password and cluster secret. This list is the one place that says which
 // variables a tool, a shell pane or the private tmux server must never be
 // given, and whose values are scrubbed from error and log text.
-var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CICY_DB", "PGPASSWORD"}
+var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CICY_DB", "PGPASSWORD", "CICY_CLUSTER_TOKEN"}
 
 // ProviderKeys are the Credentials that are a model provider's key.
 var ProviderKeys = Credentials[:3]

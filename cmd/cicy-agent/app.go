@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -165,6 +166,10 @@ func (e *env) serveCmd() *cli.Command {
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
 			&cli.BoolFlag{Name: "fresh", Usage: "start over when the database is missing or empty: move the folders of the panes it described aside and end their tmux sessions"},
 			&cli.IntFlag{Name: "gateway-port", Usage: "serve the model gateway on 127.0.0.1:`PORT` from now on (default: the port this home's first supervisor chose, kept across restarts)", EnvVars: []string{"CICY_GATEWAY_PORT"}},
+			&cli.StringFlag{Name: "listen", Usage: "also serve the API on TCP at `HOST:PORT` for the cluster's other nodes, each request carrying the cluster secret (CICY_CLUSTER_TOKEN, or --cluster-token-file)", EnvVars: []string{"CICY_LISTEN"}},
+			&cli.StringFlag{Name: "cluster-token-file", Usage: "read the cluster secret from `FILE` (readable by its owner only) instead of CICY_CLUSTER_TOKEN", EnvVars: []string{"CICY_CLUSTER_TOKEN_FILE"}},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve the cluster API over TLS with the certificate in `FILE` (PEM; with --tls-key)", EnvVars: []string{"CICY_TLS_CERT"}},
+			&cli.StringFlag{Name: "tls-key", Usage: "the TLS certificate's private key `FILE` (PEM)", EnvVars: []string{"CICY_TLS_KEY"}},
 			&cli.StringFlag{Name: "db", Usage: "keep the state in the PostgreSQL database at `URL` (postgres://user@host:5432/name) instead of db/cicy.db under the home; a password goes in CICY_DB, PGPASSWORD or ~/.pgpass, never on the command line", EnvVars: []string{"CICY_DB"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
@@ -199,6 +204,10 @@ func (e *env) serveCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			listen, err := clusterListen(c)
+			if err != nil {
+				return err
+			}
 			if err := h.Prepare(); err != nil {
 				return err
 			}
@@ -218,7 +227,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
-				GatewayPort: c.Int("gateway-port"), DB: db,
+				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -246,6 +255,45 @@ func dbURL(value, fromEnv string) (string, error) {
 		return "", usagef("--db %s holds a password, which every local user can read on a command line: give the URL in CICY_DB, or the password in PGPASSWORD or ~/.pgpass", schema.RedactURL(value))
 	}
 	return value, nil
+}
+
+// clusterListen reads serve's cluster API settings: the address, the
+// secret (from --cluster-token-file, which only its owner may read, or
+// CICY_CLUSTER_TOKEN; never a command-line value) and the TLS files, which
+// come as a pair.
+func clusterListen(c *cli.Context) (supervisor.Listen, error) {
+	l := supervisor.Listen{Addr: c.String("listen"), CertFile: c.String("tls-cert"), KeyFile: c.String("tls-key")}
+	if (l.CertFile == "") != (l.KeyFile == "") {
+		return l, usagef("--tls-cert and --tls-key go together")
+	}
+	if l.Addr == "" {
+		if l.CertFile != "" {
+			return l, usagef("--tls-cert is for the cluster API: give --listen HOST:PORT too")
+		}
+		return l, nil
+	}
+	if _, _, err := net.SplitHostPort(l.Addr); err != nil {
+		return l, usagef("--listen %q is not HOST:PORT: %v", l.Addr, err)
+	}
+	l.Token = os.Getenv("CICY_CLUSTER_TOKEN")
+	if f := c.String("cluster-token-file"); f != "" {
+		st, err := os.Stat(f)
+		if err != nil {
+			return l, fmt.Errorf("read the cluster secret: %w", err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			return l, usagef("the cluster secret file %s can be read by other users (mode %04o): chmod 600 it", f, st.Mode().Perm())
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return l, fmt.Errorf("read the cluster secret: %w", err)
+		}
+		l.Token = strings.TrimSpace(string(b))
+	}
+	if len(l.Token) < supervisor.MinClusterToken {
+		return l, usagef("--listen needs the cluster secret, at least %d characters, in CICY_CLUSTER_TOKEN or a file named by --cluster-token-file", supervisor.MinClusterToken)
+	}
+	return l, nil
 }
 
 func (e *env) shutdownCmd() *cli.Command {

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// A supervisor's cluster API (serve --listen) is the same API on TCP,
+// each request carrying the cluster secret as a bearer token.
+
+// remoteDialTimeout bounds connecting to another node: one that does not
+// answer is an error, never a hang.
+const remoteDialTimeout = 5 * time.Second
+
+// NewRemoteClient returns a client for the supervisor whose cluster API
+// listens at addr (host:port), with the cluster secret token; tlsConf, if
+// not nil, speaks TLS with it. It cannot start a supervisor (Ensure only
+// checks that one answers).
+func NewRemoteClient(addr, token string, tlsConf *tls.Config) *Client {
+	d := &net.Dialer{Timeout: remoteDialTimeout, KeepAlive: 15 * time.Second}
+	base := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+		DisableCompression:  true,
+		TLSHandshakeTimeout: remoteDialTimeout,
+	}
+	scheme := "http"
+	if tlsConf != nil {
+		base.TLSClientConfig = tlsConf
+		scheme = "https"
+		host, _, err := net.SplitHostPort(addr)
+		if err == nil && base.TLSClientConfig.ServerName == "" {
+			base.TLSClientConfig = tlsConf.Clone()
+			base.TLSClientConfig.ServerName = host
+		}
+	}
+	return &Client{
+		home:   remoteHome{addr: addr},
+		scheme: scheme,
+		http: &http.Client{
+			Transport:     bearer{token: token, next: base},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		StartTimeout: remoteDialTimeout,
+	}
+}
+
+// bearer adds the cluster secret to each request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// remoteHome is the Home of a supervisor on another node: its address
+// names it in messages; there is nothing here to prepare or start.
+type remoteHome struct{ addr string }
+
+func (h remoteHome) Dir() string    { return h.addr }
+func (h remoteHome) Socket() string { return "" }
+func (h remoteHome) Log() string    { return "" }
+func (h remoteHome) Prepare() error {
+	return errors.New("a supervisor on another node is not started from here")
+}
+func (h remoteHome) Held() bool { return false }
