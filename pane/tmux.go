@@ -691,35 +691,41 @@ func (p *TmuxPane) follow(on bool) {
 // sawOutput applies output the control client reported at at. It reports
 // whether the pane is an agent's, whose screen may have changed.
 func (p *TmuxPane) sawOutput(at time.Time) bool {
+	p.move(func() bool {
+		p.outputAt = at
+		return p.m.output(at)
+	})
+	return p.opts.Rules != nil
+}
+
+// move runs f, which moves the pane's machine and reports whether its
+// state changed, under mu; it publishes the status and announces a
+// change (without mu), and returns the status.
+func (p *TmuxPane) move(f func() bool) Status {
 	p.mu.Lock()
-	p.outputAt = at
-	changed := p.m.output(at)
+	changed := f()
 	p.publish()
 	st := p.m.status
 	p.mu.Unlock()
 	if changed {
 		p.announce(st)
 	}
-	return p.opts.Rules != nil
+	return st
 }
 
 // settleQuiet makes a followed pane idle once its output has been quiet
 // for the settle time; it returns how much longer it waits for quiet
 // (zero when it waits for nothing).
 func (p *TmuxPane) settleQuiet(now time.Time) time.Duration {
-	p.mu.Lock()
-	if !p.followed {
-		p.mu.Unlock()
-		return 0
-	}
-	changed := p.m.quiet(now)
-	left := p.m.quietLeft(now)
-	p.publish()
-	st := p.m.status
-	p.mu.Unlock()
-	if changed {
-		p.announce(st)
-	}
+	var left time.Duration
+	p.move(func() bool {
+		if !p.followed {
+			return false
+		}
+		changed := p.m.quiet(now)
+		left = p.m.quietLeft(now)
+		return changed
+	})
 	return left
 }
 
@@ -797,15 +803,10 @@ func (p *TmuxPane) classify() bool {
 		return false
 	}
 	v, _ := p.opts.Rules.Classify(NewLayout(p.screen(p.srv.life), p.opts.Layout)) // a zero verdict when no rule matches
-	p.mu.Lock()
-	p.classifiedAt = outputAt
-	changed := p.m.screen(time.Now(), v)
-	p.publish()
-	st := p.m.status
-	p.mu.Unlock()
-	if changed {
-		p.announce(st)
-	}
+	st := p.move(func() bool {
+		p.classifiedAt = outputAt
+		return p.m.screen(time.Now(), v)
+	})
 	return st.State == Starting || st.State == Busy || st.Pending != ""
 }
 
@@ -836,14 +837,7 @@ func (p *TmuxPane) RequestsChanged() {
 	if p.opts.InFlight == nil {
 		return
 	}
-	p.mu.Lock()
-	changed := p.m.requests(time.Now(), p.opts.InFlight())
-	p.publish()
-	st := p.m.status
-	p.mu.Unlock()
-	if changed {
-		p.announce(st)
-	}
+	p.move(func() bool { return p.m.requests(time.Now(), p.opts.InFlight()) })
 	p.srv.poke()
 }
 
