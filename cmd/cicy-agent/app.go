@@ -160,7 +160,11 @@ func (e *env) serveCmd() *cli.Command {
 			"reach their model through it, each with a key of its own, while the real keys\n" +
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
 			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
-			"usage (see 'cicy-agent usage'). Its port is chosen at the first start and kept.",
+			"usage (see 'cicy-agent usage'). Its port is chosen at the first start and kept.\n\n" +
+			"With --db (or CICY_DB) the state lives in that PostgreSQL database instead of db/cicy.db; one\n" +
+			"supervisor uses a database at a time. With --listen (or CICY_LISTEN) the API is served on TCP\n" +
+			"too, for the holders of the cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file), over\n" +
+			"TLS with --tls-cert and --tls-key.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
