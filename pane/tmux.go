@@ -481,9 +481,18 @@ func (s *TmuxServer) poke() {
 // Close stops the poller; the sessions keep running.
 func (s *TmuxServer) Close() {
 	// A poller that never started cannot close done itself.
-	s.start.Do(func() { close(s.done) })
+	started := true
+	s.start.Do(func() { started = false; close(s.done) })
 	s.end()
 	<-s.done
+	if started {
+		// The last panes may have gone since the poller's last sweep.
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultTmuxTimeout)
+		defer cancel()
+		if l, err := s.listAll(ctx); err == nil {
+			s.endWatch(ctx, l)
+		}
+	}
 }
 
 func (s *TmuxServer) register(p *TmuxPane) {
@@ -506,6 +515,7 @@ func (s *TmuxServer) unregister(p *TmuxPane) {
 		delete(s.ids, p.tid)
 	}
 	s.mu.Unlock()
+	s.poke() // the last pane gone may end the watching session
 }
 
 // TmuxPane is a pane whose program runs in a session of the private tmux

@@ -3,6 +3,7 @@ package pane
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -320,6 +321,13 @@ func (f *follower) resume(now time.Time) (ids []string, next time.Time) {
 // pane session killed from outside: its program would run on), and starts
 // the client if it is not running and its backoff has passed.
 func (f *follower) ensure(l listing, panes []*TmuxPane, now time.Time) {
+	if len(panes) == 0 && l.watch && len(l.panes) == 0 {
+		// No pane is left: the client stops before its session goes (so
+		// its end is no outage), and the server then exits.
+		f.stop()
+		f.s.endWatch(f.s.life, l)
+		return
+	}
 	var args []string
 	add := func(a ...string) {
 		if len(args) > 0 {
@@ -354,6 +362,19 @@ func (f *follower) ensure(l listing, panes []*TmuxPane, now time.Time) {
 	}
 	f.c = c
 	f.s.ctlPID.Store(int64(c.cmd.Process.Pid))
+}
+
+// endWatch kills the watching session when the server has no pane
+// session left (l): alone, it would keep the tmux server running after
+// the last pane is gone. It reports whether it did.
+func (s *TmuxServer) endWatch(ctx context.Context, l listing) bool {
+	if !l.watch || len(l.panes) > 0 {
+		return false
+	}
+	if _, err := s.run(ctx, "kill-session", "-t", "="+watchSession); err != nil && !noServer(err) {
+		s.log.WithError(err).Debug("End the watching session")
+	}
+	return true
 }
 
 // event applies a control client's event other than an output; it

@@ -277,3 +277,24 @@ func TestTmuxSessionsCreatedWhileClientConnects(t *testing.T) {
 		t.Fatalf("the pane ended: %+v", st)
 	}
 }
+
+// TestTmuxServerEndsWithLastPane: once the last pane is stopped, the
+// watching session goes too and the tmux server exits (for the watching
+// session alone it would run on forever) — whether the poller sees the
+// pane go or the server object is closed right after.
+func TestTmuxServerEndsWithLastPane(t *testing.T) {
+	for _, closeAtOnce := range []bool{false, true} {
+		t.Run(fmt.Sprint("close=", closeAtOnce), func(t *testing.T) {
+			s := followedServer(t)
+			p := startFollowed(t, s, bashOpts(t))
+			p.Stop(time.Second, "test over")
+			p.Close() // as the supervisor does with a pane it removed
+			if closeAtOnce {
+				s.Close()
+			}
+			eventually(t, 10*time.Second, "the tmux server gone", func() bool {
+				return exec.Command("tmux", "-L", s.Socket, "list-sessions").Run() != nil
+			})
+		})
+	}
+}
