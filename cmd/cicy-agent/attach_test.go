@@ -168,8 +168,16 @@ func (a *attachRun) detach(t *testing.T, home, id string) {
 		_ = a.cmd.Process.Kill()
 		t.Fatalf("Ctrl-Q did not detach; output:\n%q", a.out.String())
 	}
+	// Read what attach wrote last before closing the terminal: the copy
+	// ends at EIO once attach, the terminal's only user, has exited.
+	// (Closing it first could drop the detach message still buffered.)
+	select {
+	case <-a.copied:
+	case <-time.After(10 * time.Second):
+		a.tty.Close()
+		<-a.copied
+	}
 	a.tty.Close()
-	<-a.copied
 	if !strings.Contains(a.out.String(), "[detached from "+id+"]") {
 		t.Fatalf("no detach message in %q", a.out.String())
 	}
