@@ -29,11 +29,9 @@ func NewRemoteClient(addr, token string, tlsConf *tls.Config) *Client {
 	}
 	scheme := "http"
 	if tlsConf != nil {
-		base.TLSClientConfig = tlsConf
 		scheme = "https"
-		host, _, err := net.SplitHostPort(addr)
-		if err == nil && base.TLSClientConfig.ServerName == "" {
-			base.TLSClientConfig = tlsConf.Clone()
+		base.TLSClientConfig = tlsConf.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil && tlsConf.ServerName == "" {
 			base.TLSClientConfig.ServerName = host
 		}
 	}

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/sirupsen/logrus"
 )
 
 // startServer runs a supervisor in this process for the test and returns a
@@ -22,30 +20,16 @@ func startServer(tb testing.TB) *api.Client { return startServerWith(tb, Config{
 // log are the test's).
 func startServerWith(tb testing.TB, cfg Config) *api.Client {
 	tb.Helper()
-	h := Home{Root: filepath.Join(tb.TempDir(), "home")}
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cfg.Home, cfg.Version, cfg.Log = h, "test", logrus.NewEntry(l)
-	go func() { done <- Serve(ctx, cfg) }()
+	c, stop := serveUntil(tb, Home{Root: filepath.Join(tb.TempDir(), "home")}, cfg)
+	if c == nil {
+		tb.Fatalf("supervisor did not start: %v", stop())
+	}
 	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	c := api.NewClient(h)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := c.Health(context.Background()); err == nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			tb.Fatal("supervisor did not answer")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return c
 }
 
 func hasScreenLine(screen, line string) bool {

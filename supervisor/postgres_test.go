@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // serveUntil runs a supervisor on h with cfg until the returned stop is
 // called (stop waits for it and returns Serve's error).
-func serveUntil(t *testing.T, h Home, cfg Config) (*api.Client, func() error) {
+func serveUntil(t testing.TB, h Home, cfg Config) (*api.Client, func() error) {
 	t.Helper()
 	l := logrus.New()
 	l.SetOutput(io.Discard)
