@@ -55,11 +55,12 @@ func (p *cliKind) Explain(x *api.Explanation) {
 	}
 }
 
-// agentConfirm is how long a typed task may take to be taken up;
-// agentReEnter is when a second Enter is sent (Codex can turn the first
-// into a newline).
+// agentConfirm is how long a typed task may take to be taken up (on a
+// loaded machine opencode was seen to signal its prompt more than 20 s
+// after the typing); agentReEnter is when a second Enter is sent (Codex
+// can turn the first into a newline).
 const (
-	agentConfirm = 20 * time.Second
+	agentConfirm = 60 * time.Second
 	agentReEnter = 3 * time.Second
 )
 
