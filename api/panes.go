@@ -72,6 +72,9 @@ type PaneInfo struct {
 	Provider     string    `json:"provider"`
 	Model        string    `json:"model"`
 	Team         string    `json:"team,omitempty"`
+	// Node is the supervisor (node) that runs the pane; every pane of a
+	// single-machine supervisor has that supervisor's node.
+	Node string `json:"node,omitempty"`
 	// Attach is how a person attaches to a tmux pane without cicy-agent.
 	Attach    []string  `json:"attach,omitempty"`
 	Command   []string  `json:"command"`
@@ -174,6 +177,8 @@ type Health struct {
 	Gateway string `json:"gateway"`
 	// Cluster is the cluster API's address (serve --listen), if it has one.
 	Cluster string `json:"cluster,omitempty"`
+	// Node is this supervisor's node name.
+	Node string `json:"node,omitempty"`
 }
 
 // StatusResponse is `status --json`.

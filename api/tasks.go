@@ -17,6 +17,10 @@ type TaskInfo struct {
 	FinishedAt  *time.Time `json:"finished_at"`
 	NotifiedAt  *time.Time `json:"notified_at"`
 	Attempts    int        `json:"attempts"`
+	// ToNode and FromNode are the nodes of the worker and of the sender
+	// (empty when the pane is gone or the sender is a person).
+	ToNode   string `json:"to_node,omitempty"`
+	FromNode string `json:"from_node,omitempty"`
 }
 
 // Task statuses, as the store keeps them.
