@@ -34,11 +34,10 @@ var pgTypes = []struct {
 	{regexp.MustCompile(`\bREAL\b`), "DOUBLE PRECISION"},
 }
 
-// migrations returns the embedded migrations sorted by their number, which
-// is the file name's prefix before the first underscore, in the dialect's
-// SQL.
+// migrations returns the embedded migrations of a dialect sorted by their
+// number, in its SQL (see readMigrations).
 func migrations(dialect string) ([]migration, error) {
-	all, err := readMigrations("migrations")
+	all, err := readMigrations(migrationFS, "migrations", dialect)
 	if err != nil {
 		return nil, err
 	}
@@ -52,13 +51,21 @@ func migrations(dialect string) ([]migration, error) {
 	return all, nil
 }
 
-func readMigrations(dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, dir)
+// readMigrations reads the migrations of dir that apply to dialect, sorted
+// by their number, the file name's prefix before the first underscore.
+// NNNN_name.sql applies to both dialects, NNNN_name.postgres.sql and
+// NNNN_name.sqlite.sql only to theirs; two files of one dialect sharing a
+// number are an error.
+func readMigrations(fsys fs.FS, dir, dialect string) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	var out []migration
 	for _, e := range entries {
+		if !appliesTo(e.Name(), dialect) {
+			continue
+		}
 		num, _, ok := strings.Cut(e.Name(), "_")
 		if !ok {
 			return nil, fmt.Errorf("migration %s has no number prefix", e.Name())
@@ -67,7 +74,7 @@ func readMigrations(dir string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("migration %s: bad number: %w", e.Name(), err)
 		}
-		body, err := migrationFS.ReadFile(dir + "/" + e.Name())
+		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
@@ -80,6 +87,22 @@ func readMigrations(dir string) ([]migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// appliesTo reports whether the migration file name applies to dialect:
+// a name ending .postgres.sql or .sqlite.sql applies to that dialect
+// only, any other .sql to both.
+func appliesTo(name, dialect string) bool {
+	base, ok := strings.CutSuffix(name, ".sql")
+	if !ok {
+		return false
+	}
+	for _, d := range []string{Postgres, SQLite} {
+		if strings.HasSuffix(base, "."+d) {
+			return d == dialect
+		}
+	}
+	return true
 }
 
 // migrateLock is the PostgreSQL advisory lock that makes supervisors

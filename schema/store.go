@@ -22,40 +22,47 @@ var ErrNotFound = errors.New("not found")
 // database (see dialect.go).
 type Store struct {
 	db *conn
-	// held is the connection that holds the database for one supervisor
-	// (see Hold).
-	held *sql.Conn
+	// url is the PostgreSQL URL the store was opened with ("" for SQLite),
+	// for the connection WatchTasks listens on. It may hold a password:
+	// only RedactURL(url) goes into a message.
+	url string
+	// held is the connection that holds the database for one node's
+	// supervisor (see Hold), heldNode that node.
+	held     *sql.Conn
+	heldNode string
 }
 
-// ErrHeld is returned by Hold when another supervisor holds the database.
-var ErrHeld = errors.New("another supervisor uses this database")
+// ErrHeld is returned by Hold when another supervisor serves the node.
+var ErrHeld = errors.New("another supervisor serves this node on this database")
 
-// holdLock is the PostgreSQL advisory lock a supervisor holds on its
-// database for as long as it runs.
+// holdLock is the first key of the PostgreSQL advisory lock a supervisor
+// holds on its database for as long as it runs; the second is the hash of
+// its node's name.
 const holdLock = 0x63696370 // "cicp"
 
-// Hold claims a PostgreSQL database for this supervisor until Close, on a
-// connection of its own (a session advisory lock, which PostgreSQL also
-// releases when the supervisor dies); ErrHeld when another supervisor has
-// it. It tries again for up to wait: a supervisor restarted right after
-// one was killed may find the old session not yet ended. A SQLite file
-// needs no claim: its home is locked.
-func (s *Store) Hold(ctx context.Context, wait time.Duration) error {
+// Hold claims a node of a PostgreSQL database for this supervisor until
+// Close, on a connection of its own (a session advisory lock, which
+// PostgreSQL also releases when the supervisor dies): several supervisors
+// share a database, but two never serve one node. ErrHeld when another
+// supervisor serves node. It tries again for up to wait: a supervisor
+// restarted right after one was killed may find the old session not yet
+// ended. A SQLite file needs no claim: its home is locked.
+func (s *Store) Hold(ctx context.Context, node string, wait time.Duration) error {
 	if s.db.dialect != Postgres || s.held != nil {
 		return nil
 	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("claim the database: %w", err)
+		return fmt.Errorf("claim the node: %w", err)
 	}
 	for deadline := time.Now().Add(wait); ; {
 		var ok bool
-		if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, holdLock).Scan(&ok); err != nil {
+		if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, holdLock, node).Scan(&ok); err != nil {
 			c.Close()
-			return fmt.Errorf("claim the database: %w", err)
+			return fmt.Errorf("claim the node: %w", err)
 		}
 		if ok {
-			s.held = c
+			s.held, s.heldNode = c, node
 			return nil
 		}
 		if !time.Now().Before(deadline) {
@@ -87,8 +94,11 @@ type Pane struct {
 	Config       string         `db:"config"` // JSON object
 	// BudgetUSD is the pane's own spending limit; NULL when it has none.
 	BudgetUSD sql.NullFloat64 `db:"budget_usd"`
-	CreatedAt string          `db:"created_at"`
-	UpdatedAt string          `db:"updated_at"`
+	// Node is the node whose supervisor started the pane ("" before a
+	// supervisor adopted it: see AdoptPanes).
+	Node      string `db:"node"`
+	CreatedAt string `db:"created_at"`
+	UpdatedAt string `db:"updated_at"`
 	Runtime
 }
 
@@ -165,7 +175,7 @@ func OpenURL(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: c}, nil
+	return &Store{db: c, url: url}, nil
 }
 
 // OpenSpec opens a PostgreSQL URL with OpenURL and anything else as a
@@ -194,7 +204,7 @@ func (s *Store) Close() error {
 	if s.held != nil {
 		// Released at once, not when the server notices the closed
 		// connection: the next supervisor may start right away.
-		_, _ = s.held.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, holdLock)
+		_, _ = s.held.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1, hashtext($2))`, holdLock, s.heldNode)
 		s.held.Close()
 		s.held = nil
 	}
@@ -236,8 +246,8 @@ func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) 
 	p.CreatedAt = Now()
 	p.UpdatedAt = p.CreatedAt
 	if _, err := tx.NamedExecContext(ctx, `INSERT INTO agent_config
-		(pane_id, title, agent_type, role, role_template, workspace, provider, model, command, backend, master, config, budget_usd, created_at, updated_at)
-		VALUES (:pane_id, :title, :agent_type, :role, :role_template, :workspace, :provider, :model, :command, :backend, :master, :config, :budget_usd, :created_at, :updated_at)`, p); err != nil {
+		(pane_id, title, agent_type, role, role_template, workspace, provider, model, command, backend, master, config, budget_usd, node, created_at, updated_at)
+		VALUES (:pane_id, :title, :agent_type, :role, :role_template, :workspace, :provider, :model, :command, :backend, :master, :config, :budget_usd, :node, :created_at, :updated_at)`, p); err != nil {
 		return Pane{}, fmt.Errorf("insert pane: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -247,7 +257,7 @@ func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) 
 }
 
 const paneSelect = `SELECT a.pane_id, a.title, a.agent_type, a.role, a.role_template, a.workspace, a.provider,
-	a.model, a.command, a.backend, a.master, a.config, a.budget_usd, a.created_at, a.updated_at,
+	a.model, a.command, a.backend, a.master, a.config, a.budget_usd, a.node, a.created_at, a.updated_at,
 	r.state, r.reason, r.since, r.pid, r.exit_code
 	FROM agent_config a LEFT JOIN pane_runtime r ON r.pane_id = a.pane_id`
 

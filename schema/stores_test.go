@@ -41,8 +41,8 @@ func eachStore(t *testing.T, f func(t *testing.T, reopen func() *Store)) {
 }
 
 // TestPostgresOpenTogether: supervisors opening a fresh database at once
-// apply each migration once, and only one of them holds the database
-// until it closes.
+// apply each migration once; each node is held by one supervisor at a
+// time, until it closes, and several nodes share the database.
 func TestPostgresOpenTogether(t *testing.T) {
 	url := pgtest.Need(t).NewDB(t)
 	ctx := context.Background()
@@ -68,14 +68,20 @@ func TestPostgresOpenTogether(t *testing.T) {
 	if err := stores[0].db.Get(&n, `SELECT COUNT(*) FROM schema_migrations`); err != nil || n != len(all) {
 		t.Fatalf("schema_migrations rows = %d, %v; want %d", n, err, len(all))
 	}
-	if err := stores[0].Hold(ctx, 0); err != nil {
+	if err := stores[0].Hold(ctx, "a", 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := stores[1].Hold(ctx, 0); !errors.Is(err, ErrHeld) {
-		t.Fatalf("a second hold: %v, want ErrHeld", err)
+	if err := stores[1].Hold(ctx, "b", 0); err != nil {
+		t.Fatalf("node b while a is held: %v", err)
+	}
+	if err := stores[2].Hold(ctx, "a", 0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a second hold of node a: %v, want ErrHeld", err)
 	}
 	stores[0].Close() // gives the hold up at once
-	if err := stores[1].Hold(ctx, 0); err != nil {
-		t.Fatalf("a hold after the holder closed: %v", err)
+	if err := stores[2].Hold(ctx, "a", 0); err != nil {
+		t.Fatalf("a hold of node a after its holder closed: %v", err)
+	}
+	if err := stores[3].Hold(ctx, "b", 0); !errors.Is(err, ErrHeld) {
+		t.Fatalf("a second hold of node b: %v, want ErrHeld", err)
 	}
 }

@@ -133,7 +133,9 @@ type TaskChange struct {
 }
 
 // MoveTask applies a transition if the task is still in ch.From, and
-// reports whether it did: two deciders can never both finish a task.
+// reports whether it did: two deciders can never both finish a task. On
+// PostgreSQL queued→delivered is a claim that never waits: while another
+// transaction has the task locked, it reports false at once.
 func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, error) {
 	now := Now()
 	q := `UPDATE tasks SET status = ?, reason = ?, updated_at = ?`
@@ -150,6 +152,12 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	}
 	q += ` WHERE id = ? AND status = ?`
 	args = append(args, id, ch.From)
+	if s.db.dialect == Postgres && ch.From == TaskQueued && ch.To == TaskDelivered {
+		// A claim: a row another transaction has locked (another node
+		// claiming it) is not waited for but left to it.
+		q += ` AND id = (SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED)`
+		args = append(args, id)
+	}
 	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("update task %d: %w", id, err)

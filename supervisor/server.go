@@ -41,7 +41,7 @@ func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Hold(ctx, 5*time.Second); err != nil {
+	if err := store.Hold(ctx, "", 5*time.Second); err != nil {
 		store.Close()
 		return nil, err
 	}
