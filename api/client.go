@@ -233,6 +233,16 @@ func (c *Client) TeamEvents(ctx context.Context) (*EventStream, error) {
 	return &EventStream{body: body, dec: json.NewDecoder(body)}, nil
 }
 
+// NodeEvents is TeamEvents limited to the panes of the supervisor's own
+// node: what the cluster's other nodes watch.
+func (c *Client) NodeEvents(ctx context.Context) (*EventStream, error) {
+	body, err := c.stream(ctx, "/api/events?local=1")
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: body, dec: json.NewDecoder(body)}, nil
+}
+
 // Preview opens a pane's preview stream: JSON lines of ScreenResponse, one
 // each time the screen changes (the last lines if lines > 0).
 func (c *Client) Preview(ctx context.Context, id string, lines int) (io.ReadCloser, error) {

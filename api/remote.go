@@ -21,13 +21,30 @@ const remoteDialTimeout = 5 * time.Second
 // not nil, speaks TLS with it. It cannot start a supervisor (Ensure only
 // checks that one answers).
 func NewRemoteClient(addr, token string, tlsConf *tls.Config) *Client {
+	rt, scheme := RemoteTransport(addr, token, tlsConf)
+	return &Client{
+		home:   remoteHome{addr: addr},
+		scheme: scheme,
+		http: &http.Client{
+			Transport:     rt,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		StartTimeout: remoteDialTimeout,
+	}
+}
+
+// RemoteTransport is how NewRemoteClient reaches addr: every request goes
+// to addr whatever its URL's host, carrying the cluster secret; scheme is
+// "https" with tlsConf, else "http".
+func RemoteTransport(addr, token string, tlsConf *tls.Config) (rt http.RoundTripper, scheme string) {
 	d := &net.Dialer{Timeout: remoteDialTimeout, KeepAlive: 15 * time.Second}
 	base := &http.Transport{
 		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
 		DisableCompression:  true,
 		TLSHandshakeTimeout: remoteDialTimeout,
+		MaxIdleConnsPerHost: 16,
 	}
-	scheme := "http"
+	scheme = "http"
 	if tlsConf != nil {
 		scheme = "https"
 		base.TLSClientConfig = tlsConf.Clone()
@@ -35,15 +52,7 @@ func NewRemoteClient(addr, token string, tlsConf *tls.Config) *Client {
 			base.TLSClientConfig.ServerName = host
 		}
 	}
-	return &Client{
-		home:   remoteHome{addr: addr},
-		scheme: scheme,
-		http: &http.Client{
-			Transport:     bearer{token: token, next: base},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		StartTimeout: remoteDialTimeout,
-	}
+	return bearer{token: token, next: base}, scheme
 }
 
 // bearer adds the cluster secret to each request.

@@ -13,6 +13,9 @@ const (
 	Waiting  State = "waiting"
 	Exited   State = "exited"
 	Error    State = "error"
+	// Unreachable is a pane of another node whose supervisor does not
+	// answer; no backend reports it.
+	Unreachable State = "unreachable"
 )
 
 // Cause is why a pane is in its state, for code to test; Status.Reason

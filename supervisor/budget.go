@@ -217,7 +217,7 @@ func (s *Supervisor) Budget(ref string) (api.Budget, error) {
 		}
 		return s.teamBudget(name), nil
 	}
-	e, err := s.resolvePane(ref)
+	e, err := s.localPane(ref)
 	if err != nil {
 		return api.Budget{}, err
 	}
@@ -306,7 +306,7 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, usd *float64) (a
 		log.WithField("team", name).Info("Team budget set")
 		return s.teamBudget(name), nil
 	}
-	e, err := s.resolvePane(ref)
+	e, err := s.localPane(ref)
 	if err != nil {
 		return api.Budget{}, err
 	}

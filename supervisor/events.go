@@ -142,14 +142,18 @@ func (p *pacer) take(now time.Time) {
 }
 
 // Stream calls emit with the snapshot, then with each batch of changes,
-// until ctx ends or emit fails.
-func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) error {
+// until ctx ends or emit fails. With local, only this node's panes are in
+// it (what the other nodes' peer watchers follow).
+func (s *Supervisor) Stream(ctx context.Context, local bool, emit func([]api.Event) error) error {
 	sub, stop := s.events.subscribe()
 	defer stop()
 	// Subscribed first: a change racing the snapshot comes again after it.
 	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return err
+	}
+	if local {
+		snap.Panes = s.ListLocal()
 	}
 	if err := emit([]api.Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
 		return err
@@ -171,7 +175,7 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) e
 			}
 		}
 		pace.take(time.Now())
-		evs := s.build(ctx, sub.take())
+		evs := s.build(ctx, sub.take(), local)
 		if len(evs) == 0 {
 			continue
 		}
@@ -181,8 +185,9 @@ func (s *Supervisor) Stream(ctx context.Context, emit func([]api.Event) error) e
 	}
 }
 
-// build turns dirty keys into events holding current values.
-func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
+// build turns dirty keys into events holding current values; with local,
+// other nodes' panes are left out.
+func (s *Supervisor) build(ctx context.Context, keys []string, local bool) []api.Event {
 	now := time.Now()
 	out := make([]api.Event, 0, len(keys))
 	full := map[string]bool{} // panes whose whole document goes out anyway
@@ -192,6 +197,9 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
 		}
 	}
 	for _, k := range keys {
+		if local && (k == keySummary || strings.HasPrefix(k, keyTask)) {
+			continue // the other nodes read the tasks from the database
+		}
 		switch {
 		case strings.HasPrefix(k, keyState):
 			id := k[len(keyState):]
@@ -200,7 +208,9 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
 			}
 			e, err := s.get(id)
 			if err != nil {
-				out = append(out, api.Event{Type: "pane_removed", At: now, ID: id})
+				if ev, ok := s.elsewhere(id, local, now); ok {
+					out = append(out, ev)
+				}
 				continue
 			}
 			st := e.status()
@@ -217,11 +227,14 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
 			out = append(out, api.Event{Type: "summary", At: now, Summary: &sum})
 		case strings.HasPrefix(k, keyPane):
 			id := k[len(keyPane):]
-			pi, err := s.Get(id)
+			e, err := s.get(id)
 			if err != nil {
-				out = append(out, api.Event{Type: "pane_removed", At: now, ID: id})
+				if ev, ok := s.elsewhere(id, local, now); ok {
+					out = append(out, ev)
+				}
 				continue
 			}
+			pi := s.describe(e)
 			out = append(out, api.Event{Type: "pane", At: now, Pane: &pi})
 		case strings.HasPrefix(k, keyTask):
 			n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
@@ -232,11 +245,23 @@ func (s *Supervisor) build(ctx context.Context, keys []string) []api.Event {
 				}
 				continue
 			}
-			ti := taskInfo(t)
+			ti := s.taskInfo(t)
 			out = append(out, api.Event{Type: "task", At: now, Task: &ti})
 		}
 	}
 	return out
+}
+
+// elsewhere is the event for a pane that is not this node's: another
+// node's pane as it is now (none in a local stream), or its removal.
+func (s *Supervisor) elsewhere(id string, local bool, now time.Time) (api.Event, bool) {
+	if pi, ok := s.cl.info(id); ok {
+		if local {
+			return api.Event{}, false
+		}
+		return api.Event{Type: "pane", At: now, Pane: &pi}, true
+	}
+	return api.Event{Type: "pane_removed", At: now, ID: id}, true
 }
 
 // Snapshot is the whole team now: panes, recent tasks, task summary.
@@ -247,7 +272,7 @@ func (s *Supervisor) Snapshot(ctx context.Context) (api.Snapshot, error) {
 		return api.Snapshot{}, err
 	}
 	for _, t := range tasks {
-		snap.Tasks = append(snap.Tasks, taskInfo(t))
+		snap.Tasks = append(snap.Tasks, s.taskInfo(t))
 	}
 	if snap.Summary, err = s.taskSummary(ctx); err != nil {
 		return api.Snapshot{}, err

@@ -37,7 +37,11 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		return err
 	}
 	s.tokens = &paneTokens{byHash: tokens}
-	kept, have, err := s.store.Setting(ctx, gatewayPortSetting)
+	key := gatewayPortSetting
+	if s.store.Dialect() == schema.Postgres {
+		key += ":" + s.cfg.Node // each node of a shared database has its own
+	}
+	kept, have, err := s.store.Setting(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 	}
 	_, bound, _ := net.SplitHostPort(g.Addr())
 	if bound != kept {
-		if err := s.store.SetSetting(ctx, gatewayPortSetting, bound); err != nil {
+		if err := s.store.SetSetting(ctx, key, bound); err != nil {
 			g.Close()
 			return err
 		}

@@ -70,6 +70,9 @@ type entry struct {
 	// requests counts a CLI agent's main-loop model requests in flight, as
 	// the gateway reports them (signals.go).
 	requests atomic.Int64
+	// elsewhere is the node of another node's pane (an entry resolvePane
+	// made from its row, never registered); "" for this node's.
+	elsewhere string
 }
 
 // held boxes a kind for the atomic pointer.

@@ -17,8 +17,15 @@ import (
 )
 
 // TestMain starts a private PostgreSQL for the tests that keep the state
-// there (see pgtest.Main); the others do not use it.
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// there (see pgtest.Main); the others do not use it. Started with
+// serveEnv, the test binary is a node's supervisor instead (a process a
+// test can kill -9).
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) != "" {
+		os.Exit(serveNodeProcess())
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // serveUntil runs a supervisor on h with cfg until the returned stop is
 // called (stop waits for it and returns Serve's error).
@@ -61,7 +68,7 @@ func serveUntil(t testing.TB, h Home, cfg Config) (*api.Client, func() error) {
 
 // TestServeOnPostgres: a supervisor keeps its panes, tasks and usage in
 // PostgreSQL; a restart finds them there (the home has no SQLite file),
-// and a second supervisor on the same database is refused while the first
+// and a second supervisor for the same node is refused while the first
 // runs.
 func TestServeOnPostgres(t *testing.T) {
 	db := pgtest.Need(t).NewDB(t)

@@ -28,8 +28,8 @@ var ErrAlreadyRunning = errors.New("a supervisor is already running")
 
 // openStore opens the home's SQLite database (refused when it was lost:
 // see checkDatabase) or, with cfg.DB, the PostgreSQL database, which it
-// holds for this supervisor alone: two supervisors on one database would
-// each take the other's panes for their own.
+// holds for this supervisor's node alone: two supervisors serving one
+// node would each take the other's panes for their own.
 func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
 	if cfg.DB == "" {
 		if err := checkDatabase(cfg.Home, cfg.Fresh, cfg.Log); err != nil {
@@ -41,8 +41,11 @@ func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Hold(ctx, "", 5*time.Second); err != nil {
+	if err := store.Hold(ctx, cfg.Node, 5*time.Second); err != nil {
 		store.Close()
+		if errors.Is(err, schema.ErrHeld) {
+			return nil, fmt.Errorf("node %s: %w; give each supervisor its own --node (CICY_NODE)", cfg.Node, err)
+		}
 		return nil, err
 	}
 	cfg.Log.WithField("db", schema.RedactURL(cfg.DB)).Info("State in PostgreSQL")
@@ -52,6 +55,9 @@ func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
 // Serve runs the supervisor until ctx is cancelled or a client asks it to
 // shut down, then stops every pane and returns.
 func Serve(ctx context.Context, cfg Config) error {
+	if cfg.Node == "" {
+		cfg.Node = DefaultNode()
+	}
 	h := cfg.Home
 	if err := h.Prepare(); err != nil {
 		return err
@@ -77,13 +83,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale socket: %w", err)
 	}
-	cln, err := listenCluster(cfg.Listen, cfg.Log)
+	cln, err := joinCluster(sup, &cfg)
 	if err != nil {
 		return err
 	}
 	if cln != nil {
 		defer cln.Close()
-		cfg.Listen.Addr = cln.Addr().String() // the port, when :0 asked for any
 	}
 	ln, err := net.Listen("unix", h.Socket())
 	if err != nil {
@@ -135,6 +140,26 @@ func Serve(ctx context.Context, cfg Config) error {
 		_ = tcp.Close()
 	}
 	return nil
+}
+
+// joinCluster opens the cluster API's listener, if one is asked for
+// (cfg.Listen.Addr becomes its address: the port, when :0 asked for any),
+// and makes the supervisor a node of its database's cluster.
+func joinCluster(sup *Supervisor, cfg *Config) (net.Listener, error) {
+	cln, err := listenCluster(cfg.Listen, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	if cln != nil {
+		cfg.Listen.Addr = cln.Addr().String()
+	}
+	if err := sup.join(cfg.Listen.Addr); err != nil {
+		if cln != nil {
+			cln.Close()
+		}
+		return nil, err
+	}
+	return cln, nil
 }
 
 // lockHome takes the home's lock file, held until unlock or process death,
@@ -197,7 +222,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return boundBody(refuseUncleanPaths(mux), timeout)
+	return boundBody(refuseUncleanPaths(a.forward(mux)), timeout)
 }
 
 // boundBody gives a request's body timeout to arrive once its header has
@@ -293,7 +318,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr})
+	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr, Node: a.sup.cfg.Node})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
@@ -435,7 +460,8 @@ func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
 // teamEvents streams the team's events (see Supervisor.Stream).
 func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 	var send func(vs ...any) error
-	err := a.sup.Stream(r.Context(), func(evs []api.Event) error {
+	local := r.URL.Query().Get("local") == "1"
+	err := a.sup.Stream(r.Context(), local, func(evs []api.Event) error {
 		if send == nil {
 			send = ndjson(w)
 		}

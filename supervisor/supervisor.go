@@ -49,6 +49,7 @@ type Store interface {
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
 	TaskStore
+	NodeStore
 }
 
 // Config tunes a supervisor.
@@ -83,6 +84,9 @@ type Config struct {
 	// Listen, if its Addr is set, serves the API on TCP too, for the
 	// cluster's secret (see listen.go).
 	Listen Listen
+	// Node is this supervisor's name in a cluster (default: the host
+	// name); its panes carry it.
+	Node string
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -97,6 +101,7 @@ type Supervisor struct {
 	tmux      *pane.TmuxServer
 	gw        *gateway.Gateway
 	tokens    *paneTokens
+	cl        *cluster
 
 	events *hub
 	prices prices
@@ -126,6 +131,9 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = os.Getenv
 	}
+	if cfg.Node == "" {
+		cfg.Node = DefaultNode()
+	}
 	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: newScrubber(cfg.Getenv), events: newHub()}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
@@ -134,8 +142,10 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if s.usage, err = store.UsageByModel(ctx); err != nil {
 		return nil, err
 	}
+	s.cl = newCluster(s, cfg.Node, cfg.Listen)
+	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
-		Store: store, Log: cfg.Log, OnTaskChange: s.taskChanged,
+		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
 		// Spooled hooks may settle tasks the recovery resumed.
 		Recovered: s.replayHooks,
 		Pane: func(id string) (outbox.Pane, bool) {
@@ -155,10 +165,14 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err := cicy.SeedTemplates(cfg.Home.Root); err != nil {
 		return nil, fmt.Errorf("seed the role templates: %w", err)
 	}
-	rows, err := store.ListPanes(ctx)
+	if _, err := store.AdoptPanes(ctx, cfg.Node); err != nil {
+		return nil, err
+	}
+	all, err := store.ListPanes(ctx)
 	if err != nil {
 		return nil, err
 	}
+	rows := slices.DeleteFunc(all, func(r schema.Pane) bool { return r.Node != cfg.Node })
 	teams, err := store.TeamBudgets(ctx)
 	if err != nil {
 		return nil, err
@@ -175,7 +189,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		}
 		s.panes[r.ID] = e
 	}
-	s.log.WithField("panes", len(rows)).Info("Supervisor loaded its panes")
+	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
 	return s, nil
 }
@@ -269,7 +283,9 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		}
 	}
 	var undo func()
-	row, err := s.store.CreatePane(ctx, newPaneRow(req), func(id string) (string, error) {
+	newRow := newPaneRow(req)
+	newRow.Node = s.cfg.Node
+	row, err := s.store.CreatePane(ctx, newRow, func(id string) (string, error) {
 		ws, notes, u, err := s.prepareFolders(id, req, tmpl)
 		warnings, undo = append(warnings, notes...), u
 		return ws, err
@@ -509,8 +525,19 @@ func paneEnv(h Home, id string, environ, pass []string, getenv func(string) stri
 	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
 }
 
-// List returns every pane, in id order.
+// List returns every pane of the cluster (this node's alone on a
+// single machine), in id order.
 func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
+	out := s.ListLocal()
+	if rem := s.cl.panes(time.Now()); len(rem) > 0 {
+		out = append(out, rem...)
+		slices.SortFunc(out, func(a, b api.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+	}
+	return out
+}
+
+// ListLocal returns this node's panes, in id order.
+func (s *Supervisor) ListLocal() []api.PaneInfo {
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {
@@ -556,6 +583,7 @@ func (s *Supervisor) usageOf(id string) (api.Usage, *float64) {
 // and, for tmux, how to attach.
 func (s *Supervisor) describe(e *entry) api.PaneInfo {
 	pi := e.info()
+	pi.Node = s.cfg.Node
 	pi.Usage, pi.CostUSD = s.usageOf(pi.ID)
 	pi.CacheHit = cacheHit(pi.Usage)
 	if usd, ok := s.budgets.get(api.BudgetPane, pi.ID); ok {
@@ -601,10 +629,15 @@ func (e *entry) info() api.PaneInfo {
 	return pi
 }
 
-// Get returns one pane.
+// Get returns one pane, this node's or another's.
 func (s *Supervisor) Get(id string) (api.PaneInfo, error) {
 	e, err := s.get(id)
 	if err != nil {
+		if pid, perr := api.ParsePaneID(id); perr == nil {
+			if pi, ok := s.cl.info(pid); ok {
+				return pi, nil
+			}
+		}
 		return api.PaneInfo{}, err
 	}
 	return s.describe(e), nil
@@ -727,7 +760,7 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 	}
 	tasks := make([]api.TaskInfo, 0, len(delivered))
 	for _, t := range delivered {
-		tasks = append(tasks, taskInfo(t))
+		tasks = append(tasks, s.taskInfo(t))
 	}
 	return api.TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil
 }
@@ -735,7 +768,10 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 // Close stops every pane (in parallel, each with its grace period) and
 // records why.
 func (s *Supervisor) Close() {
-	s.closeOnce.Do(s.tasks.Stop)
+	s.closeOnce.Do(func() {
+		s.cl.close()
+		s.tasks.Stop()
+	})
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {

@@ -28,6 +28,21 @@ func taskInfo(t schema.Task) api.TaskInfo {
 	}
 }
 
+// taskInfo is taskInfo with the nodes of the task's worker and sender.
+func (s *Supervisor) taskInfo(t schema.Task) api.TaskInfo {
+	ti := taskInfo(t)
+	ti.ToNode, ti.FromNode = s.nodeOf(t.To), s.nodeOf(t.From)
+	return ti
+}
+
+// nodeOf is the node of a pane ("" when no node has it).
+func (s *Supervisor) nodeOf(id string) string {
+	if s.isLocal(id) {
+		return s.cfg.Node
+	}
+	return s.cl.nodeOf(id)
+}
+
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {
 	if seconds > 0 {
 		return context.WithTimeout(ctx, time.Duration(seconds*float64(time.Second)))
@@ -59,7 +74,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			t, err = a.sup.WaitTask(ctx, t.ID)
 			cancel()
 		}
-		respond(w, taskInfo(t), err)
+		respond(w, a.sup.taskInfo(t), err)
 	})
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {
 		pane := r.URL.Query().Get("pane")
@@ -74,7 +89,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		ts, err := a.sup.store.ListTasks(r.Context(), pane)
 		out := make([]api.TaskInfo, 0, len(ts))
 		for _, t := range ts {
-			out = append(out, taskInfo(t))
+			out = append(out, a.sup.taskInfo(t))
 		}
 		respond(w, out, err)
 	})
@@ -85,7 +100,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			return
 		}
 		t, err := a.sup.GetTask(r.Context(), id)
-		respond(w, taskInfo(t), err)
+		respond(w, a.sup.taskInfo(t), err)
 	})
 	mux.HandleFunc("GET /api/tasks/{id}/wait", func(w http.ResponseWriter, r *http.Request) {
 		id, err := taskID(r)
@@ -97,7 +112,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		ctx, cancel := withTimeout(r.Context(), secs)
 		defer cancel()
 		t, err := a.sup.WaitTask(ctx, id)
-		respond(w, taskInfo(t), err)
+		respond(w, a.sup.taskInfo(t), err)
 	})
 	mux.HandleFunc("POST /api/tasks/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
 		id, err := taskID(r)
@@ -106,6 +121,6 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			return
 		}
 		t, err := a.sup.CancelTask(r.Context(), id)
-		respond(w, taskInfo(t), err)
+		respond(w, a.sup.taskInfo(t), err)
 	})
 }

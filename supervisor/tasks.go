@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -90,26 +91,53 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 	return t, nil
 }
 
-// resolvePane finds a pane by id or, failing that, by title.
+// resolvePane finds a pane by id or, failing that, by title: this node's,
+// or another node's (an entry made from its row, for its config only).
 func (s *Supervisor) resolvePane(ref string) (*entry, error) {
 	if id, err := api.ParsePaneID(ref); err == nil {
-		return s.get(id)
+		e, err := s.get(id)
+		if err != nil {
+			if rm, ok := s.cl.lookup(context.Background(), id); ok {
+				return remoteEntry(rm.row), nil
+			}
+		}
+		return e, err
 	}
+	var found []*entry
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var found *entry
 	for _, e := range s.panes {
 		if e.cfg.Title == ref {
-			if found != nil {
-				return nil, usageErr("two panes are titled %q; name the pane by id", ref)
-			}
-			found = e
+			found = append(found, e)
 		}
 	}
-	if found == nil {
-		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", ref)}
+	s.mu.Unlock()
+	for _, r := range s.cl.byTitle(ref) {
+		found = append(found, remoteEntry(r))
 	}
-	return found, nil
+	switch len(found) {
+	case 0:
+		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", ref)}
+	case 1:
+		return found[0], nil
+	}
+	return nil, usageErr("two panes are titled %q; name the pane by id", ref)
+}
+
+// remoteEntry is another node's pane as resolvePane returns it: its
+// config, for checks; it runs nothing here.
+func remoteEntry(r schema.Pane) *entry {
+	e := newEntry(r, pane.Status{State: pane.Unreachable, Reason: "on node " + r.Node})
+	e.elsewhere = r.Node
+	return e
+}
+
+// localPane is resolvePane for what only the pane's own node can do here.
+func (s *Supervisor) localPane(ref string) (*entry, error) {
+	e, err := s.resolvePane(ref)
+	if err == nil && e.elsewhere != "" {
+		return nil, failedErr("pane %s runs on node %s: name it by id (%s) so that the request goes to its node", e.cfg.ID, e.elsewhere, e.cfg.ID)
+	}
+	return e, err
 }
 
 // masterOf is the master a worker reports to, or "".
@@ -125,6 +153,7 @@ func (s *Supervisor) masterOf(w *entry) string {
 		}
 	}
 	s.mu.Unlock()
+	masters = append(masters, s.cl.masters()...)
 	return topology.MasterOf(topology.Pane{}, masters)
 }
 

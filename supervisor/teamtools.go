@@ -72,7 +72,7 @@ func (t teamTools) workers(master string) string {
 		if p.Role != topology.RoleWorker {
 			continue
 		}
-		e, err := t.s.get(p.ID)
+		e, err := t.s.resolvePane(p.ID)
 		if err != nil || t.s.masterOf(e) != master {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -161,10 +162,12 @@ func (e *env) serveCmd() *cli.Command {
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
 			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
 			"usage (see 'cicy-agent usage'). Its port is chosen at the first start and kept.\n\n" +
-			"With --db (or CICY_DB) the state lives in that PostgreSQL database instead of db/cicy.db; one\n" +
-			"supervisor uses a database at a time. With --listen (or CICY_LISTEN) the API is served on TCP\n" +
-			"too, for the holders of the cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file), over\n" +
-			"TLS with --tls-cert and --tls-key.",
+			"With --db (or CICY_DB) the state lives in that PostgreSQL database instead of db/cicy.db, and\n" +
+			"supervisors on several machines that share it are one cluster: each is a node (--node, default\n" +
+			"the host name) that runs its own panes, and ls, status, tasks and the dashboard show every\n" +
+			"node's. With --listen (or CICY_LISTEN) the API is served on TCP too, for the holders of the\n" +
+			"cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file), over TLS with --tls-cert and\n" +
+			"--tls-key: the other nodes forward commands on this node's panes to it there.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
@@ -174,6 +177,7 @@ func (e *env) serveCmd() *cli.Command {
 			&cli.StringFlag{Name: "cluster-token-file", Usage: "read the cluster secret from `FILE` (readable by its owner only) instead of CICY_CLUSTER_TOKEN", EnvVars: []string{"CICY_CLUSTER_TOKEN_FILE"}},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve the cluster API over TLS with the certificate in `FILE` (PEM; with --tls-key)", EnvVars: []string{"CICY_TLS_CERT"}},
 			&cli.StringFlag{Name: "tls-key", Usage: "the TLS certificate's private key `FILE` (PEM)", EnvVars: []string{"CICY_TLS_KEY"}},
+			&cli.StringFlag{Name: "node", Usage: "this supervisor's `NAME` in a cluster sharing one database (default: the host name); letters, digits, '.', '_' and '-'", EnvVars: []string{"CICY_NODE"}},
 			&cli.StringFlag{Name: "db", Usage: "keep the state in the PostgreSQL database at `URL` (postgres://user@host:5432/name) instead of db/cicy.db under the home; a password goes in CICY_DB, PGPASSWORD or ~/.pgpass, never on the command line", EnvVars: []string{"CICY_DB"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
@@ -212,6 +216,10 @@ func (e *env) serveCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			node, err := nodeName(c.String("node"))
+			if err != nil {
+				return err
+			}
 			if err := h.Prepare(); err != nil {
 				return err
 			}
@@ -231,7 +239,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
-				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen,
+				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen, Node: node,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -261,6 +269,20 @@ func dbURL(value, fromEnv string) (string, error) {
 	return value, nil
 }
 
+// nodeName checks serve's --node: empty (the host name) or a name of
+// letters, digits, '.', '_' and '-', at most 63 long.
+func nodeName(v string) (string, error) {
+	if v == "" {
+		return supervisor.DefaultNode(), nil
+	}
+	if !validNode.MatchString(v) {
+		return "", usagef("--node %q: a node name is 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", v)
+	}
+	return v, nil
+}
+
+var validNode = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
 // clusterListen reads serve's cluster API settings: the address, the
 // secret (from --cluster-token-file, which only its owner may read, or
 // CICY_CLUSTER_TOKEN; never a command-line value) and the TLS files, which
@@ -274,6 +296,9 @@ func clusterListen(c *cli.Context) (supervisor.Listen, error) {
 		if l.CertFile != "" {
 			return l, usagef("--tls-cert is for the cluster API: give --listen HOST:PORT too")
 		}
+		// Without a listener of its own a node still forwards to the
+		// others with the secret, when it has one.
+		l.Token = os.Getenv("CICY_CLUSTER_TOKEN")
 		return l, nil
 	}
 	if _, _, err := net.SplitHostPort(l.Addr); err != nil {

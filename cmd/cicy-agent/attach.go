@@ -30,8 +30,23 @@ func (e *env) attachCmd() *cli.Command {
 				return err
 			}
 			var info api.PaneInfo
+			var here api.Health
 			if h, err := home(c); err == nil {
 				info, _ = api.NewClient(h).Get(c.Context, id)
+				here, _ = api.NewClient(h).Health(c.Context)
+			}
+			if info.Type != "cicy" && info.Node != "" && here.Node != "" && info.Node != here.Node {
+				// Another node's terminal: its supervisor says how to
+				// attach there.
+				cl, err := client(c)
+				if err != nil {
+					return err
+				}
+				_, err = cl.Attach(c.Context, id, 24, 80)
+				if err == nil {
+					err = fmt.Errorf("pane %s runs on node %s; attach to it on that machine", id, info.Node)
+				}
+				return err
 			}
 			if info.Type == "cicy" {
 				// A cicy pane is a chat, not a terminal: no tty needed.

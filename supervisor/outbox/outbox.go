@@ -131,6 +131,17 @@ func (o *Outbox) Queued(id int64) {
 	o.Kick()
 }
 
+// Noted is the database's word that task id changed, whichever node
+// changed it: the waiters and the event stream are told, and with look
+// the outbox looks (the task is its node's business).
+func (o *Outbox) Noted(id int64, look bool) {
+	o.announce(id)
+	if look {
+		o.open.Store(true)
+		o.Kick()
+	}
+}
+
 // Changes is closed at the next change of any task (a move, a
 // notification recorded): WaitTask-ers take it, read, then wait on it.
 func (o *Outbox) Changes() <-chan struct{} {

@@ -1,0 +1,484 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Nodes: supervisors that share one PostgreSQL database form a cluster.
+// Each is a node with a name; it owns the panes it started (their rows
+// carry its name) and renews a lease in the nodes table. The other nodes'
+// panes are shown from their supervisors' event streams (a peer watcher
+// per node, over the cluster API), or from the database with the state
+// "unreachable" while a node does not answer. Commands on another node's
+// pane are forwarded to it (forward.go); tasks cross nodes through the
+// shared tasks table, each node's outbox seeing its own workers'
+// deliveries and its own masters' notifications, woken by the database's
+// notes (LISTEN/NOTIFY).
+
+// NodeStore is what the cluster needs of the database.
+type NodeStore interface {
+	Dialect() string
+	RegisterNode(ctx context.Context, n schema.Node, lease time.Duration) error
+	RenewNode(ctx context.Context, name string, lease time.Duration) error
+	LeaveNode(ctx context.Context, name string) error
+	Nodes(ctx context.Context) ([]schema.Node, error)
+	AdoptPanes(ctx context.Context, node string) (int64, error)
+	ForNode(node string) *schema.NodeTasks
+	WatchTasks(ctx context.Context, fn func(schema.TaskNote), onErr func(error)) error
+}
+
+const (
+	// nodeLease is how long a node counts as alive after its last
+	// heartbeat; nodeBeat is how often it renews.
+	nodeLease = 30 * time.Second
+	nodeBeat  = 10 * time.Second
+)
+
+// DefaultNode is the node name when none is given: the host name.
+func DefaultNode() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "local"
+	}
+	return h
+}
+
+// cluster is this supervisor's view of the other nodes. Its goroutines
+// (the heartbeat, the task notes, one watcher per peer) stop at close.
+type cluster struct {
+	s       *Supervisor
+	node    string
+	token   string
+	tlsConf *tls.Config // for dialing the peers; nil: plain HTTP
+	log     *logrus.Entry
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu    sync.Mutex
+	on    bool                   // started: a shared database
+	nodes map[string]schema.Node // the other nodes, as last read
+	rows  map[string]schema.Pane // their panes, as last read, by id
+	peers map[string]*peer       // watchers of the nodes with an address
+	trips map[string]trip        // transports for forwarding, by address
+	// nudged asks the heartbeat goroutine to reread the cluster now (a
+	// peer lost: its node may have come back at another address).
+	nudged chan struct{}
+}
+
+func newCluster(s *Supervisor, node string, l Listen) *cluster {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &cluster{s: s, node: node, token: l.Token, tlsConf: peerTLS(l, s.log), log: s.log.WithField("node", node),
+		ctx: ctx, cancel: cancel, nodes: map[string]schema.Node{}, rows: map[string]schema.Pane{}, peers: map[string]*peer{}, trips: map[string]trip{}, nudged: make(chan struct{}, 1)}
+}
+
+// peerTLS is how this node dials the others: TLS when it serves TLS
+// itself (a cluster speaks one way), trusting its own certificate (the
+// usual case: one certificate for every node) and the system's roots.
+func peerTLS(l Listen, log *logrus.Entry) *tls.Config {
+	if l.CertFile == "" {
+		return nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if pem, err := os.ReadFile(l.CertFile); err == nil {
+		pool.AppendCertsFromPEM(pem)
+	} else {
+		log.WithError(err).Warn("Could not read the cluster certificate to trust it for the other nodes")
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// start registers the node (its cluster API at addr, "" when it has none)
+// and starts the heartbeat, the task notes and the peer watchers. A SQLite
+// home is one machine: there is nothing to start.
+func (c *cluster) start(addr string) error {
+	if c.s.store.Dialect() != schema.Postgres {
+		return nil
+	}
+	if err := c.s.store.RegisterNode(c.ctx, schema.Node{Name: c.node, Addr: advertise(addr), PID: os.Getpid(), Version: c.s.cfg.Version}, nodeLease); err != nil {
+		return fmt.Errorf("register node %s: %w", c.node, err)
+	}
+	c.mu.Lock()
+	c.on = true
+	c.mu.Unlock()
+	c.refresh()
+	c.wg.Add(2)
+	go c.beat()
+	go c.watchTasks()
+	c.log.WithField("addr", addr).Info("Node joined the cluster")
+	return nil
+}
+
+// join makes this supervisor a node of the cluster its database is
+// shared by, its cluster API at addr ("" when it has none).
+func (s *Supervisor) join(addr string) error { return s.cl.start(addr) }
+
+// advertise is the address the other nodes dial for a listener at addr:
+// an unspecified host (":7070", "0.0.0.0:7070") becomes the host name.
+func advertise(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || addr == "" {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if h, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return addr
+}
+
+// close stops the goroutines and, when the node had joined, ends its lease
+// at once: the others show its panes unreachable without waiting 30 s.
+func (c *cluster) close() {
+	c.cancel()
+	c.mu.Lock()
+	on := c.on
+	peers := make([]*peer, 0, len(c.peers))
+	for _, p := range c.peers {
+		peers = append(peers, p)
+	}
+	c.mu.Unlock()
+	for _, p := range peers {
+		p.stop()
+	}
+	c.wg.Wait()
+	if on {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := c.s.store.LeaveNode(ctx, c.node); err != nil {
+			c.log.WithError(err).Warn("Could not end the node's lease")
+		}
+	}
+}
+
+// beat renews the lease and rereads the cluster until close.
+func (c *cluster) beat() {
+	defer c.wg.Done()
+	t := time.NewTicker(nodeBeat)
+	defer t.Stop()
+	var last time.Time // of the last nudged reread
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.nudged:
+			if time.Since(last) < time.Second {
+				continue // at most one a second; the peers back off anyway
+			}
+			last = time.Now()
+			c.refresh()
+			continue
+		case <-t.C:
+		}
+		if err := c.s.store.RenewNode(c.ctx, c.node, nodeLease); err != nil && c.ctx.Err() == nil {
+			c.log.WithError(err).Error("Could not renew the node's lease")
+		}
+		c.refresh()
+	}
+}
+
+// watchTasks wakes the outbox when the database says a task changed: a
+// note about this node's worker or master makes it look; every note is
+// announced (waiters, the event stream).
+func (c *cluster) watchTasks() {
+	defer c.wg.Done()
+	err := c.s.store.WatchTasks(c.ctx, func(n schema.TaskNote) {
+		if n.ID == 0 { // (re)connected: notes may have been missed
+			c.s.tasks.Kick()
+			return
+		}
+		look := n.ToNode == c.node || n.FromNode == c.node || n.ToNode == "" || n.FromNode == ""
+		c.s.tasks.Noted(n.ID, look)
+	}, func(err error) {
+		c.log.WithError(err).Warn("Lost the database's task notes; the outbox looks every 5 s until they are back")
+	})
+	if err != nil && c.ctx.Err() == nil {
+		c.log.WithError(err).Error("Could not listen for the database's task notes")
+	}
+}
+
+// nudge asks for a reread of the cluster soon; it never blocks.
+func (c *cluster) nudge() {
+	select {
+	case c.nudged <- struct{}{}:
+	default:
+	}
+}
+
+// refresh rereads the nodes and their panes, and starts or moves the
+// peer watchers.
+func (c *cluster) refresh() {
+	nodes, err := c.s.store.Nodes(c.ctx)
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.log.WithError(err).Warn("Could not read the cluster's nodes")
+		}
+		return
+	}
+	rows, err := c.s.store.ListPanes(c.ctx)
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.log.WithError(err).Warn("Could not read the cluster's panes")
+		}
+		return
+	}
+	byName := map[string]schema.Node{}
+	for _, n := range nodes {
+		if n.Name != c.node {
+			byName[n.Name] = n
+		}
+	}
+	others := map[string]schema.Pane{}
+	for _, r := range rows {
+		if r.Node != c.node {
+			others[r.ID] = r
+		}
+	}
+	c.mu.Lock()
+	changed := c.rowsChangedLocked(others)
+	c.nodes, c.rows = byName, others
+	var stale []*peer
+	for name, p := range c.peers {
+		// A peer whose lease lapsed while its stream looks up is asked
+		// again: a half-open connection can look up for a long time.
+		if n, ok := byName[name]; !ok || n.Addr != p.addr || (c.lapsed(n, time.Now()) != "" && p.isUp()) {
+			stale = append(stale, p)
+			delete(c.peers, name)
+		}
+	}
+	for name, n := range byName {
+		if _, ok := c.peers[name]; !ok && n.Addr != "" && c.ctx.Err() == nil {
+			p := newPeer(c, n)
+			c.peers[name] = p
+			p.start()
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range stale {
+		p.stop()
+	}
+	for _, id := range changed {
+		c.s.paneChanged(id)
+	}
+}
+
+// rowsChangedLocked is the ids whose row appeared, went or moved node.
+func (c *cluster) rowsChangedLocked(next map[string]schema.Pane) []string {
+	var out []string
+	for id, r := range next {
+		if old, ok := c.rows[id]; !ok || old.Node != r.Node {
+			out = append(out, id)
+		}
+	}
+	for id := range c.rows {
+		if _, ok := next[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// learn adds a pane a peer reported that the last read did not have.
+func (c *cluster) learn(id string) {
+	c.mu.Lock()
+	_, known := c.rows[id]
+	c.mu.Unlock()
+	if known {
+		return
+	}
+	r, err := c.s.store.GetPane(c.ctx, id)
+	if err != nil || r.Node == c.node {
+		return
+	}
+	c.mu.Lock()
+	c.rows[id] = r
+	c.mu.Unlock()
+}
+
+// forget drops a pane a peer reported gone.
+func (c *cluster) forget(id string) {
+	c.mu.Lock()
+	delete(c.rows, id)
+	c.mu.Unlock()
+}
+
+// remote is another node's pane as this node knows it.
+type remote struct {
+	row  schema.Pane
+	node schema.Node
+	peer *peer // nil: the node has no cluster API
+}
+
+// lookup finds another node's pane by id, rereading the database when the
+// last read did not have it (created a moment ago).
+func (c *cluster) lookup(ctx context.Context, id string) (remote, bool) {
+	if r, ok := c.known(id); ok {
+		return r, true
+	}
+	row, err := c.s.store.GetPane(ctx, id)
+	if err != nil || row.Node == c.node {
+		return remote{}, false
+	}
+	c.mu.Lock()
+	c.rows[id] = row
+	c.mu.Unlock()
+	c.refresh() // its node may be new too
+	return c.known(id)
+}
+
+func (c *cluster) known(id string) (remote, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	row, ok := c.rows[id]
+	if !ok {
+		return remote{}, false
+	}
+	return remote{row: row, node: c.nodes[row.Node], peer: c.peers[row.Node]}, true
+}
+
+// byTitle finds other nodes' panes titled title.
+func (c *cluster) byTitle(title string) []schema.Pane {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []schema.Pane
+	for _, r := range c.rows {
+		if r.Title == title {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// masters is the other nodes' master panes.
+func (c *cluster) masters() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, r := range c.rows {
+		if r.Role == topology.RoleMaster {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// nodeOf is the node of a pane this node knows of ("" when none does).
+func (c *cluster) nodeOf(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.rows[id]; ok {
+		return r.Node
+	}
+	return ""
+}
+
+// panes is every other node's panes: a node's own word while its peer
+// watcher is connected, else its rows from the database, unreachable.
+func (c *cluster) panes(now time.Time) []api.PaneInfo {
+	c.mu.Lock()
+	rows := make([]schema.Pane, 0, len(c.rows))
+	for _, r := range c.rows {
+		rows = append(rows, r)
+	}
+	nodes, peers := c.nodes, c.peers
+	c.mu.Unlock()
+	var out []api.PaneInfo
+	live := map[string]bool{}
+	for name, p := range peers {
+		if c.lapsed(nodes[name], now) != "" {
+			continue // a node that stopped renewing is not trusted however its stream looks
+		}
+		if infos, ok := p.live(); ok {
+			live[name] = true
+			out = append(out, infos...)
+		}
+	}
+	for _, r := range rows {
+		if !live[r.Node] {
+			out = append(out, c.unreachable(r, nodes[r.Node], peers[r.Node], now))
+		}
+	}
+	return out
+}
+
+// info is another node's pane by id.
+func (c *cluster) info(id string) (api.PaneInfo, bool) {
+	r, ok := c.known(id)
+	if !ok {
+		return api.PaneInfo{}, false
+	}
+	if r.peer != nil && c.lapsed(r.node, time.Now()) == "" {
+		if pi, up, found := r.peer.pane(id); up {
+			return pi, found
+		}
+	}
+	return c.unreachable(r.row, r.node, r.peer, time.Now()), true
+}
+
+// unreachable is a pane of a node that does not answer, from its row.
+func (c *cluster) unreachable(r schema.Pane, n schema.Node, p *peer, now time.Time) api.PaneInfo {
+	e := newEntry(r, pane.Status{State: pane.Unreachable, Reason: c.why(r.Node, n, p, now), Since: now})
+	pi := e.info()
+	pi.Node = r.Node
+	return pi
+}
+
+// why says why node name's panes cannot be seen.
+func (c *cluster) why(name string, n schema.Node, p *peer, now time.Time) string {
+	if n.Name == "" {
+		return fmt.Sprintf("node %s has not registered (no row in the nodes table)", name)
+	}
+	if why := c.lapsed(n, now); why != "" {
+		return fmt.Sprintf("node %s's %s", name, why)
+	}
+	if n.Addr == "" || p == nil {
+		return fmt.Sprintf("node %s has no cluster API to ask (its supervisor runs without --listen)", name)
+	}
+	return p.why()
+}
+
+// lapsed says how a node's lease lapsed ("" while it holds).
+func (c *cluster) lapsed(n schema.Node, now time.Time) string {
+	until := schema.ParseTime(n.LeaseUntil)
+	if !now.After(until) {
+		return ""
+	}
+	return fmt.Sprintf("lease lapsed %s ago (its last heartbeat was at %s)",
+		now.Sub(until).Round(time.Second), schema.ParseTime(n.HeartbeatAt).Local().Format(time.TimeOnly))
+}
+
+// transport is the round tripper to a node's cluster API, one per address.
+func (c *cluster) transport(addr string) (http.RoundTripper, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.trips[addr]; ok {
+		return t.rt, t.scheme
+	}
+	rt, scheme := api.RemoteTransport(addr, c.token, c.tlsConf)
+	c.trips[addr] = trip{rt, scheme}
+	return rt, scheme
+}
+
+type trip struct {
+	rt     http.RoundTripper
+	scheme string
+}

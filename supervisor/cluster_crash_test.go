@@ -1,0 +1,187 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// A node that must die by kill -9 runs in a process of its own: this test
+// binary, started again with serveEnv set, serves one supervisor (see
+// TestMain) until it is signalled or killed.
+const serveEnv = "CICY_TEST_SERVE_NODE"
+
+// serveNodeProcess is the child's main: a supervisor on CICY_HOME, its
+// node, database and cluster API from the environment.
+func serveNodeProcess() int {
+	h := Home{Root: os.Getenv("CICY_HOME")}
+	if err := h.Prepare(); err != nil {
+		return 1
+	}
+	f, err := os.OpenFile(h.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 1
+	}
+	defer f.Close()
+	l := logrus.New()
+	l.SetOutput(f)
+	l.SetLevel(logrus.DebugLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = Serve(ctx, Config{Home: h, Version: "test", Log: logrus.NewEntry(l), DB: os.Getenv("CICY_DB"), Node: os.Getenv("CICY_NODE"),
+		Listen: Listen{Addr: os.Getenv("CICY_LISTEN"), Token: os.Getenv("CICY_CLUSTER_TOKEN")}})
+	if err != nil {
+		l.WithError(err).Error("serve")
+		return 1
+	}
+	return 0
+}
+
+// procNode is a node in a process of its own.
+type procNode struct {
+	name string
+	home Home
+	c    *api.Client
+	cmd  *exec.Cmd
+}
+
+// spawnNode starts node name on home in a child process and waits until
+// it answers and has joined.
+func spawnNode(t *testing.T, db, name string, home Home) *procNode {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveEnv+"=1", "CICY_HOME="+home.Root, "CICY_DB="+db, "CICY_NODE="+name,
+		"CICY_LISTEN=127.0.0.1:0", "CICY_CLUSTER_TOKEN="+testClusterToken)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := &procNode{name: name, home: home, c: api.NewClient(home), cmd: cmd}
+	t.Cleanup(func() { n.kill9() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if h, err := n.c.Health(context.Background()); err == nil && h.Node == name {
+			return n
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(home.Log())
+			t.Fatalf("node %s did not start:\n%s", name, log)
+		}
+	}
+}
+
+// kill9 kills the node's process group at once, as a crash would.
+func (n *procNode) kill9() {
+	if n.cmd.Process == nil || n.cmd.ProcessState != nil {
+		return
+	}
+	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	_ = n.cmd.Wait()
+}
+
+func (n *procNode) node() *node { return &node{name: n.name, home: n.home, c: n.c} }
+
+// TestClusterWorkerNodeKilled: the worker's node dies (kill -9) while its
+// shell worker runs a task; the master's node shows it unreachable; when
+// it is started again the task ends exactly once (the crash rules of a
+// single supervisor: the PTY pane was lost) and the master is told once.
+func TestClusterWorkerNodeKilled(t *testing.T) {
+	db := clusterEnv(t)
+	ctx := context.Background()
+	a := startNode(t, db, "a")
+	bHome := Home{Root: filepath.Join(t.TempDir(), "b")}
+	b := spawnNode(t, db, "b", bHome)
+
+	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
+	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	waitPanes(t, a, "b's worker live on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
+	task, err := a.c.Dispatch(ctx, api.DispatchRequest{To: sw.ID, Text: "sleep 600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := a.c.Task(ctx, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was never delivered: %+v", got)
+		}
+	}
+	waitPanes(t, a, "the worker busy", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "busy" })
+
+	b.kill9()
+	waitPanes(t, a, "the dead node's pane unreachable", func(ps map[string]api.PaneInfo) bool {
+		return ps[sw.ID].State == "unreachable" && strings.Contains(ps[sw.ID].Reason, "node b")
+	})
+	if got, err := a.c.Task(ctx, task.ID); err != nil || got.Status != "delivered" {
+		t.Fatalf("the task while its node is down: %+v, %v; want still delivered (only its node settles it)", got, err)
+	}
+
+	b = spawnNode(t, db, "b", bHome)
+	got, err := a.c.WaitTask(ctx, task.ID, 30*time.Second)
+	if err != nil || got.Status != "failed" || !strings.Contains(got.Error, "ended with the supervisor") {
+		t.Fatalf("the task after its node came back: %+v, %v; want failed, its worker ended with the supervisor", got, err)
+	}
+	if n := waitTold(t, a, boss.ID, task.ID); n != 1 {
+		t.Errorf("the master was told %d times, want once", n)
+	}
+	waitPanes(t, a, "b's pane back (exited, not unreachable)", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "exited" })
+	_ = b
+}
+
+// TestClusterMasterNodeKilled: the master's node dies (kill -9); a task
+// its master dispatched ends on the worker's node meanwhile; when the
+// master's node is started again the master is told, once.
+func TestClusterMasterNodeKilled(t *testing.T) {
+	db := clusterEnv(t)
+	ctx := context.Background()
+	aHome := Home{Root: filepath.Join(t.TempDir(), "a")}
+	a := spawnNode(t, db, "a", aHome)
+	b := startNode(t, db, "b")
+
+	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
+	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	waitPanes(t, b, "a's master live on b", func(ps map[string]api.PaneInfo) bool { return ps[boss.ID].State == "idle" })
+
+	a.kill9()
+	waitPanes(t, b, "the dead node's master unreachable", func(ps map[string]api.PaneInfo) bool { return ps[boss.ID].State == "unreachable" })
+	task, err := b.c.Dispatch(ctx, api.DispatchRequest{From: boss.ID, To: sw.ID, Text: "echo while-the-master-is-down"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.c.WaitTask(ctx, task.ID, 30*time.Second); err != nil || got.Status != "done" {
+		t.Fatalf("the task with its master's node down: %+v, %v", got, err)
+	}
+	if got, _ := b.c.Task(ctx, task.ID); got.NotifiedAt != nil {
+		t.Fatalf("the master was recorded told while its node was down: %+v", got)
+	}
+
+	a = spawnNode(t, db, "a", aHome)
+	if n := waitTold(t, a.node(), boss.ID, task.ID); n != 1 {
+		t.Errorf("the master was told %d times, want once", n)
+	}
+	// Still once after another restart of the master's node.
+	a.kill9()
+	a = spawnNode(t, db, "a", aHome)
+	waitPanes(t, a.node(), "the master back", func(ps map[string]api.PaneInfo) bool { return ps[boss.ID].State == "idle" })
+	p, err := a.c.Get(ctx, boss.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := notifications(t, p.Workspace, task.ID); n != 1 {
+		t.Errorf("after another restart the master holds %d notifications, want 1", n)
+	}
+}

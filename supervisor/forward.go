@@ -1,0 +1,145 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// A request about another node's pane — /api/panes/{id}/… other than a
+// hook, and /api/budgets/{id} — is forwarded to that node's supervisor over its cluster API, with
+// the cluster secret; its answer (a stream too) comes back as it is. A
+// node that does not answer is an error at once (its lease lapsed, or it
+// refuses the connection) or after the dial timeout, never a hang. A
+// forwarded request is never forwarded again.
+
+// forwardedHeader marks a forwarded request with the node it came from.
+const forwardedHeader = "X-Cicy-Forwarded-By"
+
+// forward wraps the API: requests about other nodes' panes go to them.
+func (a *handler) forward(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, rest, ok := paneRoute(r)
+		if !ok || a.sup.isLocal(id) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rm, ok := a.sup.cl.lookup(r.Context(), id)
+		if !ok {
+			next.ServeHTTP(w, r) // no such pane: the handler says so
+			return
+		}
+		if from := r.Header.Get(forwardedHeader); from != "" {
+			writeErr(w, failedErr("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, a.sup.cl.node, from))
+			return
+		}
+		if rest == "attach" {
+			writeErr(w, failedErr("%s", a.sup.cl.attachHint(rm)))
+			return
+		}
+		a.sup.cl.proxy(w, r, rm)
+	})
+}
+
+// paneRoute is the pane id and what follows it in a pane's API path
+// (/api/panes/{id}/{rest…}); false for other paths and for the pane
+// routes that are always this node's (a hook comes from its own pane).
+func paneRoute(r *http.Request) (id, rest string, ok bool) {
+	p, found := strings.CutPrefix(r.URL.Path, "/api/panes/")
+	if !found {
+		// A pane's budget is kept by its node too; a team's is not a pane.
+		if p, found = strings.CutPrefix(r.URL.Path, "/api/budgets/"); !found || !strings.HasPrefix(p, "w-") {
+			return "", "", false
+		}
+	}
+	if p == "" {
+		return "", "", false
+	}
+	id, rest, _ = strings.Cut(p, "/")
+	if rest == "hook" {
+		return "", "", false
+	}
+	if pid, err := api.ParsePaneID(id); err == nil {
+		id = pid
+	}
+	return id, rest, true
+}
+
+// isLocal reports whether a pane is this node's (registered or starting).
+func (s *Supervisor) isLocal(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.panes[id]
+	if !ok {
+		_, ok = s.starting[id]
+	}
+	return ok
+}
+
+// attachHint is the error for attaching here to another node's pane: the
+// one command that does it on that node.
+func (c *cluster) attachHint(rm remote) string {
+	cmd := "cicy-agent attach " + rm.row.ID
+	if rm.peer != nil {
+		if h := rm.peer.homeDir(); h != "" {
+			cmd = "cicy-agent --home " + shellQuote(h) + " attach " + rm.row.ID
+		}
+	}
+	return fmt.Sprintf("pane %s runs on node %s; a terminal attaches on its own machine: %s", rm.row.ID, rm.row.Node, cmd)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// proxy forwards r to the node that runs rm, or says why it cannot.
+func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, rm remote) {
+	if why := c.cannotReach(rm, time.Now()); why != "" {
+		writeErr(w, failedErr("pane %s is on node %s, which cannot be reached: %s", rm.row.ID, rm.row.Node, why))
+		return
+	}
+	rt, scheme := c.transport(rm.node.Addr)
+	target := &url.URL{Scheme: scheme, Host: rm.node.Addr}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = "cicy"
+			pr.Out.Header.Set(forwardedHeader, c.node)
+			pr.Out.Header.Del("Authorization") // the transport sets the cluster's
+		},
+		Transport:     rt,
+		FlushInterval: -1, // streams (preview, events) pass line by line
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+				return // the client went away
+			}
+			c.log.WithError(err).WithField("peer", rm.row.Node).Warn("Could not forward a request to the other node")
+			writeErr(w, failedErr("pane %s is on node %s, which does not answer at %s: %v", rm.row.ID, rm.row.Node, rm.node.Addr, err))
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// cannotReach says why a node cannot be asked now ("" when it can).
+func (c *cluster) cannotReach(rm remote, now time.Time) string {
+	switch {
+	case rm.node.Name == "":
+		return "it has not registered"
+	case rm.node.Addr == "":
+		return "its supervisor runs without --listen, so it has no cluster API"
+	case c.token == "":
+		return "this supervisor has no cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file)"
+	}
+	return c.lapsed(rm.node, now)
+}
