@@ -28,7 +28,7 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 	ps := make([]topology.Pane, 0, len(panes))
 	for _, pi := range panes {
 		u := pi.Usage
-		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, State: pi.State, Reason: pi.Reason,
+		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, Node: pi.Node, State: pi.State, Reason: pi.Reason,
 			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable,
 			OverBudget: pi.OverBudget}
 		if pi.Master != nil {

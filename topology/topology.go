@@ -21,6 +21,7 @@ type Pane struct {
 	Title       string
 	Type        string
 	Role        string
+	Node        string // the node that runs the pane
 	Master      string // explicit --master, "" when none
 	State       string
 	Reason      string
@@ -56,6 +57,7 @@ type Worker struct {
 	Tokens      int64   `json:"tokens"`
 	CacheHit    float64 `json:"cache_hit"`
 	Compactable bool    `json:"compactable"`
+	Node        string  `json:"node,omitempty"`
 }
 
 // Master is one master with its workers and task counts.
@@ -70,6 +72,7 @@ type Master struct {
 	Tokens      int64      `json:"tokens"`
 	CacheHit    float64    `json:"cache_hit"`
 	Compactable bool       `json:"compactable"`
+	Node        string     `json:"node,omitempty"`
 }
 
 // Untracked is a pane whose role is a free-text label.
@@ -77,28 +80,34 @@ type Untracked struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 	Role  string `json:"role"`
+	Node  string `json:"node,omitempty"`
 }
 
 // Attention is something that needs a person: a pane waiting for an
-// answer or in error, a worker whose last task failed, a master whose
-// tasks are all finished, a pane whose budget is reached.
+// answer, in error or unreachable, a worker whose last task failed, a
+// master whose tasks are all finished, a pane whose budget is reached.
 type Attention struct {
 	ID     string `json:"id"` // the pane to look at
 	State  string `json:"state"`
 	Reason string `json:"reason"`
-	// Kind is waiting, error, task_failed, all_done or budget.
+	// Kind is waiting, error, unreachable, task_failed, all_done or budget.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
+	// Node is the node that runs the pane.
+	Node string `json:"node,omitempty"`
 }
 
 // The kinds of attention.
 const (
-	NeedWaiting    = "waiting"
-	NeedError      = "error"
-	NeedTaskFailed = "task_failed"
-	NeedAllDone    = "all_done"
-	NeedBudget     = "budget" // until the budget is raised
+	NeedWaiting = "waiting"
+	NeedError   = "error"
+	// NeedUnreachable is a pane of a node that does not answer or whose
+	// lease lapsed: the kind and the pane's state are both "unreachable".
+	NeedUnreachable = "unreachable"
+	NeedTaskFailed  = "task_failed"
+	NeedAllDone     = "all_done"
+	NeedBudget      = "budget" // until the budget is raised
 )
 
 // FailedTask is a failed task that is its worker's latest finished one: it
@@ -145,6 +154,7 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 			st.Masters = append(st.Masters, Master{
 				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
 				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]), Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
+				Node: p.Node,
 			})
 		}
 	}
@@ -153,35 +163,85 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 		failedBy[f.Worker] = append(failedBy[f.Worker], f)
 	}
 	for _, p := range panes {
-		if p.State == NeedWaiting || p.State == NeedError {
-			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Reason: p.Reason, Kind: p.State})
-		}
-		for _, f := range failedBy[p.ID] {
-			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedTaskFailed, Task: f.ID,
-				Reason: fmt.Sprintf("task %d failed: %s", f.ID, FirstLine(f.Error))})
-		}
-		if p.OverBudget != "" {
-			st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedBudget, Reason: p.OverBudget})
-		}
+		var master *Master
 		if i, ok := index[p.ID]; ok {
-			if c := st.Masters[i].Tasks; AllFinished(c) && p.State == "idle" {
-				st.NeedsYou = append(st.NeedsYou, Attention{ID: p.ID, State: p.State, Kind: NeedAllDone, Reason: finishedReason(c)})
-			}
+			master = &st.Masters[i]
 		}
+		st.NeedsYou = append(st.NeedsYou, needs(p, master, failedBy[p.ID])...)
 		switch {
 		case p.Role == RoleMaster:
 		case Tracked(p.Role):
-			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Elapsed: p.Elapsed, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable}
+			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Elapsed: p.Elapsed, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
+				Node: p.Node}
 			if i, ok := index[MasterOf(p, masterIDs)]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {
 				st.Unassigned = append(st.Unassigned, w)
 			}
 		default:
-			st.Untracked = append(st.Untracked, Untracked{ID: p.ID, Title: p.Title, Role: p.Role})
+			st.Untracked = append(st.Untracked, Untracked{ID: p.ID, Title: p.Title, Role: p.Role, Node: p.Node})
 		}
 	}
 	return st
+}
+
+// needs is what of pane p needs a person: its state (waiting, error,
+// unreachable), its standing failed tasks, its budget, and, for a master
+// (m, nil for any other pane), all its tasks finished.
+func needs(p Pane, m *Master, failed []FailedTask) []Attention {
+	var out []Attention
+	add := func(a Attention) {
+		a.ID, a.State, a.Node = p.ID, p.State, p.Node
+		out = append(out, a)
+	}
+	if p.State == NeedWaiting || p.State == NeedError || p.State == NeedUnreachable {
+		add(Attention{Reason: p.Reason, Kind: p.State})
+	}
+	for _, f := range failed {
+		add(Attention{Kind: NeedTaskFailed, Task: f.ID, Reason: fmt.Sprintf("task %d failed: %s", f.ID, FirstLine(f.Error))})
+	}
+	if p.OverBudget != "" {
+		add(Attention{Kind: NeedBudget, Reason: p.OverBudget})
+	}
+	if m != nil && AllFinished(m.Tasks) && p.State == "idle" {
+		add(Attention{Kind: NeedAllDone, Reason: finishedReason(m.Tasks)})
+	}
+	return out
+}
+
+// SpansNodes reports whether more than one node is named (empty names
+// aside). The client views show a node column only then, so a single
+// machine's team looks as it always did.
+func SpansNodes(nodes ...string) bool {
+	first := ""
+	for _, n := range nodes {
+		switch {
+		case n == "":
+		case first == "":
+			first = n
+		case n != first:
+			return true
+		}
+	}
+	return false
+}
+
+// Nodes are the nodes of every pane of the view, in order, repeats kept.
+func (s Status) Nodes() []string {
+	var out []string
+	for _, m := range s.Masters {
+		out = append(out, m.Node)
+		for _, w := range m.Workers {
+			out = append(out, w.Node)
+		}
+	}
+	for _, w := range s.Unassigned {
+		out = append(out, w.Node)
+	}
+	for _, u := range s.Untracked {
+		out = append(out, u.Node)
+	}
+	return out
 }
 
 // AllFinished reports whether a master has tasks and none is open.

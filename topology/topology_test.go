@@ -79,3 +79,53 @@ func TestTracked(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableNeedsYou: a pane of a node that does not answer is in
+// needs_you with its node and the reason, and every part of the view
+// carries each pane's node.
+func TestUnreachableNeedsYou(t *testing.T) {
+	st := Build([]Pane{
+		{ID: "w-1", Role: "master", State: "busy", Node: "a"},
+		{ID: "w-2", Role: "worker", Master: "w-1", State: "unreachable", Reason: "node b's lease lapsed 40 s ago", Node: "b"},
+		{ID: "w-3", Role: "notes", State: "unreachable", Reason: "node b does not answer: connection refused", Node: "b"},
+		{ID: "w-4", Role: "worker", Master: "w-1", State: "idle", Node: "a"},
+	}, nil, nil)
+	want := []Attention{
+		{ID: "w-2", State: "unreachable", Kind: NeedUnreachable, Reason: "node b's lease lapsed 40 s ago", Node: "b"},
+		{ID: "w-3", State: "unreachable", Kind: NeedUnreachable, Reason: "node b does not answer: connection refused", Node: "b"},
+	}
+	if len(st.NeedsYou) != len(want) {
+		t.Fatalf("needs_you = %+v", st.NeedsYou)
+	}
+	for i := range want {
+		if st.NeedsYou[i] != want[i] {
+			t.Errorf("needs_you[%d] = %+v, want %+v", i, st.NeedsYou[i], want[i])
+		}
+	}
+	if m := st.Masters[0]; m.Node != "a" || len(m.Workers) != 2 || m.Workers[0].Node != "b" || m.Workers[1].Node != "a" {
+		t.Fatalf("masters = %+v", st.Masters)
+	}
+	if len(st.Untracked) != 1 || st.Untracked[0].Node != "b" {
+		t.Fatalf("untracked = %+v", st.Untracked)
+	}
+}
+
+func TestSpansNodes(t *testing.T) {
+	for _, c := range []struct {
+		nodes []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"", ""}, false},
+		{[]string{"a", "a", ""}, false},
+		{[]string{"a", "", "b"}, true},
+	} {
+		if got := SpansNodes(c.nodes...); got != c.want {
+			t.Errorf("SpansNodes(%q) = %v", c.nodes, got)
+		}
+	}
+	st := Build([]Pane{{ID: "w-1", Role: "master", Node: "a"}, {ID: "w-2", Role: "notes", Node: "b"}}, nil, nil)
+	if !SpansNodes(st.Nodes()...) {
+		t.Fatalf("nodes of %+v: %q", st, st.Nodes())
+	}
+}

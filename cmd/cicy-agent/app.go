@@ -442,15 +442,45 @@ func (e *env) lsCmd() *cli.Command {
 				fmt.Fprintln(e.stderr, "no panes; create one with: cicy-agent create <title> --type shell -- bash")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTITLE\tTYPE\tROLE\tSTATE\tREASON\tTOKENS\tCACHE\tWORKSPACE")
-			for _, p := range panes {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, clip.Runes(p.Title, 24), p.Type, clip.Runes(p.Role, 16),
-					p.State, clip.Runes(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
-			}
-			return tw.Flush()
+			return printPanes(e.stdout, panes)
 		},
 	}
+}
+
+// printPanes is the table of ls, with a NODE column when the panes run on
+// more than one node.
+func printPanes(w io.Writer, panes []api.PaneInfo) error {
+	nodes := make([]string, len(panes))
+	for i, p := range panes {
+		nodes[i] = p.Node
+	}
+	many := topology.SpansNodes(nodes...)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\t"+nodeHead(many)+"TITLE\tTYPE\tROLE\tSTATE\tREASON\tTOKENS\tCACHE\tWORKSPACE")
+	for _, p := range panes {
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, nodeCell(many, p.Node), clip.Runes(p.Title, 24), p.Type, clip.Runes(p.Role, 16),
+			p.State, clip.Runes(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
+	}
+	return tw.Flush()
+}
+
+// nodeHead is the NODE column's heading and nodeCell its cell (with the
+// tab that ends it), or nothing when the rows are all of one node.
+func nodeHead(many bool) string {
+	if !many {
+		return ""
+	}
+	return "NODE\t"
+}
+
+func nodeCell(many bool, node string) string {
+	if !many {
+		return ""
+	}
+	if node == "" {
+		node = "-"
+	}
+	return clip.Runes(node, 16) + "\t"
 }
 
 // usageCell is "12.3k tok 91% cached", or "" for a pane with no usage.
@@ -686,8 +716,17 @@ func (e *env) statusCmd() *cli.Command {
 	}
 }
 
+// printStatus is status as text; each pane's node is in it ("node b")
+// when the team runs on more than one node.
 func printStatus(w io.Writer, st api.StatusResponse) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	many := topology.SpansNodes(st.Nodes()...)
+	node := func(n string) string {
+		if !many {
+			return ""
+		}
+		return nodeCell(true, "node "+n)
+	}
 	worker := func(wk topology.Worker) {
 		task := wk.CurrentTask
 		if task == "" {
@@ -695,13 +734,13 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 		} else {
 			task += fmt.Sprintf(" (%s)", (time.Duration(wk.Elapsed) * time.Second).String())
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\ttask %s\t%s\n", wk.ID, clip.Runes(wk.Title, 24), wk.Type, wk.State, clip.Runes(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\t%s\ttask %s\t%s\n", wk.ID, clip.Runes(wk.Title, 24), wk.Type, node(wk.Node), wk.State, clip.Runes(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
 	}
 	if len(st.Masters) == 0 {
 		fmt.Fprintln(tw, "no masters (create one with --role master)")
 	}
 	for _, m := range st.Masters {
-		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip.Runes(m.Title, 24), m.Type, m.State, clip.Runes(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit, m.Compactable))
+		fmt.Fprintf(tw, "master %s\t%s\t%s\t%s%s\t%s\ttasks %d/%d done\t%s\n", m.ID, clip.Runes(m.Title, 24), m.Type, node(m.Node), m.State, clip.Runes(m.Reason, 36), m.Tasks.Done, m.Tasks.Total, usageCell(m.Tokens, m.CacheHit, m.Compactable))
 		for _, wk := range m.Workers {
 			worker(wk)
 		}
@@ -715,13 +754,13 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 	if len(st.Untracked) > 0 {
 		fmt.Fprintln(tw, "untracked (role is a label; not in completion tracking):")
 		for _, u := range st.Untracked {
-			fmt.Fprintf(tw, "  %s\t%s\trole %q\n", u.ID, clip.Runes(u.Title, 24), u.Role)
+			fmt.Fprintf(tw, "  %s\t%s\t%srole %q\n", u.ID, clip.Runes(u.Title, 24), node(u.Node), u.Role)
 		}
 	}
 	if len(st.NeedsYou) > 0 {
 		fmt.Fprintln(tw, "needs you:")
 		for _, n := range st.NeedsYou {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n.ID, n.State, n.Reason)
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), n.State, n.Reason)
 		}
 	}
 	tw.Flush()

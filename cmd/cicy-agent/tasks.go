@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 func (e *env) dispatchCmd() *cli.Command {
@@ -123,17 +124,7 @@ func (e *env) tasksCmd() *cli.Command {
 				fmt.Fprintln(e.stderr, "no tasks; give one with: cicy-agent dispatch --to <worker> <task>")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tFROM\tTO\tSTATUS\tAGE\tTEXT\tRESULT")
-			for _, t := range ts {
-				out := t.Result
-				if t.Status == api.TaskFailed {
-					out = t.Error
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, t.Status,
-					time.Since(t.CreatedAt).Round(time.Second), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
-			}
-			return tw.Flush()
+			return printTasks(e.stdout, ts, time.Now())
 		},
 		Subcommands: []*cli.Command{{
 			Name:      "show",
@@ -177,6 +168,27 @@ func (e *env) tasksCmd() *cli.Command {
 			},
 		}},
 	}
+}
+
+// printTasks is the table of tasks; when the tasks' senders and workers
+// run on more than one node, a NODE column names each worker's node.
+func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
+	var nodes []string
+	for _, t := range ts {
+		nodes = append(nodes, t.ToNode, t.FromNode)
+	}
+	many := topology.SpansNodes(nodes...)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\tTEXT\tRESULT")
+	for _, t := range ts {
+		out := t.Result
+		if t.Status == api.TaskFailed {
+			out = t.Error
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
+			now.Sub(t.CreatedAt).Round(time.Second), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
+	}
+	return tw.Flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

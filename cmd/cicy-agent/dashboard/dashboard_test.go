@@ -430,3 +430,64 @@ func TestReasonCell(t *testing.T) {
 		}
 	}
 }
+
+// nodeFixture is the fixture's team with its panes on nodes: all on a
+// (one node), or the master on a and its workers on b, whose lease has
+// lapsed so its panes are unreachable.
+func nodeFixture(spread bool) api.Event {
+	ev := fixture()
+	for i := range ev.Snapshot.Panes {
+		p := &ev.Snapshot.Panes[i]
+		p.Node = "a"
+		if spread && p.Role != "master" {
+			p.Node = "b"
+			p.State, p.Reason = "unreachable", "node b's lease lapsed 40 s ago"
+		}
+	}
+	return ev
+}
+
+func newNodeModel(t *testing.T, w, h int, spread bool) *Model {
+	t.Helper()
+	m := newFixtureModel(t, w, h, nil)
+	m.Update(eventsMsg{nodeFixture(spread)})
+	return m
+}
+
+// TestOneNodeHasNoNodeColumn: a team on one node looks exactly as a
+// single machine's team always did.
+func TestOneNodeHasNoNodeColumn(t *testing.T) {
+	m := newNodeModel(t, 80, 24, false)
+	checkGolden(t, "dashboard-80x24", plain(m))
+}
+
+// TestNodesGolden: a team on two nodes has a NODE column, and the panes
+// of the unreachable node are marked in the table and need you.
+func TestNodesGolden(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			m := newNodeModel(t, size.w, size.h, true)
+			frame := plain(m)
+			checkFrame(t, frame, size.w, size.h)
+			checkGolden(t, fmt.Sprintf("dashboard-nodes-%dx%d", size.w, size.h), frame)
+			for _, want := range []string{"ID    NODE ", "w-2   b    ", "w-1   a    ", "! w-2 alice — unreachable: node b's lease lapsed 40 s ago"} {
+				if !strings.Contains(frame, want) {
+					t.Errorf("no %q in the frame", want)
+				}
+			}
+		})
+	}
+	for _, w := range []int{1, 12, 33, 47, 79, 100, 200} {
+		for _, h := range []int{1, 5, 13, 24} {
+			checkFrame(t, newNodeModel(t, w, h, true).Frame(), w, h)
+		}
+	}
+}
+
+// TestUnreachableStyled: an unreachable pane's state is drawn as an
+// error's is.
+func TestUnreachableStyled(t *testing.T) {
+	if got, want := st.state("unreachable").Render("x"), st.bad.Render("x"); got != want {
+		t.Fatalf("unreachable is styled %q, want the error style %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,7 @@ func (s styles) state(st string) lipgloss.Style {
 		return s.busy
 	case "waiting":
 		return s.warn
-	case "error":
+	case "error", "unreachable":
 		return s.bad
 	}
 	return s.dim
@@ -141,24 +142,24 @@ type row struct {
 
 var columns = []column{
 	{name: "ID", width: 5, cell: func(_ *Model, p row) string { return p.ID }},
-	{name: "TITLE", width: 8, drop: 9, cell: func(_ *Model, p row) string { return p.Title }},
-	{name: "TYPE", width: 8, drop: 4, cell: func(_ *Model, p row) string { return p.Type }},
-	{name: "ROLE", width: 6, drop: 3, cell: func(_ *Model, p row) string { return p.Role }},
+	{name: "TITLE", width: 8, drop: 90, cell: func(_ *Model, p row) string { return p.Title }},
+	{name: "TYPE", width: 8, drop: 40, cell: func(_ *Model, p row) string { return p.Type }},
+	{name: "ROLE", width: 6, drop: 30, cell: func(_ *Model, p row) string { return p.Role }},
 	{name: "STATE", width: 8, cell: func(_ *Model, p row) string { return p.State }},
-	{name: "REASON", width: 10, drop: 5, cell: func(_ *Model, p row) string { return reasonCell(p.Reason) }},
-	{name: "TASK", width: 5, drop: 8, cell: func(_ *Model, r row) string {
+	{name: "REASON", width: 10, drop: 50, cell: func(_ *Model, p row) string { return reasonCell(p.Reason) }},
+	{name: "TASK", width: 5, drop: 80, cell: func(_ *Model, r row) string {
 		if r.task != nil {
 			return fmt.Sprintf("#%d", r.task.ID)
 		}
 		return "-"
 	}},
-	{name: "ELAPSED", width: 7, drop: 7, right: true, cell: func(m *Model, r row) string {
+	{name: "ELAPSED", width: 7, drop: 70, right: true, cell: func(m *Model, r row) string {
 		if r.task != nil && r.task.DeliveredAt != nil {
 			return clock(m.now().Sub(*r.task.DeliveredAt))
 		}
 		return "-"
 	}},
-	{name: "TOKENS", width: 6, drop: 6, right: true, cell: func(_ *Model, p row) string {
+	{name: "TOKENS", width: 6, drop: 60, right: true, cell: func(_ *Model, p row) string {
 		u := p.Usage
 		n := u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 		if n == 0 {
@@ -166,13 +167,13 @@ var columns = []column{
 		}
 		return tokens(n)
 	}},
-	{name: "CACHE", width: 5, drop: 2, right: true, cell: func(_ *Model, p row) string {
+	{name: "CACHE", width: 5, drop: 20, right: true, cell: func(_ *Model, p row) string {
 		if p.CacheHit < 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.0f%%", p.CacheHit*100)
 	}},
-	{name: "COST", width: 6, drop: 1, right: true, cell: func(_ *Model, p row) string {
+	{name: "COST", width: 6, drop: 10, right: true, cell: func(_ *Model, p row) string {
 		if p.CostUSD == nil {
 			return "-"
 		}
@@ -193,9 +194,57 @@ func reasonCell(reason string) string {
 	return reason
 }
 
-// layout picks the columns that fit in width and their widths.
-func layout(width int) ([]column, []int) {
+// nodeColumn is the NODE column, after ID, when the panes run on more
+// than one node; it goes after the reason when the terminal is narrow.
+func nodeColumn(w int) column {
+	return column{name: "NODE", width: w, drop: 55, cell: func(_ *Model, p row) string {
+		if p.Node == "" {
+			return "-"
+		}
+		return p.Node
+	}}
+}
+
+// fitPanes are the widths the table's columns need for these panes: the
+// NODE column's (their longest node name, 4 to 12 cells; 0 when they all
+// run on one node: a single machine's table has no NODE column), and the
+// STATE column's (8, or 11 for "unreachable").
+func fitPanes(panes []api.PaneInfo) (nodeW, stateW int) {
+	first, many, w := "", false, 4
+	stateW = 8
+	for _, p := range panes {
+		if p.State == "unreachable" {
+			stateW = len("unreachable")
+		}
+		if p.Node == "" {
+			continue
+		}
+		if first == "" {
+			first = p.Node
+		} else if p.Node != first {
+			many = true
+		}
+		w = max(w, width(p.Node))
+	}
+	if !many {
+		return 0, stateW
+	}
+	return min(w, 12), stateW
+}
+
+// layout picks the columns that fit in width and their widths for these
+// panes.
+func layout(width int, panes []api.PaneInfo) ([]column, []int) {
 	cols := append([]column(nil), columns...)
+	nodeW, stateW := fitPanes(panes)
+	if nodeW > 0 {
+		cols = slices.Insert(cols, 1, nodeColumn(nodeW))
+	}
+	for i := range cols {
+		if cols[i].name == "STATE" {
+			cols[i].width = stateW
+		}
+	}
 	need := func() int {
 		n := 2 // the selection mark and its space
 		for _, c := range cols {
@@ -358,7 +407,7 @@ func (m *Model) header(status topology.Status) string {
 		}
 	}
 	parts := []string{fmt.Sprintf("%d panes", len(m.team.Panes))}
-	for _, s := range []string{"busy", "waiting", "idle", "error", "exited"} {
+	for _, s := range []string{"busy", "waiting", "idle", "error", "unreachable", "exited"} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -402,11 +451,14 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 			what = "waiting: " + n.Reason
 		case topology.NeedError:
 			what = "error: " + n.Reason
+		case topology.NeedUnreachable:
+			what = "unreachable: " + n.Reason
 		}
 		style := st.warn
-		if n.Kind == topology.NeedError || n.Kind == topology.NeedTaskFailed || n.Kind == topology.NeedBudget {
+		switch n.Kind {
+		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget:
 			style = st.bad
-		} else if n.Kind == topology.NeedAllDone {
+		case topology.NeedAllDone:
 			style = st.good.Bold(true)
 		}
 		out = append(out, style.Render(fit("! "+n.ID+title+" — "+what, m.width)))
@@ -465,7 +517,7 @@ func (m *Model) table(h int) []string {
 	if h <= 0 {
 		return nil
 	}
-	cols, widths := layout(m.width)
+	cols, widths := layout(m.width, m.team.Panes)
 	var hdr strings.Builder
 	hdr.WriteString("  ")
 	for i, c := range cols {
@@ -679,8 +731,9 @@ func (m *Model) help() []string {
 		"   ?           this help",
 		"   q  Ctrl-C   quit (the team keeps running)",
 		"",
-		" ! lines need you: a pane waiting for an answer or in error, a",
-		" worker whose last task failed, a master whose tasks all finished.",
+		" ! lines need you: a pane waiting for an answer, in error or unreachable",
+		" (its node does not answer), a worker whose last task failed, a master",
+		" whose tasks all finished.",
 		" They ring the bell when they appear (--bell=false: silent).",
 	}
 	out := make([]string, 0, len(text))
