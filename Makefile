@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/cicy-agent
 
-.PHONY: build test test-unit clis lint demo demo-mixed bench fmt tidy
+.PHONY: build test test-unit clis lint demo demo-mixed demo-cluster bench fmt tidy
 
 # The pinned real CLI agents (Claude Code, Codex, opencode) the integration
 # tests drive; installed once into a cache folder (CICY_CLI_DIR).
@@ -41,6 +41,10 @@ demo: build
 # the gateway.
 demo-mixed: build
 	scripts/demo-mixed.sh
+
+# The demo team split across two nodes sharing a private PostgreSQL.
+demo-cluster: build
+	scripts/demo-cluster.sh
 
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build

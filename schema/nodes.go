@@ -19,7 +19,8 @@ type Node struct {
 
 // RegisterNode records that n's supervisor started: its row (by name) gets
 // n's address, pid and version, started_at and heartbeat_at now, and a
-// lease that runs until now+lease.
+// lease that runs until now+lease; on PostgreSQL its name is announced on
+// channel cicy_nodes.
 func (s *Store) RegisterNode(ctx context.Context, n Node, lease time.Duration) error {
 	t := time.Now()
 	now, until := FormatTime(t), FormatTime(t.Add(lease))
@@ -30,6 +31,13 @@ func (s *Store) RegisterNode(ctx context.Context, n Node, lease time.Duration) e
 		n.Name, n.Addr, n.PID, n.Version, now, now, until)
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", n.Name, err)
+	}
+	if s.db.dialect == Postgres {
+		// The other nodes watch for it (WatchTasks): they need not wait
+		// for their next reread to follow a node that joined.
+		if _, err := s.db.ExecContext(ctx, `SELECT pg_notify(?, ?)`, nodeChannel, n.Name); err != nil {
+			return fmt.Errorf("announce node %s: %w", n.Name, err)
+		}
 	}
 	return nil
 }

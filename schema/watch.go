@@ -14,10 +14,15 @@ type TaskNote struct {
 	ID       int64  `json:"id"`
 	ToNode   string `json:"to"`
 	FromNode string `json:"from"`
+	// Joined names a node that registered (RegisterNode): ID is 0.
+	Joined string `json:"-"`
 }
 
 // taskChannel is the channel the tasks trigger notifies (migration 0007).
 const taskChannel = "cicy_tasks"
+
+// nodeChannel carries the name of each node that registers.
+const nodeChannel = "cicy_nodes"
 
 // watchApp is the application_name of the listening connection, to tell
 // it apart in pg_stat_activity.
@@ -80,7 +85,7 @@ func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig, fn func(TaskNot
 		defer cancel()
 		_ = c.Close(cctx)
 	}()
-	if _, err := c.Exec(ctx, "LISTEN "+taskChannel); err != nil {
+	if _, err := c.Exec(ctx, "LISTEN "+taskChannel+"; LISTEN "+nodeChannel); err != nil {
 		return false, err
 	}
 	fn(TaskNote{})
@@ -88,6 +93,10 @@ func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig, fn func(TaskNot
 		n, err := c.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
+		}
+		if n.Channel == nodeChannel {
+			fn(TaskNote{Joined: n.Payload})
+			continue
 		}
 		var note TaskNote
 		if err := json.Unmarshal([]byte(n.Payload), &note); err != nil || note.ID == 0 {

@@ -75,6 +75,12 @@ func testWatchTasks(t *testing.T, reopen func() *Store) {
 	if n, want := nextNote(t, notes), (TaskNote{ID: user.ID}); n != want {
 		t.Fatalf("note of a task between panes with no row = %+v, want %+v", n, want)
 	}
+	if err := s.RegisterNode(ctx, Node{Name: "c", Addr: "127.0.0.1:9"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n, want := nextNote(t, notes), (TaskNote{Joined: "c"}); n != want {
+		t.Fatalf("note of a node that registered = %+v, want %+v", n, want)
+	}
 
 	// Kill the listener's backend: it is reported, and once connected
 	// again the watcher says ID 0.

@@ -175,20 +175,27 @@ func (c *cluster) beat() {
 	defer c.wg.Done()
 	t := time.NewTicker(nodeBeat)
 	defer t.Stop()
-	var last time.Time // of the last nudged reread
+	var last time.Time           // of the last reread
+	var pending <-chan time.Time // a nudged reread held back
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-c.nudged:
-			if time.Since(last) < time.Second {
-				continue // at most one a second; the peers back off anyway
+			// At most one reread a second; a nudge meanwhile is kept for
+			// the end of that second.
+			if pending == nil {
+				pending = time.After(time.Until(last.Add(time.Second)))
 			}
+			continue
+		case <-pending:
+			pending = nil
 			last = time.Now()
 			c.refresh()
 			continue
 		case <-t.C:
 		}
+		last = time.Now()
 		if err := c.s.store.RenewNode(c.ctx, c.node, nodeLease); err != nil && c.ctx.Err() == nil {
 			c.log.WithError(err).Error("Could not renew the node's lease")
 		}
@@ -202,8 +209,15 @@ func (c *cluster) beat() {
 func (c *cluster) watchTasks() {
 	defer c.wg.Done()
 	err := c.s.store.WatchTasks(c.ctx, func(n schema.TaskNote) {
+		if n.Joined != "" {
+			if n.Joined != c.node {
+				c.nudge() // follow it now
+			}
+			return
+		}
 		if n.ID == 0 { // (re)connected: notes may have been missed
 			c.s.tasks.Kick()
+			c.nudge()
 			return
 		}
 		look := n.ToNode == c.node || n.FromNode == c.node || n.ToNode == "" || n.FromNode == ""

@@ -1,10 +1,19 @@
 package supervisor
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
 )
 
 // BenchmarkClusterTaskLatency is BenchmarkTaskLatencyCicy across two nodes
@@ -27,4 +36,170 @@ func BenchmarkClusterTaskLatency(b *testing.B) {
 	reportPercentiles(b, "deliver", lat.deliver)
 	reportPercentiles(b, "notify", lat.notify)
 	reportPercentiles(b, "run", lat.run)
+}
+
+// BenchmarkClusterFourNodes: four nodes on one PostgreSQL, 250 cicy panes
+// each on the scripted model — a master and 249 workers. Each master
+// dispatches 4 tasks to every worker of the next node (3,984 tasks, all
+// across nodes), all at once. Nothing may be lost: every task done with
+// its worker's answer, each master told of each of its tasks exactly once
+// (counted in its history). Reports tasks/s from the first dispatch to the
+// last notification, the spans' percentiles, and the process's memory
+// (all four supervisors run in it).
+func BenchmarkClusterFourNodes(b *testing.B) {
+	const nodes, perNode, tasksEach = 4, 250, 4
+	db := clusterEnv(b)
+	ctx := context.Background()
+	ns := make([]*node, nodes)
+	for i := range ns {
+		ns[i] = startNode(b, db, fmt.Sprintf("n%d", i))
+	}
+	masters := make([]string, nodes)
+	workers := make([][]string, nodes)
+	for i, n := range ns {
+		masters[i] = benchCreate(b, n.c, api.CreateRequest{Title: fmt.Sprintf("lead%d", i), Type: "cicy", Role: "master", Provider: "script"})
+		for w := 1; w < perNode; w++ {
+			workers[i] = append(workers[i], benchCreate(b, n.c, api.CreateRequest{Title: fmt.Sprintf("n%d-w%d", i, w), Type: "cicy", Provider: "script", Master: masters[(i+nodes-1)%nodes]}))
+		}
+	}
+	for _, n := range ns { // every node follows every pane
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			ps, err := n.c.List(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			idle := 0
+			for _, p := range ps {
+				if p.State == "idle" {
+					idle++
+				}
+			}
+			if idle == nodes*perNode {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("node %s sees %d of %d panes idle", n.name, idle, nodes*perNode)
+			}
+		}
+	}
+	b.ResetTimer()
+	for round := 0; round < b.N; round++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var ids []int64
+		for i, n := range ns {
+			wg.Add(1)
+			go func() { // master i's node dispatches to the next node's workers
+				defer wg.Done()
+				for k := 0; k < tasksEach; k++ {
+					for _, w := range workers[(i+1)%nodes] {
+						t, err := n.c.Dispatch(ctx, api.DispatchRequest{From: masters[i], To: w, Text: fmt.Sprintf("job %d round %d", k, round)})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						ids = append(ids, t.ID)
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if b.Failed() {
+			b.FailNow()
+		}
+		tasks := waitAllTold(b, ns[0].c, ids)
+		elapsed := time.Since(start)
+		b.StopTimer()
+		var lat taskLatencies
+		for _, t := range tasks {
+			if t.Status != "done" || t.Result != fmt.Sprintf("done %d", t.ID) {
+				b.Fatalf("task %d: %s %q %q", t.ID, t.Status, t.Result, t.Error)
+			}
+			lat.deliver = append(lat.deliver, t.DeliveredAt.Sub(t.CreatedAt))
+			lat.run = append(lat.run, t.FinishedAt.Sub(*t.DeliveredAt))
+			lat.notify = append(lat.notify, t.NotifiedAt.Sub(*t.FinishedAt))
+		}
+		toldOnce(b, ns, masters, tasks)
+		b.ReportMetric(float64(len(tasks))/elapsed.Seconds(), "tasks/s")
+		reportPercentiles(b, "deliver", lat.deliver)
+		reportPercentiles(b, "notify", lat.notify)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(float64(procStatusKiB("VmHWM"))/1024, "rss-peak-MiB")
+	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-live-MiB")
+}
+
+// waitAllTold polls until every task of ids has ended and its master was
+// told, and returns them.
+func waitAllTold(b *testing.B, c *api.Client, ids []int64) []api.TaskInfo {
+	b.Helper()
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		all, err := c.Tasks(context.Background(), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var got []api.TaskInfo
+		for _, t := range all {
+			if want[t.ID] && t.Ended() && t.NotifiedAt != nil {
+				got = append(got, t)
+			}
+		}
+		if len(got) == len(ids) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d tasks ended and told after 10 minutes", len(got), len(ids))
+		}
+	}
+}
+
+// toldOnce checks that each master's history mentions each of its tasks'
+// notifications exactly once.
+func toldOnce(b *testing.B, ns []*node, masters []string, tasks []api.TaskInfo) {
+	b.Helper()
+	counts := map[int64]int{}
+	for i, m := range masters {
+		p, err := ns[i].c.Get(context.Background(), m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(cicy.HistoryDir(p.Workspace), "current.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cur cicy.Current
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			b.Fatal(err)
+		}
+		for _, msg := range cur.Messages {
+			for _, bl := range msg.Content {
+				if msg.Role != "user" {
+					continue
+				}
+				for _, line := range strings.Split(bl.Text, "\n") {
+					var w string
+					var id int64
+					if _, err := fmt.Sscanf(line, "🔔 [%s task %d", &w, &id); err == nil {
+						counts[id]++
+					}
+				}
+			}
+		}
+	}
+	for _, t := range tasks {
+		if counts[t.ID] != 1 {
+			b.Errorf("task %d: its master was told %d times", t.ID, counts[t.ID])
+		}
+	}
 }

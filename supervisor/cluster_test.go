@@ -147,45 +147,8 @@ func TestClusterTwoNodes(t *testing.T) {
 	waitPanes(t, a, "b's panes live on a", onB)
 	waitPanes(t, b, "a's master live on b", onB)
 
-	// Dispatched on a, to b's cicy worker: its master is the only master,
-	// on a.
-	t1, err := a.c.Dispatch(ctx, api.DispatchRequest{To: cw.ID, Text: "summarise the logs"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if t1.From != boss.ID || t1.ToNode != "b" || t1.FromNode != "a" {
-		t.Fatalf("task across nodes: %+v", t1)
-	}
-	if got, err := a.c.WaitTask(ctx, t1.ID, 30*time.Second); err != nil || got.Status != "done" || got.Result != fmt.Sprintf("done %d", t1.ID) {
-		t.Fatalf("cicy→cicy across nodes, waited on a: %+v, %v", got, err)
-	}
-	// Dispatched on b, from a's master, to b's shell worker.
-	t2, err := b.c.Dispatch(ctx, api.DispatchRequest{From: boss.ID, To: sw.ID, Text: "echo cross-node-marker"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := b.c.WaitTask(ctx, t2.ID, 30*time.Second); err != nil || got.Status != "done" {
-		t.Fatalf("cicy→shell across nodes: %+v, %v", got, err)
-	}
-	for _, id := range []int64{t1.ID, t2.ID} {
-		if n := waitTold(t, a, boss.ID, id); n != 1 {
-			t.Errorf("the master on a was told of task %d %d times, want once", id, n)
-		}
-	}
-
-	// Forwarded: a's commands on b's panes.
-	sc, err := a.c.Screen(ctx, sw.ID, 0)
-	if err != nil || !strings.Contains(sc.Screen, "cross-node-marker") {
-		t.Fatalf("screen of b's pane from a: %+v, %v", sc, err)
-	}
-	res, err := a.c.Send(ctx, cw.ID, api.SendRequest{Text: "turn fwd", Wait: true, Timeout: 30})
-	if err != nil || res == nil || res.Answer != "answer fwd" {
-		t.Fatalf("send to b's cicy pane from a: %+v, %v", res, err)
-	}
-	_, err = a.c.Attach(ctx, sw.ID, 24, 80)
-	if err == nil || !strings.Contains(err.Error(), "runs on node b") || !strings.Contains(err.Error(), "attach "+sw.ID) {
-		t.Fatalf("attach on a to b's pane: %v; want the command to run on b", err)
-	}
+	crossNodeTasks(t, a, b, boss.ID, cw.ID, sw.ID)
+	forwarded(t, a, cw.ID, sw.ID)
 
 	// Both nodes see one team.
 	agree(t, a, b)
@@ -229,4 +192,66 @@ func agree(t *testing.T, a, b *node) {
 		}
 	}
 	t.Fatalf("the nodes' status differ:\na: %s\nb: %s", ja, jb)
+}
+
+// crossNodeTasks: a task dispatched on a to b's cicy worker (its master is
+// the only master, on a) and one dispatched on b from a's master to b's
+// shell worker both end done, and a's master is told of each once.
+func crossNodeTasks(t *testing.T, a, b *node, boss, cw, sw string) {
+	t.Helper()
+	ctx := context.Background()
+	t1, err := a.c.Dispatch(ctx, api.DispatchRequest{To: cw, Text: "summarise the logs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t1.From != boss || t1.ToNode != "b" || t1.FromNode != "a" {
+		t.Fatalf("task across nodes: %+v", t1)
+	}
+	if got, err := a.c.WaitTask(ctx, t1.ID, 30*time.Second); err != nil || got.Status != "done" || got.Result != fmt.Sprintf("done %d", t1.ID) {
+		t.Fatalf("cicy→cicy across nodes, waited on a: %+v, %v", got, err)
+	}
+	// Dispatched on b, from a's master, to b's shell worker.
+	t2, err := b.c.Dispatch(ctx, api.DispatchRequest{From: boss, To: sw, Text: "echo cross-node-marker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.c.WaitTask(ctx, t2.ID, 30*time.Second); err != nil || got.Status != "done" {
+		t.Fatalf("cicy→shell across nodes: %+v, %v", got, err)
+	}
+	for _, id := range []int64{t1.ID, t2.ID} {
+		if n := waitTold(t, a, boss, id); n != 1 {
+			t.Errorf("the master on a was told of task %d %d times, want once", id, n)
+		}
+	}
+}
+
+// forwarded: a's commands on b's panes reach b — screen, send, memory,
+// the preview stream — and attach names the command to run on b.
+func forwarded(t *testing.T, a *node, cw, sw string) {
+	t.Helper()
+	ctx := context.Background()
+	sc, err := a.c.Screen(ctx, sw, 0)
+	if err != nil || !strings.Contains(sc.Screen, "cross-node-marker") {
+		t.Fatalf("screen of b's pane from a: %+v, %v", sc, err)
+	}
+	res, err := a.c.Send(ctx, cw, api.SendRequest{Text: "turn fwd", Wait: true, Timeout: 30})
+	if err != nil || res == nil || res.Answer != "answer fwd" {
+		t.Fatalf("send to b's cicy pane from a: %+v, %v", res, err)
+	}
+	if ml, err := a.c.Memories(ctx, cw); err != nil || ml.Pane != cw || !strings.Contains(ml.Dir, "/b/") {
+		t.Fatalf("memory of b's cicy pane from a: %+v, %v", ml, err)
+	}
+	pv, err := a.c.Preview(ctx, sw, 3)
+	if err != nil {
+		t.Fatalf("preview of b's pane from a: %v", err)
+	}
+	var first api.ScreenResponse
+	if err := json.NewDecoder(pv).Decode(&first); err != nil || first.ID != sw {
+		t.Fatalf("preview of b's pane from a: %+v, %v", first, err)
+	}
+	pv.Close()
+	_, err = a.c.Attach(ctx, sw, 24, 80)
+	if err == nil || !strings.Contains(err.Error(), "runs on node b") || !strings.Contains(err.Error(), "attach "+sw) {
+		t.Fatalf("attach on a to b's pane: %v; want the command to run on b", err)
+	}
 }

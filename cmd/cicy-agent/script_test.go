@@ -92,8 +92,12 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup:               setupScript,
 		Condition: func(cond string) (bool, error) {
-			if cond == "clis" {
+			switch cond {
+			case "clis":
 				return haveCLIs(), nil
+			case "pg": // PostgreSQL's server programs (Debian's postgresql)
+				found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+				return len(found) > 0, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -135,6 +139,9 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
 	if ex, err := filepath.Abs("../../examples"); err == nil {
 		env.Setenv("EXAMPLES", ex)
+	}
+	if sc, err := filepath.Abs("../../scripts"); err == nil {
+		env.Setenv("SCRIPTS", sc)
 	}
 	env.Setenv("ESCTITLE", "bad\x1b[31mtitle")
 	env.Defer(func() {
