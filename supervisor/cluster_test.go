@@ -140,7 +140,8 @@ func TestClusterTwoNodes(t *testing.T) {
 
 	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
 	cw := mustCreate(t, b.c, api.CreateRequest{Title: "cw", Type: "cicy", Provider: "script"})
-	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	// Its master named: a master on another node.
+	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}, Master: boss.ID})
 	onB := func(ps map[string]api.PaneInfo) bool {
 		return ps[cw.ID].Node == "b" && ps[cw.ID].State == "idle" && ps[sw.ID].Node == "b" && ps[sw.ID].State == "idle" && ps[boss.ID].Node == "a"
 	}

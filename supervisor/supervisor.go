@@ -326,6 +326,13 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 	if req.Master != "" {
 		m, err := s.get(req.Master)
 		if err != nil {
+			if pid, perr := api.ParsePaneID(req.Master); perr == nil {
+				if rm, ok := s.cl.lookup(context.Background(), pid); ok {
+					m, err = remoteEntry(rm.row), nil // a master on another node
+				}
+			}
+		}
+		if err != nil {
 			return nil, usageErr("--master %s: no such pane", req.Master)
 		}
 		if m.cfg.Role != topology.RoleMaster {
