@@ -496,3 +496,42 @@ type trip struct {
 	rt     http.RoundTripper
 	scheme string
 }
+
+// Nodes is the cluster's nodes, this one first, then by name. A single
+// machine's supervisor (SQLite) is the one node.
+func (s *Supervisor) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
+	c := s.cl
+	self := api.NodeInfo{Name: c.node, Self: true, State: api.NodeUp, PID: os.Getpid(), Version: s.cfg.Version, Panes: len(s.ListLocal())}
+	if s.store.Dialect() != schema.Postgres {
+		return []api.NodeInfo{self}, nil
+	}
+	rows, err := s.store.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	c.mu.Lock()
+	panes := map[string]int{}
+	for _, r := range c.rows {
+		panes[r.Node]++
+	}
+	peers := c.peers
+	c.mu.Unlock()
+	out := []api.NodeInfo{self}
+	for _, n := range rows {
+		ni := api.NodeInfo{Name: n.Name, Addr: n.Addr, PID: n.PID, Version: n.Version, StartedAt: schema.ParseTime(n.StartedAt),
+			HeartbeatAt: schema.ParseTime(n.HeartbeatAt), LeaseUntil: schema.ParseTime(n.LeaseUntil), Panes: panes[n.Name], State: api.NodeUp}
+		switch {
+		case n.Name == c.node:
+			ni.Self, ni.Panes = true, self.Panes
+			out[0] = ni
+			continue
+		case c.lapsed(n, now) != "":
+			ni.State, ni.Reason = api.NodeLapsed, c.lapsed(n, now)
+		case peers[n.Name] == nil || !peers[n.Name].isUp():
+			ni.State, ni.Reason = api.NodeUnreachable, c.why(n.Name, n, peers[n.Name], now)
+		}
+		out = append(out, ni)
+	}
+	return out, nil
+}

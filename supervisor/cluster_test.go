@@ -29,8 +29,14 @@ type node struct {
 // loopback port.
 func startNode(t testing.TB, db, name string) *node {
 	t.Helper()
+	return startNodeWith(t, db, name, Listen{Addr: "127.0.0.1:0", Token: testClusterToken})
+}
+
+// startNodeWith is startNode with its cluster API's settings.
+func startNodeWith(t testing.TB, db, name string, l Listen) *node {
+	t.Helper()
 	h := Home{Root: filepath.Join(t.TempDir(), name)}
-	c, stop := serveUntil(t, h, Config{DB: db, Node: name, Listen: Listen{Addr: "127.0.0.1:0", Token: testClusterToken}})
+	c, stop := serveUntil(t, h, Config{DB: db, Node: name, Listen: l})
 	if c == nil {
 		t.Fatalf("node %s: %v", name, stop())
 	}
@@ -160,10 +166,13 @@ func TestClusterTwoNodes(t *testing.T) {
 	waitPanes(t, b, "the killed pane gone on b", func(ps map[string]api.PaneInfo) bool { _, ok := ps[sw.ID]; return !ok })
 	waitPanes(t, a, "the killed pane gone on a", func(ps map[string]api.PaneInfo) bool { _, ok := ps[sw.ID]; return !ok })
 
+	nodesAre(t, a, map[string]string{"a": api.NodeUp, "b": api.NodeUp})
+
 	// b leaves: its lease ends at once and a shows its pane unreachable.
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
+	nodesAre(t, a, map[string]string{"a": api.NodeUp, "b": api.NodeLapsed})
 	ps := waitPanes(t, a, "b's pane unreachable", func(ps map[string]api.PaneInfo) bool { return ps[cw.ID].State == "unreachable" })
 	if r := ps[cw.ID].Reason; !strings.Contains(r, "node b") {
 		t.Errorf("the unreachable pane's reason: %q", r)
@@ -171,6 +180,55 @@ func TestClusterTwoNodes(t *testing.T) {
 	if _, err := a.c.Screen(ctx, cw.ID, 0); err == nil || !strings.Contains(err.Error(), "node b") {
 		t.Errorf("screen of a pane of a node that left: %v; want a clear error", err)
 	}
+}
+
+// TestClusterTLS: nodes whose cluster API speaks TLS (one certificate for
+// both, as a small cluster has it) follow and forward to each other over
+// it, trusting their own certificate.
+func TestClusterTLS(t *testing.T) {
+	db := clusterEnv(t)
+	cert, key, _ := selfSigned(t)
+	l := Listen{Addr: "127.0.0.1:0", Token: testClusterToken, CertFile: cert, KeyFile: key}
+	a, b := startNodeWith(t, db, "a", l), startNodeWith(t, db, "b", l)
+	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	waitPanes(t, a, "b's pane live on a over TLS", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
+	if _, err := a.c.Send(context.Background(), sw.ID, api.SendRequest{Text: "echo over-tls"}); err != nil {
+		t.Fatalf("send forwarded over TLS: %v", err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		sc, err := a.c.Screen(ctx, sw.ID, 0)
+		if err != nil {
+			t.Fatalf("screen forwarded over TLS: %v", err)
+		}
+		if strings.Count(sc.Screen, "over-tls") >= 2 { // the command and its output
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's screen seen from a: %q", sc.Screen)
+		}
+	}
+}
+
+// nodesAre waits until n's nodes have the states of want, n itself
+// first and marked.
+func nodesAre(t *testing.T, n *node, want map[string]string) {
+	t.Helper()
+	var ns []api.NodeInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if ns, err = n.c.Nodes(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, ni := range ns {
+			got[ni.Name] = ni.State
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) && ns[0].Name == n.name && ns[0].Self {
+			return
+		}
+	}
+	t.Fatalf("node %s's nodes: %+v; want the states %v", n.name, ns, want)
 }
 
 // agree waits until both nodes' status documents are the same.

@@ -210,6 +210,10 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
 	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
 	mux.HandleFunc("GET /api/usage", a.usage)
+	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
+		ns, err := a.sup.Nodes(r.Context())
+		respond(w, ns, err)
+	})
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
 	a.taskRoutes(mux)

@@ -110,3 +110,25 @@ ID  FROM  TO   NODE  STATUS  AGE   TEXT   RESULT
 2   user  w-1  a     queued  1s    plan
 `[1:])
 }
+
+// TestNodesTable: nodes shows each node's state, address, panes and last
+// heartbeat, the answering node marked, the reason of one not up.
+func TestNodesTable(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	err := printNodes(&b, []api.NodeInfo{
+		{Name: "a", Self: true, State: api.NodeUp, Addr: "10.0.0.2:7070", Panes: 2, HeartbeatAt: now.Add(-3 * time.Second)},
+		{Name: "b", State: api.NodeLapsed, Reason: "lease lapsed 40s ago", Panes: 1, HeartbeatAt: now.Add(-70 * time.Second)},
+		{Name: "solo", Self: true, State: api.NodeUp},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "NODE   STATE   ADDR           PANES  HEARTBEAT  REASON\n" +
+		"a*     up      10.0.0.2:7070  2      3s ago     \n" +
+		"b      lapsed  -              1      1m10s ago  lease lapsed 40s ago\n" +
+		"solo*  up      -              0      -          \n"
+	if b.String() != want {
+		t.Fatalf("nodes table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

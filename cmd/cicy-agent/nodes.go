@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
+)
+
+func (e *env) nodesCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "nodes",
+		Usage: "list the supervisors that share this one's database: name, state, address, panes, last heartbeat",
+		Description: "Supervisors that share one PostgreSQL database (serve --db) are the nodes of one cluster; each\n" +
+			"renews a 30 s lease every 10 s. A node is up when it answers, unreachable when its lease holds\n" +
+			"but it does not answer (or has no --listen), lapsed when its lease ran out (stopped or dead).\n" +
+			"The node that answered is marked with *. A single machine's supervisor is the one node.",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			ns, err := cl.Nodes(c.Context)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, ns)
+			}
+			return printNodes(e.stdout, ns, time.Now())
+		},
+	}
+}
+
+// printNodes is the table of nodes.
+func printNodes(w io.Writer, ns []api.NodeInfo, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tADDR\tPANES\tHEARTBEAT\tREASON")
+	for _, n := range ns {
+		name, addr, beat := n.Name, n.Addr, "-"
+		if n.Self {
+			name += "*"
+		}
+		if addr == "" {
+			addr = "-"
+		}
+		if !n.HeartbeatAt.IsZero() {
+			beat = fmt.Sprintf("%s ago", now.Sub(n.HeartbeatAt).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", clip.Runes(name, 24), n.State, addr, n.Panes, beat, clip.Runes(n.Reason, 60))
+	}
+	return tw.Flush()
+}
