@@ -38,6 +38,10 @@ type CreateRequest struct {
 	// BudgetUSD is the pane's spending limit in US dollars at the price
 	// table (0: none); see Budget.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Node is the node that runs the pane, in a cluster of supervisors
+	// sharing a database: the request goes to that node's supervisor
+	// ("": the one asked).
+	Node string `json:"node,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.

@@ -2,10 +2,11 @@
 # The offline demo team on a cluster of two nodes (make demo-cluster): a
 # private PostgreSQL (Debian's postgresql package; its folder and socket in
 # a temp folder, no TCP), two supervisors with homes of their own as nodes
-# a and b sharing it, node b running bob and bash1, node a the coordinator
-# and alice. The coordinator on a dispatches to workers on both nodes;
-# every completion reaches it. Then both nodes' views of the team are
-# printed. Exits 0 when the goal is done, 1 with the reason if not.
+# a and b sharing it, and examples/demo-cluster.yaml brought up from node
+# a: the coordinator and alice on a, bob and bash1 on b (created through
+# a). The coordinator dispatches to workers on both nodes; every
+# completion reaches it. Then node b's view of the team is printed. Exits
+# 0 when the goal is done, 1 with the reason if not.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CICY_BIN:-$root/bin/cicy-agent}
@@ -15,7 +16,7 @@ if [ -z "$pgbin" ]; then
   exit 1
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/cicy-demo-cluster.XXXXXX")
-cp -r "$root/examples/demo-cluster-a.yaml" "$root/examples/demo-cluster-b.yaml" "$root/examples/demo.script.yaml" "$root/examples/demo-data" "$work/"
+cp -r "$root/examples/demo-cluster.yaml" "$root/examples/demo.script.yaml" "$root/examples/demo-data" "$work/"
 # The database's folder is its own, in /tmp (which the postgres user can
 # reach), removed at the end; initdb refuses root: the server runs as the
 # postgres user then.
@@ -27,8 +28,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 a="$work/a" b="$work/b"
 stop_all() {
-  CICY_HOME="$b" "$bin" down "$work/demo-cluster-b.yaml" >/dev/null 2>&1 || true
-  CICY_HOME="$a" "$bin" down "$work/demo-cluster-a.yaml" >/dev/null 2>&1 || true
+  CICY_HOME="$a" "$bin" down "$work/demo-cluster.yaml" >/dev/null 2>&1 || true
   CICY_HOME="$a" "$bin" shutdown >/dev/null 2>&1 || true
   CICY_HOME="$b" "$bin" shutdown >/dev/null 2>&1 || true
   "${as[@]}" "$pgbin/pg_ctl" -D "$pg/data" -m fast stop >/dev/null 2>&1 || true
@@ -45,12 +45,15 @@ export CICY_DB="postgres:///cicy?host=$pg&user=cicy"
 CICY_CLUSTER_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CICY_CLUSTER_TOKEN CICY_PROVIDER=script CICY_SCRIPT="$work/demo.script.yaml"
 echo "demo folder: $work (PostgreSQL at $pg, provider: script)"
-# The client starts each node's supervisor in the background with these.
-CICY_HOME="$b" CICY_NODE=b CICY_LISTEN=127.0.0.1:0 "$bin" up "$work/demo-cluster-b.yaml"
+# A client command starts its home's supervisor in the background with
+# these: node b's first (any command will do), then node a's, which
+# brings the team up.
+CICY_HOME="$b" CICY_NODE=b CICY_LISTEN=127.0.0.1:0 "$bin" nodes >/dev/null
 status=0
-CICY_HOME="$a" CICY_NODE=a CICY_LISTEN=127.0.0.1:0 "$bin" up "$work/demo-cluster-a.yaml" --wait --timeout "${DEMO_TIMEOUT:-3m}" || status=$?
+CICY_HOME="$a" CICY_NODE=a CICY_LISTEN=127.0.0.1:0 "$bin" up "$work/demo-cluster.yaml" --wait --timeout "${DEMO_TIMEOUT:-3m}" || status=$?
 echo
-echo "Node b's view (cicy-agent ls, tasks):"
+echo "Node b's view (cicy-agent nodes, ls, tasks):"
+CICY_HOME="$b" "$bin" nodes
 CICY_HOME="$b" "$bin" ls
 CICY_HOME="$b" "$bin" tasks
 if [ "${KEEP:-0}" = 1 ]; then

@@ -220,7 +220,11 @@ func (c *cluster) watchTasks() {
 			c.nudge()
 			return
 		}
-		look := n.ToNode == c.node || n.FromNode == c.node || n.ToNode == "" || n.FromNode == ""
+		// This node delivers to its workers and tells its masters; a task
+		// whose worker has no row (killed) is failed by whichever node
+		// looks first. One from a person ("user") is marked told by its
+		// worker's node.
+		look := n.ToNode == c.node || n.FromNode == c.node || n.ToNode == ""
 		c.s.tasks.Noted(n.ID, look)
 	}, func(err error) {
 		c.log.WithError(err).Warn("Lost the database's task notes; the outbox looks every 5 s until they are back")
@@ -367,6 +371,22 @@ func (c *cluster) known(id string) (remote, bool) {
 		return remote{}, false
 	}
 	return remote{row: row, node: c.nodes[row.Node], peer: c.peers[row.Node]}, true
+}
+
+// nodeNamed is another node by name, rereading the nodes when the last
+// read did not have it.
+func (c *cluster) nodeNamed(name string) (schema.Node, bool) {
+	c.mu.Lock()
+	n, ok := c.nodes[name]
+	c.mu.Unlock()
+	if ok {
+		return n, true
+	}
+	c.refresh()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok = c.nodes[name]
+	return n, ok
 }
 
 // byTitle finds other nodes' panes titled title.

@@ -146,8 +146,11 @@ func TestClusterTwoNodes(t *testing.T) {
 
 	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
 	cw := mustCreate(t, b.c, api.CreateRequest{Title: "cw", Type: "cicy", Provider: "script"})
-	// Its master named: a master on another node.
-	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}, Master: boss.ID})
+	// Created through a, on b; its master named: a master on another node.
+	sw := mustCreate(t, a.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}, Master: boss.ID, Node: "b"})
+	if _, err := a.c.Create(ctx, api.CreateRequest{Title: "nowhere", Type: "shell", Command: []string{"true"}, Node: "zz"}); err == nil || !strings.Contains(err.Error(), "no such node") {
+		t.Fatalf("create on a node that does not exist: %v", err)
+	}
 	onB := func(ps map[string]api.PaneInfo) bool {
 		return ps[cw.ID].Node == "b" && ps[cw.ID].State == "idle" && ps[sw.ID].Node == "b" && ps[sw.ID].State == "idle" && ps[boss.ID].Node == "a"
 	}

@@ -1,9 +1,12 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 // A request about another node's pane — /api/panes/{id}/… other than a
@@ -26,6 +30,10 @@ const forwardedHeader = "X-Cicy-Forwarded-By"
 // forward wraps the API: requests about other nodes' panes go to them.
 func (a *handler) forward(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/panes" {
+			a.createOn(w, r, next)
+			return
+		}
 		id, rest, ok := paneRoute(r)
 		if !ok || a.sup.isLocal(id) {
 			next.ServeHTTP(w, r)
@@ -44,8 +52,38 @@ func (a *handler) forward(next http.Handler) http.Handler {
 			writeErr(w, failedErr("%s", a.sup.cl.attachHint(rm)))
 			return
 		}
-		a.sup.cl.proxy(w, r, rm)
+		a.sup.cl.proxy(w, r, rm.node, "pane "+rm.row.ID+" (on node "+rm.row.Node+")")
 	})
+}
+
+// createOn passes a create naming another node (its body's "node") to
+// that node's supervisor.
+func (a *handler) createOn(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
+	if err != nil {
+		writeErr(w, usageErr("bad request body: %v", err))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Node string `json:"node"`
+	}
+	_ = json.Unmarshal(body, &req) // a bad body is the handler's to refuse
+	c := a.sup.cl
+	if req.Node == "" || req.Node == c.node {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if from := r.Header.Get(forwardedHeader); from != "" {
+		writeErr(w, failedErr("node %s was asked by node %s to create a pane on node %s", c.node, from, req.Node))
+		return
+	}
+	n, ok := c.nodeNamed(req.Node)
+	if !ok {
+		writeErr(w, usageErr("--node %s: no such node (see 'cicy-agent nodes')", req.Node))
+		return
+	}
+	c.proxy(w, r, n, "a new pane for node "+n.Name)
 }
 
 // paneRoute is the pane id and what follows it in a pane's API path
@@ -103,14 +141,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// proxy forwards r to the node that runs rm, or says why it cannot.
-func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, rm remote) {
-	if why := c.cannotReach(rm, time.Now()); why != "" {
-		writeErr(w, failedErr("pane %s is on node %s, which cannot be reached: %s", rm.row.ID, rm.row.Node, why))
+// proxy forwards r, about what, to node n's supervisor, or says why it
+// cannot.
+func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, what string) {
+	if why := c.cannotReach(n, time.Now()); why != "" {
+		writeErr(w, failedErr("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
 	}
-	rt, scheme := c.transport(rm.node.Addr)
-	target := &url.URL{Scheme: scheme, Host: rm.node.Addr}
+	rt, scheme := c.transport(n.Addr)
+	target := &url.URL{Scheme: scheme, Host: n.Addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -124,22 +163,22 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, rm remote) {
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client went away
 			}
-			c.log.WithError(err).WithField("peer", rm.row.Node).Warn("Could not forward a request to the other node")
-			writeErr(w, failedErr("pane %s is on node %s, which does not answer at %s: %v", rm.row.ID, rm.row.Node, rm.node.Addr, err))
+			c.log.WithError(err).WithField("peer", n.Name).Warn("Could not forward a request to the other node")
+			writeErr(w, failedErr("%s: node %s does not answer at %s: %v", what, n.Name, n.Addr, err))
 		},
 	}
 	rp.ServeHTTP(w, r)
 }
 
 // cannotReach says why a node cannot be asked now ("" when it can).
-func (c *cluster) cannotReach(rm remote, now time.Time) string {
+func (c *cluster) cannotReach(n schema.Node, now time.Time) string {
 	switch {
-	case rm.node.Name == "":
+	case n.Name == "":
 		return "it has not registered"
-	case rm.node.Addr == "":
+	case n.Addr == "":
 		return "its supervisor runs without --listen, so it has no cluster API"
 	case c.token == "":
 		return "this supervisor has no cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file)"
 	}
-	return c.lapsed(rm.node, now)
+	return c.lapsed(n, now)
 }

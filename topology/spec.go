@@ -39,6 +39,13 @@ const (
 // slugRe is a name that becomes a folder: a role template, a team.
 var slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
+// nodeRe is a node's name (serve --node).
+var nodeRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidNode reports whether s can name a node: 1 to 63 letters, digits,
+// '.', '_' and '-', starting with a letter or digit.
+func ValidNode(s string) bool { return nodeRe.MatchString(s) }
+
 // ValidSlug reports whether s can name a folder: 1 to 64 lowercase
 // letters, digits, - and _, starting with a letter or digit.
 func ValidSlug(s string) bool { return slugRe.MatchString(s) }

@@ -41,7 +41,10 @@ type TeamPane struct {
 	// AllowAll runs a CLI agent in its own bypass-permissions mode, like
 	// cicy-agent create --allow-all.
 	AllowAll bool `yaml:"allow_all"`
-	Line     int  `yaml:"-"` // line of this pane in the file
+	// Node is the node that runs the pane, in a cluster of supervisors
+	// sharing a database ("" for the one up talks to).
+	Node string `yaml:"node"`
+	Line int    `yaml:"-"` // line of this pane in the file
 }
 
 // TeamGoal is the first message for a master of the team.
@@ -128,7 +131,7 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 // Known keys, in the order error messages list them.
 var (
 	teamKeys = []string{"name", "panes", "goal", "budget_usd"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node"}
 	goalKeys = []string{"to", "text"}
 
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -313,7 +316,7 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if err != nil {
 		return tp, err
 	}
-	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.allowAll, r.links}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.allowAll, r.node, r.links}
 	for _, step := range steps {
 		if err := step(&tp); err != nil {
 			return tp, err
@@ -407,6 +410,18 @@ func (r *paneFields) names(tp *TeamPane) error {
 	}
 	if tp.RoleTemplate != "" && !ValidSlug(tp.RoleTemplate) {
 		return r.p.errf(line, `"role_template" %q %s is not a valid template name (lowercase letters, digits, - and _; it names a folder under memory/agents/)`, tp.RoleTemplate, r.where)
+	}
+	return nil
+}
+
+// node reads the node that runs the pane.
+func (r *paneFields) node(tp *TeamPane) (err error) {
+	var line int
+	if tp.Node, line, err = r.text("node"); err != nil {
+		return err
+	}
+	if tp.Node != "" && !ValidNode(tp.Node) {
+		return r.p.errf(line, `"node" %q %s is not a node name (letters, digits, '.', '_' and '-'; see cicy-agent nodes)`, tp.Node, r.where)
 	}
 	return nil
 }

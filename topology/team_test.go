@@ -30,6 +30,7 @@ panes:
     type: claude
     workspace: ../up
     allow_all: true
+    node: build-1.lan
 goal: {to: lead, text: "  Do the thing.  "}
 `
 
@@ -45,9 +46,9 @@ func TestParseTeamGood(t *testing.T) {
 			{Title: "lead", Type: "cicy", Role: "master", RoleTemplate: "coordinator", Line: 5},
 			{Title: "alice", Type: "cicy", Role: "worker", RoleTemplate: "engineer", Workspace: "/teams/here/work/alice", Provider: "script", Model: "m1", Master: "lead", BudgetUSD: 0.75, Line: 6},
 			{Title: "bash1", Type: "shell", Role: "worker", Command: []string{"bash", "--norc"}, Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Workspace: "/srv/abs", Master: "lead", Line: 12},
-			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", AllowAll: true, Line: 17},
+			{Title: "cc", Type: "claude", Role: "worker", Workspace: "/teams/up", Master: "lead", AllowAll: true, Node: "build-1.lan", Line: 17},
 		},
-		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 21},
+		Goal: &TeamGoal{To: "lead", Text: "Do the thing.", Line: 22},
 	}
 	if !reflect.DeepEqual(team, want) {
 		t.Fatalf("got  %+v\nwant %+v", team, want)
@@ -117,7 +118,8 @@ func TestParseTeamErrors(t *testing.T) {
 		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
 		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
-			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all"}},
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node"}},
+		{"bad node", head + "  - {title: a, node: two words}\n", 3, []string{`"node" "two words" in pane "a" is not a node name`}},
 		{"env with a value", head + "  - {title: a, type: shell, command: [sh], env: [FOO=bar]}\n", 3, []string{`entry 1 of "env" in pane "a"`, "without a value"}},
 		{"env bad name", head + "  - {title: a, type: shell, command: [sh], env: [1X]}\n", 3, []string{`"1X"`, "not a variable name"}},
 		{"env not a list", head + "  - {title: a, type: shell, command: [sh], env: FOO}\n", 3, []string{`"env"`, "list of variable names"}},

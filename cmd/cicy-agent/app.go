@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -275,13 +274,11 @@ func nodeName(v string) (string, error) {
 	if v == "" {
 		return supervisor.DefaultNode(), nil
 	}
-	if !validNode.MatchString(v) {
+	if !topology.ValidNode(v) {
 		return "", usagef("--node %q: a node name is 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", v)
 	}
 	return v, nil
 }
-
-var validNode = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // clusterListen reads serve's cluster API settings: the address, the
 // secret (from --cluster-token-file, which only its owner may read, or
@@ -367,6 +364,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
 			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a claude/codex/opencode pane run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
+			&cli.StringFlag{Name: "node", Usage: "run the pane on the cluster's node `NAME` (its supervisor is asked through this one; see 'cicy-agent nodes')"},
 			&cli.StringFlag{Name: "budget-usd", Usage: "the pane's spending limit in `USD` at the price table, e.g. 2.50: once its calls cost that much, its model requests are refused (see 'cicy-agent budget')"},
 		},
 		Action: func(c *cli.Context) error {
@@ -377,7 +375,7 @@ func (e *env) createCmd() *cli.Command {
 			req := api.CreateRequest{
 				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
 				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
-				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"),
+				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"), Node: c.String("node"),
 				Env: c.StringSlice("env"),
 			}
 			if c.IsSet("role") && req.Role == "" {
