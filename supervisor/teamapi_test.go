@@ -48,11 +48,23 @@ func TestTeamToolsAPI(t *testing.T) {
 	if res = call("task_status", `{"task_id":1}`); res.IsError || !strings.Contains(res.Text, "task 1 → "+box.ID+": done") {
 		t.Fatalf("task_status: %+v", res)
 	}
+	teamRefusals(t, call, lead.ID, other.ID)
+	teamAPIErrors(t, c, lead.ID, box.ID)
+	defs, err := c.TeamTools(ctx)
+	if err != nil || len(defs) != 4 || defs[3].Name != "wait" || !json.Valid(defs[0].InputSchema) {
+		t.Errorf("the team tools: %+v, %v", defs, err)
+	}
+}
+
+// teamRefusals: what a cicy master's dispatch refuses, the team tool
+// refuses as a tool error.
+func teamRefusals(t *testing.T, call func(tool, input string) api.TeamToolResult, lead, other string) {
+	t.Helper()
 	for _, tc := range []struct{ input, want string }{
-		{`{"worker":"` + other.ID + `","task":"x"}`, "is a master"},
-		{`{"worker":"` + lead.ID + `","task":"x"}`, "is a master"},
+		{`{"worker":"` + other + `","task":"x"}`, "is a master"},
+		{`{"worker":"` + lead + `","task":"x"}`, "is a master"},
 		{`{"worker":"helper","task":"x"}`, "untracked"},
-		{`{"worker":"theirs","task":"x"}`, "reports to " + other.ID + ", not to you"},
+		{`{"worker":"theirs","task":"x"}`, "reports to " + other + ", not to you"},
 		{`{"worker":"nobody","task":"x"}`, "no pane nobody"},
 	} {
 		if res := call("dispatch", tc.input); !res.IsError || !strings.Contains(res.Text, tc.want) {
@@ -63,23 +75,26 @@ func TestTeamToolsAPI(t *testing.T) {
 		t.Errorf("wait for a task the master did not dispatch: %+v", res)
 	}
 
+}
+
+// teamAPIErrors: a caller that is not a master, an unknown tool and input
+// that is not the tool's are API errors.
+func teamAPIErrors(t *testing.T, c *api.Client, lead, box string) {
+	t.Helper()
+	ctx := context.Background()
 	var ae *api.Error
-	if _, err := c.TeamTool(ctx, box.ID, "workers", nil); !errors.As(err, &ae) || !strings.Contains(ae.Message, "not a master") {
+	if _, err := c.TeamTool(ctx, box, "workers", nil); !errors.As(err, &ae) || !strings.Contains(ae.Message, "not a master") {
 		t.Errorf("a worker calling the team tools: %v", err)
 	}
-	if _, err := c.TeamTool(ctx, lead.ID, "fly", nil); !errors.As(err, &ae) || ae.Kind != api.KindNotFound {
+	if _, err := c.TeamTool(ctx, lead, "fly", nil); !errors.As(err, &ae) || ae.Kind != api.KindNotFound {
 		t.Errorf("an unknown tool: %v", err)
 	}
 	for _, bad := range []string{`{"worker":"box"}`, `{"worker":1,"task":"x"}`, `{"worker":"box","task":"x","extra":true}`, `[1]`} {
-		if _, err := c.TeamTool(ctx, lead.ID, "dispatch", json.RawMessage(bad)); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
+		if _, err := c.TeamTool(ctx, lead, "dispatch", json.RawMessage(bad)); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
 			t.Errorf("dispatch with %s: %v; want a usage error", bad, err)
 		}
 	}
-	if _, err := c.TeamTool(ctx, lead.ID, "wait", json.RawMessage(`{"task_ids":[]}`)); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
+	if _, err := c.TeamTool(ctx, lead, "wait", json.RawMessage(`{"task_ids":[]}`)); !errors.As(err, &ae) || ae.Kind != api.KindUsage {
 		t.Errorf("wait for nothing: %v", err)
-	}
-	defs, err := c.TeamTools(ctx)
-	if err != nil || len(defs) != 4 || defs[3].Name != "wait" || !json.Valid(defs[0].InputSchema) {
-		t.Errorf("the team tools: %+v, %v", defs, err)
 	}
 }
