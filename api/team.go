@@ -1,9 +1,6 @@
 package api
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -46,36 +43,4 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 		ps = append(ps, tp)
 	}
 	return topology.Build(ps, sum.Counts, sum.Failed)
-}
-
-// TeamToolDef is a master's team tool: its name, what it does, and its
-// input's JSON schema (GET /api/team/tools).
-type TeamToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-// TeamToolResult is a team tool's answer: its text, and whether it is a
-// refusal (the tool's error, for the model to read).
-type TeamToolResult struct {
-	Text    string `json:"text"`
-	IsError bool   `json:"is_error"`
-}
-
-// TeamTools lists the team tools a master can call.
-func (c *Client) TeamTools(ctx context.Context) ([]TeamToolDef, error) {
-	var out []TeamToolDef
-	err := c.do(ctx, http.MethodGet, "/api/team/tools", nil, &out)
-	return out, err
-}
-
-// TeamTool runs a team tool as master id with input (a JSON object).
-func (c *Client) TeamTool(ctx context.Context, id, tool string, input json.RawMessage) (TeamToolResult, error) {
-	var out TeamToolResult
-	if len(input) == 0 {
-		input = json.RawMessage(`{}`)
-	}
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/team/"+seg(tool), input, &out)
-	return out, err
 }

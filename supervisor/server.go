@@ -217,7 +217,6 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
 	a.taskRoutes(mux)
-	a.teamRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -56,7 +56,7 @@ func benchCreate(b *testing.B, c *api.Client, req api.CreateRequest) string {
 	return p.ID
 }
 
-func waitPaneIdle(b testing.TB, c *api.Client, id string) {
+func waitPaneIdle(b *testing.B, c *api.Client, id string) {
 	b.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if pi, _ := c.Get(context.Background(), id); pi.State == "idle" {
