@@ -418,6 +418,20 @@ func (c *Client) WaitTask(ctx context.Context, id int64, timeout time.Duration) 
 	return out, err
 }
 
+// TeamTool runs a team tool (dispatch, workers, task_status, wait) for the
+// master pane, with the tool's JSON input (nil for none). A refusal the
+// master should read is a result with IsError; an error is the request's
+// (no such pane, not a master, no such tool, no supervisor).
+func (c *Client) TeamTool(ctx context.Context, pane, tool string, input json.RawMessage) (TeamToolResult, error) {
+	var out TeamToolResult
+	var in any
+	if input != nil {
+		in = input
+	}
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(pane)+"/team/"+seg(tool), in, &out)
+	return out, err
+}
+
 // CancelTask cancels a task.
 func (c *Client) CancelTask(ctx context.Context, id int64) (TaskInfo, error) {
 	var out TaskInfo

@@ -50,3 +50,11 @@ type DispatchRequest struct {
 	// master dispatching from its shell is the task's from.
 	Caller string `json:"caller,omitempty"`
 }
+
+// TeamToolResult is a team tool's answer to a master (see
+// Client.TeamTool): its text, and whether it is a refusal or failure
+// the master should read as an error.
+type TeamToolResult struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error"`
+}

@@ -205,6 +205,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("POST /api/panes/{id}/hook", a.hook)
+	mux.HandleFunc("POST /api/panes/{id}/team/{tool}", a.teamTool)
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -123,4 +124,18 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		t, err := a.sup.CancelTask(r.Context(), id)
 		respond(w, a.sup.taskInfo(t), err)
 	})
+}
+
+// teamTool runs a master's team tool: the body is the tool's JSON input
+// (none is {}).
+func (a *handler) teamTool(w http.ResponseWriter, r *http.Request) {
+	var input json.RawMessage
+	if r.ContentLength != 0 {
+		if err := decode(r, &input); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	res, err := a.sup.TeamTool(r.Context(), r.PathValue("id"), r.PathValue("tool"), input)
+	respond(w, res, err)
 }

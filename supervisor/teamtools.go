@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -14,7 +16,8 @@ import (
 
 // teamTools are the team group of a cicy master (see docs/role-templates.md): dispatch,
 // workers, task_status. Results of dispatched tasks come back to the
-// master by themselves as 🔔 messages.
+// master by themselves as 🔔 messages. A CLI master reaches the same tools,
+// and wait besides, through the API (TeamTool) and `cicy-agent mcp`.
 type teamTools struct{ s *Supervisor }
 
 // The tool definitions are literals so the request stays byte-stable.
@@ -22,7 +25,25 @@ const (
 	dispatchSchema   = `{"type":"object","properties":{"worker":{"type":"string","description":"The worker's pane id (w-N) or title."},"task":{"type":"string","description":"What the worker should do, self-contained: it sees only this text."}},"required":["worker","task"]}`
 	workersSchema    = `{"type":"object","properties":{}}`
 	taskStatusSchema = `{"type":"object","properties":{"task_id":{"type":"integer","description":"One task; omit it for every task you dispatched."}}}`
+	waitSchema       = `{"type":"object","properties":{"task_ids":{"type":"array","items":{"type":"integer"},"minItems":1,"description":"The tasks to wait for: ids that dispatch returned."},"timeout":{"type":"number","description":"Give up after this many seconds (default 600, at most 3600)."}},"required":["task_ids"]}`
 )
+
+// Bounds of the wait tool: its timeout in seconds, and the runes of each
+// result it shows (as much as a 🔔 message carries).
+const (
+	defaultWaitSeconds = 600
+	maxWaitSeconds     = 3600
+	waitBody           = 2000
+)
+
+// TeamToolDefs are the team tools a CLI master gets (`cicy-agent mcp`):
+// a cicy master's, and wait. A cicy master does not get wait (its results
+// arrive as 🔔 messages, and its tool list stays byte-stable).
+func TeamToolDefs() []wire.Tool {
+	return append(teamTools{}.Defs(), wire.Tool{Name: "wait",
+		Description: "Block until the tasks you name have ended, or the timeout passes, and show each one's status and result. Use it when you have nothing else to do; a result you waited for does not come back as a 🔔 message.",
+		InputSchema: json.RawMessage(waitSchema)})
+}
 
 func (teamTools) Defs() []wire.Tool {
 	return []wire.Tool{
@@ -44,6 +65,33 @@ func (t teamTools) Run(ctx context.Context, paneID, name string, input json.RawM
 	return "error: unknown tool " + name, true
 }
 
+// TeamTool runs one team tool for a master pane, as its cicy runtime would
+// (same text, same refusals), with wait besides; input is the tool's JSON
+// input. A pane that is not a master, or an unknown tool, is refused.
+func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.RawMessage) (api.TeamToolResult, error) {
+	m, err := s.localPane(ref)
+	if err != nil {
+		return api.TeamToolResult{}, err
+	}
+	if m.cfg.Role != topology.RoleMaster {
+		return api.TeamToolResult{}, usageErr("%s is not a master (role %q): the team tools are a master's, for leading its workers", m.cfg.ID, m.cfg.Role)
+	}
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	t := teamTools{s}
+	var res api.TeamToolResult
+	switch name {
+	case "dispatch", "workers", "task_status":
+		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
+	case "wait":
+		res.Text, res.IsError = t.wait(ctx, m.cfg.ID, input)
+	default:
+		return res, usageErr("no team tool %q; they are dispatch, workers, task_status and wait", name)
+	}
+	return res, nil
+}
+
 func (t teamTools) dispatch(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in struct {
 		Worker string `json:"worker"`
@@ -57,6 +105,9 @@ func (t teamTools) dispatch(ctx context.Context, master string, input json.RawMe
 		return "error: " + err.Error(), true
 	}
 	if m := t.s.masterOf(w); m != master && w.cfg.Role == topology.RoleWorker {
+		if m == "" {
+			m = "no master"
+		}
 		return fmt.Sprintf("error: %s reports to %s, not to you (%s); call workers to see yours", w.cfg.ID, m, master), true
 	}
 	task, err := t.s.Dispatch(ctx, master, w.cfg.ID, in.Task)
@@ -114,6 +165,68 @@ func (t teamTools) taskStatus(ctx context.Context, master string, input json.Raw
 		return "(you have dispatched no tasks)", false
 	}
 	return b.String(), false
+}
+
+// wait blocks until each of the master's named tasks has ended or the
+// timeout passes, then shows each one; the results it shows count as the
+// master told (no 🔔 line follows for them).
+func (t teamTools) wait(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+	var in struct {
+		TaskIDs []int64 `json:"task_ids"`
+		Timeout float64 `json:"timeout"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil || len(in.TaskIDs) == 0 {
+		return "error: the input must be {\"task_ids\": [ids…], \"timeout\": seconds}", true
+	}
+	for _, id := range in.TaskIDs {
+		if task, err := t.s.GetTask(ctx, id); err != nil || task.From != master {
+			return fmt.Sprintf("error: you dispatched no task %d", id), true
+		}
+	}
+	secs := in.Timeout
+	if secs <= 0 {
+		secs = defaultWaitSeconds
+	}
+	secs = min(secs, maxWaitSeconds)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
+	defer cancel()
+	var b strings.Builder
+	for _, id := range in.TaskIDs {
+		task, err := t.s.WaitTask(wctx, id)
+		if err != nil {
+			return "error: " + err.Error(), true
+		}
+		if ctx.Err() != nil {
+			return "error: the wait was cancelled", true
+		}
+		if !schema.Terminal(task.Status) {
+			fmt.Fprintf(&b, "task %d → %s: %s (not ended after %g s)\n", task.ID, task.To, task.Status, secs)
+			continue
+		}
+		fmt.Fprintf(&b, "task %d → %s: %s", task.ID, task.To, task.Status)
+		switch task.Status {
+		case schema.TaskDone:
+			fmt.Fprintf(&b, ": %s", clip.Runes(task.Result, waitBody+1))
+		case schema.TaskFailed:
+			fmt.Fprintf(&b, ": %s", clip.Runes(task.Error, waitBody+1))
+		}
+		b.WriteByte('\n')
+		t.told(ctx, task)
+	}
+	return b.String(), false
+}
+
+// told records that the master saw an ended task's result, unless it was
+// told already.
+func (t teamTools) told(ctx context.Context, task schema.Task) {
+	if task.NotifiedAt.Valid {
+		return
+	}
+	if err := t.s.store.MarkNotified(ctx, task.ID); err != nil {
+		t.s.log.WithError(err).WithField("task", task.ID).Warn("Could not record that the master waited for a task")
+		return
+	}
+	t.s.tasks.Noted(task.ID, false)
 }
 
 // clipText is a task's result or error on one line: its first 300 runes

@@ -64,7 +64,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
