@@ -73,10 +73,16 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	if err != nil {
 		return agentLaunch{}, err
 	}
-	argv, env, err := k.Prepare(cliagent.Setup{
+	setup := cliagent.Setup{
 		ID: cfg.ID, Workspace: cfg.Workspace, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"), Self: self,
 		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.paneGatewayURL(), Token: token, Getenv: s.cfg.Getenv,
-	})
+	}
+	if cfg.Role == topology.RoleMaster {
+		if setup.MCP, err = s.teamMCP(self, cfg.ID); err != nil {
+			return agentLaunch{}, err
+		}
+	}
+	argv, env, err := k.Prepare(setup)
 	if err != nil {
 		return agentLaunch{}, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)
 	}
@@ -87,17 +93,40 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 	return agentLaunch{argv: argv, env: env}, nil
 }
 
-// teamGuidance is added to a CLI master's guidance file: its team is run
-// with the cicy-agent command from its shell.
+// mcpCommandVar names the setting that replaces the team tools' MCP
+// server a CLI master runs (a JSON array: the program, an absolute path,
+// and its arguments); by default it is this program with "mcp".
+const mcpCommandVar = "CICY_MCP_COMMAND"
+
+// teamMCP is the team tools' MCP server of the CLI master id: `cicy-agent
+// mcp`, told who is calling.
+func (s *Supervisor) teamMCP(self, id string) (*cliagent.MCPServer, error) {
+	argv := []string{self, "mcp"}
+	if v := s.cfg.Getenv(mcpCommandVar); v != "" {
+		if err := json.Unmarshal([]byte(v), &argv); err != nil || len(argv) == 0 || !filepath.IsAbs(argv[0]) {
+			return nil, failedErr("%s must be a JSON array whose first element is an absolute path, not %s", mcpCommandVar, v)
+		}
+	}
+	env := map[string]string{"CICY_HOME": s.cfg.Home.Root, "CICY_PANE_ID": id}
+	return &cliagent.MCPServer{Argv: argv, Env: env}, nil
+}
+
+// teamGuidance is added to a CLI master's guidance file: it leads its
+// team through the team tools of the cicy MCP server (named as its agent
+// shows them), or with the cicy-agent command from its shell.
 const teamGuidance = `
 
 # Team
 
-You lead a team of agents run by cicy-agent. From your shell:
-- ` + "`cicy-agent ls`" + ` lists the panes (your workers have you as master);
-- ` + "`cicy-agent dispatch --to <pane> \"<task>\"`" + ` gives a worker a task (it prints the task id);
-- ` + "`cicy-agent wait <task-id>`" + ` waits for a task and prints its result; ` + "`cicy-agent status`" + ` shows progress.
-When a worker finishes, a line starting with 🔔 arrives here as your input.
+You lead a team of agents run by cicy-agent, through the tools of the cicy MCP server:
+- %s lists your workers with their state and current task;
+- %s gives a worker (its id or title) a task and returns the task id;
+- %s shows one task, or all of yours;
+- %s waits for tasks and returns their results, for when you have nothing else to do.
+When a worker finishes, a line starting with 🔔 arrives here as your input: do not poll.
+The same works from your shell: ` + "`cicy-agent ls`" + ` lists the panes (your workers have you as master),
+` + "`cicy-agent dispatch --to <pane> \"<task>\"`" + ` gives a worker a task (it prints the task id),
+` + "`cicy-agent wait <task-id>`" + ` waits for a task and prints its result, ` + "`cicy-agent status`" + ` shows progress.
 If your shell does not find cicy-agent (a login shell may reset PATH), it is %s.
 `
 
@@ -122,7 +151,9 @@ func writeGuidance(home, ws, id string, req api.CreateRequest, tmpl *cicy.Templa
 	if err != nil {
 		return fmt.Errorf("find this program for the team guidance: %w", err)
 	}
-	if _, err := fmt.Fprintf(f, teamGuidance, cliagent.ShellQuote(self)); err != nil {
+	k, _ := cliagent.Lookup(req.Type) // isAgent found it
+	tool := func(name string) string { return "`" + k.ToolName(name) + "`" }
+	if _, err := fmt.Fprintf(f, teamGuidance, tool("workers"), tool("dispatch"), tool("task_status"), tool("wait"), cliagent.ShellQuote(self)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

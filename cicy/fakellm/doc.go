@@ -28,7 +28,10 @@
 //	[[shell=CMD]]       answer a call of the shell tool the request offers
 //	                    (Claude Bash, Codex exec_command or shell, opencode
 //	                    bash) that runs CMD
-//	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments
+//	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments;
+//	                    a member of a Responses namespace tool (Codex offers
+//	                    an MCP server's tools as one) is NAME
+//	                    <namespace>__<tool>
 //	[[cache=R/W]]       report R of the input tokens as read from the prompt
 //	                    cache and W (Anthropic only; "/W" is optional) as
 //	                    written to it, in each API's own usage fields

@@ -197,19 +197,35 @@ type toolSpec struct {
 		Description string  `json:"description"`
 		Parameters  rawJSON `json:"parameters"`
 	} `json:"function"` // Chat Completions
+	// Tools are the members of a Responses "namespace" tool (Codex offers
+	// each MCP server's tools as one).
+	Tools []toolSpec `json:"tools"`
 }
 
 // tool is an offered tool, reduced to what the server needs.
 type tool struct {
-	name     string
-	props    map[string]bool // argument names the schema declares
-	required map[string]bool
+	name string
+	// namespace and leaf name a member of a Responses namespace tool,
+	// offered as name "<namespace>__<leaf>" (Codex's spelling of an MCP
+	// tool) and called by its namespace and leaf.
+	namespace, leaf string
+	props           map[string]bool // argument names the schema declares
+	required        map[string]bool
 }
 
-// toolsOf normalises the tools of a request.
+// toolsOf normalises the tools of a request; the members of a namespace
+// tool are tools of their own.
 func toolsOf(specs []toolSpec) []tool {
 	out := make([]tool, 0, len(specs))
 	for _, sp := range specs {
+		if sp.Type == "namespace" {
+			for _, m := range toolsOf(sp.Tools) {
+				m.namespace, m.leaf = sp.Name, m.name
+				m.name = sp.Name + "__" + m.name
+				out = append(out, m)
+			}
+			continue
+		}
 		t := tool{name: firstNonEmpty(sp.Name, sp.Function.Name, sp.Type)}
 		var schema struct {
 			Properties map[string]json.RawMessage `json:"properties"`

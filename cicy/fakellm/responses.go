@@ -62,8 +62,12 @@ func (x *exchange) responses() {
 	for _, c := range rp.calls {
 		id := x.h.newID("call")
 		ids = append(ids, id)
-		out = append(out, obj{"id": x.h.newID("fc"), "type": "function_call", "status": "completed",
-			"call_id": id, "name": c.name, "arguments": c.argsJSON()})
+		call := obj{"id": x.h.newID("fc"), "type": "function_call", "status": "completed",
+			"call_id": id, "name": c.name, "arguments": c.argsJSON()}
+		if c.namespace != "" {
+			call["name"], call["namespace"] = c.leaf, c.namespace
+		}
+		out = append(out, call)
 	}
 	u := rp.usage
 	usage := obj{

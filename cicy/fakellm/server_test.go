@@ -253,3 +253,25 @@ func TestStartBadAddress(t *testing.T) {
 		t.Fatal("Start on a bad address succeeded")
 	}
 }
+
+// Codex offers each MCP server's tools as a Responses namespace tool; a
+// directive names a member <namespace>__<tool>, and the call names the
+// namespace and the member apart, as Codex reads it.
+func TestNamespaceTool(t *testing.T) {
+	s := startServer(t, nil)
+	body := responsesBody(params{prompt: `[[tool=mcp__cicy__dispatch {"to": "w-2", "bogus": 1}]]`})
+	body["tools"] = []any{m{"type": "namespace", "name": "mcp__cicy", "description": "Tools in the mcp__cicy namespace.",
+		"tools": []any{m{"type": "function", "name": "dispatch", "parameters": schemaOf(m{"to": m{"type": "string"}}, "to")}}}}
+	var out struct {
+		Output []struct {
+			Type, Name, Namespace, Arguments string
+		}
+	}
+	decodeBody(t, postJSON(t, s.URL+"/v1/responses", body), &out)
+	if len(out.Output) != 1 {
+		t.Fatalf("got %+v", out)
+	}
+	if c := out.Output[0]; c.Type != "function_call" || c.Name != "dispatch" || c.Namespace != "mcp__cicy" || c.Arguments != `{"to":"w-2"}` {
+		t.Errorf("got %+v", c)
+	}
+}

@@ -39,6 +39,8 @@ type answer struct {
 type toolCall struct {
 	name string
 	args map[string]any
+	// namespace and leaf: see tool.
+	namespace, leaf string
 }
 
 // argsJSON is the call's arguments as a JSON object.
@@ -188,7 +190,7 @@ func (tl *tool) call(args map[string]any) *toolCall {
 			}
 		}
 	}
-	return &toolCall{name: tl.name, args: args}
+	return &toolCall{name: tl.name, args: args, namespace: tl.namespace, leaf: tl.leaf}
 }
 
 // directiveRE matches one [[key=value]] directive; "]]" ends the value.

@@ -17,6 +17,7 @@ var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code",
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout,
+	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
 }
 
 // claudeHookEvents are the Claude Code hook events wired to `cicy-agent
@@ -25,7 +26,7 @@ var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse"
 
 // prepareClaude seeds CLAUDE_CONFIG_DIR: onboarding done, the workspace
 // trusted, the pane's gateway token approved as its key, the permission
-// mode chosen, hooks wired.
+// mode chosen, hooks wired, and a master's team tools (see claudeMCP).
 func prepareClaude(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "claude")
 	state := map[string]any{
@@ -48,10 +49,14 @@ func prepareClaude(a Setup) ([]string, []string, error) {
 			env = append(env, "IS_SANDBOX=1") // bypass mode refuses root otherwise
 		}
 	}
+	permissions := map[string]any{"defaultMode": mode}
 	settings := map[string]any{
-		"permissions":                       map[string]any{"defaultMode": mode},
+		"permissions":                       permissions,
 		"skipDangerousModePermissionPrompt": true,
 		"hooks":                             hooksBlock(a.Self, "claude", claudeHookEvents),
+	}
+	if a.MCP != nil {
+		state["mcpServers"], permissions["allow"] = claudeMCP(a.MCP)
 	}
 	if err := writeJSONFile(filepath.Join(dir, ".claude.json"), state); err != nil {
 		return nil, nil, err
@@ -64,6 +69,19 @@ func prepareClaude(a Setup) ([]string, []string, error) {
 		argv = append(argv, "--model", a.Model)
 	}
 	return append(argv, a.Extra...), env, nil
+}
+
+// claudeMCP is a master's team tools for Claude Code: the server in
+// .claude.json's user-scope "mcpServers" (which need no approval dialog,
+// unlike a project's .mcp.json), its tools loaded up front rather than
+// behind tool search ("alwaysLoad"), and the permission rule that allows
+// every tool of the server without a prompt.
+func claudeMCP(m *MCPServer) (servers map[string]any, allow []string) {
+	cmd, args := m.command()
+	servers = map[string]any{MCPName: map[string]any{
+		"type": "stdio", "command": cmd, "args": args, "env": m.Env, "alwaysLoad": true,
+	}}
+	return servers, []string{"mcp__" + MCPName}
 }
 
 // claudePayload holds the fields of a Claude Code hook's payload that

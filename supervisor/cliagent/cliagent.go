@@ -28,8 +28,9 @@ type Kind struct {
 	EnterDelay time.Duration
 	prepare    func(Setup) (argv, env []string, err error)
 	interpret  func(event string, payload []byte) Effect
-	rules      pane.Rules  // built-in screen rules, in order
-	layout     pane.Parser // finds the parts of its screen the rules look at
+	toolName   func(tool string) string // a team tool as the model sees it
+	rules      pane.Rules               // built-in screen rules, in order
+	layout     pane.Parser              // finds the parts of its screen the rules look at
 }
 
 // Setup is everything a seed needs.
@@ -49,11 +50,48 @@ type Setup struct {
 	// Getenv reads the supervisor's settings (which API an agent that
 	// speaks several should use); never a key for the program.
 	Getenv func(string) string
+	// MCP is the team tools' MCP server a master gets in its config,
+	// approved; nil for a worker.
+	MCP *MCPServer
+}
+
+// MCPName is the team tools' MCP server's name in an agent's config.
+const MCPName = "cicy"
+
+// TeamTools are the tools of the team tools' MCP server (`cicy-agent
+// mcp`).
+var TeamTools = []string{"dispatch", "workers", "task_status", "wait"}
+
+// mcpToolTimeout is how long an agent lets one call of a team tool run
+// where its own default is shorter: longer than wait blocks at most (an
+// hour).
+const mcpToolTimeout = 2 * time.Hour
+
+// MCPServer is how an agent starts the team tools' MCP server.
+type MCPServer struct {
+	// Argv is the program (an absolute path) and its arguments.
+	Argv []string
+	// Env is set in the server's environment: who is calling
+	// (CICY_HOME, CICY_PANE_ID). Set in the config, as not every agent
+	// passes its own environment on.
+	Env map[string]string
+}
+
+// command is the server's program and its arguments apart.
+func (m *MCPServer) command() (string, []string) {
+	if len(m.Argv) == 0 {
+		return "", []string{}
+	}
+	return m.Argv[0], append([]string{}, m.Argv[1:]...)
 }
 
 // Prepare seeds the agent's config for a pane and returns its command line
 // (argv[0] is the bare program name) and the environment it adds.
 func (k Kind) Prepare(s Setup) (argv, env []string, err error) { return k.prepare(s) }
+
+// ToolName is a team tool (one of TeamTools) as the agent shows it to
+// its model.
+func (k Kind) ToolName(tool string) string { return k.toolName(tool) }
 
 // Interpret maps one of the agent's signals to its effect.
 func (k Kind) Interpret(event string, payload []byte) Effect { return k.interpret(event, payload) }

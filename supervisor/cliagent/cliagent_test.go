@@ -1,6 +1,7 @@
 package cliagent
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,6 +255,113 @@ func TestOpencodeAPI(t *testing.T) {
 	} {
 		if got := opencodeAPI(func(k string) string { return c.env[k] }).npm; got != c.want {
 			t.Errorf("%v: %s, want %s", c.env, got, c.want)
+		}
+	}
+}
+
+// A master's seed runs the team tools' MCP server, named cicy, with who is
+// calling in its environment, its tools approved so no call stops at a
+// prompt (whatever the pane's permission mode); a worker's seed has no
+// MCP server at all.
+func TestPrepareMCP(t *testing.T) {
+	srv := &MCPServer{Argv: []string{"/opt/my cicy", "mcp"}, Env: map[string]string{"CICY_HOME": `/h "q"`, "CICY_PANE_ID": "w-1"}}
+	for _, agent := range Names() {
+		for _, master := range []bool{true, false} {
+			k, _ := Lookup(agent)
+			root := t.TempDir()
+			s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
+				Self: "/opt/my cicy", Gateway: "http://127.0.0.1:7", Token: "tok", Getenv: func(string) string { return "" }}
+			if master {
+				s.MCP = srv
+			}
+			if _, _, err := k.Prepare(s); err != nil {
+				t.Fatalf("%s: %v", agent, err)
+			}
+			got := seededMCP(t, agent, s.Dir)
+			if !master {
+				if got != "" {
+					t.Errorf("%s worker: seeded an MCP server: %s", agent, got)
+				}
+				continue
+			}
+			want := map[string]string{
+				"claude": `{"allow":["mcp__cicy"],"server":{"alwaysLoad":true,"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"type":"stdio"}}`,
+				"codex": "[mcp_servers.cicy]\ncommand = \"/opt/my cicy\"\nargs = [\"mcp\"]\nenv = { \"CICY_HOME\" = \"/h \\\"q\\\"\", \"CICY_PANE_ID\" = \"w-1\" }\n" +
+					"default_tools_approval_mode = \"approve\"\ntool_timeout_sec = 7200\n",
+				"opencode": `{"allow":"allow","server":{"command":["/opt/my cicy","mcp"],"enabled":true,"environment":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"type":"local"}}`,
+			}[agent]
+			if got != want {
+				t.Errorf("%s master: seeded\n%s\nwant\n%s", agent, got, want)
+			}
+		}
+	}
+}
+
+// seededMCP is the cicy MCP server an agent's seed in dir holds and the
+// permission that approves its tools, "" when there is neither.
+func seededMCP(t *testing.T, agent, dir string) string {
+	t.Helper()
+	read := func(f string, v any) {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != nil {
+			if err := json.Unmarshal(b, v); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+	var server, allow any
+	switch agent {
+	case "claude":
+		var state struct {
+			MCPServers map[string]any `json:"mcpServers"`
+		}
+		var settings struct {
+			Permissions map[string]any `json:"permissions"`
+		}
+		read("claude/.claude.json", &state)
+		read("claude/settings.json", &settings)
+		server, allow = state.MCPServers["cicy"], settings.Permissions["allow"]
+	case "codex":
+		b, err := os.ReadFile(filepath.Join(dir, "codex", "config.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, table, ok := strings.Cut(string(b), "\n[mcp_servers.cicy]\n"); ok {
+			return "[mcp_servers.cicy]\n" + table
+		}
+		if strings.Contains(string(b), "mcp_servers") {
+			return string(b)
+		}
+		return ""
+	case "opencode":
+		var cfg struct {
+			MCP        map[string]any `json:"mcp"`
+			Permission map[string]any `json:"permission"`
+		}
+		read("opencode/opencode.json", &cfg)
+		server, allow = cfg.MCP["cicy"], cfg.Permission["cicy_*"]
+		if len(cfg.MCP) > 1 {
+			server = cfg.MCP
+		}
+	}
+	if server == nil && allow == nil {
+		return ""
+	}
+	b, err := json.Marshal(map[string]any{"server": server, "allow": allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Each agent shows the model the team tools under its own naming.
+func TestToolName(t *testing.T) {
+	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch"} {
+		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
+			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
 		}
 	}
 }

@@ -3,8 +3,10 @@ package cliagent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +20,8 @@ var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex",
 	EnterDelay: 300 * time.Millisecond,
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout,
+	// Codex offers an MCP server's tools as one namespace, mcp__<server>.
+	toolName: func(tool string) string { return "mcp__" + MCPName + "." + tool },
 }
 
 // codexHookEvents are the Codex hook events wired to `cicy-agent hook`.
@@ -49,7 +53,7 @@ func tomlString(s string) string {
 // prepareCodex seeds CODEX_HOME: the workspace trusted, no daemon, the
 // gateway as its provider (the pane's token in OPENAI_API_KEY), notify and
 // hooks wired (hook trust is bypassed on the command line: the hooks are
-// ours).
+// ours), and a master's team tools (see codexMCP).
 func prepareCodex(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "codex")
 	notify, err := json.Marshal([]string{a.Self, "hook", "--agent", "codex", "notify"})
@@ -71,6 +75,9 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	fmt.Fprintf(&c, "[model_providers.cicy]\nname = \"cicy-agent gateway\"\nbase_url = %s\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n\n", tomlString(base))
 	c.WriteString("[analytics]\nenabled = false\n\n[features]\ndaemon_auto_start = false\n\n[tui]\nscreen_reader_detection_done = true\n\n")
 	fmt.Fprintf(&c, "[projects.%s]\ntrust_level = \"trusted\"\n", tomlString(a.Workspace))
+	if a.MCP != nil {
+		c.WriteString(codexMCP(a.MCP))
+	}
 	if err := cicy.WriteFileAtomic(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
 		return nil, nil, err
 	}
@@ -84,6 +91,28 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	}
 	env := append([]string{"CODEX_HOME=" + dir, "OPENAI_BASE_URL=" + base, "OPENAI_API_KEY=" + a.Token}, quietEnv...)
 	return append(argv, a.Extra...), env, nil
+}
+
+// codexMCP is a master's team tools for Codex: the server's
+// [mcp_servers] table, its environment given in full (Codex passes a
+// server only a few of its own variables), its tools approved
+// (default_tools_approval_mode "approve": no prompt, whatever the
+// approval policy) and allowed to run long.
+func codexMCP(m *MCPServer) string {
+	var c strings.Builder
+	cmd, args := m.command()
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = tomlString(a)
+	}
+	fmt.Fprintf(&c, "\n[mcp_servers.%s]\ncommand = %s\nargs = [%s]\n", MCPName, tomlString(cmd), strings.Join(quoted, ", "))
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+		env = append(env, tomlString(k)+" = "+tomlString(m.Env[k]))
+	}
+	fmt.Fprintf(&c, "env = { %s }\n", strings.Join(env, ", "))
+	fmt.Fprintf(&c, "default_tools_approval_mode = \"approve\"\ntool_timeout_sec = %d\n", int(mcpToolTimeout.Seconds()))
+	return c.String()
 }
 
 // codexNotify holds the fields of Codex's notify payload that matter.

@@ -18,6 +18,7 @@ var opencode = Kind{
 	Name: "opencode", Bin: "opencode", Package: "opencode-ai",
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
+	toolName: func(tool string) string { return MCPName + "_" + tool },
 }
 
 // opencodePlugin forwards opencode's events to `cicy-agent hook`; it
@@ -92,7 +93,8 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 }
 
 // opencodeConfig is a pane's opencode.json: the gateway as its provider
-// (see opencodeAPI), the model, and the permission policy.
+// (see opencodeAPI), the model, the permission policy, and a master's
+// team tools (see opencodeMCP).
 func opencodeConfig(a Setup) map[string]any {
 	api := opencodeAPI(a.Getenv)
 	model := a.Model
@@ -107,12 +109,27 @@ func opencodeConfig(a Setup) map[string]any {
 		"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
 	}}
 	cfg["model"], cfg["small_model"] = "cicy/"+model, "cicy/"+model
+	perm := map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask", "external_directory": "ask"}
 	if a.AllowAll {
-		cfg["permission"] = map[string]any{"bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow"}
-	} else {
-		cfg["permission"] = map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask", "external_directory": "ask"}
+		perm = map[string]any{"bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow"}
+	}
+	cfg["permission"] = perm
+	if a.MCP != nil {
+		cfg["mcp"] = opencodeMCP(a.MCP)
+		perm[MCPName+"_*"] = "allow"
 	}
 	return cfg
+}
+
+// opencodeMCP is a master's team tools for opencode: a local server in
+// the "mcp" section, allowed to run long ("timeout", in ms, bounds every
+// request to it; the default is short). Its tools are <server>_<tool>,
+// allowed by the permission "cicy_*".
+func opencodeMCP(m *MCPServer) map[string]any {
+	return map[string]any{MCPName: map[string]any{
+		"type": "local", "command": m.Argv, "environment": m.Env, "enabled": true,
+		"timeout": mcpToolTimeout.Milliseconds(),
+	}}
 }
 
 // opencodeWire is the API an opencode pane speaks to the gateway.
