@@ -105,7 +105,8 @@ func typedMarks(text string) (head, tail string) {
 // start of its first line (output that repeats the command's arguments
 // holds their end, not the start); a long line wraps, so the output
 // begins after the line holding its end. When the start has scrolled
-// away, the last line holding the end marks it.
+// away, the first line holding the end marks it (the output below may
+// repeat the end: echo done).
 func outputAfter(screen, typed string) string {
 	head, tail := typedMarks(typed)
 	lines := strings.Split(screen, "\n")
@@ -117,7 +118,7 @@ func outputAfter(screen, typed string) string {
 		if j := lineWith(wrap, tail, false); j >= 0 {
 			start = i + j + 1
 		}
-	} else if j := lineWith(lines, tail, true); j >= 0 {
+	} else if j := lineWith(lines, tail, false); j >= 0 {
 		start = j + 1
 	}
 	out := lines[start:]

@@ -12,6 +12,8 @@ func TestOutputAfter(t *testing.T) {
 		{"$ echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\naaaaaaaaaaaaa-end\nout\n$", "echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-end", "out"},
 		// Its start scrolled away: the end marks it.
 		{"xx-the-end-marker\nresult\n$", "some very long command that is gone now ... xx-the-end-marker", "result"},
+		// ... and the output repeats the end.
+		{"; echo shell-ok-done\nwaiting\nshell-ok-done\n$", "while sleep 1; do echo waiting; done; echo shell-ok-done", "waiting\nshell-ok-done"},
 	}
 	for _, c := range cases {
 		if got := outputAfter(c.screen, c.typed); got != c.want {
