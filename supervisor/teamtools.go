@@ -190,6 +190,7 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 	secs = min(secs, maxWaitSeconds)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
 	defer cancel()
+	defer t.s.tasks.Await(in.TaskIDs)() // no 🔔 line for them while the wait runs
 	var b strings.Builder
 	for _, id := range in.TaskIDs {
 		task, err := t.s.WaitTask(wctx, id)

@@ -23,6 +23,9 @@ type Snapshot struct {
 	// delivered one's Progress as just checked, the zero Progress for
 	// one no longer delivered.
 	Flights map[int64]Progress
+	// Awaited are tasks whose master blocks on them (Await): their
+	// notification waits.
+	Awaited map[int64]bool
 
 	// Recovering: the first step after a start, which only settles what
 	// the previous supervisor left, from the fields below.
@@ -210,9 +213,12 @@ func (d *decider) queued() {
 
 // notifications tells each master of its ended tasks, once: a task from
 // nobody or from a person, or whose master is gone, is only marked; one
-// whose master cannot take a line now waits.
+// whose master cannot take a line now, or is blocked on it, waits.
 func (d *decider) notifications() {
 	for _, t := range d.s.Unnotified {
+		if d.s.Awaited[t.ID] {
+			continue
+		}
 		if t.From == "" || t.From == userSender {
 			d.add(OpMark, t, schema.TaskChange{})
 			continue

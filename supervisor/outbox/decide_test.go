@@ -301,6 +301,15 @@ func TestDecideNotification(t *testing.T) {
 			want: []string{`move 1 delivered→done result="r" reason="h"`},
 		},
 		{
+			name: "a task its master blocks on (a team wait) is not told: the wait shows it",
+			s: Snapshot{
+				Unnotified: []schema.Task{ended(1, "w-1", schema.TaskDone, false), ended(2, "w-1", schema.TaskDone, false)},
+				Panes:      panes("w-1", idle),
+				Awaited:    map[int64]bool{1: true},
+			},
+			want: []string{`notify 2 to w-1`},
+		},
+		{
 			name: "told once: a recorded notification is not given again",
 			s: Snapshot{
 				Panes: panes("w-1", idle),

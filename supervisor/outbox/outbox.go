@@ -78,6 +78,7 @@ type Outbox struct {
 	changed chan struct{} // closed and replaced on every task change
 	started bool
 	stopped bool
+	awaited map[int64]int // tasks a master is blocked on (Await), and by how many waits
 
 	// Owned by the Run goroutine.
 	flights   map[int64]Delivery
@@ -99,6 +100,7 @@ func New(cfg Config) *Outbox {
 		cfg: cfg, ctx: ctx, cancel: cancel,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		changed: make(chan struct{}), flights: map[int64]Delivery{}, look: make(chan chan struct{}),
+		awaited: map[int64]int{},
 	}
 	o.open.Store(true) // until the first step knows
 	return o
@@ -139,6 +141,33 @@ func (o *Outbox) Noted(id int64, look bool) {
 	if look {
 		o.open.Store(true)
 		o.Kick()
+	}
+}
+
+// Await holds back the notifications of tasks ids while their master
+// blocks on them (the team tool wait, which shows the results itself and
+// records the master told): no 🔔 line races the wait's answer. The
+// returned release ends the hold; a task still untold then is notified
+// as usual.
+func (o *Outbox) Await(ids []int64) (release func()) {
+	o.mu.Lock()
+	for _, id := range ids {
+		o.awaited[id]++
+	}
+	o.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			o.mu.Lock()
+			for _, id := range ids {
+				if o.awaited[id]--; o.awaited[id] <= 0 {
+					delete(o.awaited, id)
+				}
+			}
+			o.mu.Unlock()
+			o.open.Store(true)
+			o.Kick()
+		})
 	}
 }
 
@@ -286,7 +315,12 @@ func (o *Outbox) step() time.Time {
 
 // snapshot reads the open tasks and looks at their panes and deliveries.
 func (o *Outbox) snapshot() (Snapshot, error) {
-	s := Snapshot{Now: o.cfg.Now(), Panes: map[string]View{}, Flights: map[int64]Progress{}}
+	s := Snapshot{Now: o.cfg.Now(), Panes: map[string]View{}, Flights: map[int64]Progress{}, Awaited: map[int64]bool{}}
+	o.mu.Lock()
+	for id := range o.awaited {
+		s.Awaited[id] = true
+	}
+	o.mu.Unlock()
 	var err error
 	if s.Delivered, err = o.cfg.Store.TasksIn(o.ctx, schema.TaskDelivered); err != nil {
 		return s, err

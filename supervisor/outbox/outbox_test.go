@@ -350,6 +350,38 @@ func TestDeliverSettleNotifyOnce(t *testing.T) {
 	}
 }
 
+// TestAwaitHoldsTheBell: while its master blocks on a task (a team wait),
+// the task's end is not told; once the wait lets go, an untold task is
+// told, and one the wait recorded as told is not.
+func TestAwaitHoldsTheBell(t *testing.T) {
+	m, w := &fakePane{view: master}, &fakePane{view: idleWorker}
+	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": w})
+	r.start(nil)
+	a, b := r.create("w-1", "w-2", "a"), r.create("w-1", "w-2", "b")
+	release := r.o.Await([]int64{a, b})
+	for _, id := range []int64{a, b} {
+		eventually(t, "the delivery", func() bool { return r.get(id).Status == schema.TaskDelivered })
+		w.delivery(t, id).end(Progress{Result: "ok", How: "h"})
+		w.wakeUp()
+		r.waitStatus(id, schema.TaskDone)
+	}
+	r.look()
+	r.look()
+	if _, told := m.counts(); told != 0 {
+		t.Fatalf("the master was told %q while it waited", m.told)
+	}
+	if err := r.store.MarkNotified(context.Background(), a); err != nil { // the wait showed a
+		t.Fatal(err)
+	}
+	release()
+	release() // twice is once
+	eventually(t, "b told", func() bool { return r.get(b).NotifiedAt.Valid })
+	r.look()
+	if _, told := m.counts(); told != 1 || !strings.HasPrefix(m.told[0], "🔔 [w-2] task 2 → done") {
+		t.Fatalf("after the wait the master was told %q; want task 2 once", m.told)
+	}
+}
+
 func TestOneTaskAtATimeInOrder(t *testing.T) {
 	w := &fakePane{view: idleWorker}
 	r := newRig(t, map[string]*fakePane{"w-2": w})
