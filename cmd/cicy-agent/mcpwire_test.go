@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,27 +16,43 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 )
 
-// mcpMaster is a CLI master of TestMCPWiredIntoCLIMasters.
+// mcpWorkerRules script the cicy workers: a task "gated FILE" runs a
+// shell command that ends once FILE exists. (A shell worker's task ends
+// when its output has been quiet a moment: its gated command prints dots
+// while it waits.)
+const mcpWorkerRules = `rules:
+  - match: {tool_result: true}
+    reply: {text: 'cicy worker: {{tool_result}}'}
+  - match: {last_user: 'gated (\S+)'}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'while [ ! -e {{1}} ]; do sleep 0.1; done; echo cicy-ok'}
+  - match: {aux: '*'}
+    reply: {text: ok}
+`
+
+// mcpMaster is a CLI master of TestCLIMastersLeadThroughMCP, with its
+// two workers.
 type mcpMaster struct {
 	agent string
 	args  []string // more create arguments
-	tool  string   // the stand-in's echo tool as the fake model calls it
-	id    string
+	path  string   // the API path its model requests take
+	// tool is a team tool's name as the fake model calls it.
+	tool             func(string) string
+	id, cicyW, shell string
+	gate             string // the file that lets its workers' tasks end
 }
 
-// result is the text of the stand-in's answer to m's call.
-func (m *mcpMaster) result() string {
-	return "standin echo: from-" + m.agent + " (supervisor reached by " + m.id + ")"
-}
-
-// The real Claude Code, Codex and opencode as masters, without
-// --allow-all: each one's seeded config starts the team tools' MCP server
-// (here the test stand-in, through CICY_MCP_COMMAND) with the pane's
-// CICY_HOME and CICY_PANE_ID, offers its tools to the model under the
-// agent's own naming, and runs a call of one without a permission prompt:
-// the pane never goes waiting, the call reaches the server, which reaches
-// the supervisor, and its result goes back to the model.
-func TestMCPWiredIntoCLIMasters(t *testing.T) {
+// The real Claude Code, Codex and opencode as masters, not --allow-all,
+// each with a cicy worker and a shell worker, lead through the cicy MCP
+// server their seeded configs run: dispatch to both workers, workers,
+// wait (the tasks end only while the wait is running, so its answer is
+// how the master learns of them: no 🔔 line follows), a dispatch it does
+// not wait for (told once, by a 🔔 line), and a refused dispatch (to
+// another master), which comes back as a tool error. No call asks for
+// permission.
+func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	if !haveCLIs() {
 		t.Skip("the real CLI agents are not installed (make clis)")
 	}
@@ -44,146 +61,300 @@ func TestMCPWiredIntoCLIMasters(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fake.Close() })
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	home, calls := filepath.Join(dir, "home"), filepath.Join(dir, "mcp.jsonl")
-	standin, err := json.Marshal([]string{self, standinArg, calls})
-	if err != nil {
+	home, rules := filepath.Join(dir, "home"), filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte(mcpWorkerRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "CICY_HOME="+home,
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CICY_") }),
+		"CICY_HOME="+home, "CICY_SCRIPT="+rules,
 		"PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL="+fake.URL, "ANTHROPIC_API_KEY=sk-ant-mcp-test-0123456789",
-		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789",
-		"CICY_MCP_COMMAND="+string(standin))
+		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789")
 	t.Cleanup(func() { stopHome(home, env) })
 
+	mcpName := func(tool string) string { return "mcp__cicy__" + tool } // Codex: namespace mcp__cicy, tool <tool>
 	masters := []*mcpMaster{
-		{agent: "claude", tool: "mcp__cicy__echo"},
-		{agent: "codex", args: []string{"--model", "fake-model"}, tool: "mcp__cicy__echo"}, // namespace mcp__cicy, tool echo
-		{agent: "opencode", args: []string{"--model", "fake-model"}, tool: "cicy_echo"},
+		{agent: "claude", path: "/v1/messages", tool: mcpName},
+		{agent: "codex", args: []string{"--model", "fake-model"}, path: "/v1/responses", tool: mcpName},
+		{agent: "opencode", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: func(tool string) string { return "cicy_" + tool }},
 	}
 	for _, m := range masters {
-		args := append([]string{"create", m.agent + "-lead", "--type", m.agent, "--role", "master", "--backend", "pty"}, m.args...)
-		m.id = strings.TrimSpace(runCicy(t, env, args...))
+		m.gate = filepath.Join(dir, m.agent+".gate")
+		m.id = strings.TrimSpace(runCicy(t, env, append([]string{"create", m.agent + "-lead", "--type", m.agent, "--role", "master", "--backend", "pty"}, m.args...)...))
+		m.cicyW = strings.TrimSpace(runCicy(t, env, "create", m.agent+"-cw", "--provider", "script", "--master", m.id))
+		m.shell = strings.TrimSpace(runCicy(t, env, "create", m.agent+"-sh", "--type", "shell", "--backend", "pty", "--master", m.id, "--", "bash", "--norc", "--noprofile"))
 	}
 	for _, m := range masters {
 		waitPaneState(t, env, m.id, "idle", 180*time.Second)
-		// The agent lists the server's tools as it starts.
-		waitStandin(t, calls, func(r standinRecord) bool { return r.Pane == m.id && r.Method == "tools/list" }, 60*time.Second)
-		runCicy(t, env, "send", m.id, `lead [[tool=`+m.tool+` {"text": "from-`+m.agent+`"}]]`)
 	}
-	waitResultsNoPrompt(t, env, fake, masters, 180*time.Second)
-	checkStandinCalls(t, calls, home, masters)
+	lead := mcpLead{t: t, env: env, fake: fake, masters: masters}
+
+	// dispatch, to each worker.
+	lead.step(func(m *mcpMaster) string {
+		return m.call("dispatch", `{"worker": "`+m.agent+`-cw", "task": "gated `+m.gate+`"}`)
+	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.cicyW + ` \(` + m.agent + `-cw\)` })
+	first := lead.newest(func(m *mcpMaster) string { return m.cicyW })
+	lead.step(func(m *mcpMaster) string {
+		return m.call("dispatch", `{"worker": "`+m.shell+`", "task": "while [ ! -e `+m.gate+` ]; do printf .; sleep 0.2; done; echo; echo shell-ok-`+m.agent+`"}`)
+	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.shell + ` \(` + m.agent + `-sh\)` })
+
+	second := lead.newest(func(m *mcpMaster) string { return m.shell })
+
+	// workers: this master's two, nobody else's.
+	lead.step(func(m *mcpMaster) string { return m.call("workers", `{}`) },
+		func(m *mcpMaster) string {
+			return m.cicyW + `\W+` + m.agent + `-cw\W+cicy .*` + m.shell + `\W+` + m.agent + `-sh\W+shell`
+		})
+
+	// wait: the tasks end while it runs.
+	since := len(fake.Requests())
+	for _, m := range masters {
+		runCicy(t, env, "send", m.id, "wait for them "+m.call("wait", fmt.Sprintf(`{"task_ids": [%s, %s], "timeout": 300}`, first[m], second[m])))
+	}
+	lead.openGates(first, second)
+	lead.await(since, func(m *mcpMaster) string {
+		return `task ` + first[m] + ` → ` + m.cicyW + `: done: cicy worker: cicy-ok[^"]*task ` + second[m] + ` → ` + m.shell + `: done: [^"]*shell-ok-` + m.agent
+	})
+	lead.notified(first, second)
+
+	// A dispatch it does not wait for: a 🔔 line tells it, once.
+	lead.step(func(m *mcpMaster) string {
+		return m.call("dispatch", `{"worker": "`+m.shell+`", "task": "echo quick-`+m.agent+`"}`)
+	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.shell })
+	quick := lead.newest(func(m *mcpMaster) string { return m.shell })
+	lead.await(0, func(m *mcpMaster) string { return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done` })
+	lead.notified(quick)
+
+	// A refused dispatch is a tool error.
+	lead.step(func(m *mcpMaster) string {
+		return m.call("dispatch", `{"worker": "`+lead.other(m).id+`", "task": "x"}`)
+	}, func(m *mcpMaster) string { return `error: ` + lead.other(m).id + ` is a master; tasks go to workers` })
+	lead.refusalShown()
+	lead.toldOnce(first, second, quick)
 	checkOffered(t, fake.Requests())
 }
 
-// waitResultsNoPrompt waits until each master has sent its model the
-// result of its call, failing if a master goes waiting (a permission
-// prompt) meanwhile.
-func waitResultsNoPrompt(t *testing.T, env []string, fake *fakellm.Server, masters []*mcpMaster, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
+// call is the message that makes the fake model call the team tool with
+// input.
+func (m *mcpMaster) call(tool, input string) string {
+	return "[[tool=" + m.tool(tool) + " " + input + "]]"
+}
+
+// mcpLead drives the masters of TestCLIMastersLeadThroughMCP together.
+type mcpLead struct {
+	t       *testing.T
+	env     []string
+	fake    *fakellm.Server
+	masters []*mcpMaster
+}
+
+// other is a master that is not m.
+func (l mcpLead) other(m *mcpMaster) *mcpMaster {
+	return l.masters[(slices.Index(l.masters, m)+1)%len(l.masters)]
+}
+
+// step sends each master the message msg makes and waits until its model
+// has been sent what want matches (a regexp on the request body).
+func (l mcpLead) step(msg func(*mcpMaster) string, want func(*mcpMaster) string) {
+	l.t.Helper()
+	since := len(l.fake.Requests())
+	for _, m := range l.masters {
+		waitPaneState(l.t, l.env, m.id, "idle", 120*time.Second)
+		runCicy(l.t, l.env, "send", m.id, "lead "+msg(m))
+	}
+	l.await(since, want)
+}
+
+// await waits until each master's model has been sent, in a request
+// after the first since, what want matches, failing if a master goes
+// waiting (a permission prompt) meanwhile.
+func (l mcpLead) await(since int, want func(*mcpMaster) string) {
+	l.t.Helper()
+	deadline := time.Now().Add(180 * time.Second)
 	for {
-		var ps []api.PaneInfo
-		if err := json.Unmarshal([]byte(runCicy(t, env, "ls", "--json")), &ps); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range ps {
-			if p.State == "waiting" {
-				t.Fatalf("%s (%s) waits for a person (%s):\n%s", p.ID, p.Type, p.Reason, runCicy(t, env, "screen", p.ID))
-			}
-		}
+		l.noPrompt()
 		var missing []string
-		for _, m := range masters {
-			if !slices.ContainsFunc(fake.Requests(), func(r fakellm.Request) bool { return bytes.Contains(r.Body, []byte(m.result())) }) {
+		for _, m := range l.masters {
+			re := regexp.MustCompile(want(m))
+			reqs := l.fake.Requests()
+			i := len(reqs) - 1
+			for i >= since && (!strings.HasPrefix(reqs[i].Path, m.path) || !re.Match(reqs[i].Body)) {
+				i--
+			}
+			if i < since {
 				missing = append(missing, m.agent)
+				continue
 			}
 		}
 		if len(missing) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			for _, m := range masters {
-				t.Logf("%s:\n%s", m.id, runCicy(t, env, "screen", m.id))
-			}
-			t.Fatalf("%v never sent their model the result of the call", missing)
+			l.dump()
+			l.t.Fatalf("%v never sent their model what matches %q", missing, want(l.masters[0]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
-// readStandin reads the stand-in's log.
-func readStandin(t *testing.T, path string) []standinRecord {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var recs []standinRecord
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r standinRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v: %s", path, err, sc.Bytes())
+// dump logs each master's screen and the end of its last model request,
+// and the tasks.
+func (l mcpLead) dump() {
+	l.t.Helper()
+	reqs := l.fake.Requests()
+	for _, m := range l.masters {
+		var last []byte
+		for _, r := range reqs {
+			if strings.HasPrefix(r.Path, m.path) {
+				last = r.Body
+			}
 		}
-		recs = append(recs, r)
+		l.t.Logf("%s (%s):\n%s\nits last model request ends: %s", m.id, m.agent, runCicy(l.t, l.env, "screen", m.id), last[max(0, len(last)-1500):])
+		if i := bytes.LastIndex(last, []byte("] task")); i >= 0 {
+			l.t.Logf("%s's last bell: %q", m.agent, last[max(0, i-200):min(len(last), i+200)])
+		}
+		l.t.Logf("%s (%s's shell worker):\n%s", m.shell, m.agent, runCicy(l.t, l.env, "screen", m.shell))
 	}
-	return recs
+	l.t.Logf("tasks:\n%s", runCicy(l.t, l.env, "tasks"))
 }
 
-// waitStandin waits until the stand-in's log holds a record ok accepts.
-func waitStandin(t *testing.T, path string, ok func(standinRecord) bool, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !slices.ContainsFunc(readStandin(t, path), ok) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stand-in MCP server never saw what was awaited; it saw %+v", readStandin(t, path))
+// newest is each master's latest task to the worker to names.
+func (l mcpLead) newest(to func(*mcpMaster) string) map[*mcpMaster]string {
+	l.t.Helper()
+	var tasks []api.TaskInfo
+	if err := json.Unmarshal([]byte(runCicy(l.t, l.env, "tasks", "--json")), &tasks); err != nil {
+		l.t.Fatal(err)
+	}
+	ids := map[*mcpMaster]string{}
+	for _, m := range l.masters {
+		for _, ti := range tasks {
+			if ti.From == m.id && ti.To == to(m) {
+				ids[m] = fmt.Sprint(ti.ID)
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		if ids[m] == "" {
+			l.t.Fatalf("%s dispatched nothing to %s:\n%s", m.id, to(m), runCicy(l.t, l.env, "tasks"))
+		}
+	}
+	return ids
+}
+
+// noPrompt fails if a pane waits for a person.
+func (l mcpLead) noPrompt() {
+	l.t.Helper()
+	var ps []api.PaneInfo
+	if err := json.Unmarshal([]byte(runCicy(l.t, l.env, "ls", "--json")), &ps); err != nil {
+		l.t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.State == "waiting" {
+			l.t.Fatalf("%s (%s) waits for a person (%s):\n%s", p.ID, p.Type, p.Reason, runCicy(l.t, l.env, "screen", p.ID))
+		}
 	}
 }
 
-// checkStandinCalls checks each master's server was told its home and
-// pane, and got the call of echo with the text the model gave; it logs
-// the protocol version each agent asked for.
-func checkStandinCalls(t *testing.T, path, home string, masters []*mcpMaster) {
-	t.Helper()
-	recs := readStandin(t, path)
-	for _, m := range masters {
-		var called bool
-		for _, r := range recs {
-			if r.Pane != m.id {
-				continue
-			}
-			if r.Home != home {
-				t.Errorf("%s: the server's CICY_HOME is %q, want %q", m.agent, r.Home, home)
-			}
-			switch r.Method {
-			case "initialize":
-				var p struct {
-					ProtocolVersion string `json:"protocolVersion"`
+// openGates lets each master's workers end their tasks once its model
+// has called wait for them (the call is in flight: the CLI is in its turn,
+// so no 🔔 line can reach it before the wait answers).
+func (l mcpLead) openGates(ids ...map[*mcpMaster]string) {
+	l.t.Helper()
+	deadline := time.Now().Add(180 * time.Second)
+	for open := 0; open < len(l.masters); {
+		for _, c := range l.fake.Truth().Calls {
+			got, _ := json.Marshal(c.Args["task_ids"])
+			for _, m := range l.masters {
+				want := "[" + ids[0][m] + "," + ids[1][m] + "]"
+				if _, err := os.Stat(m.gate); err == nil || !strings.HasSuffix(c.Name, "wait") || string(got) != want {
+					continue
 				}
-				_ = json.Unmarshal(r.Params, &p)
-				t.Logf("%s asks for MCP protocol version %s", m.agent, p.ProtocolVersion)
-			case "tools/call":
-				called = called || strings.Contains(string(r.Params), `"from-`+m.agent+`"`)
+				if err := os.WriteFile(m.gate, nil, 0o644); err != nil {
+					l.t.Fatal(err)
+				}
+				open++
 			}
 		}
-		if !called {
-			t.Errorf("%s: the stand-in got no call of echo from %s", m.agent, m.id)
+		l.noPrompt()
+		if time.Now().After(deadline) {
+			l.dump()
+			l.t.Fatalf("not every master called wait; calls in flight: %+v", l.fake.Truth().Calls)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// notified checks the tasks are done and recorded as told to their master.
+func (l mcpLead) notified(tasks ...map[*mcpMaster]string) {
+	l.t.Helper()
+	for _, ids := range tasks {
+		for m, id := range ids {
+			var ti api.TaskInfo
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				if err := json.Unmarshal([]byte(runCicy(l.t, l.env, "tasks", "show", id, "--json")), &ti); err != nil {
+					l.t.Fatal(err)
+				}
+				if ti.NotifiedAt != nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if ti.Status != api.TaskDone || ti.From != m.id || ti.NotifiedAt == nil {
+				l.t.Errorf("%s's task %s: %s from %s, notified at %v; want done from %s, notified", m.agent, id, ti.Status, ti.From, ti.NotifiedAt, m.id)
+			}
 		}
 	}
 }
 
-// checkOffered checks each agent's model requests offered the stand-in's
-// tool under the agent's own name: Claude Code mcp__cicy__echo (loaded
-// up front, not deferred behind tool search), Codex the tool echo of the
-// namespace mcp__cicy, opencode cicy_echo.
+// refusalShown checks each master's model got the refusal as a tool error
+// (Claude Code marks it is_error; Codex and opencode pass the server's
+// text on) and its screen shows it.
+func (l mcpLead) refusalShown() {
+	l.t.Helper()
+	for _, m := range l.masters {
+		if m.agent == "claude" && !slices.ContainsFunc(l.fake.Requests(), func(r fakellm.Request) bool {
+			return bytes.Contains(r.Body, []byte(`"is_error":true`)) && bytes.Contains(r.Body, []byte("is a master; tasks go to workers"))
+		}) {
+			l.t.Errorf("claude: the refusal did not reach the model as a tool error")
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(runCicy(l.t, l.env, "screen", m.id), "is a master") {
+			if time.Now().After(deadline) {
+				l.t.Errorf("%s's screen does not show the refusal:\n%s", m.agent, runCicy(l.t, l.env, "screen", m.id))
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// toldOnce checks, in each master's last model request (which carries its
+// whole conversation), that no 🔔 line came for the tasks it waited for
+// and exactly one for the one it did not.
+func (l mcpLead) toldOnce(waited, waited2, belled map[*mcpMaster]string) {
+	l.t.Helper()
+	reqs := l.fake.Requests()
+	for _, m := range l.masters {
+		var last []byte
+		for _, r := range reqs {
+			if strings.HasPrefix(r.Path, m.path) && bytes.Contains(r.Body, []byte("tasks go to workers")) {
+				last = r.Body
+			}
+		}
+		bell := func(id string) int { return bytes.Count(last, []byte("] task "+id+" → ")) }
+		if n := bell(waited[m]) + bell(waited2[m]); n != 0 {
+			l.t.Errorf("%s: %d 🔔 lines for the tasks it waited for (%s, %s); want none", m.agent, n, waited[m], waited2[m])
+		}
+		if n := bell(belled[m]); n != 1 {
+			l.t.Errorf("%s: %d 🔔 lines for task %s; want one", m.agent, n, belled[m])
+		}
+	}
+}
+
+// checkOffered checks each agent's model requests offered the team tools
+// under the agent's own name: Claude Code mcp__cicy__dispatch (loaded up
+// front, not deferred behind tool search), Codex the tool dispatch of the
+// namespace mcp__cicy, opencode cicy_dispatch.
 func checkOffered(t *testing.T, reqs []fakellm.Request) {
 	t.Helper()
 	type spec struct {
@@ -207,18 +378,18 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 		}
 		for _, s := range body.Tools {
 			switch {
-			case strings.HasPrefix(r.Path, "/v1/messages") && s.Name == "mcp__cicy__echo" && !s.DeferLoading:
+			case strings.HasPrefix(r.Path, "/v1/messages") && s.Name == "mcp__cicy__dispatch" && !s.DeferLoading:
 				offered["claude"] = true
-			case r.Path == "/v1/responses" && s.Type == "namespace" && s.Name == "mcp__cicy" && len(s.Tools) == 1 && s.Tools[0].Name == "echo":
+			case r.Path == "/v1/responses" && s.Type == "namespace" && s.Name == "mcp__cicy" && len(s.Tools) == 4:
 				offered["codex"] = true
-			case r.Path == "/v1/chat/completions" && s.Function.Name == "cicy_echo":
+			case r.Path == "/v1/chat/completions" && s.Function.Name == "cicy_dispatch":
 				offered["opencode"] = true
 			}
 		}
 	}
 	for _, agent := range []string{"claude", "codex", "opencode"} {
 		if !offered[agent] {
-			t.Errorf("%s never offered the stand-in's tool to its model", agent)
+			t.Errorf("%s never offered the team tools to its model", agent)
 		}
 	}
 }

@@ -27,9 +27,6 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == standinArg {
-		os.Exit(serveMCPStandin(os.Args[2:])) // a test fixture, see mcpstandin_test.go
-	}
 	os.Exit(testMain(m))
 }
 
