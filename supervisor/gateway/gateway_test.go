@@ -350,7 +350,7 @@ func TestClientGoneEndsUpstream(t *testing.T) {
 		t.Fatalf("first line %q", first)
 	}
 	if rg.tap.open.Load() != 1 {
-		t.Fatalf("upstream requests open: %d", rg.tap.open.Load())
+		t.Fatalf("upstream requests open: %d; the upstream's proxy logged %q; the gateway's log:\n%s", rg.tap.open.Load(), rg.tap.errs.String(), rg.logs.String())
 	}
 	cancel()
 	waitFor(t, "upstream request to end", func() bool { return rg.tap.open.Load() == 0 })

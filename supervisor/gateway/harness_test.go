@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -116,6 +117,7 @@ type tap struct {
 	mu     sync.Mutex
 	bodies []*syncBuf
 	open   atomic.Int32
+	errs   syncBuf // what its proxy logged
 }
 
 type syncBuf struct {
@@ -156,6 +158,12 @@ func startTap(t *testing.T) *tap {
 	u, _ := url.Parse(fake.URL)
 	tp := &tap{fake: fake}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// A transport of its own: no connection kept from another test's
+	// fake (a port can come again) is ever reused.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	rp.Transport = tr
+	rp.ErrorLog = log.New(&tp.errs, "", 0)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		b := &syncBuf{}
 		tp.mu.Lock()
@@ -177,6 +185,12 @@ func startTap(t *testing.T) *tap {
 	t.Cleanup(func() { _ = srv.Close() })
 	tp.url = "http://" + ln.Addr().String()
 	return tp
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // body is the n-th (1-based) answer body the upstream sent.
