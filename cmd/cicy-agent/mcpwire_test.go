@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,8 +19,8 @@ import (
 
 // mcpWorkerRules script the cicy workers: a task "gated FILE" runs a
 // shell command that ends once FILE exists. (A shell worker's task ends
-// when its output has been quiet a moment: its gated command prints dots
-// while it waits.)
+// when its output has been quiet for the settle time: its gated command
+// prints dots while it waits.)
 const mcpWorkerRules = `rules:
   - match: {tool_result: true}
     reply: {text: 'cicy worker: {{tool_result}}'}
@@ -72,6 +73,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		"ANTHROPIC_BASE_URL="+fake.URL, "ANTHROPIC_API_KEY=sk-ant-mcp-test-0123456789",
 		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789")
 	t.Cleanup(func() { stopHome(home, env) })
+	serveSettled(t, env, home)
 
 	mcpName := func(tool string) string { return "mcp__cicy__" + tool } // Codex: namespace mcp__cicy, tool <tool>
 	masters := []*mcpMaster{
@@ -133,6 +135,27 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	lead.refusalShown()
 	lead.toldOnce(first, second, quick)
 	checkOffered(t, fake.Requests())
+}
+
+// serveSettled starts the home's supervisor with a settle time of 3 s: a
+// shell worker's gated task, which prints while it waits, must not count
+// as done on a pause of a loaded machine.
+func serveSettled(t *testing.T, env []string, home string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "serve", "--settle", "3s")
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopHome(home, env)
+		_ = cmd.Wait()
+	})
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(runCicy(t, env, "version", "--json"), `"supervisor"`); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not start within 60 s")
+		}
+	}
 }
 
 // call is the message that makes the fake model call the team tool with
@@ -342,8 +365,10 @@ func (l mcpLead) toldOnce(waited, waited2, belled map[*mcpMaster]string) {
 			}
 		}
 		bell := func(id string) int { return bytes.Count(last, []byte("] task "+id+" → ")) }
-		if n := bell(waited[m]) + bell(waited2[m]); n != 0 {
-			l.t.Errorf("%s: %d 🔔 lines for the tasks it waited for (%s, %s); want none", m.agent, n, waited[m], waited2[m])
+		for _, id := range []string{waited[m], waited2[m]} {
+			if n := bell(id); n != 0 {
+				l.t.Errorf("%s: %d 🔔 lines for task %s, which it waited for; want none:\n%s", m.agent, n, id, runCicy(l.t, l.env, "tasks", "show", id))
+			}
 		}
 		if n := bell(belled[m]); n != 1 {
 			l.t.Errorf("%s: %d 🔔 lines for task %s; want one", m.agent, n, belled[m])
