@@ -541,13 +541,14 @@ func (s *Supervisor) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	for _, n := range rows {
 		ni := api.NodeInfo{Name: n.Name, Addr: n.Addr, PID: n.PID, Version: n.Version, StartedAt: schema.ParseTime(n.StartedAt),
 			HeartbeatAt: schema.ParseTime(n.HeartbeatAt), LeaseUntil: schema.ParseTime(n.LeaseUntil), Panes: panes[n.Name], State: api.NodeUp}
+		lapsed := c.lapsed(n, now)
 		switch {
 		case n.Name == c.node:
 			ni.Self, ni.Panes = true, self.Panes
 			out[0] = ni
 			continue
-		case c.lapsed(n, now) != "":
-			ni.State, ni.Reason = api.NodeLapsed, c.lapsed(n, now)
+		case lapsed != "":
+			ni.State, ni.Reason = api.NodeLapsed, lapsed
 		case peers[n.Name] == nil || !peers[n.Name].isUp():
 			ni.State, ni.Reason = api.NodeUnreachable, c.why(n.Name, n, peers[n.Name], now)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,11 +82,11 @@ func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.
 	}
 	t := teamTools{s}
 	var res api.TeamToolResult
-	switch name {
-	case "dispatch", "workers", "task_status":
-		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
-	case "wait":
+	switch {
+	case name == "wait":
 		res.Text, res.IsError = t.wait(ctx, m.cfg.ID, input)
+	case slices.ContainsFunc(t.Defs(), func(d wire.Tool) bool { return d.Name == name }):
+		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
 	default:
 		return res, usageErr("no team tool %q; they are dispatch, workers, task_status and wait", name)
 	}
@@ -212,22 +213,11 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 			fmt.Fprintf(&b, ": %s", clip.Runes(task.Error, waitBody+1))
 		}
 		b.WriteByte('\n')
-		t.told(ctx, task)
+		if !task.NotifiedAt.Valid {
+			t.s.tasks.Told(task.ID)
+		}
 	}
 	return b.String(), false
-}
-
-// told records that the master saw an ended task's result, unless it was
-// told already.
-func (t teamTools) told(ctx context.Context, task schema.Task) {
-	if task.NotifiedAt.Valid {
-		return
-	}
-	if err := t.s.store.MarkNotified(ctx, task.ID); err != nil {
-		t.s.log.WithError(err).WithField("task", task.ID).Warn("Could not record that the master waited for a task")
-		return
-	}
-	t.s.tasks.Noted(task.ID, false)
 }
 
 // clipText is a task's result or error on one line: its first 300 runes

@@ -72,7 +72,6 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		"PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL="+fake.URL, "ANTHROPIC_API_KEY=sk-ant-mcp-test-0123456789",
 		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789")
-	t.Cleanup(func() { stopHome(home, env) })
 	serveSettled(t, env, home)
 
 	mcpName := func(tool string) string { return "mcp__cicy__" + tool } // Codex: namespace mcp__cicy, tool <tool>
@@ -100,7 +99,6 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	lead.step(func(m *mcpMaster) string {
 		return m.call("dispatch", `{"worker": "`+m.shell+`", "task": "while [ ! -e `+m.gate+` ]; do printf .; sleep 0.2; done; echo; echo shell-ok-`+m.agent+`"}`)
 	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.shell + ` \(` + m.agent + `-sh\)` })
-
 	second := lead.newest(func(m *mcpMaster) string { return m.shell })
 
 	// workers: this master's two, nobody else's.
@@ -278,31 +276,30 @@ func (l mcpLead) noPrompt() {
 }
 
 // openGates lets each master's workers end their tasks once its model
-// has called wait for them (the call is in flight: the CLI is in its turn,
-// so no 🔔 line can reach it before the wait answers).
-func (l mcpLead) openGates(ids ...map[*mcpMaster]string) {
+// has called wait for first and second (the call is in flight: the CLI is
+// in its turn, so no 🔔 line can reach it before the wait answers).
+func (l mcpLead) openGates(first, second map[*mcpMaster]string) {
 	l.t.Helper()
-	deadline := time.Now().Add(180 * time.Second)
-	for open := 0; open < len(l.masters); {
-		for _, c := range l.fake.Truth().Calls {
+	calling := func(m *mcpMaster) bool {
+		want := "[" + first[m] + "," + second[m] + "]"
+		return slices.ContainsFunc(l.fake.Truth().Calls, func(c fakellm.Call) bool {
 			got, _ := json.Marshal(c.Args["task_ids"])
-			for _, m := range l.masters {
-				want := "[" + ids[0][m] + "," + ids[1][m] + "]"
-				if _, err := os.Stat(m.gate); err == nil || !strings.HasSuffix(c.Name, "wait") || string(got) != want {
-					continue
-				}
-				if err := os.WriteFile(m.gate, nil, 0o644); err != nil {
-					l.t.Fatal(err)
-				}
-				open++
+			return strings.HasSuffix(c.Name, "wait") && string(got) == want
+		})
+	}
+	shut := slices.Clone(l.masters)
+	for deadline := time.Now().Add(180 * time.Second); len(shut) > 0; time.Sleep(100 * time.Millisecond) {
+		for _, m := range slices.DeleteFunc(slices.Clone(shut), func(m *mcpMaster) bool { return !calling(m) }) {
+			if err := os.WriteFile(m.gate, nil, 0o644); err != nil {
+				l.t.Fatal(err)
 			}
+			shut = slices.DeleteFunc(shut, func(o *mcpMaster) bool { return o == m })
 		}
 		l.noPrompt()
 		if time.Now().After(deadline) {
 			l.dump()
 			l.t.Fatalf("not every master called wait; calls in flight: %+v", l.fake.Truth().Calls)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -58,10 +58,6 @@ type Setup struct {
 // MCPName is the team tools' MCP server's name in an agent's config.
 const MCPName = "cicy"
 
-// TeamTools are the tools of the team tools' MCP server (`cicy-agent
-// mcp`).
-var TeamTools = []string{"dispatch", "workers", "task_status", "wait"}
-
 // mcpToolTimeout is how long an agent lets one call of a team tool run
 // where its own default is shorter: longer than wait blocks at most (an
 // hour).
@@ -89,8 +85,8 @@ func (m *MCPServer) command() (string, []string) {
 // (argv[0] is the bare program name) and the environment it adds.
 func (k Kind) Prepare(s Setup) (argv, env []string, err error) { return k.prepare(s) }
 
-// ToolName is a team tool (one of TeamTools) as the agent shows it to
-// its model.
+// ToolName is a team tool (dispatch, workers, task_status, wait) as the
+// agent shows it to its model.
 func (k Kind) ToolName(tool string) string { return k.toolName(tool) }
 
 // Interpret maps one of the agent's signals to its effect.

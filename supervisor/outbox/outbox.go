@@ -171,6 +171,17 @@ func (o *Outbox) Await(ids []int64) (release func()) {
 	}
 }
 
+// Told records that task id's master saw its end another way (the team
+// tool wait showed it), so no 🔔 line follows; the waiters and the event
+// stream are told. Safe from any goroutine.
+func (o *Outbox) Told(id int64) {
+	if err := o.cfg.Store.MarkNotified(o.ctx, id); err != nil {
+		o.logErr(err, "Could not record that a master waited for a task", logrus.Fields{"task": id})
+		return
+	}
+	o.announce(id)
+}
+
 // Changes is closed at the next change of any task (a move, a
 // notification recorded): WaitTask-ers take it, read, then wait on it.
 func (o *Outbox) Changes() <-chan struct{} {
