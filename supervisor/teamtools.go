@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
@@ -192,6 +194,7 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
 	defer cancel()
 	defer t.s.tasks.Await(in.TaskIDs)() // no 🔔 line for them while the wait runs
+	t.s.log.WithFields(logrus.Fields{"pane": master, "tasks": in.TaskIDs}).Info("A master waits for its tasks")
 	var b strings.Builder
 	for _, id := range in.TaskIDs {
 		task, err := t.s.WaitTask(wctx, id)

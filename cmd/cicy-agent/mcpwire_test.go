@@ -91,15 +91,13 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	}
 	lead := mcpLead{t: t, env: env, fake: fake, masters: masters}
 
-	// dispatch, to each worker.
-	lead.step(func(m *mcpMaster) string {
-		return m.call("dispatch", `{"worker": "`+m.agent+`-cw", "task": "gated `+m.gate+`"}`)
-	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.cicyW + ` \(` + m.agent + `-cw\)` })
-	first := lead.newest(func(m *mcpMaster) string { return m.cicyW })
-	lead.step(func(m *mcpMaster) string {
-		return m.call("dispatch", `{"worker": "`+m.shell+`", "task": "while [ ! -e `+m.gate+` ]; do printf .; sleep 0.2; done; echo; echo shell-ok-`+m.agent+`"}`)
-	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.shell + ` \(` + m.agent + `-sh\)` })
-	second := lead.newest(func(m *mcpMaster) string { return m.shell })
+	// dispatch, to each worker (the cicy worker by its title).
+	first := lead.dispatch(func(m *mcpMaster) string { return m.agent + "-cw" },
+		func(m *mcpMaster) string { return "gated " + m.gate })
+	second := lead.dispatch(func(m *mcpMaster) string { return m.shell },
+		func(m *mcpMaster) string {
+			return "while [ ! -e " + m.gate + " ]; do printf .; sleep 0.2; done; echo; echo shell-ok-" + m.agent
+		})
 
 	// workers: this master's two, nobody else's.
 	lead.step(func(m *mcpMaster) string { return m.call("workers", `{}`) },
@@ -112,17 +110,14 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	for _, m := range masters {
 		runCicy(t, env, "send", m.id, "wait for them "+m.call("wait", fmt.Sprintf(`{"task_ids": [%s, %s], "timeout": 300}`, first[m], second[m])))
 	}
-	lead.openGates(first, second)
+	lead.openGates(home, first, second)
 	lead.await(since, func(m *mcpMaster) string {
 		return `task ` + first[m] + ` → ` + m.cicyW + `: done: cicy worker: cicy-ok[^"]*task ` + second[m] + ` → ` + m.shell + `: done: [^"]*shell-ok-` + m.agent
 	})
 	lead.notified(first, second)
 
 	// A dispatch it does not wait for: a 🔔 line tells it, once.
-	lead.step(func(m *mcpMaster) string {
-		return m.call("dispatch", `{"worker": "`+m.shell+`", "task": "echo quick-`+m.agent+`"}`)
-	}, func(m *mcpMaster) string { return `task \d+ queued for ` + m.shell })
-	quick := lead.newest(func(m *mcpMaster) string { return m.shell })
+	quick := lead.dispatch(func(m *mcpMaster) string { return m.shell }, func(m *mcpMaster) string { return "echo quick-" + m.agent })
 	lead.await(0, func(m *mcpMaster) string { return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done` })
 	lead.notified(quick)
 
@@ -240,24 +235,37 @@ func (l mcpLead) dump() {
 	l.t.Logf("tasks:\n%s", runCicy(l.t, l.env, "tasks"))
 }
 
-// newest is each master's latest task to the worker to names.
-func (l mcpLead) newest(to func(*mcpMaster) string) map[*mcpMaster]string {
+// dispatch has each master call dispatch for the worker it names (an id
+// or title) with the task text task makes, and returns each one's task
+// id once its model has been sent the tool's answer for that very task.
+func (l mcpLead) dispatch(worker, task func(*mcpMaster) string) map[*mcpMaster]string {
 	l.t.Helper()
-	var tasks []api.TaskInfo
-	if err := json.Unmarshal([]byte(runCicy(l.t, l.env, "tasks", "--json")), &tasks); err != nil {
-		l.t.Fatal(err)
+	since := len(l.fake.Requests())
+	for _, m := range l.masters {
+		in, _ := json.Marshal(map[string]string{"worker": worker(m), "task": task(m)})
+		waitPaneState(l.t, l.env, m.id, "idle", 120*time.Second)
+		runCicy(l.t, l.env, "send", m.id, "lead "+m.call("dispatch", string(in)))
 	}
 	ids := map[*mcpMaster]string{}
-	for _, m := range l.masters {
-		for _, ti := range tasks {
-			if ti.From == m.id && ti.To == to(m) {
-				ids[m] = fmt.Sprint(ti.ID)
+	deadline := time.Now().Add(180 * time.Second)
+	for len(ids) < len(l.masters) {
+		var tasks []api.TaskInfo
+		if err := json.Unmarshal([]byte(runCicy(l.t, l.env, "tasks", "--json")), &tasks); err != nil {
+			l.t.Fatal(err)
+		}
+		for _, m := range l.masters {
+			if i := slices.IndexFunc(tasks, func(ti api.TaskInfo) bool { return ti.From == m.id && ti.Text == task(m) }); i >= 0 {
+				ids[m] = fmt.Sprint(tasks[i].ID)
 			}
 		}
-		if ids[m] == "" {
-			l.t.Fatalf("%s dispatched nothing to %s:\n%s", m.id, to(m), runCicy(l.t, l.env, "tasks"))
+		l.noPrompt()
+		if time.Now().After(deadline) {
+			l.dump()
+			l.t.Fatalf("not every master dispatched; the tasks: %v", ids)
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	l.await(since, func(m *mcpMaster) string { return `task ` + ids[m] + ` queued for ` })
 	return ids
 }
 
@@ -275,17 +283,16 @@ func (l mcpLead) noPrompt() {
 	}
 }
 
-// openGates lets each master's workers end their tasks once its model
-// has called wait for first and second (the call is in flight: the CLI is
-// in its turn, so no 🔔 line can reach it before the wait answers).
-func (l mcpLead) openGates(first, second map[*mcpMaster]string) {
+// openGates lets each master's workers end their tasks once its wait
+// for first and second has reached the supervisor, which logs it (from
+// then on no 🔔 line for them can reach the master before the wait
+// answers).
+func (l mcpLead) openGates(home string, first, second map[*mcpMaster]string) {
 	l.t.Helper()
 	calling := func(m *mcpMaster) bool {
-		want := "[" + first[m] + "," + second[m] + "]"
-		return slices.ContainsFunc(l.fake.Truth().Calls, func(c fakellm.Call) bool {
-			got, _ := json.Marshal(c.Args["task_ids"])
-			return strings.HasSuffix(c.Name, "wait") && string(got) == want
-		})
+		b, _ := os.ReadFile(filepath.Join(home, "logs", "supervisor.log"))
+		re := regexp.MustCompile(`(?m)^.*msg="A master waits for its tasks".* pane=` + m.id + ` .*tasks="\[` + first[m] + ` ` + second[m] + `\]"`)
+		return re.Match(b)
 	}
 	shut := slices.Clone(l.masters)
 	for deadline := time.Now().Add(180 * time.Second); len(shut) > 0; time.Sleep(100 * time.Millisecond) {
@@ -298,7 +305,7 @@ func (l mcpLead) openGates(first, second map[*mcpMaster]string) {
 		l.noPrompt()
 		if time.Now().After(deadline) {
 			l.dump()
-			l.t.Fatalf("not every master called wait; calls in flight: %+v", l.fake.Truth().Calls)
+			l.t.Fatalf("not every master's wait reached the supervisor; calls in flight: %+v", l.fake.Truth().Calls)
 		}
 	}
 }
