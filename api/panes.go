@@ -101,6 +101,10 @@ type PaneInfo struct {
 	// with once its spend reached its budget or its team's; absent
 	// otherwise.
 	OverBudget string `json:"over_budget,omitempty"`
+	// Upstream says why a CLI agent's model requests keep failing
+	// upstream (two or more in a row: quota, key, rate limit), with the
+	// last error; absent once one succeeds.
+	Upstream string `json:"upstream_error,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
 	// other panes).
 	Signals *Signals `json:"signals,omitempty"`

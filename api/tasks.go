@@ -4,14 +4,19 @@ import "time"
 
 // TaskInfo is a task as `tasks --json` prints it (see docs/http-api.md).
 type TaskInfo struct {
-	ID          int64      `json:"id"`
-	From        string     `json:"from"`
-	To          string     `json:"to"`
-	Text        string     `json:"text"`
-	Status      string     `json:"status"`
-	Result      string     `json:"result"`
-	Error       string     `json:"error"`
-	Reason      string     `json:"reason"`
+	ID     int64  `json:"id"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Text   string `json:"text"`
+	Status string `json:"status"`
+	Result string `json:"result"`
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+	// Source is where the result or the error came from: gateway (the
+	// agent's last model answer), hook (its own turn-end signal), screen
+	// (its transcript), shell (a command's output and exit status), turn
+	// (a cicy agent's turn); "" before the task ended.
+	Source      string     `json:"source,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
 	DeliveredAt *time.Time `json:"delivered_at"`
 	FinishedAt  *time.Time `json:"finished_at"`

@@ -30,7 +30,7 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 		u := pi.Usage
 		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, Node: pi.Node, State: pi.State, Reason: pi.Reason,
 			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable,
-			OverBudget: pi.OverBudget}
+			OverBudget: pi.OverBudget, Upstream: pi.Upstream}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
 		}

@@ -295,6 +295,9 @@ func (m *machine) screen(now time.Time, v Verdict) bool {
 	m.screenSaid, m.lookedAt = v.State, now
 	sig := &m.status.Signals
 	sig.ScreenState, sig.ScreenRule, sig.ScreenPart, sig.ScreenAt = v.State, v.Rule.Name, v.Part, now
+	if v.State == Busy && v.Part != PartTranscript {
+		sig.ScreenBusyAt = now
+	}
 	m.rev++
 	defer m.judge(now)
 	if v.State == "" || v.State == m.status.State || (m.inFlight > 0 && v.State != Busy) {

@@ -379,7 +379,7 @@ func TestMachineDisagreements(t *testing.T) {
 				st.do(&m, t0.Add(st.at))
 				got := m.status.Signals
 				// The times of the last signals are TestMachineLastSignals'.
-				got.GatewayAt, got.ScreenAt, got.ScreenState, got.ScreenRule, got.ScreenPart = time.Time{}, time.Time{}, "", "", ""
+				got.GatewayAt, got.ScreenAt, got.ScreenBusyAt, got.ScreenState, got.ScreenRule, got.ScreenPart = time.Time{}, time.Time{}, time.Time{}, "", "", ""
 				if got != st.want {
 					t.Fatalf("step %d (at %s): %+v, want %+v", i+1, st.at, got, st.want)
 				}
@@ -435,5 +435,18 @@ func TestMachineLastSignals(t *testing.T) {
 	m.screen(t0.Add(6*time.Second), Verdict{})
 	if s := m.status.Signals; s.ScreenState != "" || s.ScreenRule != "" || !s.ScreenAt.Equal(t0.Add(6*time.Second)) {
 		t.Errorf("screen without a verdict: %+v", s)
+	}
+	// A busy look is kept whatever the state: typed input made the pane
+	// busy already, and the look changes nothing else.
+	m = newMachine(Status{State: Idle}, settle, true, time.Second, t0)
+	m.input(t0.Add(7 * time.Second))
+	busy := Rule{Name: "spin", State: Busy, Part: PartStatus}
+	m.screen(t0.Add(7*time.Second+inputGrace), Verdict{State: Busy, Rule: busy, Part: PartStatus})
+	if s := m.status; s.State != Busy || s.Cause != CauseInput || !s.Signals.ScreenBusyAt.Equal(t0.Add(7*time.Second+inputGrace)) {
+		t.Errorf("a busy look while busy by input: %+v", s)
+	}
+	m.screen(t0.Add(8*time.Second+inputGrace), Verdict{State: Busy, Rule: Rule{Name: "quoted", State: Busy, Part: PartTranscript}, Part: PartTranscript})
+	if at := m.status.Signals.ScreenBusyAt; !at.Equal(t0.Add(7*time.Second + inputGrace)) {
+		t.Errorf("a busy verdict on the transcript counted: %v", at)
 	}
 }

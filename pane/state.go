@@ -75,6 +75,10 @@ type Signals struct {
 	ScreenRule  string
 	ScreenPart  Part
 	ScreenAt    time.Time
+	// ScreenBusyAt is the last look at which the rules said busy (by a
+	// part other than the transcript), whatever the state then: a typed
+	// task an agent takes up without a hook shows here first.
+	ScreenBusyAt time.Time
 }
 
 // Running reports whether the pane's process is alive.

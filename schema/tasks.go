@@ -23,7 +23,20 @@ type Task struct {
 	UpdatedAt   string         `db:"updated_at"`
 	Attempts    int            `db:"attempts"`
 	NotifiedAt  sql.NullString `db:"notified_at"`
+	// Source is where a finished task's result (or failure) came from:
+	// SourceGateway, SourceHook, SourceScreen, SourceShell, SourceTurn;
+	// "" when not recorded.
+	Source string `db:"result_source"`
 }
+
+// Where a task's result comes from.
+const (
+	SourceGateway = "gateway" // the agent's last model answer, seen by the gateway
+	SourceHook    = "hook"    // the agent's own turn-end signal
+	SourceScreen  = "screen"  // the transcript on the agent's screen
+	SourceShell   = "shell"   // a shell command's output and exit status
+	SourceTurn    = "turn"    // a cicy agent's turn
+)
 
 // Task statuses.
 const (
@@ -39,7 +52,7 @@ func Terminal(status string) bool {
 	return status == TaskDone || status == TaskFailed || status == TaskCancelled
 }
 
-const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at`
+const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at, result_source`
 
 // CreateTask queues a task.
 func (s *Store) CreateTask(ctx context.Context, from, to, text, reason string) (Task, error) {
@@ -130,6 +143,7 @@ type TaskChange struct {
 	Result   string
 	Error    string
 	Reason   string
+	Source   string // where the result came from (a final transition)
 }
 
 // MoveTask applies a transition if the task is still in ch.From, and
@@ -147,8 +161,8 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	case TaskQueued:
 		q += `, delivered_at = NULL`
 	default:
-		q += `, finished_at = ?, result = ?, error = ?`
-		args = append(args, now, ch.Result, ch.Error)
+		q += `, finished_at = ?, result = ?, error = ?, result_source = ?`
+		args = append(args, now, ch.Result, ch.Error, ch.Source)
 	}
 	q += ` WHERE id = ? AND status = ?`
 	args = append(args, id, ch.From)

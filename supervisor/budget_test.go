@@ -406,13 +406,13 @@ func TestRefusedEndsTheTurn(t *testing.T) {
 	r.s.Refused(sh, "not an agent: nothing to end")
 	hook("Stop", `{"last_assistant_message": "an earlier answer"}`)
 	want := "the gateway refused the agent's model request: cicy: pane " + p.ID + " reached its budget"
-	if res, failed, ok := e.hooks.turnEnd(start); !ok || failed != want || res != "" {
-		t.Errorf("turn end: %q, %q, %v; want failed %q", res, failed, ok, want)
+	if end, ok := e.hooks.turnEnd(start); !ok || end.failed != want || end.result != "" {
+		t.Errorf("turn end: %q, %q, %v; want failed %q", end.result, end.failed, ok, want)
 	}
 	next := time.Now()
 	hook("UserPromptSubmit", `{}`)
 	hook("Stop", `{"last_assistant_message": "done"}`)
-	if res, failed, ok := e.hooks.turnEnd(next); !ok || failed != "" || res != "done" {
-		t.Errorf("the next turn: %q, %q, %v; want done", res, failed, ok)
+	if end, ok := e.hooks.turnEnd(next); !ok || end.failed != "" || end.result != "done" {
+		t.Errorf("the next turn: %q, %q, %v; want done", end.result, end.failed, ok)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
@@ -24,11 +25,14 @@ import (
 
 // hookLog is what an agent pane's signals have said; guarded by mu.
 type hookLog struct {
-	mu       sync.Mutex
-	prompt   time.Time // last prompt submitted
-	end      time.Time // last turn end
-	result   string
-	failed   string
+	mu     sync.Mutex
+	prompt time.Time // last prompt submitted
+	end    time.Time // last turn end
+	result string
+	failed string
+	// failedBy is where failed came from: the agent's hook, or the
+	// gateway refusing its request for the budget.
+	failedBy string
 	lastSeen time.Time
 	// The state the last signal that set one gave, and why.
 	state  pane.State
@@ -50,7 +54,7 @@ func (h *hookLog) record(eff cliagent.Effect, req api.HookRequest) bool {
 		h.prompt = req.At
 	}
 	if eff.End && !h.keepsFailure(eff) {
-		h.end, h.result, h.failed = req.At, eff.Result, eff.Failed
+		h.end, h.result, h.failed, h.failedBy = req.At, eff.Result, eff.Failed, schema.SourceHook
 	}
 	if eff.State != "" {
 		h.state, h.reason = eff.State, "hook:"+req.Event
@@ -72,7 +76,7 @@ func (h *hookLog) keepsFailure(eff cliagent.Effect) bool {
 func (h *hookLog) refused(at time.Time, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.end, h.result, h.failed = at, "", why
+	h.end, h.result, h.failed, h.failedBy = at, "", why, schema.SourceGateway
 }
 
 // lastState is the state the latest signal set, if any did.
@@ -83,13 +87,19 @@ func (h *hookLog) lastState() (pane.State, string) {
 }
 
 // turnEnd is the last turn end at or after since, if any.
-func (h *hookLog) turnEnd(since time.Time) (result, failed string, ok bool) {
+func (h *hookLog) turnEnd(since time.Time) (hookEnd, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.end.IsZero() || h.end.Before(since) {
-		return "", "", false
+		return hookEnd{}, false
 	}
-	return h.result, h.failed, true
+	return hookEnd{at: h.end, result: h.result, failed: h.failed, failedBy: h.failedBy}, true
+}
+
+// hookEnd is a turn end the hooks (or a budget refusal) told.
+type hookEnd struct {
+	at                       time.Time
+	result, failed, failedBy string
 }
 
 func (h *hookLog) promptSince(since time.Time) bool {

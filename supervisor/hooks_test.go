@@ -92,12 +92,12 @@ func TestFailedTurnEndStays(t *testing.T) {
 	h.record(cliagent.Effect{Prompt: true}, at(1))
 	h.record(cliagent.Effect{End: true, Failed: "the agent's turn failed: budget"}, at(2))
 	h.record(cliagent.Effect{End: true, Result: "an earlier turn's answer"}, at(3))
-	if res, failed, ok := h.turnEnd(t0); !ok || failed != "the agent's turn failed: budget" || res != "" {
-		t.Errorf("after error then idle: result %q, failed %q, %v; want the failure", res, failed, ok)
+	if end, ok := h.turnEnd(t0); !ok || end.failed != "the agent's turn end.failed: budget" || end.result != "" {
+		t.Errorf("after error then idle: result %q, failed %q, %v; want the failure", end.result, end.failed, ok)
 	}
 	h.record(cliagent.Effect{Prompt: true}, at(4))
 	h.record(cliagent.Effect{End: true, Result: "done now"}, at(5))
-	if res, failed, ok := h.turnEnd(t0.Add(4 * time.Second)); !ok || failed != "" || res != "done now" {
-		t.Errorf("the next turn: result %q, failed %q, %v; want done now", res, failed, ok)
+	if end, ok := h.turnEnd(t0.Add(4 * time.Second)); !ok || end.failed != "" || end.result != "done now" {
+		t.Errorf("the next turn: result %q, failed %q, %v; want done now", end.result, end.failed, ok)
 	}
 }

@@ -59,11 +59,12 @@ var (
 // outbox — load the value without it, so a pane that takes its grace
 // period to stop stalls nobody.
 type entry struct {
-	cfg   schema.Pane // fixed once the pane is created
-	team  string      // the team in cfg.Config, "" for none
-	op    sync.Mutex
-	cur   atomic.Pointer[held]
-	hooks hookLog // what a CLI agent's own signals said; kept across restarts
+	cfg     schema.Pane // fixed once the pane is created
+	team    string      // the team in cfg.Config, "" for none
+	op      sync.Mutex
+	cur     atomic.Pointer[held]
+	hooks   hookLog   // what a CLI agent's own signals said; kept across restarts
+	answers answerLog // what the gateway saw of its model requests (answers.go)
 	// leaving is set when a kill begins: the outbox treats the pane as
 	// gone (its tasks fail as killed) while ls still shows it stopping.
 	leaving atomic.Bool

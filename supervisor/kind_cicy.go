@@ -190,11 +190,11 @@ func (d *cicyDelivery) Check(time.Time) outbox.Progress {
 	}
 	switch r.Status {
 	case cicy.TurnCompleted:
-		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer"}
+		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer", Source: schema.SourceTurn}
 	case cicy.TurnCancelled:
-		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn was cancelled", How: "turn cancelled"}
+		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn was cancelled", How: "turn cancelled", Source: schema.SourceTurn}
 	default:
-		return outbox.Progress{Ended: true, Failed: true, Error: r.Error, How: "the worker's turn failed"}
+		return outbox.Progress{Ended: true, Failed: true, Error: r.Error, How: "the worker's turn failed", Source: schema.SourceTurn}
 	}
 }
 

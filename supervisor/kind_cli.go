@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -19,16 +20,20 @@ import (
 )
 
 // cliKind is a CLI agent — Claude Code, Codex or opencode — in a terminal
-// (see docs/hooks.md). Its state comes from its own hooks and, when they
-// are quiet, from its screen rules. A task is typed at its idle prompt,
-// confirmed by its prompt-submit hook or a busy screen, and ended by its
-// turn-end hook, whose last assistant message is the result; with no hook,
-// its screen turning idle ends it.
+// (see docs/hooks.md). Its state comes from the gateway's requests in
+// flight, its own hooks and, when both are quiet, its screen rules. A task
+// is typed at its idle prompt, taken up when its prompt-submit hook, a
+// model request or a busy screen follows, and ended by its turn-end hook
+// or its screen turning idle; the result is the turn's last model answer
+// as the gateway saw it, else the hook's last message, else the
+// transcript on its screen.
 type cliKind struct {
 	termKind
-	hooks *hookLog // the entry's: it outlives a restart
-	home  string   // for the screen rules explain reads afresh
-	quiet time.Duration
+	hooks    *hookLog   // the entry's: it outlives a restart
+	answers  *answerLog // the entry's: what the gateway saw
+	requests *atomic.Int64
+	home     string // for the screen rules explain reads afresh
+	quiet    time.Duration
 }
 
 // SetState applies a hook's state to the program's pane.
@@ -98,7 +103,7 @@ func (p *cliKind) Deliver(t schema.Task, _ func()) (outbox.Delivery, error) {
 	if err := p.proc.SendText(msg, true); err != nil {
 		return nil, fmt.Errorf("could not type into the agent: %w", err)
 	}
-	return &cliDelivery{p: p.proc, hooks: p.hooks, at: at, typed: msg, log: p.log}, nil
+	return p.delivery(at, msg, false), nil
 }
 
 // Recover goes on tracking a task whose tmux session outlived the
@@ -108,8 +113,18 @@ func (p *cliKind) Recover(t schema.Task, _ func()) outbox.Recovery {
 		return outbox.Recovery{Verdict: outbox.Lost}
 	}
 	at := schema.ParseTime(t.DeliveredAt.String)
-	return outbox.Recovery{Verdict: outbox.Resumed,
-		Delivery: &cliDelivery{p: p.proc, hooks: p.hooks, at: at, confirmed: true, confirmedAt: at, typed: outbox.Message(t), log: p.log}}
+	return outbox.Recovery{Verdict: outbox.Resumed, Delivery: p.delivery(at, outbox.Message(t), true)}
+}
+
+// delivery tracks a task typed at at; confirmed when it was taken up
+// before a restart.
+func (p *cliKind) delivery(at time.Time, typed string, confirmed bool) *cliDelivery {
+	d := &cliDelivery{p: p.proc, typ: p.cfg.Type, hooks: p.hooks, answers: p.answers, requests: p.requests,
+		at: at, typed: typed, log: p.log}
+	if confirmed {
+		d.confirmed, d.confirmedAt = true, at
+	}
+	return d
 }
 
 func (p *cliKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
@@ -117,51 +132,116 @@ func (p *cliKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnkno
 // cliDelivery is a task typed into a CLI agent.
 type cliDelivery struct {
 	p           terminal
+	typ         string
 	hooks       *hookLog
+	answers     *answerLog
+	requests    *atomic.Int64
 	at          time.Time
 	confirmed   bool
-	confirmedAt time.Time
+	confirmedAt time.Time // when the agent was first seen taking it up
 	reEntered   bool
-	typed       string // what was typed, for the screen fallback's result
+	typed       string    // what was typed, for the screen fallback's result
+	settleBy    time.Time // how long an ended turn's last answer is waited for
 	log         *logrus.Entry
 }
 
-// Check settles the task by the agent's turn-end hook or, with no hook,
-// by its screen turning idle after it took the task up; a task not taken
-// up within agentConfirm fails.
+// answerGrace is how long an ended turn waits for the gateway to finish
+// recording the answer of a request still in flight: an agent's turn-end
+// hook may run before the gateway has passed on the answer's last bytes.
+const answerGrace = 2 * time.Second
+
+// Check settles the task once the agent's turn ended — by its turn-end
+// hook or, with no hook, by its screen turning idle after it took the task
+// up — from what the gateway saw of the turn (see verdict); a task not
+// taken up within agentConfirm fails.
 func (d *cliDelivery) Check(now time.Time) outbox.Progress {
-	if result, failed, ok := d.hooks.turnEnd(d.at); ok {
-		if failed != "" {
-			return outbox.Progress{Ended: true, Failed: true, Error: failed, How: "the agent's turn failed (hook)"}
+	end, hooked := d.hooks.turnEnd(d.at)
+	how := "the agent's turn ended (hook)"
+	if !hooked {
+		st := d.p.Status()
+		if !st.Running() {
+			return outbox.Progress{Ended: true, Failed: true, Error: "the agent's process ended: " + st.Reason, How: "worker exited"}
 		}
-		return outbox.Progress{Ended: true, Result: result, How: "the agent's turn ended (hook)"}
+		if !d.confirmed {
+			if p, wait := d.confirm(st, now); wait {
+				return p
+			}
+		}
+		if st.State != pane.Idle || st.Cause != pane.CauseScreen || !st.Since.After(d.confirmedAt) {
+			return outbox.Progress{}
+		}
+		how = "the agent's screen shows it idle again (" + st.Reason + "; no hook came)"
 	}
-	st := d.p.Status()
-	if !st.Running() {
-		return outbox.Progress{Ended: true, Failed: true, Error: "the agent's process ended: " + st.Reason, How: "worker exited"}
+	if d.requests.Load() > 0 {
+		if d.settleBy.IsZero() {
+			d.settleBy = now.Add(answerGrace)
+		}
+		if now.Before(d.settleBy) {
+			return outbox.Progress{Next: now.Add(20 * time.Millisecond)}
+		}
 	}
-	if !d.confirmed {
-		return d.confirm(st, now)
+	return d.verdict(end, how)
+}
+
+// verdict is how the task ended, its turn over: failed when its last model
+// request failed upstream (or the gateway refused it for the budget) or
+// the agent's hook says the turn failed; else done, with the turn's last
+// model answer as the gateway saw it, else the hook's last message, else
+// the transcript on the agent's screen.
+func (d *cliDelivery) verdict(end hookEnd, how string) outbox.Progress {
+	a, seen := d.answers.since(d.at)
+	failed := func(src, why string) outbox.Progress {
+		return outbox.Progress{Ended: true, Failed: true, Error: why, How: how, Source: src}
 	}
-	if st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Since.After(d.confirmedAt) {
-		return outbox.Progress{Ended: true, Result: outputAfter(d.p.Screen(), d.typed),
-			How: "the agent's screen shows it idle again (" + st.Reason + "; no hook came)"}
+	done := func(src, result string) outbox.Progress {
+		return outbox.Progress{Ended: true, Result: result, How: how, Source: src}
 	}
-	return outbox.Progress{}
+	switch {
+	case end.failed != "" && end.failedBy == schema.SourceGateway:
+		return failed(schema.SourceGateway, end.failed)
+	case seen && a.Failed():
+		return failed(schema.SourceGateway, "the agent's last model request failed: "+a.Error)
+	case end.failed != "":
+		return failed(schema.SourceHook, end.failed)
+	case seen && strings.TrimSpace(a.Text) != "":
+		result := strings.TrimSpace(a.Text)
+		if a.Cut > 0 {
+			result += fmt.Sprintf("\n… (%d more bytes of the answer are not kept)", a.Cut)
+		}
+		return done(schema.SourceGateway, result)
+	case end.result != "":
+		return done(schema.SourceHook, end.result)
+	case seen && !a.Cancelled:
+		return done(schema.SourceGateway, fmt.Sprintf("(the agent's last answer had no text: %d tool calls)", a.ToolCalls))
+	}
+	return done(schema.SourceScreen, transcriptAfter(d.p.Screen(), d.typ, d.typed))
+}
+
+// transcriptAfter is what follows the typed text in the transcript part of
+// an agent's screen (never its composer, status or footer).
+func transcriptAfter(screen, typ, typed string) string {
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	s, ok := l.Find(pane.PartTranscript)
+	if !ok {
+		return ""
+	}
+	return outputAfter(strings.Join(l.Lines[s.From:s.To], "\n"), typed)
 }
 
 // confirm looks for the agent taking the typed task up: its prompt-submit
-// hook, a permission question, or a busy screen it drew after the typing.
-func (d *cliDelivery) confirm(st pane.Status, now time.Time) outbox.Progress {
-	taken := d.hooks.promptSince(d.at) || st.State == pane.Waiting ||
-		(st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(d.at))
-	if taken {
-		d.confirmed, d.confirmedAt = true, now
-		return outbox.Progress{}
+// hook, a model request since, a permission question, or a busy screen —
+// the state, or any look of the screen rules since the typing that said
+// busy, whatever the pane's state then (an agent that draws its busy
+// screen at once stays busy by the typed input). wait is false once it
+// was taken up: the caller goes on to look for the turn's end.
+func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress, wait bool) {
+	if at, ok := d.takenAt(st); ok {
+		d.confirmed, d.confirmedAt = true, at
+		return outbox.Progress{}, false
 	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
-			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no busy screen)", agentConfirm)}
+			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no model request, no busy screen)", agentConfirm)}, true
 	}
 	if !d.reEntered && !now.Before(d.at.Add(agentReEnter)) {
 		d.reEntered = true
@@ -169,10 +249,30 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) outbox.Progress {
 			d.log.WithError(err).Warn("Could not send a second Enter for a typed task")
 		}
 	}
-	if !d.reEntered {
-		return outbox.Progress{Next: d.at.Add(agentReEnter)}
+	// A busy look leaves no state change to wake the outbox: look again.
+	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
+}
+
+// takenAt is when the agent was first seen taking the typed task up.
+func (d *cliDelivery) takenAt(st pane.Status) (time.Time, bool) {
+	if at := d.hooks.lastPrompt(); !at.Before(d.at) {
+		return at, true
 	}
-	return outbox.Progress{Next: d.at.Add(agentConfirm)}
+	if a, ok := d.answers.since(d.at); ok {
+		return a.Started, true
+	}
+	sig := st.Signals
+	switch {
+	case sig.InFlight > 0 && !sig.GatewayAt.Before(d.at):
+		return sig.GatewayAt, true
+	case st.State == pane.Waiting:
+		return st.Since, true
+	case st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(d.at):
+		return st.Since, true
+	case !sig.ScreenBusyAt.Before(d.at):
+		return sig.ScreenBusyAt, true
+	}
+	return time.Time{}, false
 }
 
 func (d *cliDelivery) Abandon() {}

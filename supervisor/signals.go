@@ -5,6 +5,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // The gateway is a CLI agent pane's third state signal (see docs/hooks.md):
@@ -32,8 +33,17 @@ var (
 func (s *Supervisor) RequestStarted(id string) { s.requestsChanged(id, 1) }
 
 // RequestEnded hears from the gateway that a main-loop model request of
-// the pane ended.
-func (s *Supervisor) RequestEnded(id string) { s.requestsChanged(id, -1) }
+// the pane ended, and how (wire.go): the answer is recorded before the
+// count drops, so whoever sees no request in flight sees the answer.
+func (s *Supervisor) RequestEnded(id string, a gateway.Answer) {
+	if e, ok := s.live(id); ok && isAgent(e.cfg.Type) {
+		a.Text, a.Error = s.scrub.String(a.Text), s.scrub.String(a.Error)
+		if e.answers.note(a) {
+			s.paneChanged(id) // needs you (upstream), or no longer
+		}
+	}
+	s.requestsChanged(id, -1)
+}
 
 func (s *Supervisor) requestsChanged(id string, delta int64) {
 	e, ok := s.live(id)

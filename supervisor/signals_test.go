@@ -18,6 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // standInClaude is a program named claude that keeps the key it was given
@@ -160,7 +161,7 @@ func testGatewaySignal(t *testing.T, backend string) {
 	}
 
 	// The request ended: the screen decides, as the pane has no hook.
-	s.RequestEnded(id)
+	s.RequestEnded(id, gateway.Answer{})
 	waitPane(t, s, id, "idle by the screen", func(st pane.Status) bool {
 		return st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Signals.InFlight == 0
 	})
@@ -202,7 +203,7 @@ func testGatewayAndHooks(t *testing.T, s *Supervisor, id string) {
 	if st := waitPane(t, s, id, "the hook applied", func(pane.Status) bool { return true }); st.State != pane.Busy {
 		t.Fatalf("a Stop hook made a pane with a request in flight %s", st.State)
 	}
-	s.RequestEnded(id)
+	s.RequestEnded(id, gateway.Answer{})
 	waitPane(t, s, id, "idle by the hook", func(st pane.Status) bool {
 		return st.State == pane.Idle && st.Cause == pane.CauseHook && st.Reason == "hook:Stop" && st.Signals.InFlight == 0
 	})
@@ -221,7 +222,7 @@ func TestGatewaySignalIgnored(t *testing.T) {
 	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
 	s.RequestStarted(p.ID)
 	s.RequestStarted("w-99")
-	s.RequestEnded("w-99")
+	s.RequestEnded("w-99", gateway.Answer{})
 	if st := waitPane(t, s, p.ID, "its state", func(pane.Status) bool { return true }); st.State != pane.Idle || st.Signals != (pane.Signals{}) {
 		t.Fatalf("a shell pane took a request: %+v", st)
 	}
@@ -233,7 +234,7 @@ func TestGatewaySignalIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Kill(context.Background(), c.ID) })
-	s.RequestEnded(c.ID)
+	s.RequestEnded(c.ID, gateway.Answer{})
 	s.RequestStarted(c.ID)
 	waitPane(t, s, c.ID, "one request in flight", func(st pane.Status) bool { return st.Signals.InFlight == 1 && st.State == pane.Busy })
 }

@@ -457,7 +457,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	}
 	term := termKind{cfg: e.cfg, proc: t, keeps: e.cfg.Backend == "tmux", log: opts.Log}
 	if isCLI {
-		return &cliKind{termKind: term, hooks: &e.hooks, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
+		return &cliKind{termKind: term, hooks: &e.hooks, answers: &e.answers, requests: &e.requests, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
 	}
 	return &shellKind{termKind: term, settle: s.cfg.Settle}, nil
 }
@@ -631,6 +631,7 @@ func (e *entry) info() api.PaneInfo {
 		pi.PID = st.PID
 	}
 	k.Describe(&pi)
+	pi.Upstream = e.answers.upstream()
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m

@@ -22,7 +22,7 @@ func optTime(s string, valid bool) *time.Time {
 func taskInfo(t schema.Task) api.TaskInfo {
 	return api.TaskInfo{
 		ID: t.ID, From: t.From, To: t.To, Text: t.Text, Status: t.Status, Result: t.Result, Error: t.Error,
-		Reason: t.Reason, CreatedAt: schema.ParseTime(t.CreatedAt), Attempts: t.Attempts,
+		Reason: t.Reason, Source: t.Source, CreatedAt: schema.ParseTime(t.CreatedAt), Attempts: t.Attempts,
 		DeliveredAt: optTime(t.DeliveredAt.String, t.DeliveredAt.Valid),
 		FinishedAt:  optTime(t.FinishedAt.String, t.FinishedAt.Valid),
 		NotifiedAt:  optTime(t.NotifiedAt.String, t.NotifiedAt.Valid),

@@ -33,6 +33,9 @@ type Pane struct {
 	// OverBudget is the sentence the pane's model requests are refused
 	// with (its budget or its team's reached); "" when not.
 	OverBudget string
+	// Upstream is why the pane's model requests keep failing upstream;
+	// "" when they do not.
+	Upstream string
 }
 
 // TaskCounts are a master's tasks by status.
@@ -85,12 +88,14 @@ type Untracked struct {
 
 // Attention is something that needs a person: a pane waiting for an
 // answer, in error or unreachable, a worker whose last task failed, a
-// master whose tasks are all finished, a pane whose budget is reached.
+// master whose tasks are all finished, a pane whose budget is reached or
+// whose model requests keep failing upstream.
 type Attention struct {
 	ID     string `json:"id"` // the pane to look at
 	State  string `json:"state"`
 	Reason string `json:"reason"`
-	// Kind is waiting, error, unreachable, task_failed, all_done or budget.
+	// Kind is waiting, error, unreachable, task_failed, all_done, budget
+	// or upstream.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -108,6 +113,9 @@ const (
 	NeedTaskFailed  = "task_failed"
 	NeedAllDone     = "all_done"
 	NeedBudget      = "budget" // until the budget is raised
+	// NeedUpstream is a pane whose model requests keep failing upstream
+	// (quota, key, rate limit), until one succeeds.
+	NeedUpstream = "upstream"
 )
 
 // FailedTask is a failed task that is its worker's latest finished one: it
@@ -202,6 +210,9 @@ func needs(p Pane, m *Master, failed []FailedTask) []Attention {
 	}
 	if p.OverBudget != "" {
 		add(Attention{Kind: NeedBudget, Reason: p.OverBudget})
+	}
+	if p.Upstream != "" {
+		add(Attention{Kind: NeedUpstream, Reason: p.Upstream})
 	}
 	if m != nil && AllFinished(m.Tasks) && p.State == "idle" {
 		add(Attention{Kind: NeedAllDone, Reason: finishedReason(m.Tasks)})

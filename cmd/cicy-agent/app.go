@@ -758,7 +758,11 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 	if len(st.NeedsYou) > 0 {
 		fmt.Fprintln(tw, "needs you:")
 		for _, n := range st.NeedsYou {
-			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), n.State, n.Reason)
+			what := n.State
+			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream {
+				what = n.Kind // the pane's state is not the news
+			}
+			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), what, n.Reason)
 		}
 	}
 	tw.Flush()

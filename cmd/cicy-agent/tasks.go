@@ -158,11 +158,15 @@ func (e *env) tasksCmd() *cli.Command {
 					fmt.Fprintf(e.stdout, "  finished %s", t.FinishedAt.Local().Format(time.DateTime))
 				}
 				fmt.Fprintf(e.stdout, "\n\n%s\n", t.Text)
+				from := ""
+				if t.Source != "" {
+					from = " (from " + t.Source + ")"
+				}
 				if t.Result != "" {
-					fmt.Fprintf(e.stdout, "\nresult:\n%s\n", t.Result)
+					fmt.Fprintf(e.stdout, "\nresult%s:\n%s\n", from, t.Result)
 				}
 				if t.Error != "" {
-					fmt.Fprintf(e.stdout, "\nerror: %s\n", t.Error)
+					fmt.Fprintf(e.stdout, "\nerror%s: %s\n", from, t.Error)
 				}
 				return nil
 			},

@@ -60,12 +60,13 @@ type Budget interface {
 	Refused(pane, why string)
 }
 
-// Activity hears when a pane's main-loop (not aux) request starts and ends:
-// a request in flight means the pane is busy. Calls come from the request's
-// goroutine and must not block.
+// Activity hears when a pane's main-loop (not aux) request starts and ends,
+// and how it ended: a request in flight means the pane is busy, and the
+// last answer of a turn is its result or its failure. Calls come from the
+// request's goroutine and must not block.
 type Activity interface {
 	RequestStarted(pane string)
-	RequestEnded(pane string)
+	RequestEnded(pane string, a Answer)
 }
 
 // Call is one forwarded request and the usage its upstream reported.

@@ -42,6 +42,8 @@ type exchange struct {
 	route route
 	start time.Time
 	call  Call
+	// ans is how a main-loop request ended, told to Activity.
+	ans Answer
 }
 
 // ServeHTTP routes, authenticates, forwards and meters one request.
@@ -98,13 +100,26 @@ func (x *exchange) serve() {
 	if x.overBudget() {
 		return
 	}
-	if x.call.Aux == "" && x.g.cfg.Activity != nil {
-		x.g.cfg.Activity.RequestStarted(pane)
-		defer x.g.cfg.Activity.RequestEnded(pane)
+	if act := x.g.cfg.Activity; x.call.Aux == "" && act != nil {
+		act.RequestStarted(pane)
+		defer func() { act.RequestEnded(pane, x.answer()) }()
 	}
 	x.forward(body, inject)
 	x.call.Latency = time.Since(x.start)
 	x.record()
+}
+
+// answer is how the exchange ended, for Activity.
+func (x *exchange) answer() Answer {
+	a := x.ans
+	a.Started, a.Ended, a.Status = x.start, time.Now(), x.call.Status
+	switch {
+	case strings.HasPrefix(x.call.Err, "client went away"):
+		a.Cancelled, a.Error = true, "" // the agent's own doing
+	case strings.HasPrefix(x.call.Err, "upstream broke off"), x.call.Err != "" && a.Error == "":
+		a.Error = "the " + x.call.Err
+	}
+	return a
 }
 
 // overBudget answers, without forwarding it, a request of a pane whose
@@ -198,6 +213,7 @@ func (x *exchange) forward(body []byte, inject bool) {
 			return
 		}
 		x.fail(http.StatusBadGateway, "cicy gateway: upstream unreachable: "+plainErr(err))
+		x.ans.Error = "the upstream could not be reached: " + plainErr(err)
 		return
 	}
 	defer resp.Body.Close()

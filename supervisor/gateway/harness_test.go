@@ -65,13 +65,30 @@ func (r *recorder) wait(t *testing.T, n int) Call {
 	return Call{}
 }
 
-// activity counts main-loop starts and ends.
+// activity counts main-loop starts and ends, and keeps the answers.
 type activity struct {
 	started, ended atomic.Int32
+	mu             sync.Mutex
+	answers        []Answer
 }
 
 func (a *activity) RequestStarted(pane string) { a.started.Add(1) }
-func (a *activity) RequestEnded(pane string)   { a.ended.Add(1) }
+func (a *activity) RequestEnded(pane string, ans Answer) {
+	a.mu.Lock()
+	a.answers = append(a.answers, ans)
+	a.mu.Unlock()
+	a.ended.Add(1)
+}
+
+// last is the newest answer told.
+func (a *activity) last() (Answer, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.answers) == 0 {
+		return Answer{}, false
+	}
+	return a.answers[len(a.answers)-1], true
+}
 
 // budget refuses the panes it holds a sentence for, and keeps what it
 // was told was refused.

@@ -17,6 +17,25 @@ type meter struct {
 	model string
 	tok   tokens
 	plain []byte // the plain body so far, up to maxPlain
+
+	// The answer as it streams: its text, its tool calls (Chat Completions
+	// by index), an error event, and whether its end was seen.
+	text      answerText
+	tools     int
+	chatTools map[int]bool
+	errMsg    string
+	complete  bool
+}
+
+// answer fills what the meter read of the answer into a.
+func (m *meter) answer(a *Answer, stream bool) {
+	a.Text, a.Cut, a.ToolCalls = m.text.b.String(), m.text.cut, m.tools+len(m.chatTools)
+	switch {
+	case m.errMsg != "":
+		a.Error = "the upstream's stream ended in an error: " + m.errMsg
+	case stream && !m.complete && !m.broken:
+		a.Error = "the upstream's stream ended before its answer was complete"
+	}
 }
 
 // tokens are usage in Anthropic's additive shape.
@@ -85,17 +104,47 @@ func (m *meter) event(raw []byte) (drop bool) {
 	case Chat:
 		return m.chatChunk(data)
 	case Responses:
-		switch string(name) {
-		case "response.completed", "response.incomplete", "response.failed":
-			var ev struct {
-				Response plainAnswer `json:"response"`
-			}
-			if json.Unmarshal(data, &ev) == nil {
-				m.answer(ev.Response)
-			}
-		}
+		m.responsesEvent(name, data)
 	}
 	return false
+}
+
+// responsesEvent reads a Responses stream event: text deltas, the final
+// response (model, usage, its output as the answer), an error.
+func (m *meter) responsesEvent(name, data []byte) {
+	switch string(name) {
+	case "response.output_text.delta":
+		var ev struct {
+			Delta string `json:"delta"`
+		}
+		if json.Unmarshal(data, &ev) == nil {
+			m.text.add(ev.Delta)
+		}
+	case "response.completed", "response.incomplete", "response.failed":
+		var ev struct {
+			Response struct {
+				plainAnswer
+				content
+			} `json:"response"`
+		}
+		if json.Unmarshal(data, &ev) != nil {
+			return
+		}
+		m.took(ev.Response.plainAnswer)
+		m.complete = true
+		var t answerText
+		if tools := ev.Response.read(Responses, &t); tools > 0 || t.b.Len() > 0 || t.cut > 0 {
+			m.text, m.tools = t, tools
+		}
+		if string(name) == "response.failed" {
+			m.errMsg = "response failed"
+			if ev.Response.Error != nil && !isBlank(*ev.Response.Error) {
+				m.errMsg = errorText(*ev.Response.Error)
+			}
+		}
+	case "error":
+		m.errMsg = errorText(data)
+	}
 }
 
 // anthropicEvent reads message_start (model and first usage) and
@@ -108,30 +157,99 @@ func (m *meter) anthropicEvent(name, data []byte) {
 			Message plainAnswer `json:"message"`
 		}
 		if json.Unmarshal(data, &ev) == nil {
-			m.answer(ev.Message)
+			m.took(ev.Message)
+		}
+	case "content_block_start":
+		var ev struct {
+			Block block `json:"content_block"`
+		}
+		if json.Unmarshal(data, &ev) == nil {
+			switch ev.Block.Type {
+			case "text":
+				m.text.add(ev.Block.Text)
+			case "tool_use":
+				m.tools++
+			}
+		}
+	case "content_block_delta":
+		var ev struct {
+			Delta block `json:"delta"`
+		}
+		if json.Unmarshal(data, &ev) == nil && ev.Delta.Type == "text_delta" {
+			m.text.add(ev.Delta.Text)
 		}
 	case "message_delta":
 		var ev struct {
 			Usage *anthropicUsage `json:"usage"`
+			Delta struct {
+				StopReason string `json:"stop_reason"`
+			} `json:"delta"`
 		}
-		if json.Unmarshal(data, &ev) == nil && ev.Usage != nil {
-			ev.Usage.apply(&m.tok)
+		if json.Unmarshal(data, &ev) == nil {
+			if ev.Usage != nil {
+				ev.Usage.apply(&m.tok)
+			}
+			m.complete = m.complete || ev.Delta.StopReason != ""
+		}
+	case "message_stop":
+		m.complete = true
+	case "error":
+		var ev struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &ev) == nil && len(ev.Error) > 0 {
+			m.errMsg = errorText(ev.Error)
+		} else {
+			m.errMsg = errorText(data)
 		}
 	}
 }
 
-// chatChunk reads a Chat Completions chunk that carries usage and reports
-// whether it is the usage-only chunk to drop.
+// chatChunk reads a Chat Completions chunk — its text, tool calls and end,
+// its usage — and reports whether it is the usage-only chunk to drop.
 func (m *meter) chatChunk(data []byte) (drop bool) {
-	if !bytes.Contains(data, []byte(`"usage"`)) || bytes.Contains(data, []byte(`"usage":null`)) {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		m.complete = true
 		return false
 	}
 	var ch struct {
-		Model   string                `json:"model"`
-		Choices []json.RawMessage     `json:"choices"`
-		Usage   *provider.OpenAIUsage `json:"usage"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Delta struct {
+				Content   *string `json:"content"`
+				ToolCalls []struct {
+					Index int `json:"index"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *provider.OpenAIUsage `json:"usage"`
+		Error json.RawMessage       `json:"error"`
 	}
-	if json.Unmarshal(data, &ch) != nil || ch.Usage == nil {
+	if json.Unmarshal(data, &ch) != nil {
+		return false
+	}
+	if len(ch.Error) > 0 && !bytes.Equal(ch.Error, []byte("null")) {
+		m.errMsg = errorText(ch.Error)
+	}
+	for i, c := range ch.Choices {
+		if i > 0 {
+			break // the agents ask for one choice
+		}
+		if c.Delta.Content != nil {
+			m.text.add(*c.Delta.Content)
+		}
+		for _, tc := range c.Delta.ToolCalls {
+			if m.chatTools == nil {
+				m.chatTools = map[int]bool{}
+			}
+			m.chatTools[tc.Index] = true
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			m.complete = true
+		}
+	}
+	if ch.Usage == nil {
 		return false
 	}
 	if ch.Model != "" {
@@ -141,11 +259,17 @@ func (m *meter) chatChunk(data []byte) (drop bool) {
 	return m.drop && len(ch.Choices) == 0
 }
 
-// body reads the usage of a plain answer.
+// body reads the usage and the answer of a plain answer.
 func (m *meter) body() {
-	var a plainAnswer
+	var a struct {
+		plainAnswer
+		content
+	}
 	if json.Unmarshal(m.plain, &a) == nil {
-		m.answer(a)
+		m.took(a.plainAnswer)
+		m.text.reset()
+		m.tools = a.read(m.api, &m.text)
+		m.complete = true
 	}
 }
 
@@ -156,8 +280,8 @@ type plainAnswer struct {
 	Usage json.RawMessage `json:"usage"`
 }
 
-// answer takes the model and usage of an answer object.
-func (m *meter) answer(a plainAnswer) {
+// took takes the model and usage of an answer object.
+func (m *meter) took(a plainAnswer) {
 	if a.Model != "" {
 		m.model = a.Model
 	}

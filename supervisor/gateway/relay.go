@@ -45,6 +45,10 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 		}
 	}
 	m.fill(&x.call)
+	m.answer(&x.ans, sse)
+	if resp.StatusCode/100 != 2 && x.ans.Error == "" {
+		x.ans.Error = upstreamError(resp.StatusCode, m.errMsg)
+	}
 }
 
 // relayError sends an upstream's error answer with the real credentials
@@ -56,6 +60,7 @@ func (x *exchange) relayError(resp *http.Response) {
 		x.endErr(err)
 	}
 	body = provider.NewScrubber(x.g.cfg.Credential).Bytes(body)
+	x.ans.Error = upstreamError(resp.StatusCode, errorBody(body))
 	x.w.Header().Del("Content-Length")
 	x.w.WriteHeader(resp.StatusCode)
 	if _, err := x.w.Write(body); err != nil {

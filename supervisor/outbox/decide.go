@@ -147,9 +147,9 @@ func (d *decider) delivered() {
 		p, flying := d.s.Flights[t.ID]
 		switch {
 		case flying && p.Ended && p.Failed:
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: p.Error, Reason: p.How})
+			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: p.Error, Reason: p.How, Source: p.Source})
 		case flying && p.Ended:
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: p.Result, Reason: p.How})
+			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: p.Result, Reason: p.How, Source: p.Source})
 		case !v.Running:
 			d.fail(t, "the worker's process ended: "+v.Reason, "worker exited")
 		case flying:
@@ -258,7 +258,7 @@ func recovery(s Snapshot) []Action {
 			add(OpTrack, t, schema.TaskChange{})
 		case r.Verdict == Finished:
 			add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: r.Result,
-				Reason: "done before the restart (from the worker's history)"})
+				Reason: "done before the restart (from the worker's history)", Source: schema.SourceTurn})
 		case r.Verdict == Interrupted && t.Attempts < 2:
 			add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskQueued,
 				Reason: "re-delivered: the restart interrupted its turn"})

@@ -88,6 +88,9 @@ type Progress struct {
 	Result string // the answer, when it ended done
 	Error  string // the error, when it ended failed
 	How    string // the change's reason, for people
+	// Source is where the result or the failure came from (schema's
+	// Source… values).
+	Source string
 	// Next is when Check wants to look again even if nothing happens
 	// (a deadline, a second Enter); zero when only an event can matter.
 	Next time.Time

@@ -453,10 +453,12 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 			what = "error: " + n.Reason
 		case topology.NeedUnreachable:
 			what = "unreachable: " + n.Reason
+		case topology.NeedUpstream:
+			what = "upstream: " + n.Reason
 		}
 		style := st.warn
 		switch n.Kind {
-		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget:
+		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream:
 			style = st.bad
 		case topology.NeedAllDone:
 			style = st.good.Bold(true)
