@@ -63,6 +63,9 @@ type RulesVerdict struct {
 	// Pending is the state the pane's last look of its screen rules gave,
 	// other than its own: it takes it if the next look gives it again.
 	Pending string `json:"pending,omitempty"`
+	// Overruled says why the verdict does not apply now: the gateway
+	// holds a model request of the agent, which keeps the pane busy.
+	Overruled string `json:"overruled,omitempty"`
 }
 
 // ScreenPart is one part of an agent's layout found on a screen: its

@@ -92,7 +92,7 @@ func TestFailedTurnEndStays(t *testing.T) {
 	h.record(cliagent.Effect{Prompt: true}, at(1))
 	h.record(cliagent.Effect{End: true, Failed: "the agent's turn failed: budget"}, at(2))
 	h.record(cliagent.Effect{End: true, Result: "an earlier turn's answer"}, at(3))
-	if end, ok := h.turnEnd(t0); !ok || end.failed != "the agent's turn end.failed: budget" || end.result != "" {
+	if end, ok := h.turnEnd(t0); !ok || end.failed != "the agent's turn failed: budget" || end.result != "" {
 		t.Errorf("after error then idle: result %q, failed %q, %v; want the failure", end.result, end.failed, ok)
 	}
 	h.record(cliagent.Effect{Prompt: true}, at(4))

@@ -54,9 +54,13 @@ func (p *cliKind) View() outbox.View {
 func (p *cliKind) Explain(x *api.Explanation) {
 	x.LastHook = p.hooks.seen(p.quiet)
 	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
-	if st := p.proc.Status(); st.Pending != "" {
+	st := p.proc.Status()
+	if st.Pending != "" {
 		x.Rules.Pending = string(st.Pending)
 		x.Rules.Note += fmt.Sprintf("; the pane's last look said %s, and it turns %s if the next look says so too", st.Pending, st.Pending)
+	}
+	if n := st.Signals.InFlight; n > 0 && st.Running() && x.Rules.State != string(pane.Busy) {
+		x.Rules.Overruled = fmt.Sprintf("%d model request(s) of the agent are in flight at the gateway: the pane is busy whatever its screen says, and the screen rules may not call it %s until they end", n, x.Rules.State)
 	}
 }
 

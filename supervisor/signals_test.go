@@ -159,6 +159,10 @@ func testGatewaySignal(t *testing.T, backend string) {
 	if x.Signal.Kind != "gateway" || x.Pane.Signals == nil || x.Pane.Signals.InFlight != 1 || x.Pane.Signals.Disagreements.GatewayVsScreen != 1 {
 		t.Fatalf("explain while in flight: %+v, signals %+v", x.Signal, x.Pane.Signals)
 	}
+	// The screen's idle verdict is shown overruled by the gateway.
+	if x.Rules.State != "idle" || !strings.Contains(x.Rules.Overruled, "1 model request(s) of the agent are in flight at the gateway") {
+		t.Fatalf("explain's screen rules while in flight: %+v", x.Rules)
+	}
 
 	// The request ended: the screen decides, as the pane has no hook.
 	s.RequestEnded(id, gateway.Answer{})

@@ -108,6 +108,12 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	default:
 		fmt.Fprintf(w, "rules:   %s\n", r.Note)
 	}
+	if r.Overruled != "" {
+		fmt.Fprintf(w, "         overruled: %s\n", r.Overruled)
+	}
+	if x.Pane.Upstream != "" {
+		fmt.Fprintf(w, "upstream: %s\n", x.Pane.Upstream)
+	}
 	printParts(w, r)
 	screen := strings.TrimRight(x.Screen, "\n ")
 	if screen == "" {
