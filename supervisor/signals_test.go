@@ -33,14 +33,14 @@ const standInClaude = "#!/bin/sh\nprintf '%s' \"$ANTHROPIC_API_KEY\" > token.tmp
 
 // newSignalsSupervisor starts a supervisor of its own home with the
 // stand-in claude on PATH.
-func newSignalsSupervisor(t *testing.T, getenv func(string) string) (*Supervisor, http.Handler) {
+func newSignalsSupervisor(t testing.TB, getenv func(string) string) (*Supervisor, http.Handler) {
 	t.Helper()
 	return newStandInSupervisor(t, getenv, standInClaude)
 }
 
 // newStandInSupervisor starts a supervisor of its own home with script
 // on PATH as claude.
-func newStandInSupervisor(t *testing.T, getenv func(string) string, script string) (*Supervisor, http.Handler) {
+func newStandInSupervisor(t testing.TB, getenv func(string) string, script string) (*Supervisor, http.Handler) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
@@ -94,7 +94,7 @@ func lsJSON(t *testing.T, h http.Handler, id string) map[string]any {
 }
 
 // waitPane polls pane id's status until cond holds.
-func waitPane(t *testing.T, s *Supervisor, id, what string, cond func(pane.Status) bool) pane.Status {
+func waitPane(t testing.TB, s *Supervisor, id, what string, cond func(pane.Status) bool) pane.Status {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

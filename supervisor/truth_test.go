@@ -41,7 +41,7 @@ const standInSilent = "#!/bin/sh\n" +
 	"done\n"
 
 // waitTask polls task id until it ends.
-func waitTask(t *testing.T, s *Supervisor, id int64, d time.Duration) schema.Task {
+func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Task {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -138,14 +138,14 @@ var rateLimited = cannedAnswer{429, `{"type":"error","error":{"type":"rate_limit
 // with one stand-in claude pane that plays its part by the test's hand:
 // the test sends its hooks and its model requests with its token.
 type truthRig struct {
-	t     *testing.T
+	t     testing.TB
 	s     *Supervisor
 	up    *scripted
 	id    string
 	token string
 }
 
-func newTruthRig(t *testing.T) *truthRig {
+func newTruthRig(t testing.TB) *truthRig {
 	t.Helper()
 	up := &scripted{answers: []cannedAnswer{textAnswer("unused")}}
 	srv := httptest.NewServer(up)

@@ -215,3 +215,71 @@ func TestAnswerUnreachable(t *testing.T) {
 		t.Fatalf("answer %+v", a)
 	}
 }
+
+// holdOpen is an upstream that sends a whole stream, then keeps the
+// connection open until the client goes.
+type holdOpen struct{ body string }
+
+func (h holdOpen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", sse)
+	_, _ = io.WriteString(w, h.body)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// TestAnswerClientHangsUpAfterTheEnd: an agent that reads the stream's
+// last event and hangs up before the upstream closes it (Codex does) had
+// the whole answer; one that hangs up before the end cancelled it.
+func TestAnswerClientHangsUpAfterTheEnd(t *testing.T) {
+	t.Parallel()
+	whole := "event: response.output_text.delta\ndata: {\"delta\":\"Hi\"}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi there\"}]}]}}\n\n"
+	for _, tc := range []struct {
+		name, body, until string
+		cancelled         bool
+		text              string
+	}{
+		{"after the end", whole, "response.completed", false, "Hi there"},
+		{"before the end", "event: response.output_text.delta\ndata: {\"delta\":\"Hi\"}\n\n", "Hi", true, "Hi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(holdOpen{tc.body})
+			t.Cleanup(srv.Close)
+			l := logrus.New()
+			l.SetOutput(io.Discard)
+			act := &activity{}
+			gw, err := New(Config{Upstreams: Upstreams{OpenAI: srv.URL + "/v1"}, Panes: panes{paneToken: paneID}, Usage: &recorder{}, Activity: act, Log: logrus.NewEntry(l)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			serveUntilCleanup(t, gw)
+			req, _ := http.NewRequest(http.MethodPost, gw.URL()+"/v1/responses", strings.NewReader(`{"model":"m","stream":true,"input":"hi"}`))
+			req.Header.Set("Authorization", "Bearer "+paneToken)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			buf := make([]byte, 4096)
+			for !strings.Contains(string(got), tc.until) {
+				n, err := resp.Body.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil {
+					t.Fatalf("read: %v (%q)", err, got)
+				}
+			}
+			resp.Body.Close() // hang up
+			for deadline := time.Now().Add(10 * time.Second); act.ended.Load() == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the request's end was never told")
+				}
+			}
+			a, _ := act.last()
+			if a.Cancelled != tc.cancelled || a.Failed() || a.Text != tc.text {
+				t.Fatalf("answer %+v", a)
+			}
+		})
+	}
+}

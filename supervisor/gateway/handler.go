@@ -42,8 +42,10 @@ type exchange struct {
 	route route
 	start time.Time
 	call  Call
-	// ans is how a main-loop request ended, told to Activity.
-	ans Answer
+	// ans is how a main-loop request ended, told to Activity; complete
+	// once its last event (or its whole plain body) went by.
+	ans      Answer
+	complete bool
 }
 
 // ServeHTTP routes, authenticates, forwards and meters one request.
@@ -114,6 +116,9 @@ func (x *exchange) answer() Answer {
 	a := x.ans
 	a.Started, a.Ended, a.Status = x.start, time.Now(), x.call.Status
 	switch {
+	case strings.HasPrefix(x.call.Err, "client went away") && x.complete && a.Error == "":
+		// The agent had the whole answer and hung up before the upstream
+		// closed the stream (Codex does): answered in full.
 	case strings.HasPrefix(x.call.Err, "client went away"):
 		a.Cancelled, a.Error = true, "" // the agent's own doing
 	case strings.HasPrefix(x.call.Err, "upstream broke off"), x.call.Err != "" && a.Error == "":

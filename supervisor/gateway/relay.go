@@ -46,6 +46,7 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 	}
 	m.fill(&x.call)
 	m.answer(&x.ans, sse)
+	x.complete = m.complete
 	if resp.StatusCode/100 != 2 && x.ans.Error == "" {
 		x.ans.Error = upstreamError(resp.StatusCode, m.errMsg)
 	}
