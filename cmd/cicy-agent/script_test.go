@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 // binDir holds the real cicy-agent binary, built once by TestMain, so the
@@ -156,6 +158,9 @@ func setupScript(env *testscript.Env) error {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "--home", home, "shutdown")
 		cmd.Env = os.Environ()
 		_ = cmd.Run()
+		if out := os.Getenv("CICY_RESULT_SOURCES"); out != "" {
+			logSources(out, env.WorkDir, home)
+		}
 		// tmux panes outlive the supervisor by design: end their server,
 		// and whatever a pane started that outlives its SIGHUP (opencode).
 		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
@@ -170,6 +175,38 @@ func setupScript(env *testscript.Env) error {
 	})
 	env.Setenv("TMUXSOCK", pane.NewTmuxServer(home, nil).Socket)
 	return nil
+}
+
+// logSources appends, for the BENCHMARKS.md measure of where CLI workers'
+// task results come from, one line per finished task of a CLI agent in
+// home: the script, the agent, the status and the source.
+func logSources(out, work, home string) {
+	ctx := context.Background()
+	db := filepath.Join(home, "db", "cicy.db")
+	if _, err := os.Stat(db); err != nil {
+		return
+	}
+	st, err := schema.Open(ctx, db)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	panes, _ := st.ListPanes(ctx)
+	tasks, _ := st.ListTasks(ctx, "")
+	types := map[string]string{}
+	for _, p := range panes {
+		types[p.ID] = p.Type
+	}
+	f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, t := range tasks {
+		if typ := types[t.To]; (typ == "claude" || typ == "codex" || typ == "opencode") && (t.Status == schema.TaskDone || t.Status == schema.TaskFailed) {
+			fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", filepath.Base(work), typ, t.Status, t.Source)
+		}
+	}
 }
 
 // exits N cmd args… runs the command and checks its exit status is N.
