@@ -313,6 +313,32 @@ func TestBellRingsForNewAttentionOnly(t *testing.T) {
 	}
 }
 
+// TestUpstreamFailuresNeedYou: a pane whose model requests keep failing
+// upstream rings the bell and is listed with the error; a success clears
+// it.
+func TestUpstreamFailuresNeedYou(t *testing.T) {
+	var bell bytes.Buffer
+	m := NewModel(Options{Now: func() time.Time { return t0 }, Bell: true, BellOut: &bell})
+	_, cmd := m.Update(eventsMsg{fixture()})
+	run(m, cmd)
+	w2 := fixture().Snapshot.Panes[1]
+	w2.Upstream = "2 model requests in a row failed, the last at 12:00:05: the upstream answered 429: rate_limit_error: slow down"
+	_, cmd = m.Update(eventsMsg{{Type: "pane", Pane: &w2}})
+	run(m, cmd)
+	if m.bells != 1 {
+		t.Fatalf("upstream failures: bells %d, want 1", m.bells)
+	}
+	if !strings.Contains(plain(m), "! w-2 alice — upstream: 2 model requests in a row failed") {
+		t.Fatalf("the upstream failures are not listed:\n%s", plain(m))
+	}
+	w2.Upstream = ""
+	_, cmd = m.Update(eventsMsg{{Type: "pane", Pane: &w2}})
+	run(m, cmd)
+	if strings.Contains(plain(m), "upstream:") {
+		t.Fatalf("a success did not clear it:\n%s", plain(m))
+	}
+}
+
 // panicky is a client whose event stream blows up when told to.
 type panicky struct {
 	fakeBackend
