@@ -152,17 +152,7 @@ func testGatewaySignal(t *testing.T, backend string) {
 	if st.State != pane.Busy {
 		t.Fatalf("the screen made a pane with a request in flight %s: %+v", st.State, st)
 	}
-	x, err := s.Explain(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x.Signal.Kind != "gateway" || x.Pane.Signals == nil || x.Pane.Signals.InFlight != 1 || x.Pane.Signals.Disagreements.GatewayVsScreen != 1 {
-		t.Fatalf("explain while in flight: %+v, signals %+v", x.Signal, x.Pane.Signals)
-	}
-	// The screen's idle verdict is shown overruled by the gateway.
-	if x.Rules.State != "idle" || !strings.Contains(x.Rules.Overruled, "1 model request(s) of the agent are in flight at the gateway") {
-		t.Fatalf("explain's screen rules while in flight: %+v", x.Rules)
-	}
+	checkExplainInFlight(t, s, id)
 
 	// The request ended: the screen decides, as the pane has no hook.
 	s.RequestEnded(id, gateway.Answer{})
@@ -182,6 +172,23 @@ func testGatewaySignal(t *testing.T, backend string) {
 	want := `{"disagreements":{"gateway_vs_hook":1,"gateway_vs_screen":1,"hook_vs_screen":0},"in_flight":0}`
 	if string(b) != want {
 		t.Fatalf("ls --json signals: %s, want %s", b, want)
+	}
+}
+
+// checkExplainInFlight: explain of pane id, one request in flight while its
+// screen says idle, names the gateway and shows the screen's verdict
+// overruled.
+func checkExplainInFlight(t *testing.T, s *Supervisor, id string) {
+	t.Helper()
+	x, err := s.Explain(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Signal.Kind != "gateway" || x.Pane.Signals == nil || x.Pane.Signals.InFlight != 1 || x.Pane.Signals.Disagreements.GatewayVsScreen != 1 {
+		t.Fatalf("explain while in flight: %+v, signals %+v", x.Signal, x.Pane.Signals)
+	}
+	if x.Rules.State != "idle" || !strings.Contains(x.Rules.Overruled, "1 model request(s) of the agent are in flight at the gateway") {
+		t.Fatalf("explain's screen rules while in flight: %+v", x.Rules)
 	}
 }
 
