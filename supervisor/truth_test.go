@@ -273,7 +273,9 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	// plainly (as Codex does): failed, with the upstream's word.
 	id = r.task("do it again")
 	r.hook("UserPromptSubmit", `{}`)
-	r.up.then(textAnswer("working"), rateLimited)
+	// The upstream echoes the key and the pane's token, as some proxies do.
+	echo := cannedAnswer{429, `{"type":"error","error":{"type":"rate_limit_error","message":"quota exhausted for key sk-ant-REAL-secret (sent ` + r.token + `)"}}`}
+	r.up.then(textAnswer("working"), echo)
 	r.request()
 	if code := r.request(); code != 429 {
 		t.Fatalf("the failing request answered %d", code)
@@ -284,7 +286,8 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	r.hook("Stop", `{"last_assistant_message":"looks fine to me"}`)
 	got = waitTask(t, r.s, id, 20*time.Second)
 	if got.Status != schema.TaskFailed || got.Source != schema.SourceGateway || !strings.Contains(got.Error, "429") ||
-		!strings.Contains(got.Error, "rate_limit_error: quota exhausted") || strings.Contains(got.Error, "sk-ant-REAL-secret") {
+		!strings.Contains(got.Error, "rate_limit_error: quota exhausted") || strings.Contains(got.Error, "sk-ant-REAL-secret") ||
+		strings.Contains(got.Error, r.token) {
 		t.Fatalf("task: %s from %q: %q", got.Status, got.Source, got.Error)
 	}
 
