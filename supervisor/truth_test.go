@@ -25,7 +25,8 @@ import (
 
 // standInSilent is a program named claude that calls no hook and, for
 // each line typed, draws Claude Code's busy screen at once (spinner line,
-// the busy footer), works two seconds, then draws its answer above the
+// the busy footer), works four seconds (the screen rules look
+// a second after typed input), then draws its answer above the
 // idle composer. The screen is drawn afresh each time, its transcript
 // kept.
 const standInSilent = "#!/bin/sh\n" +
@@ -35,7 +36,7 @@ const standInSilent = "#!/bin/sh\n" +
 	"while IFS= read -r line; do\n" +
 	"  T=\"$T\n❯ $line\"\n" +
 	"  draw '✻ Working…' 'esc to interrupt'\n" +
-	"  sleep 2\n" +
+	"  sleep 4\n" +
 	"  T=\"$T\n● ANSWER-OK from the stand-in\"\n" +
 	"  draw '' '? for shortcuts'\n" +
 	"done\n"
