@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -13,10 +14,18 @@ import (
 
 // shellKind is a shell command in a terminal: busy while its output
 // flows, idle once it is quiet for the settle time. A task is typed into
-// it; it is done when the output after it has settled.
+// it. When its program is a POSIX shell (wrap), the task runs through a
+// script of ours and ends when the shell says so, with its exit status
+// and whole output (shelltask.go); otherwise it is done once the output
+// after it has been quiet for the settle time.
 type shellKind struct {
 	termKind
 	settle time.Duration
+	wrap   bool
+	tasks  string              // the folder of its tasks' files
+	scrub  func(string) string // credentials out of a task's output
+	gone   chan struct{}       // closed when the program is let go of
+	once   sync.Once
 }
 
 func (p *shellKind) View() outbox.View {
@@ -27,14 +36,50 @@ func (p *shellKind) View() outbox.View {
 
 func (p *shellKind) Explain(x *api.Explanation) {
 	x.Rules.Note = fmt.Sprintf("shell panes have no screen rules: busy while output flows, idle once it is quiet for %s", p.settle)
+	if p.wrap {
+		x.Rules.Note += "; a task ends when the shell reports its exit status"
+	} else {
+		x.Rules.Note += "; its program is not a POSIX shell, so a task ends when its output is quiet"
+	}
+}
+
+// Stop and Detach let go of the program; a task's watcher stops with it.
+func (p *shellKind) Stop(grace time.Duration, why string) pane.Status {
+	p.once.Do(func() { close(p.gone) })
+	return p.termKind.Stop(grace, why)
+}
+
+func (p *shellKind) Detach(grace time.Duration, why string) pane.Status {
+	p.once.Do(func() { close(p.gone) })
+	return p.termKind.Detach(grace, why)
 }
 
 // shellVerify is how long a typed task may take to show on the screen.
 const shellVerify = 5 * time.Second
 
 // Deliver types the task (bracketed paste when the program asked for it,
-// then Enter); the delivery checks that it shows on the screen.
-func (p *shellKind) Deliver(t schema.Task, _ func()) (outbox.Delivery, error) {
+// then Enter): for a POSIX shell the line that runs it through its
+// script, watched until the shell reports its end; else its text, which
+// the delivery checks shows on the screen.
+func (p *shellKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
+	if p.wrap {
+		run := shellRun{dir: p.tasks, id: t.ID}
+		line, err := run.prepare(t.Text)
+		if err != nil {
+			return nil, err
+		}
+		at := time.Now()
+		// Ctrl-U first: whatever sits on the shell's input line (answers a
+		// terminal gave to escape sequences in an earlier task's output)
+		// must not run with the task.
+		if err := p.proc.SendKeys([]byte{0x15}); err != nil {
+			return nil, fmt.Errorf("could not type into the worker: %w", err)
+		}
+		if err := p.proc.SendText(line, true); err != nil {
+			return nil, fmt.Errorf("could not type into the worker: %w", err)
+		}
+		return p.watch(run, at, wake), nil
+	}
 	if err := p.proc.SendText(t.Text, true); err != nil {
 		return nil, fmt.Errorf("could not type into the worker: %w", err)
 	}
@@ -42,20 +87,130 @@ func (p *shellKind) Deliver(t schema.Task, _ func()) (outbox.Delivery, error) {
 }
 
 // Recover goes on tracking a task whose tmux session outlived the
-// supervisor; a program that ended took the task with it.
-func (p *shellKind) Recover(t schema.Task, _ func()) outbox.Recovery {
+// supervisor; a program that ended took the task with it, unless its
+// shell reported the end first.
+func (p *shellKind) Recover(t schema.Task, wake func()) outbox.Recovery {
+	at := schema.ParseTime(t.DeliveredAt.String)
+	if p.wrap {
+		run := shellRun{dir: p.tasks, id: t.ID}
+		if !p.proc.Status().Running() && !run.look().ended {
+			return outbox.Recovery{Verdict: outbox.Lost}
+		}
+		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: p.watch(run, at, wake)}
+	}
 	if !p.proc.Status().Running() {
 		return outbox.Recovery{Verdict: outbox.Lost}
 	}
 	return outbox.Recovery{Verdict: outbox.Resumed,
-		Delivery: &shellDelivery{p: p.proc, verified: true, at: schema.ParseTime(t.DeliveredAt.String), command: t.Text}}
+		Delivery: &shellDelivery{p: p.proc, verified: true, at: at, command: t.Text}}
+}
+
+// watch is the delivery of a run, its files watched until they say it
+// ended.
+func (p *shellKind) watch(run shellRun, at time.Time, wake func()) *shellRunDelivery {
+	d := &shellRunDelivery{p: p.proc, run: run, at: at, scrub: p.scrub, quit: make(chan struct{}), gone: p.gone}
+	go d.watch(wake)
+	return d
 }
 
 func (p *shellKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
 
-// shellDelivery is a task typed into a shell worker: verified once its
-// first line shows on the screen, done once the output after it has been
-// quiet for the settle time.
+// shellRunDelivery is a task run by a POSIX shell worker through its
+// script: it ends when the script writes the exit status (or the shell
+// goes, or Ctrl-C stops the script before it could).
+type shellRunDelivery struct {
+	p     terminal
+	run   shellRun
+	at    time.Time
+	scrub func(string) string
+	quit  chan struct{}
+	stop  sync.Once
+	gone  <-chan struct{}
+	// Seen by Check (the outbox goroutine only): when the exit status,
+	// and tee's end without one, were first seen.
+	endAt, teedAt time.Time
+}
+
+// watch wakes the outbox each time the run's files change, until the
+// exit status is there, the program is gone, or the task is abandoned.
+// A stat of three files every shellPoll is its whole cost.
+func (d *shellRunDelivery) watch(wake func()) {
+	tick := time.NewTicker(shellPoll)
+	defer tick.Stop()
+	var last shellEnd
+	for {
+		select {
+		case <-d.quit:
+			return
+		case <-d.gone:
+			return
+		case <-tick.C:
+		}
+		e := d.run.look()
+		if e != last {
+			last = e
+			wake()
+		}
+		if e.ended || !d.p.Status().Running() {
+			wake()
+			return
+		}
+	}
+}
+
+func (d *shellRunDelivery) Check(now time.Time) outbox.Progress {
+	e := d.run.look()
+	if e.ended {
+		if d.endAt.IsZero() {
+			d.endAt = now
+		}
+		if !e.teed && now.Before(d.endAt.Add(shellTeeWait)) {
+			return outbox.Progress{Next: d.endAt.Add(shellTeeWait)} // the last output is on its way
+		}
+		how := fmt.Sprintf("the worker's shell reported the command's exit status %d", e.code)
+		if e.code == 0 {
+			return outbox.Progress{Ended: true, Result: d.output(), How: how, Source: schema.SourceShell}
+		}
+		return outbox.Progress{Ended: true, Failed: true, Result: d.output(), Error: fmt.Sprintf("exit status %d", e.code), How: how, Source: schema.SourceShell}
+	}
+	if st := d.p.Status(); !st.Running() {
+		return outbox.Progress{Ended: true, Failed: true, Result: d.output(), Error: "the worker's process ended: " + st.Reason, How: "worker exited", Source: schema.SourceShell}
+	}
+	if !e.started {
+		if !now.Before(d.at.Add(shellStartWait)) {
+			return outbox.Progress{Ended: true, Failed: true, How: "delivery not verified", Source: schema.SourceShell,
+				Error: fmt.Sprintf("the worker's shell did not start the typed task within %s (is a program other than the shell in the foreground?)", shellStartWait)}
+		}
+		return outbox.Progress{Next: d.at.Add(shellStartWait)}
+	}
+	if e.teed {
+		if d.teedAt.IsZero() {
+			d.teedAt = now
+		}
+		if !now.Before(d.teedAt.Add(shellInterruptWait)) {
+			return outbox.Progress{Ended: true, Failed: true, Result: d.output(), How: "the command's output ended without an exit status", Source: schema.SourceShell,
+				Error: "the command was interrupted before it ended (no exit status)"}
+		}
+		return outbox.Progress{Next: d.teedAt.Add(shellInterruptWait)}
+	}
+	return outbox.Progress{}
+}
+
+// output is the run's output for the task's result, credentials taken
+// out; a failure to read it is said in its place.
+func (d *shellRunDelivery) output() string {
+	out, err := d.run.output()
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return d.scrub(out)
+}
+
+func (d *shellRunDelivery) Abandon() { d.stop.Do(func() { close(d.quit) }) }
+
+// shellDelivery is a task typed into a shell worker whose program is not
+// a POSIX shell: verified once its first line shows on the screen, done
+// once the output after it has been quiet for the settle time.
 type shellDelivery struct {
 	p        terminal
 	verified bool
@@ -78,7 +233,7 @@ func (d *shellDelivery) Check(now time.Time) outbox.Progress {
 		return outbox.Progress{Next: d.at.Add(shellVerify)}
 	}
 	if st := d.p.Status(); st.State == pane.Idle && st.Since.After(d.at) {
-		return outbox.Progress{Ended: true, Result: outputAfter(d.p.Screen(), d.command), How: "the worker's output was quiet for the settle time"}
+		return outbox.Progress{Ended: true, Result: outputAfter(d.p.Screen(), d.command), How: "the worker's output was quiet for the settle time", Source: schema.SourceScreen}
 	}
 	return outbox.Progress{}
 }

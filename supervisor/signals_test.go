@@ -47,6 +47,12 @@ func newStandInSupervisor(t testing.TB, getenv func(string) string, script strin
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return newTestSupervisor(t, getenv)
+}
+
+// newTestSupervisor starts a supervisor of its own home.
+func newTestSupervisor(t testing.TB, getenv func(string) string) (*Supervisor, http.Handler) {
+	t.Helper()
 	h := Home{Root: filepath.Join(t.TempDir(), "home")}
 	if err := h.Prepare(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,7 +460,10 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	if isCLI {
 		return &cliKind{termKind: term, hooks: &e.hooks, answers: &e.answers, requests: &e.requests, home: s.cfg.Home.Root, quiet: s.hookQuiet()}, nil
 	}
-	return &shellKind{termKind: term, settle: s.cfg.Settle}, nil
+	var argv []string
+	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
+	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrapsTasks(argv), tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
+		scrub: s.scrub.String, gone: make(chan struct{})}, nil
 }
 
 // terminalOptions is how a terminal pane's program runs: its command, its

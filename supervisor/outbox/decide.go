@@ -147,7 +147,7 @@ func (d *decider) delivered() {
 		p, flying := d.s.Flights[t.ID]
 		switch {
 		case flying && p.Ended && p.Failed:
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: p.Error, Reason: p.How, Source: p.Source})
+			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Result: p.Result, Error: p.Error, Reason: p.How, Source: p.Source})
 		case flying && p.Ended:
 			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: p.Result, Reason: p.How, Source: p.Source})
 		case !v.Running:

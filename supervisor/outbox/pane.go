@@ -85,7 +85,7 @@ type Progress struct {
 	Ended bool
 	// Failed: it ended failed, with Error; otherwise done, with Result.
 	Failed bool
-	Result string // the answer, when it ended done
+	Result string // the answer, when it ended done (a failed one may have output too)
 	Error  string // the error, when it ended failed
 	How    string // the change's reason, for people
 	// Source is where the result or the failure came from (schema's

@@ -1,0 +1,188 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+)
+
+// A shell worker whose program is a POSIX shell runs each task through a
+// small script of ours, so that the task's end, exit status and whole
+// output come from the shell itself, not from its screen going quiet
+// (the README's "Tasks" part). The pane's shell sources the script, which
+//
+//   - marks the task started,
+//   - runs the task's text — a file of its own, sourced in the shell
+//     itself, so `cd` and variables stay as if typed — with its output and
+//     errors going through a FIFO to tee, which shows them on the pane and
+//     keeps them in a file,
+//   - writes the exit status to a file once the task ends (tee marks its
+//     own end: output a background child of the task keeps writing is not
+//     waited for long).
+//
+// All of it lives in the pane's folder under the home (tasks/), mode 0600
+// in a 0700 folder; a task's files are removed when the pane's next task
+// starts or the pane is killed.
+
+// shellOutputMax is how much of a task's output its result keeps: the
+// tail, with a note of what was left out.
+const shellOutputMax = 64 << 10
+
+// posixShells are the programs a shell worker's task is wrapped for.
+var posixShells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash"}
+
+// wrapsTasks reports whether a shell pane's command is an interactive
+// POSIX shell (no -c: one that reads what is typed).
+func wrapsTasks(argv []string) bool {
+	if len(argv) == 0 || !slices.Contains(posixShells, filepath.Base(argv[0])) {
+		return false
+	}
+	for _, a := range argv[1:] {
+		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellRun is one task's files in a pane's tasks folder.
+type shellRun struct {
+	dir string
+	id  int64
+}
+
+func (r shellRun) file(ext string) string {
+	return filepath.Join(r.dir, "task-"+strconv.FormatInt(r.id, 10)+"."+ext)
+}
+
+// The files of a run.
+func (r shellRun) script() string  { return r.file("sh") }
+func (r shellRun) text() string    { return r.file("task") }
+func (r shellRun) fifo() string    { return r.file("fifo") }
+func (r shellRun) out() string     { return r.file("out") }
+func (r shellRun) started() string { return r.file("started") }
+func (r shellRun) status() string  { return r.file("status") }
+func (r shellRun) teed() string    { return r.file("teed") }
+
+// prepare clears the folder of earlier tasks' files and writes this
+// task's text and script; it returns the line to type.
+func (r shellRun) prepare(text string) (string, error) {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return "", fmt.Errorf("create the task folder: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(r.dir, "task-*"))
+	for _, f := range old {
+		_ = os.Remove(f)
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if err := os.WriteFile(r.text(), []byte(text), 0o600); err != nil {
+		return "", fmt.Errorf("write the task: %w", err)
+	}
+	q := cliagent.ShellQuote
+	var b strings.Builder
+	fmt.Fprintf(&b, "# cicy-agent: task %d, sourced by the worker's shell (its text is %s)\n", r.id, filepath.Base(r.text()))
+	fmt.Fprintf(&b, ": > %s\n", q(r.started()))
+	fmt.Fprintf(&b, "rm -f %s && mkfifo -m 600 %s || return 125\n", q(r.fifo()), q(r.fifo()))
+	// tee in a subshell of a subshell: no job of the interactive shell,
+	// so no job notices on the pane.
+	fmt.Fprintf(&b, "( ( tee %s < %s; : > %s ) & )\n", q(r.out()), q(r.fifo()), q(r.teed()))
+	fmt.Fprintf(&b, "{ . %s; } > %s 2>&1\n", q(r.text()), q(r.fifo()))
+	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" > %s && mv -f %s %s\n", q(r.status()+".tmp"), q(r.status()+".tmp"), q(r.status()))
+	if err := os.WriteFile(r.script(), []byte(b.String()), 0o600); err != nil {
+		return "", fmt.Errorf("write the task script: %w", err)
+	}
+	// A leading space keeps it out of the shell's history (ignorespace).
+	return " . " + q(r.script()), nil
+}
+
+// shellEnd is what a run's files say.
+type shellEnd struct {
+	started bool
+	ended   bool // the exit status is there
+	code    int
+	teed    bool // tee has passed on the last output
+}
+
+// look reads the run's marker files.
+func (r shellRun) look() shellEnd {
+	var e shellEnd
+	_, err := os.Stat(r.started())
+	e.started = err == nil
+	_, err = os.Stat(r.teed())
+	e.teed = err == nil
+	b, err := os.ReadFile(r.status())
+	if err != nil {
+		return e
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		code = -1
+	}
+	e.ended, e.code = true, code
+	return e
+}
+
+// output is the run's whole output, its tail when longer than
+// shellOutputMax, as valid UTF-8 without NUL bytes.
+func (r shellRun) output() (string, error) {
+	f, err := os.Open(r.out())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the task's output: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("read the task's output: %w", err)
+	}
+	skipped := max(st.Size()-shellOutputMax, 0)
+	if skipped > 0 {
+		if _, err := f.Seek(skipped, io.SeekStart); err != nil {
+			return "", fmt.Errorf("read the task's output: %w", err)
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, shellOutputMax))
+	if err != nil {
+		return "", fmt.Errorf("read the task's output: %w", err)
+	}
+	s := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", ""), "\uFFFD")
+	if cut := len(s) - shellOutputMax; cut > 0 { // replacement runes are longer than the bytes they replace
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s, skipped = s[cut:], skipped+int64(cut)
+	}
+	if skipped > 0 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+			s = s[i+1:] // from a whole line
+		}
+		s = fmt.Sprintf("… (the first %d bytes of the output are not kept)\n", skipped) + s
+	}
+	return strings.TrimRight(s, "\n"), nil
+}
+
+// The waits of a run: how long its script may take to start (the shell
+// reads the typed line), how long an ended task's output may take to be
+// passed on, and how long tee's end may precede the exit status before
+// the task counts as interrupted (Ctrl-C stops the script before it
+// writes the status).
+const (
+	shellStartWait     = 10 * time.Second
+	shellTeeWait       = 300 * time.Millisecond
+	shellInterruptWait = 2 * time.Second
+	shellPoll          = 10 * time.Millisecond
+)

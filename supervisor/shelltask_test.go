@@ -1,0 +1,152 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// shellWorker is a bash worker of a supervisor of its own (settle 500 ms).
+func shellWorker(t *testing.T, backend string) (*Supervisor, string) {
+	t.Helper()
+	if backend == "tmux" && !pane.TmuxAvailable() {
+		t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
+	}
+	s, _ := newTestSupervisor(t, nil)
+	p, err := s.Create(context.Background(), api.CreateRequest{Title: "sh", Type: "shell", Backend: backend,
+		Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	return s, p.ID
+}
+
+// run dispatches text to the worker and waits for the task's end.
+func runShellTask(t *testing.T, s *Supervisor, id, text string) schema.Task {
+	t.Helper()
+	task, err := s.Dispatch(context.Background(), "", id, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waitTask(t, s, task.ID, 30*time.Second)
+}
+
+// TestShellTasksExactly: a bash worker's task ends when the shell says so,
+// with its exit status and whole output, on both backends.
+func TestShellTasksExactly(t *testing.T) {
+	for _, backend := range []string{"pty", "tmux"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			s, id := shellWorker(t, backend)
+
+			// false: failed with its exit status (it was done before).
+			got := runShellTask(t, s, id, "false")
+			if got.Status != schema.TaskFailed || got.Error != "exit status 1" || got.Source != schema.SourceShell {
+				t.Fatalf("false: %s %q from %q", got.Status, got.Error, got.Source)
+			}
+
+			// Output far longer than the screen: all of it.
+			got = runShellTask(t, s, id, "seq 1 5000")
+			if got.Status != schema.TaskDone || !strings.HasPrefix(got.Result, "1\n2\n3\n") || !strings.HasSuffix(got.Result, "\n4999\n5000") ||
+				strings.Count(got.Result, "\n") != 4999 {
+				t.Fatalf("seq: %s, %d lines: %.40q … %.40q", got.Status, strings.Count(got.Result, "\n")+1, got.Result, got.Result[max(0, len(got.Result)-40):])
+			}
+
+			// Quiet for longer than the settle time: still running.
+			task, err := s.Dispatch(context.Background(), "", id, "sleep 2; echo late")
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // three settle times of silence
+			if mid, _ := s.store.GetTask(context.Background(), task.ID); mid.Status != schema.TaskDelivered {
+				t.Fatalf("a quiet command ended: %s (%s)", mid.Status, mid.Reason)
+			}
+			if got = waitTask(t, s, task.ID, 30*time.Second); got.Status != schema.TaskDone || got.Result != "late" {
+				t.Fatalf("sleep: %s %q", got.Status, got.Result)
+			}
+
+			// Output that mimics an end changes nothing; the shell's state
+			// (cd, variables) stays as if typed; several lines run as one.
+			got = runShellTask(t, s, id, "echo 'exit status 0'; echo done\ncd /tmp && X=kept\nexit_code() { return 3; }; exit_code")
+			if got.Status != schema.TaskFailed || got.Error != "exit status 3" || got.Result != "exit status 0\ndone" {
+				t.Fatalf("mimic: %s %q %q", got.Status, got.Error, got.Result)
+			}
+			if got = runShellTask(t, s, id, `echo "$PWD $X"`); got.Result != "/tmp kept" {
+				t.Fatalf("the shell's state: %q", got.Result)
+			}
+		})
+	}
+}
+
+// TestShellTaskBadInput: a syntax error, a command that never ends
+// (cancelled), a binary flood (its terminal is left as the flood left it:
+// the last task of its worker), a task that exits the shell.
+func TestShellTaskBadInput(t *testing.T) {
+	t.Parallel()
+	s, id := shellWorker(t, "pty")
+
+	got := runShellTask(t, s, id, "if then fi")
+	if got.Status != schema.TaskFailed || got.Error != "exit status 2" || !strings.Contains(got.Result, "syntax error") {
+		t.Fatalf("syntax error: %s %q %q", got.Status, got.Error, got.Result)
+	}
+
+	task, err := s.Dispatch(context.Background(), "", id, "sleep 600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, id, "the sleep started", func(pane.Status) bool {
+		_, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(id), "tasks", "task-"+strconv.FormatInt(task.ID, 10)+".started"))
+		return err == nil
+	})
+	if _, err := s.CancelTask(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != schema.TaskCancelled {
+		t.Fatalf("cancel: %s", got.Status)
+	}
+	if _, err := s.Send(context.Background(), id, api.SendRequest{Keys: []string{"C-c"}, NoEnter: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
+	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
+		len(got.Result) > shellOutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
+		!strings.HasPrefix(got.Result, "… (the first ") {
+		t.Fatalf("flood: %s, %d bytes, valid %v, ends %q", got.Status, len(got.Result), utf8.ValidString(got.Result), got.Result[max(0, len(got.Result)-20):])
+	}
+
+	p, err := s.Create(context.Background(), api.CreateRequest{Title: "sh2", Type: "shell", Backend: "pty", Command: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	got = runShellTask(t, s, p.ID, "exit 3")
+	if got.Status != schema.TaskFailed || !strings.Contains(got.Error, "the worker's process ended") {
+		t.Fatalf("exit: %s %q", got.Status, got.Error)
+	}
+}
+
+// TestWrapsTasks: which shell commands run tasks through the script.
+func TestWrapsTasks(t *testing.T) {
+	t.Parallel()
+	for argv, want := range map[string]bool{
+		"bash": true, "/bin/sh": true, "bash --norc --noprofile": true, "zsh -l": true, "dash -i": true,
+		"bash -c read": false, "bash -lc read": false, "python3": false, "cat": false, "fish": false,
+	} {
+		if got := wrapsTasks(strings.Fields(argv)); got != want {
+			t.Errorf("wrapsTasks(%s) = %v, want %v", argv, got, want)
+		}
+	}
+}
