@@ -138,6 +138,7 @@ func (d *shellRunDelivery) watch(wake func()) {
 	tick := time.NewTicker(shellPoll)
 	defer tick.Stop()
 	var last shellEnd
+	var endAt time.Time
 	for {
 		select {
 		case <-d.quit:
@@ -151,7 +152,11 @@ func (d *shellRunDelivery) watch(wake func()) {
 			last = e
 			wake()
 		}
-		if e.ended || !d.p.Status().Running() {
+		if e.ended && endAt.IsZero() {
+			endAt = time.Now()
+		}
+		// Ended, and tee passed the output on (or had its time to).
+		if (e.ended && (e.teed || time.Since(endAt) > shellTeeWait)) || !d.p.Status().Running() {
 			wake()
 			return
 		}
