@@ -211,7 +211,17 @@ func (d *shellRunDelivery) output() string {
 	return d.scrub(out)
 }
 
-func (d *shellRunDelivery) Abandon() { d.stop.Do(func() { close(d.quit) }) }
+// Abandon lets go of the task (cancelled, or its pane stopped): a command
+// still running is interrupted with Ctrl-C, as a person would, so that the
+// worker's shell is free for the next task.
+func (d *shellRunDelivery) Abandon() {
+	d.stop.Do(func() {
+		close(d.quit)
+		if e := d.run.look(); e.started && !e.ended && d.p.Status().Running() {
+			_ = d.p.SendKeys([]byte{0x03}) // a pane gone meanwhile has nothing to interrupt
+		}
+	})
+}
 
 // shellDelivery is a task typed into a shell worker whose program is not
 // a POSIX shell: verified once its first line shows on the screen, done

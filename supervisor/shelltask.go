@@ -73,6 +73,7 @@ func (r shellRun) out() string     { return r.file("out") }
 func (r shellRun) started() string { return r.file("started") }
 func (r shellRun) status() string  { return r.file("status") }
 func (r shellRun) teed() string    { return r.file("teed") }
+func (r shellRun) ready() string   { return r.file("ready") }
 
 // prepare clears the folder of earlier tasks' files and writes this
 // task's text and script; it returns the line to type.
@@ -94,12 +95,23 @@ func (r shellRun) prepare(text string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# cicy-agent: task %d, sourced by the worker's shell (its text is %s)\n", r.id, filepath.Base(r.text()))
 	fmt.Fprintf(&b, ": > %s\n", q(r.started()))
-	fmt.Fprintf(&b, "rm -f %s && mkfifo -m 600 %s || return 125\n", q(r.fifo()), q(r.fifo()))
-	// tee in a subshell of a subshell: no job of the interactive shell,
-	// so no job notices on the pane.
-	fmt.Fprintf(&b, "( ( tee %s < %s; : > %s ) & )\n", q(r.out()), q(r.fifo()), q(r.teed()))
-	fmt.Fprintf(&b, "{ . %s; } > %s 2>&1\n", q(r.text()), q(r.fifo()))
-	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" > %s && mv -f %s %s\n", q(r.status()+".tmp"), q(r.status()+".tmp"), q(r.status()))
+	fmt.Fprintf(&b, "rm -f %s %s && mkfifo -m 600 %s || return 125\n", q(r.fifo()), q(r.ready()), q(r.fifo()))
+	// For the run, fd 8 holds the FIFO open read-write, so that no open
+	// of it ever blocks and what the task writes before tee reads stays
+	// in it. tee runs in a subshell of a subshell — no job of the
+	// interactive shell, so no job notices on the pane — and ignores
+	// Ctrl-C (the task's foreground group gets it): it passes the output
+	// on to its end and marks it, so an interrupted task is told by its
+	// missing status. fd 8 is closed, ending tee's input, only once tee
+	// has opened the FIFO (ready), or after 3 s if it never did; Ctrl-C
+	// closes it too (the group's redirection is undone).
+	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : > %s; tee %s; : > %s ) & )\n", q(r.fifo()), q(r.ready()), q(r.out()), q(r.teed()))
+	fmt.Fprintf(&b, "{ . %s; } 1>%s 2>&1 8<&-\n", q(r.text()), q(r.fifo()))
+	// The status is one small write: a reader sees the file empty (not
+	// yet) or whole.
+	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" > %s\n", q(r.status()))
+	fmt.Fprintf(&b, "__cicy_wait=0\nwhile [ ! -e %s ] && [ \"$__cicy_wait\" -lt 300 ]; do sleep 0.01 2>/dev/null || sleep 1; __cicy_wait=$((__cicy_wait + 1)); done\nunset __cicy_wait\n", q(r.ready()))
+	fmt.Fprintf(&b, "} 8<>%s\n", q(r.fifo()))
 	if err := os.WriteFile(r.script(), []byte(b.String()), 0o600); err != nil {
 		return "", fmt.Errorf("write the task script: %w", err)
 	}
@@ -128,7 +140,7 @@ func (r shellRun) look() shellEnd {
 	}
 	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
-		code = -1
+		return e // being written
 	}
 	e.ended, e.code = true, code
 	return e

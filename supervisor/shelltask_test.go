@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,25 +104,41 @@ func TestShellTaskBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPane(t, s, id, "the sleep started", func(pane.Status) bool {
-		_, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(id), "tasks", "task-"+strconv.FormatInt(task.ID, 10)+".started"))
-		return err == nil
-	})
+	// Cancelled once the sleep runs in the terminal's foreground (a
+	// Ctrl-C before that reaches the shell, not the command: a race of
+	// every shell): the command is interrupted, the shell is free again.
+	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
 	if _, err := s.CancelTask(context.Background(), task.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != schema.TaskCancelled {
 		t.Fatalf("cancel: %s", got.Status)
 	}
+	waitPane(t, s, id, "the sleep interrupted", func(st pane.Status) bool { return foreground(st.PID) == "bash" })
+
+	// A person's Ctrl-C stops the command before it ends: failed, as
+	// interrupted, with what it printed.
+	task, err = s.Dispatch(context.Background(), "", id, "echo before-the-break; sleep 600; echo never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
 	if _, err := s.Send(context.Background(), id, api.SendRequest{Keys: []string{"C-c"}, NoEnter: true}); err != nil {
 		t.Fatal(err)
+	}
+	got = waitTask(t, s, task.ID, 10*time.Second)
+	if got.Status != schema.TaskFailed || got.Error != "the command was interrupted before it ended (no exit status)" || got.Result != "before-the-break" {
+		t.Fatalf("interrupted: %s %q %q", got.Status, got.Error, got.Result)
 	}
 
 	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
 	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
 		len(got.Result) > shellOutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
 		!strings.HasPrefix(got.Result, "… (the first ") {
-		t.Fatalf("flood: %s, %d bytes, valid %v, ends %q", got.Status, len(got.Result), utf8.ValidString(got.Result), got.Result[max(0, len(got.Result)-20):])
+		e, _ := s.get(id)
+		sc, _ := e.kind().Screen()
+		t.Logf("screen:\n%s", sc)
+		t.Fatalf("flood: %s (%s: %s), %d bytes, valid %v, ends %q", got.Status, got.Reason, got.Error, len(got.Result), utf8.ValidString(got.Result), got.Result[max(0, len(got.Result)-20):])
 	}
 
 	p, err := s.Create(context.Background(), api.CreateRequest{Title: "sh2", Type: "shell", Backend: "pty", Command: []string{"sh"}})
@@ -136,6 +151,25 @@ func TestShellTaskBadInput(t *testing.T) {
 	if got.Status != schema.TaskFailed || !strings.Contains(got.Error, "the worker's process ended") {
 		t.Fatalf("exit: %s %q", got.Status, got.Error)
 	}
+}
+
+// foreground is the name of the program in the foreground of the terminal
+// of process pid ("" when it cannot be read).
+func foreground(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 6 {
+		return ""
+	}
+	comm, err := os.ReadFile("/proc/" + fields[5] + "/comm") // tpgid: the foreground group's leader
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(comm))
 }
 
 // TestWrapsTasks: which shell commands run tasks through the script.
