@@ -105,7 +105,10 @@ func (r shellRun) prepare(text string) (string, error) {
 	// missing status. fd 8 is closed, ending tee's input, only once tee
 	// has opened the FIFO (ready), or after 3 s if it never did; Ctrl-C
 	// closes it too (the group's redirection is undone).
-	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : > %s; tee %s; : > %s ) & )\n", q(r.fifo()), q(r.ready()), q(r.out()), q(r.teed()))
+	// Only the output's tail is kept on disk (tail -c): a noisy command
+	// never fills it; one byte more than a result keeps tells a cut.
+	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : > %s; tee /dev/fd/2 | tail -c %d > %s; : > %s ) & )\n",
+		q(r.fifo()), q(r.ready()), shellOutputMax+1, q(r.out()), q(r.teed()))
 	fmt.Fprintf(&b, "{ . %s; } 1>%s 2>&1 8<&-\n", q(r.text()), q(r.fifo()))
 	// The status is one small write: a reader sees the file empty (not
 	// yet) or whole.
@@ -182,7 +185,7 @@ func (r shellRun) output() (string, error) {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
 			s = s[i+1:] // from a whole line
 		}
-		s = fmt.Sprintf("… (the first %d bytes of the output are not kept)\n", skipped) + s
+		s = fmt.Sprintf("… (earlier output is not kept: a result holds the last %d KiB)\n", shellOutputMax>>10) + s
 	}
 	return strings.TrimRight(s, "\n"), nil
 }

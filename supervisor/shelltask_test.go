@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,11 +135,16 @@ func TestShellTaskBadInput(t *testing.T) {
 	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
 	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
 		len(got.Result) > shellOutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
-		!strings.HasPrefix(got.Result, "… (the first ") {
+		!strings.HasPrefix(got.Result, "… (earlier output is not kept") {
 		e, _ := s.get(id)
 		sc, _ := e.kind().Screen()
 		t.Logf("screen:\n%s", sc)
 		t.Fatalf("flood: %s (%s: %s), %d bytes, valid %v, ends %q", got.Status, got.Reason, got.Error, len(got.Result), utf8.ValidString(got.Result), got.Result[max(0, len(got.Result)-20):])
+	}
+
+	// Only the tail is kept on disk.
+	if st, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(id), "tasks", "task-"+strconv.FormatInt(got.ID, 10)+".out")); err != nil || st.Size() > shellOutputMax+1 {
+		t.Fatalf("the output file: %v, %v", st, err)
 	}
 
 	p, err := s.Create(context.Background(), api.CreateRequest{Title: "sh2", Type: "shell", Backend: "pty", Command: []string{"sh"}})
