@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -26,12 +27,23 @@ type shellKind struct {
 	scrub  func(string) string // credentials out of a task's output
 	gone   chan struct{}       // closed when the program is let go of
 	once   sync.Once
+	// lastEnd is when its last wrapped task was seen ending (unix ns; 0:
+	// none): the shell is back at its prompt.
+	lastEnd atomic.Int64
 }
 
 func (p *shellKind) View() outbox.View {
 	st := p.proc.Status()
-	return outbox.View{Running: st.Running(), Idle: st.State == pane.Idle, Receptive: st.Running(), Reason: st.Reason,
+	return outbox.View{Running: st.Running(), Idle: st.State == pane.Idle || p.backAtPrompt(st), Receptive: st.Running(), Reason: st.Reason,
 		Handoff: "typed into the idle worker"}
+}
+
+// backAtPrompt reports whether the shell's last wrapped task ended during
+// its current busy spell (the task's output, the prompt after it): the
+// shell takes the next task without waiting for its output to settle.
+func (p *shellKind) backAtPrompt(st pane.Status) bool {
+	end := p.lastEnd.Load()
+	return p.wrap && st.Running() && end != 0 && time.Unix(0, end).After(st.Since)
 }
 
 func (p *shellKind) Explain(x *api.Explanation) {
@@ -108,7 +120,8 @@ func (p *shellKind) Recover(t schema.Task, wake func()) outbox.Recovery {
 // watch is the delivery of a run, its files watched until they say it
 // ended.
 func (p *shellKind) watch(run shellRun, at time.Time, wake func()) *shellRunDelivery {
-	d := &shellRunDelivery{p: p.proc, run: run, at: at, scrub: p.scrub, quit: make(chan struct{}), gone: p.gone}
+	d := &shellRunDelivery{p: p.proc, run: run, at: at, scrub: p.scrub, quit: make(chan struct{}), gone: p.gone,
+		ended: func() { p.lastEnd.Store(time.Now().UnixNano()) }}
 	go d.watch(wake)
 	return d
 }
@@ -126,6 +139,7 @@ type shellRunDelivery struct {
 	quit  chan struct{}
 	stop  sync.Once
 	gone  <-chan struct{}
+	ended func() // tells the kind the shell is back at its prompt
 	// Seen by Check (the outbox goroutine only): when the exit status,
 	// and tee's end without one, were first seen.
 	endAt, teedAt time.Time
@@ -172,6 +186,7 @@ func (d *shellRunDelivery) Check(now time.Time) outbox.Progress {
 		if !e.teed && now.Before(d.endAt.Add(shellTeeWait)) {
 			return outbox.Progress{Next: d.endAt.Add(shellTeeWait)} // the last output is on its way
 		}
+		d.ended()
 		how := fmt.Sprintf("the worker's shell reported the command's exit status %d", e.code)
 		if e.code == 0 {
 			return outbox.Progress{Ended: true, Result: d.output(), How: how, Source: schema.SourceShell}

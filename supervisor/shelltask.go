@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,17 +40,30 @@ import (
 const shellOutputMax = 64 << 10
 
 // posixShells are the programs a shell worker's task is wrapped for.
-var posixShells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash"}
+var posixShells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"}
 
 // wrapsTasks reports whether a shell pane's command is an interactive
-// POSIX shell (no -c: one that reads what is typed).
+// POSIX shell: the program (after an `env NAME=value …` prefix) is a known
+// POSIX shell given options only — no script to run, no -c command.
 func wrapsTasks(argv []string) bool {
+	if len(argv) > 0 && filepath.Base(argv[0]) == "env" {
+		argv = argv[1:]
+		for len(argv) > 0 && (strings.Contains(argv[0], "=") || strings.HasPrefix(argv[0], "-")) {
+			argv = argv[1:]
+		}
+	}
 	if len(argv) == 0 || !slices.Contains(posixShells, filepath.Base(argv[0])) {
 		return false
 	}
-	for _, a := range argv[1:] {
-		if a == "-c" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c")) {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-c" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a, "c")):
 			return false
+		case a == "--rcfile" || a == "--init-file" || a == "-o" || a == "+o" || a == "-O" || a == "+O":
+			i++ // the option's argument
+		case a == "--" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
+			return false // a script to run
 		}
 	}
 	return true
@@ -91,11 +105,22 @@ func (r shellRun) prepare(text string) (string, error) {
 	if err := os.WriteFile(r.text(), []byte(text), 0o600); err != nil {
 		return "", fmt.Errorf("write the task: %w", err)
 	}
+	// The programs by their paths (a task may change PATH, or the user's
+	// shell have an alias or function of the name); >| writes over
+	// noclobber.
+	tools := map[string]string{}
+	for _, name := range []string{"mkfifo", "tee", "tail", "sleep", "rm"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("%s, which a shell worker's task needs, is not on PATH: %w", name, err)
+		}
+		tools[name] = cliagent.ShellQuote(path)
+	}
 	q := cliagent.ShellQuote
 	var b strings.Builder
 	fmt.Fprintf(&b, "# cicy-agent: task %d, sourced by the worker's shell (its text is %s)\n", r.id, filepath.Base(r.text()))
-	fmt.Fprintf(&b, ": > %s\n", q(r.started()))
-	fmt.Fprintf(&b, "rm -f %s %s && mkfifo -m 600 %s || return 125\n", q(r.fifo()), q(r.ready()), q(r.fifo()))
+	fmt.Fprintf(&b, ": >| %s\n", q(r.started()))
+	fmt.Fprintf(&b, "%s -f %s %s && %s -m 600 %s || return 125\n", tools["rm"], q(r.fifo()), q(r.ready()), tools["mkfifo"], q(r.fifo()))
 	// For the run, fd 8 holds the FIFO open read-write, so that no open
 	// of it ever blocks and what the task writes before tee reads stays
 	// in it. tee runs in a subshell of a subshell — no job of the
@@ -104,16 +129,19 @@ func (r shellRun) prepare(text string) (string, error) {
 	// on to its end and marks it, so an interrupted task is told by its
 	// missing status. fd 8 is closed, ending tee's input, only once tee
 	// has opened the FIFO (ready), or after 3 s if it never did; Ctrl-C
-	// closes it too (the group's redirection is undone).
-	// Only the output's tail is kept on disk (tail -c): a noisy command
-	// never fills it; one byte more than a result keeps tells a cut.
-	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : > %s; tee /dev/fd/2 | tail -c %d > %s; : > %s ) & )\n",
-		q(r.fifo()), q(r.ready()), shellOutputMax+1, q(r.out()), q(r.teed()))
-	fmt.Fprintf(&b, "{ . %s; } 1>%s 2>&1 8<&-\n", q(r.text()), q(r.fifo()))
+	// closes it too (the group's redirection is undone). Only the
+	// output's tail is kept on disk (tail -c): a noisy command never
+	// fills it; one byte more than a result keeps tells a cut.
+	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : >| %s; %s /dev/fd/2 | %s -c %d >| %s; : >| %s ) & )\n",
+		q(r.fifo()), q(r.ready()), tools["tee"], tools["tail"], shellOutputMax+1, q(r.out()), q(r.teed()))
+	// dash aborts the whole line on a syntax error in a file `.` reads,
+	// unless through `command .`; zsh's `command` runs programs only.
+	fmt.Fprintf(&b, "{ if [ -n \"${ZSH_VERSION-}\" ]; then . %s; else command . %s; fi\n} 1>%s 2>&1 8<&-\n", q(r.text()), q(r.text()), q(r.fifo()))
 	// The status is one small write: a reader sees the file empty (not
 	// yet) or whole.
-	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" > %s\n", q(r.status()))
-	fmt.Fprintf(&b, "__cicy_wait=0\nwhile [ ! -e %s ] && [ \"$__cicy_wait\" -lt 300 ]; do sleep 0.01 2>/dev/null || sleep 1; __cicy_wait=$((__cicy_wait + 1)); done\nunset __cicy_wait\n", q(r.ready()))
+	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" >| %s\n", q(r.status()))
+	fmt.Fprintf(&b, "__cicy_wait=0\nwhile [ ! -e %s ] && [ \"$__cicy_wait\" -lt 300 ]; do %s 0.01 2>/dev/null || %s 1; __cicy_wait=$((__cicy_wait + 1)); done\nunset __cicy_wait\n",
+		q(r.ready()), tools["sleep"], tools["sleep"])
 	fmt.Fprintf(&b, "} 8<>%s\n", q(r.fifo()))
 	if err := os.WriteFile(r.script(), []byte(b.String()), 0o600); err != nil {
 		return "", fmt.Errorf("write the task script: %w", err)

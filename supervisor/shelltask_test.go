@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -181,12 +182,55 @@ func foreground(pid int) string {
 // TestWrapsTasks: which shell commands run tasks through the script.
 func TestWrapsTasks(t *testing.T) {
 	t.Parallel()
-	for argv, want := range map[string]bool{
-		"bash": true, "/bin/sh": true, "bash --norc --noprofile": true, "zsh -l": true, "dash -i": true,
-		"bash -c read": false, "bash -lc read": false, "python3": false, "cat": false, "fish": false,
+	for _, c := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"bash"}, true},
+		{[]string{"/bin/bash", "--norc", "--noprofile"}, true},
+		{[]string{"sh"}, true},
+		{[]string{"zsh", "-f"}, true},
+		{[]string{"dash", "-i"}, true},
+		{[]string{"env", "A=1", "dash"}, true},
+		{[]string{"bash", "--rcfile", "x.rc", "-i"}, true},
+		{[]string{"bash", "-c", "python3"}, false},
+		{[]string{"bash", "-lc", "vi"}, false},
+		{[]string{"sh", "script.sh"}, false},
+		{[]string{"python3"}, false},
+		{[]string{"fish"}, false},
+		{[]string{"cat"}, false},
 	} {
-		if got := wrapsTasks(strings.Fields(argv)); got != want {
-			t.Errorf("wrapsTasks(%s) = %v, want %v", argv, got, want)
+		if got := wrapsTasks(c.argv); got != c.want {
+			t.Errorf("wrapsTasks(%q) = %v, want %v", c.argv, got, c.want)
 		}
+	}
+}
+
+// TestShellTaskDash: in dash (Debian's sh), a syntax error in a sourced
+// file would abort the whole line, status and all: the script sources the
+// task with `command .`, so the task fails with its exit status; the
+// shell's state stays as typed.
+func TestShellTaskDash(t *testing.T) {
+	if _, err := exec.LookPath("dash"); err != nil {
+		t.Skip("no dash on this machine")
+	}
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	p, err := s.Create(context.Background(), api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"dash"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	if got := runShellTask(t, s, p.ID, "echo before\nif then fi ("); got.Status != schema.TaskFailed || got.Error != "exit status 2" || !strings.HasPrefix(got.Result, "before\n") {
+		t.Fatalf("dash syntax error: %s %q result %q", got.Status, got.Error, got.Result)
+	}
+	if got := runShellTask(t, s, p.ID, "cd /; X=1; PATH=/nowhere"); got.Status != schema.TaskDone {
+		t.Fatalf("dash: %s %q", got.Status, got.Error)
+	}
+	// PATH is gone from the shell: the script's programs are called by
+	// their paths.
+	if got := runShellTask(t, s, p.ID, `echo "$PWD $X"`); got.Status != schema.TaskDone || got.Result != "/ 1" {
+		t.Fatalf("dash keeps the shell's state: %s %q result %q", got.Status, got.Error, got.Result)
 	}
 }

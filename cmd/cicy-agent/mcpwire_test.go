@@ -19,8 +19,7 @@ import (
 
 // mcpWorkerRules script the cicy workers: a task "gated FILE" runs a
 // shell command that ends once FILE exists. (A shell worker's task ends
-// when its output has been quiet for the settle time: its gated command
-// prints dots while it waits.)
+// with its command, silent while it waits.)
 const mcpWorkerRules = `rules:
   - match: {tool_result: true}
     reply: {text: 'cicy worker: {{tool_result}}'}
@@ -72,7 +71,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		"PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL="+fake.URL, "ANTHROPIC_API_KEY=sk-ant-mcp-test-0123456789",
 		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789")
-	serveSettled(t, env, home)
+	serveHome(t, env, home)
 
 	mcpName := func(tool string) string { return "mcp__cicy__" + tool } // Codex: namespace mcp__cicy, tool <tool>
 	masters := []*mcpMaster{
@@ -96,7 +95,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		func(m *mcpMaster) string { return "gated " + m.gate })
 	second := lead.dispatch(func(m *mcpMaster) string { return m.shell },
 		func(m *mcpMaster) string {
-			return "while [ ! -e " + m.gate + " ]; do printf .; sleep 0.2; done; echo; echo shell-ok-" + m.agent
+			return "while [ ! -e " + m.gate + " ]; do sleep 0.2; done; echo shell-ok-" + m.agent
 		})
 
 	// workers: this master's two, nobody else's.
@@ -130,12 +129,12 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	checkOffered(t, fake.Requests())
 }
 
-// serveSettled starts the home's supervisor with a settle time of 3 s: a
-// shell worker's gated task, which prints while it waits, must not count
-// as done on a pause of a loaded machine.
-func serveSettled(t *testing.T, env []string, home string) {
+// serveHome starts the home's supervisor. (A shell worker's gated task
+// ends with its command, not after a quiet time: a pause of a loaded
+// machine does not end it.)
+func serveHome(t *testing.T, env []string, home string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "serve", "--settle", "3s")
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "serve")
 	cmd.Env = env
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
