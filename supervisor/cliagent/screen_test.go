@@ -24,6 +24,11 @@ var pastedWords = []string{
 	"Would you like to run the following command?", "› 1. Yes, proceed (y)",
 	"Press enter to confirm or esc to cancel", "△ Permission required",
 	"Allow once   Allow always   Reject", "⇆ select  enter confirm",
+	"⇆ tab  ↑↓ select  enter toggle  esc dismiss", "tab to add notes | enter to submit answer | esc to interrupt",
+	"› /model         choose what model", "  /presets       run or save reusable prompts",
+	"❯ /add-dir                Add a working directory", "  /agents     Switch agent     ┃",
+	"Keyboard shortcuts  ·  Tab: Keyboard", "? / esc close", "! for shell mode   esc esc to clear input",
+	"Commands                                         esc",
 }
 
 // answerMark is how each agent starts an answer in its transcript.
@@ -68,7 +73,8 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			l := pane.NewLayout(strings.Join(orig, "\n"), Layout(agent))
 			tr, okT := l.Find(pane.PartTranscript)
 			co, okC := l.Find(pane.PartComposer)
-			if !okT || !okC {
+			_, menu := l.Find(pane.PartMenu)
+			if !okT || !okC && !menu {
 				t.Errorf("%s: no transcript or composer in a recorded idle screen: %v", f, l.Describe())
 				continue
 			}
@@ -82,6 +88,9 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			answer = append(answer, "", answerMark[agent]+strings.Join(pastedWords, " "))
 			edited := slices.Concat(orig[:at], answer, orig[at:])
 			check(t, agent, name+" with an answer", keepHeight(edited, len(orig)))
+			if menu {
+				continue // the menu covers the composer: no draft to type into
+			}
 			// (b) a draft in the composer holding the words.
 			first, indentBy := co.From, ""
 			switch agent {
