@@ -154,3 +154,91 @@ func BenchmarkClassify(b *testing.B) {
 		}
 	}
 }
+
+// Menus, overlays and question dialogs, drawn as the agents draw them:
+// each is read by its own rule from its own part; the same words quoted
+// in an answer in the transcript do not decide.
+func TestMenusAndQuestions(t *testing.T) {
+	const (
+		claudeRule = "────────────────────────────────────────────────────────────"
+		claudeFoot = "  ⏵⏵ bypass permissions on (shift+tab to cycle)"
+		codexFoot  = "  fake-model default · /tmp/w-1"
+		codexHints = "  ← for agents · ? for shortcuts"
+		ocBox      = "  ╹▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"
+		ocFoot     = "   /tmp/w-1                                         ctrl+p commands"
+	)
+	claudeMenu := []string{"  ❯ /add-dir                Add a working directory", "    /auto-mode-setup        Teach auto mode about your", "                            environment"}
+	claudeHelp := []string{"  ! for shell     esc esc to clear       ctrl+shift+_ to", "  mode            input                  undo", "  / for commands  shift+tab to cycle     ctrl+z to suspend"}
+	codexMenu := []string{"› /model         choose what model and reasoning effort to", "                 use", "  /presets       run or save reusable prompts and slash"}
+	codexHelp := []string{"  Keyboard shortcuts", "", "  Compose", "  /        Commands", "  @        Mention files"}
+	codexAsk := []string{"  Question 1/1 (1 unanswered)", "  Which colors should the buttons be?", "", "  › 1. Red                A warm color",
+		"    2. Blue               A cool color", "", "  tab to add notes | enter to submit answer", "  esc to interrupt"}
+	ocMenu := []string{"  ┃ /agents       Switch agent                           ┃", "  ┃ /compact      Compact session                        ┃"}
+	ocComposer := []string{"  ┃", "  ┃  Ask anything…", "  ┃", "  ┃  Build · fake-model cicy-agent gateway", ocBox, ocFoot}
+	ocPalette := []string{"     Commands                                       esc", "", "     Search", "", "     Suggested",
+		"     Switch session                            ctrl+x l"}
+	ocHelp := []string{"   Help                                         esc/enter", "", "   Press ctrl+p to see all available actions and", "   commands in any context."}
+	ocAsk := []string{"  ┃", "  ┃   Colors   Confirm", "  ┃", "  ┃  Which colors should the buttons be? (select all that apply)", "  ┃",
+		"  ┃  1. [ ] Red", "  ┃  2. [ ] Blue", "  ┃", "  ┃  ⇆ tab  ↑↓ select  enter toggle  esc dismiss", "  ┃"}
+	quote := func(mark string, words []string) []string {
+		out := []string{mark + "They show:"}
+		for _, w := range words {
+			out = append(out, strings.Repeat(" ", len([]rune(mark)))+strings.TrimLeft(w, " "))
+		}
+		return append(out, "")
+	}
+	cases := []struct {
+		name, agent string
+		screen      [][]string
+		state       pane.State
+		rule        string
+		part        pane.Part
+	}{
+		{"slash menu", "claude", [][]string{{"● done", ""}, claudeMenu, {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"shortcut panel", "claude", [][]string{{"● done", "", claudeRule, "❯\u00a0", claudeRule}, claudeHelp}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"quoted menu", "claude", [][]string{quote("● ", append(claudeMenu, claudeHelp...)), {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-idle-footer", pane.PartFooter},
+		{"slash menu", "codex", [][]string{{"• done", ""}, codexMenu, {"", "› /", "", codexFoot}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"shortcut overlay", "codex", [][]string{{"• done", ""}, codexHelp, {"", "› Ask Codex to do anything", "", codexFoot, "  ? / esc close"}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"plan-mode question", "codex", [][]string{{"› ask me", ""}, codexAsk}, pane.Waiting, "codex-question", pane.PartDialog},
+		// Quoted right above the composer, with the draft "/": the footer
+		// keeps its hints, so no popup is open.
+		{"quoted menu", "codex", [][]string{quote("• ", append(codexMenu, codexHelp...)), {"› /", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
+		{"quoted question", "codex", [][]string{quote("• ", codexAsk), {"› Ask Codex to do anything", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
+		{"slash menu", "opencode", [][]string{{"     done", ""}, ocMenu, {"  ┃", "  ┃  /", "  ┃", "  ┃  Build · fake-model cicy-agent gateway", ocBox, ocFoot}}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"palette", "opencode", [][]string{{"     done", ""}, ocPalette}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"help", "opencode", [][]string{{"     done", ""}, ocHelp, {""}, ocComposer}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"multiple-choice question", "opencode", [][]string{{"     → Asked 1 question", ""}, ocAsk}, pane.Waiting, "opencode-question", pane.PartDialog},
+		{"quoted question", "opencode", [][]string{quote("     ", slices.Concat(ocAsk, ocMenu, []string{"Commands    esc"})), ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
+	}
+	for _, c := range cases {
+		lines := slices.Concat(c.screen...)
+		v, ok := classify(t, c.agent, lines)
+		l := pane.NewLayout(strings.Join(lines, "\n"), Layout(c.agent))
+		if !ok || v.State != c.state || v.Rule.Name != c.rule || v.Part != c.part {
+			t.Errorf("%s %s: %s by %q in the %q (line %d %q), want %s by %q in the %q; parts %v\n%s", c.agent, c.name, v.State, v.Rule.Name, v.Part,
+				v.LineNo, v.Line, c.state, c.rule, c.part, l.Describe(), strings.Join(lines, "\n"))
+		}
+		if _, menu := l.Find(pane.PartMenu); menu != (c.part == pane.PartMenu) {
+			t.Errorf("%s %s: parts %v", c.agent, c.name, l.Describe())
+		}
+	}
+}
+
+// The recorded answers quoting menus and question dialogs
+// (quoted-menus-*) are read idle by the idle footer, with no menu found.
+func TestQuotedMenusStayIdle(t *testing.T) {
+	for _, agent := range Names() {
+		files, _ := filepath.Glob(filepath.Join(corpus, agent, "idle", "quoted-menus-*.txt"))
+		if len(files) == 0 {
+			t.Fatalf("%s: no quoted-menus screens", agent)
+		}
+		for _, f := range files {
+			lines := readScreen(t, f)
+			v, ok := classify(t, agent, lines)
+			l := pane.NewLayout(strings.Join(lines, "\n"), Layout(agent))
+			if _, menu := l.Find(pane.PartMenu); !ok || v.State != pane.Idle || v.Part != pane.PartFooter || menu {
+				t.Errorf("%s: %s by %q in the %q; parts %v", f, v.State, v.Rule.Name, v.Part, l.Describe())
+			}
+		}
+	}
+}
