@@ -5,11 +5,14 @@ package main
 //
 //	go test ./cmd/cicy-agent -run TestRecordScreens -timeout 30m -args -record
 //
-// (add -run 'TestRecordScreens/codex' for one agent). Each agent runs in
-// its own subtest, in parallel, with its own CICY_HOME, tmux server and
-// fake model server (cicy/fakellm), and is driven through the situations
-// below at 120×40, 80×24 and 200×50; `cicy-agent screen` is saved at each
-// moment. The label (the state folder) is the fake server's truth at the
+// (add -run 'TestRecordScreens/codex' for one agent, and -only with a
+// comma-separated list of recordOrder's groups, e.g. -args -record -only
+// overlays,ask-forms, to record only those; it overwrites the screens it
+// records and no others). Each agent runs in its own subtest, in
+// parallel, with its own CICY_HOME, tmux server and fake model server
+// (cicy/fakellm), and is driven through the situations below at 120×40,
+// 80×24 and 200×50 (the overlays and question forms at 100×30, 60×20,
+// 160×45 and 250×60); `cicy-agent screen` is saved at each moment. The label (the state folder) is the fake server's truth at the
 // moment of the screenshot, read just before and just after it
 // (fakellm.Server.Truth): a model request in flight, a retry the server
 // asked for, or a tool call not yet answered by its result that runs by
