@@ -85,11 +85,11 @@ var overlaySizes = [][2]int{{100, 30}, {60, 20}, {160, 45}, {250, 60}}
 // one pane; "permission" starts a pane that asks first.
 var recordGroups = map[string]func(r *recorder, id string){
 	"basics": recordBasics, "quotes": recordQuotes, "drafts": recordDrafts, "errors": recordErrors,
-	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "ask-forms": recordAskForms,
+	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "mentions": recordMentions, "ask-forms": recordAskForms,
 	"permission": func(r *recorder, _ string) { recordPermission(r) },
 }
 
-var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "ask-forms", "permission"}
+var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "ask-forms", "permission"}
 
 // recordWants reports whether -only selects group.
 func recordWants(group string) bool {
@@ -590,6 +590,19 @@ func recordOverlays(r *recorder, id string) {
 	}
 	r.run("send", "--no-enter", id, "", "--key", "Escape")
 	time.Sleep(time.Second)
+	r.waitTruth(id, "idle", 30*time.Second)
+}
+
+// recordMentions: the file-mention popup (@ typed at the idle prompt),
+// at overlaySizes, with a file in the workspace to mention.
+func recordMentions(r *recorder, id string) {
+	if err := os.WriteFile(filepath.Join(r.home, "workspaces", id, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.resize(id, overlaySizes[0])
+	r.typeDraft(id, "@")
+	r.atTheseSizes(overlaySizes, id, "idle", "mention-menu", nil)
+	r.clearDraft(id, 1)
 	r.waitTruth(id, "idle", 30*time.Second)
 }
 
