@@ -150,7 +150,7 @@ var claudeRules = pane.Rules{
 	{Name: "claude-trust-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Yes, I (trust this folder|accept)`},
 	{Name: "claude-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
 	{Name: "claude-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `…|retrying in \d+s · attempt \d+`},
-	{Name: "claude-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^  [❯ ] /|^  ! for shell`},
+	{Name: "claude-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^  [❯ ] /|^    [^ ]|^  ! for shell`},
 	{Name: "claude-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`},
 	{Name: "claude-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^❯`},
 }
@@ -158,9 +158,9 @@ var claudeRules = pane.Rules{
 // Claude Code's layout, from the bottom: the footer (hints, "esc to
 // interrupt" while it works) under the composer, the ❯ prompt between two
 // full-width ─ rules; above the composer, while it works, the spinner line
-// ("✻ Verbing…", with tips under it). A menu: the slash-command popup
-// right above the composer while the draft starts with "/" (its entries
-// "  ❯ /cmd" and "    /cmd"), or the shortcut panel ("? " at the empty
+// ("✻ Verbing…", with tips under it). A menu: the slash-command or
+// mention popup right above the composer while the draft starts with "/"
+// or "@" (see claudePopup), or the shortcut panel ("? " at the empty
 // prompt) in the footer's place ("  ! for shell mode" first). A dialog (a
 // permission, a question) replaces the composer: it runs from its top ─
 // rule to the bottom.
@@ -189,8 +189,8 @@ func claudeLayout(lines []string) []pane.Span {
 		if lo+1 < end && strings.HasPrefix(lines[lo+1], "  ! for shell") {
 			footer.Part = pane.PartMenu // the shortcut panel
 		}
-		if startsWithGlyph(lines[up+1], '❯') && strings.HasPrefix(strings.TrimLeft(lines[up+1][len("❯"):], " \u00a0"), "/") {
-			if m := claudePopup(lines, up); m < up {
+		if startsWithGlyph(lines[up+1], '❯') {
+			if m := claudePopup(lines, up, strings.TrimLeft(lines[up+1][len("❯"):], " \u00a0")); m < up {
 				return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: up}, composer, footer)
 			}
 		}
@@ -210,22 +210,26 @@ func claudeLayout(lines []string) []pane.Span {
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
 }
 
-// claudePopup is where the slash-command popup right above the composer
-// (whose top rule is up) starts: its first entry, "  ❯ /cmd"; up when
-// there is none. The other entries are "    /cmd", their descriptions
-// wrapped onto deeper indented lines.
-func claudePopup(lines []string, up int) int {
+// claudePopup is where the popup right above the composer (whose top
+// rule is up) starts; up when there is none. While the draft starts with
+// "/", the slash commands: "  ❯ /cmd" first, then "    /cmd", their
+// descriptions wrapped onto deeper indented lines. While it starts with
+// "@", the file and agent mentions: lines indented by 4 ("    + main.go").
+func claudePopup(lines []string, up int, draft string) int {
+	top := up
 	for i := up - 1; i >= 0 && !pane.Blank(lines[i]); i-- {
 		l := lines[i]
 		switch {
-		case strings.HasPrefix(l, "  ❯ /"):
+		case strings.HasPrefix(draft, "/") && strings.HasPrefix(l, "  ❯ /"):
 			return i
-		case strings.HasPrefix(l, "    /"), indent(l) > 4:
+		case strings.HasPrefix(draft, "/") && (strings.HasPrefix(l, "    /") || indent(l) > 4):
+		case strings.HasPrefix(draft, "@") && indent(l) >= 4:
+			top = i
 		default:
-			return up
+			return top
 		}
 	}
-	return up
+	return top
 }
 
 // claudeComposerTop is the upper rule of the composer whose lower rule is

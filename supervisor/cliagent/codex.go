@@ -167,7 +167,7 @@ var codexRules = pane.Rules{
 	{Name: "codex-question", State: pane.Waiting, Part: pane.PartDialog, Match: `enter to submit`, Last: 3},
 	{Name: "codex-busy", State: pane.Busy, Part: pane.PartStatus, Match: `esc to interrupt`},
 	{Name: "codex-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
-	{Name: "codex-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^(› |  )/\w|Keyboard shortcuts`},
+	{Name: "codex-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^(› |  )/\w|Keyboard shortcuts|esc close`},
 	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents|esc close`},
 	{Name: "codex-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^›`},
 }
@@ -176,9 +176,10 @@ var codexRules = pane.Rules{
 // blank line, the composer (› with the draft or its placeholder, its
 // continuation lines indented), and above it, while Codex works, the
 // status line ("• Working (3s • esc to interrupt)"). A menu sits above
-// the composer instead: the slash-command popup while the draft starts
-// with "/" (the footer then shows only model and folder), or the
-// shortcut overlay ("Keyboard shortcuts", "? / esc close" in the footer).
+// the composer instead: the slash-command or file-mention popup while the
+// draft starts with "/" or "@" (the footer then shows only model and
+// folder), or the shortcut overlay ("Keyboard shortcuts", "? / esc close"
+// in the footer).
 // A dialog (an approval, a question) replaces composer and footer:
 // indented lines and a "› 1." choice list down to the bottom.
 var (
@@ -228,9 +229,10 @@ func codexLayout(lines []string) []pane.Span {
 				}
 			}
 			return spans(top, pane.Span{Part: pane.PartStatus, From: top, To: sl + 1}, composer, footer)
-		case strings.HasPrefix(lines[c], "› /"):
-			// The footer loses its hints while the slash-command popup
-			// shows, right above the composer.
+		default:
+			// The footer loses its hints while a popup shows right above
+			// the composer: the slash commands, or the file mentions
+			// under their own key hints.
 			if m := codexPopup(lines, c); m.To > m.From {
 				return spans(m.From, m, composer, footer)
 			}
@@ -251,12 +253,24 @@ func codexLayout(lines []string) []pane.Span {
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
 }
 
-// codexPopup is the slash-command popup above the composer at c: the
-// command entries (and their wrapped, deeper indented descriptions) right
-// above it, one blank line between; empty when there is none.
+// codexPopup is the popup right above the composer at c, one blank line
+// between: the slash-command entries (and their wrapped, deeper indented
+// descriptions) while the draft starts with "/"; or, while it starts
+// with "@", the file mentions' key hints ("enter/tab insert · esc close")
+// and the block of entries above them. Empty when there is none.
 func codexPopup(lines []string, c int) pane.Span {
 	to := pane.LastNonBlank(lines, c-1) + 1
 	if to == 0 || c-to != 1 {
+		return pane.Span{}
+	}
+	switch {
+	case strings.HasPrefix(lines[c], "› @") && strings.Contains(lines[to-1], "esc close"):
+		from := to - 1
+		if i := pane.LastNonBlank(lines, from-1); i >= 0 && from-i <= codexStatusGap+1 {
+			from = blockAbove(lines, i)
+		}
+		return pane.Span{Part: pane.PartMenu, From: from, To: to}
+	case !strings.HasPrefix(lines[c], "› /"):
 		return pane.Span{}
 	}
 	from := to

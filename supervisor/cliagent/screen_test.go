@@ -171,6 +171,8 @@ func TestMenusAndQuestions(t *testing.T) {
 	claudeHelp := []string{"  ! for shell     esc esc to clear       ctrl+shift+_ to", "  mode            input                  undo", "  / for commands  shift+tab to cycle     ctrl+z to suspend"}
 	codexMenu := []string{"› /model         choose what model and reasoning effort to", "                 use", "  /presets       run or save reusable prompts and slash"}
 	codexHelp := []string{"  Keyboard shortcuts", "", "  Compose", "  /        Commands", "  @        Mention files"}
+	codexMention := []string{"  main.go", "  create-statusline  Build and enable a custom MCP statusline  Skill", "", "", "  enter/tab insert · esc close · ↑/↓ select · ←/→ filter"}
+	claudeMention := []string{"    + main.go", "    * claude (agent)             Catch-all for any task t…"}
 	codexAsk := []string{"  Question 1/1 (1 unanswered)", "  Which colors should the buttons be?", "", "  › 1. Red                A warm color",
 		"    2. Blue               A cool color", "", "  tab to add notes | enter to submit answer", "  esc to interrupt"}
 	ocMenu := []string{"  ┃ /agents       Switch agent                           ┃", "  ┃ /compact      Compact session                        ┃"}
@@ -196,9 +198,12 @@ func TestMenusAndQuestions(t *testing.T) {
 	}{
 		{"slash menu", "claude", [][]string{{"● done", ""}, claudeMenu, {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-menu", pane.PartMenu},
 		{"shortcut panel", "claude", [][]string{{"● done", "", claudeRule, "❯\u00a0", claudeRule}, claudeHelp}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"mention popup", "claude", [][]string{{"● done", ""}, claudeMention, {claudeRule, "❯\u00a0@", claudeRule, claudeFoot}}, pane.Idle, "claude-menu", pane.PartMenu},
 		{"quoted menu", "claude", [][]string{quote("● ", append(claudeMenu, claudeHelp...)), {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-idle-footer", pane.PartFooter},
 		{"slash menu", "codex", [][]string{{"• done", ""}, codexMenu, {"", "› /", "", codexFoot}}, pane.Idle, "codex-menu", pane.PartMenu},
 		{"shortcut overlay", "codex", [][]string{{"• done", ""}, codexHelp, {"", "› Ask Codex to do anything", "", codexFoot, "  ? / esc close"}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"mention popup", "codex", [][]string{{"• done", ""}, codexMention, {"", "› @m", "", codexFoot}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"quoted mention popup", "codex", [][]string{quote("• ", codexMention), {"› @m", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
 		{"plan-mode question", "codex", [][]string{{"› ask me", ""}, codexAsk}, pane.Waiting, "codex-question", pane.PartDialog},
 		// Quoted right above the composer, with the draft "/": the footer
 		// keeps its hints, so no popup is open.
