@@ -85,11 +85,11 @@ var overlaySizes = [][2]int{{100, 30}, {60, 20}, {160, 45}, {250, 60}}
 // one pane; "permission" starts a pane that asks first.
 var recordGroups = map[string]func(r *recorder, id string){
 	"basics": recordBasics, "quotes": recordQuotes, "drafts": recordDrafts, "errors": recordErrors,
-	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "mentions": recordMentions, "ask-forms": recordAskForms,
+	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "mentions": recordMentions, "busy-menus": recordBusyMenus, "ask-forms": recordAskForms,
 	"permission": func(r *recorder, _ string) { recordPermission(r) },
 }
 
-var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "ask-forms", "permission"}
+var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "busy-menus", "ask-forms", "permission"}
 
 // recordWants reports whether -only selects group.
 func recordWants(group string) bool {
@@ -604,6 +604,41 @@ func recordMentions(r *recorder, id string) {
 	r.atTheseSizes(overlaySizes, id, "idle", "mention-menu", nil)
 	r.clearDraft(id, 1)
 	r.waitTruth(id, "idle", 30*time.Second)
+}
+
+// recordBusyMenus: the menus opened while the agent works, which leave
+// it busy, at overlaySizes: the slash-command and mention popups and the
+// help (Codex's ? overlay, opencode's palette). Not Claude Code's: its
+// popups hide the spinner line, and its footer shows no interrupt hint
+// then, so the screen cannot tell.
+func recordBusyMenus(r *recorder, id string) {
+	if r.agent == "claude" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(r.home, "workspaces", id, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.resize(id, overlaySizes[0])
+	help, closeHelp := []string{"?"}, []string{"", "--key", "Escape"}
+	if r.agent == "opencode" {
+		help = []string{"", "--key", "C-p"}
+	}
+	for _, m := range []struct {
+		name       string
+		open, shut []string
+	}{
+		{"busy-slash-menu", []string{"/"}, []string{"", "--key", "BSpace"}},
+		{"busy-mention-menu", []string{"@"}, []string{"", "--key", "BSpace"}},
+		{"busy-help", help, closeHelp},
+	} {
+		r.turn(id, "think under a menu [[delay=30]]")
+		r.waitTruth(id, "busy", 30*time.Second)
+		r.run(append([]string{"send", "--no-enter", id}, m.open...)...)
+		time.Sleep(time.Second)
+		r.atTheseSizes(overlaySizes, id, "busy", m.name, nil)
+		r.run(append([]string{"send", "--no-enter", id}, m.shut...)...)
+		r.waitTruth(id, "idle", 60*time.Second)
+	}
 }
 
 // recordAskForms: the question dialogs beyond recordQuestion's, at
