@@ -202,6 +202,9 @@ const (
 	// codexOverlayMax is how many lines the shortcut overlay takes above
 	// the composer at most.
 	codexOverlayMax = 40
+	// codexMenuHeaders is how many lines of headers a menu has above its
+	// entries at most.
+	codexMenuHeaders = 12
 )
 
 // codexLayout finds the parts of a Codex screen.
@@ -220,21 +223,18 @@ func codexLayout(lines []string) []pane.Span {
 		case !startsWithGlyph(lines[c], '›'):
 		case codexHints(lines[foot:end]):
 			if m := codexOverlay(lines, c, foot, end); m.To > m.From {
-				return spans(m.From, m, composer, footer)
+				status, m := codexMenuStatus(lines, m)
+				return spans(status.From, status, m, composer, footer)
 			}
-			top, sl := c, pane.LastNonBlank(lines, c-1)
-			if sl >= 0 && c-sl <= codexStatusGap {
-				if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
-					top = b
-				}
-			}
-			return spans(top, pane.Span{Part: pane.PartStatus, From: top, To: sl + 1}, composer, footer)
+			status := codexStatus(lines, c)
+			return spans(status.From, status, composer, footer)
 		default:
 			// The footer loses its hints while a popup shows right above
 			// the composer: the slash commands, or the file mentions
 			// under their own key hints.
 			if m := codexPopup(lines, c); m.To > m.From {
-				return spans(m.From, m, composer, footer)
+				status, m := codexMenuStatus(lines, m)
+				return spans(status.From, status, m, composer, footer)
 			}
 		}
 	}
@@ -251,6 +251,44 @@ func codexLayout(lines []string) []pane.Span {
 		}
 	}
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// codexStatus is the status line above line below (the composer, or a
+// menu over it) while Codex works: the block it starts, ending at most
+// codexStatusGap lines above below; an empty span at below when there is
+// none.
+func codexStatus(lines []string, below int) pane.Span {
+	if sl := pane.LastNonBlank(lines, below-1); sl >= 0 && below-sl <= codexStatusGap {
+		if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
+			return pane.Span{Part: pane.PartStatus, From: b, To: sl + 1}
+		}
+	}
+	return pane.Span{Part: pane.PartStatus, From: below, To: below}
+}
+
+// codexMenuStatus is the status line above a menu m, which may have
+// headers above it (the mention popup's "Mentions" while Codex works):
+// the status line up to codexMenuHeaders indented lines above it, the
+// menu then growing up to just under it. Without one, m and an empty
+// status.
+func codexMenuStatus(lines []string, m pane.Span) (status, menu pane.Span) {
+	for i := m.From - 1; i >= 0 && i >= m.From-codexMenuHeaders; i-- {
+		l := lines[i]
+		if pane.Blank(l) || indent(l) > 0 {
+			continue
+		}
+		if b := blockAbove(lines, i); codexStatusLine.MatchString(lines[b]) {
+			if next := i + 1; next < m.From {
+				for pane.Blank(lines[next]) {
+					next++
+				}
+				m.From = next
+			}
+			return pane.Span{Part: pane.PartStatus, From: b, To: i + 1}, m
+		}
+		break
+	}
+	return pane.Span{Part: pane.PartStatus, From: m.From, To: m.From}, m
 }
 
 // codexPopup is the popup right above the composer at c, one blank line

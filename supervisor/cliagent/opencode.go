@@ -236,19 +236,34 @@ func opencodeLayout(lines []string) []pane.Span {
 			if m := opencodeModal(lines, top); m >= 0 {
 				return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: top}, composer, footer)
 			}
-			// The popup: the box's first lines, closed on the right.
-			p := top
-			for p < i && strings.HasSuffix(lines[p], "┃") && strings.Count(lines[p], "┃") >= 2 {
-				p++
+			// The popup: lines of the box closed on the right too, over
+			// the composer's own lines (the transcript's last message box
+			// may join the box from above).
+			p0 := top
+			for p0 < i && !opencodeClosed(lines[p0]) {
+				p0++
 			}
-			composer.From = p
-			return spans(top, pane.Span{Part: pane.PartMenu, From: top, To: p}, composer, footer)
+			p1 := p0
+			for p1 < i && opencodeClosed(lines[p1]) {
+				p1++
+			}
+			if p0 == i {
+				return spans(top, composer, footer)
+			}
+			composer.From = p1
+			return spans(p0, pane.Span{Part: pane.PartMenu, From: p0, To: p1}, composer, footer)
 		}
 	}
 	if m := opencodeModal(lines, end); m >= 0 {
 		return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: end})
 	}
 	return spans(end)
+}
+
+// opencodeClosed reports whether a line of a box is closed on the right
+// too, as the popup's are.
+func opencodeClosed(l string) bool {
+	return strings.HasSuffix(l, "┃") && strings.Count(l, "┃") >= 2
 }
 
 // opencodeModal is the title line of a modal window above line below; -1

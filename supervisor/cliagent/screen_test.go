@@ -247,3 +247,23 @@ func TestQuotedMenusStayIdle(t *testing.T) {
 		}
 	}
 }
+
+// A menu opened while Codex works leaves it busy: its status line stays
+// above the menu, headers and all, and the busy rules come first.
+func TestBusyUnderMenu(t *testing.T) {
+	status := []string{"› think", "", "◦ Working (9s • esc to interrupt)", ""}
+	foot := []string{"", "  fake-model default · /tmp/w-1"}
+	for name, screen := range map[string][][]string{
+		"slash menu":   {status, {"› /model         choose what model", "  /presets       run or save reusable prompts", ""}, {"› /"}, foot},
+		"mention menu": {status, {"  Mentions", "  Files, directories, plugins, skills and tasks", "", "  Type to search mentions", "", "› main.go", "", "  enter/tab insert · esc close", ""}, {"› @"}, foot},
+		"shortcuts":    {status, {"  Keyboard shortcuts", "", "  Compose", "  /        Commands", ""}, {"› Ask Codex to do anything"}, foot, {"  ? / esc close"}},
+	} {
+		lines := slices.Concat(screen...)
+		v, _ := classify(t, "codex", lines)
+		l := pane.NewLayout(strings.Join(lines, "\n"), Layout("codex"))
+		_, menu := l.Find(pane.PartMenu)
+		if v.State != pane.Busy || v.Rule.Name != "codex-busy" || !menu {
+			t.Errorf("%s: %s by %q; parts %v\n%s", name, v.State, v.Rule.Name, l.Describe(), strings.Join(lines, "\n"))
+		}
+	}
+}
