@@ -17,7 +17,7 @@ const (
 	PartComposer   Part = "composer"   // the input box, with any draft in it
 	PartFooter     Part = "footer"     // the hints below the composer
 	PartDialog     Part = "dialog"     // a modal dialog or question replacing or covering the composer
-	PartMenu       Part = "menu"       // a menu, help panel or palette the person opened over the idle agent
+	PartMenu       Part = "menu"       // a menu, help panel or palette the user opened over the agent
 )
 
 // Parts are the valid part names.
