@@ -238,7 +238,8 @@ func opencodeLayout(lines []string) []pane.Span {
 			}
 			// The popup: lines of the box closed on the right too, over
 			// the composer's own lines (the transcript's last message box
-			// may join the box from above).
+			// may join the box from above), while the draft starts with
+			// "/" or "@".
 			p0 := top
 			for p0 < i && !opencodeClosed(lines[p0]) {
 				p0++
@@ -247,7 +248,7 @@ func opencodeLayout(lines []string) []pane.Span {
 			for p1 < i && opencodeClosed(lines[p1]) {
 				p1++
 			}
-			if p0 == i {
+			if p0 == i || !opencodeDraftStarts(lines[p1:i], "/", "@") {
 				return spans(top, composer, footer)
 			}
 			composer.From = p1
@@ -264,6 +265,23 @@ func opencodeLayout(lines []string) []pane.Span {
 // too, as the popup's are.
 func opencodeClosed(l string) bool {
 	return strings.HasSuffix(l, "┃") && strings.Count(l, "┃") >= 2
+}
+
+// opencodeDraftStarts reports whether the first text in the box lines
+// (the composer's) starts with one of prefixes.
+func opencodeDraftStarts(box []string, prefixes ...string) bool {
+	for _, l := range box {
+		_, text, _ := strings.Cut(l, "┃")
+		if text = strings.TrimSpace(text); text != "" {
+			for _, p := range prefixes {
+				if strings.HasPrefix(text, p) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // opencodeModal is the title line of a modal window above line below; -1

@@ -213,6 +213,9 @@ func TestMenusAndQuestions(t *testing.T) {
 		{"palette", "opencode", [][]string{{"     done", ""}, ocPalette}, pane.Idle, "opencode-menu", pane.PartMenu},
 		{"help", "opencode", [][]string{{"     done", ""}, ocHelp, {""}, ocComposer}, pane.Idle, "opencode-menu", pane.PartMenu},
 		{"multiple-choice question", "opencode", [][]string{{"     → Asked 1 question", ""}, ocAsk}, pane.Waiting, "opencode-question", pane.PartDialog},
+		// The user's message box joins the composer's, a line of it closed
+		// like the popup's: no popup without a draft starting with "/".
+		{"closed line in a message", "opencode", [][]string{{"  ┃", "  ┃  it shows ┃ /agents   Switch agent ┃"}, ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
 		{"quoted question", "opencode", [][]string{quote("     ", slices.Concat(ocAsk, ocMenu, []string{"Commands    esc"})), ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
 	}
 	for _, c := range cases {
