@@ -8,7 +8,7 @@ package main
 // (add -run 'TestRecordScreens/codex' for one agent, and -only with a
 // comma-separated list of recordOrder's groups, e.g. -args -record -only
 // overlays,ask-forms, to record only those; it overwrites the screens it
-// records and no others). Each agent runs in its own subtest, in
+// records and no others; -record-to DIR saves them in DIR instead). Each agent runs in its own subtest, in
 // parallel, with its own CICY_HOME, tmux server and fake model server
 // (cicy/fakellm), and is driven through the situations below at 120×40,
 // 80×24 and 200×50 (the overlays and question forms at 100×30, 60×20,
@@ -44,6 +44,7 @@ import (
 
 var (
 	record     = flag.Bool("record", false, "record the screen corpus from the real CLI agents")
+	recordTo   = flag.String("record-to", "testdata/screens", "with -record: the folder the screens are saved in")
 	recordOnly = flag.String("only", "", "with -record: record only these comma-separated groups of situations ("+strings.Join(recordOrder, ", ")+"); all when empty")
 )
 
@@ -59,7 +60,7 @@ func TestRecordScreens(t *testing.T) {
 			t.Fatalf("-only: no group %q (choose among %v)", g, recordOrder)
 		}
 	}
-	out, err := filepath.Abs("testdata/screens")
+	out, err := filepath.Abs(*recordTo)
 	if err != nil {
 		t.Fatal(err)
 	}
