@@ -2,6 +2,7 @@ package pane
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,10 +17,11 @@ const (
 	PartComposer   Part = "composer"   // the input box, with any draft in it
 	PartFooter     Part = "footer"     // the hints below the composer
 	PartDialog     Part = "dialog"     // a modal dialog or question replacing or covering the composer
+	PartMenu       Part = "menu"       // a menu, help panel or palette the user opened over the agent
 )
 
-// Parts are the valid part names, in screen order.
-var Parts = []Part{PartTranscript, PartStatus, PartComposer, PartFooter, PartDialog}
+// Parts are the valid part names.
+var Parts = []Part{PartTranscript, PartStatus, PartComposer, PartFooter, PartDialog, PartMenu}
 
 // Span is one part found on a screen: its lines From to To-1 (counted
 // from 0).
@@ -65,7 +67,7 @@ func (l Layout) Find(p Part) (s Span, ok bool) {
 	return Span{}, false
 }
 
-// Found is the spans found, in screen order (the order of Parts).
+// Found is the spans found, in screen order (from the top).
 func (l Layout) Found() []Span {
 	var out []Span
 	for _, p := range Parts {
@@ -73,6 +75,7 @@ func (l Layout) Found() []Span {
 			out = append(out, s)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Span) int { return a.From - b.From })
 	return out
 }
 

@@ -68,7 +68,7 @@ func ScreenVerdict(home, typ, screen string) (api.RulesVerdict, error) {
 	out.State, out.Rule, out.Part, out.Match, out.Line, out.LineNo = string(v.State), v.Rule.Name, string(v.Part), v.Rule.Match, v.Line, v.LineNo
 	out.Note = "rule " + v.Rule.Describe()
 	if v.Rule.SeesTranscript() {
-		out.Warning = fmt.Sprintf("rule %s reads the transcript (it names no part of the layout, or the transcript): text the agent or its user wrote can set it off; give it a \"part\" (status, composer, footer or dialog)", v.Rule.Name)
+		out.Warning = fmt.Sprintf("rule %s reads the transcript (it names no part of the layout, or the transcript): text the agent or its user wrote can set it off; give it a \"part\" (status, composer, footer, dialog or menu)", v.Rule.Name)
 	}
 	return out, nil
 }

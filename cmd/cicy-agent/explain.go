@@ -24,8 +24,8 @@ func (e *env) explainCmd() *cli.Command {
 			"screen itself.\n\n" +
 			"With --type and --screen: the state the screen rules give a saved screen (plain text as\n" +
 			"'tmux capture-pane -p' prints it; 'cicy-agent screen <pane>' saves one). The screen is cut\n" +
-			"into the parts of the agent's layout (transcript, status, composer, footer, dialog), and each\n" +
-			"rule reads one part. Rules come from $CICY_HOME/db/lite-config.json (\"screenRules\":\n" +
+			"into the parts of the agent's layout (transcript, status, composer, footer, dialog, menu),\n" +
+			"and each rule reads one part. Rules come from $CICY_HOME/db/lite-config.json (\"screenRules\":\n" +
 			"{\"claude\": [{\"name\": …, \"state\": \"busy|idle|waiting\", \"part\": \"footer\", \"match\":\n" +
 			"\"<Go regexp>\", \"last\": N}]}), which go first, then the built-in rules. The first line is\n" +
 			"busy, idle, waiting or unknown (no rule matched: the pane keeps its state); then the rule,\n" +

@@ -5,11 +5,14 @@ package main
 //
 //	go test ./cmd/cicy-agent -run TestRecordScreens -timeout 30m -args -record
 //
-// (add -run 'TestRecordScreens/codex' for one agent). Each agent runs in
-// its own subtest, in parallel, with its own CICY_HOME, tmux server and
-// fake model server (cicy/fakellm), and is driven through the situations
-// below at 120×40, 80×24 and 200×50; `cicy-agent screen` is saved at each
-// moment. The label (the state folder) is the fake server's truth at the
+// (add -run 'TestRecordScreens/codex' for one agent, and -only with a
+// comma-separated list of recordOrder's groups, e.g. -args -record -only
+// overlays,ask-forms, to record only those; it overwrites the screens it
+// records and no others; -record-to DIR saves them in DIR instead). Each agent runs in its own subtest, in
+// parallel, with its own CICY_HOME, tmux server and fake model server
+// (cicy/fakellm), and is driven through the situations below at 120×40,
+// 80×24 and 200×50 (the overlays and question forms at 100×30, 60×20,
+// 160×45 and 250×60); `cicy-agent screen` is saved at each moment. The label (the state folder) is the fake server's truth at the
 // moment of the screenshot, read just before and just after it
 // (fakellm.Server.Truth): a model request in flight, a retry the server
 // asked for, or a tool call not yet answered by its result that runs by
@@ -39,7 +42,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-var record = flag.Bool("record", false, "record the screen corpus from the real CLI agents")
+var (
+	record     = flag.Bool("record", false, "record the screen corpus from the real CLI agents")
+	recordTo   = flag.String("record-to", "testdata/screens", "with -record: the folder the screens are saved in")
+	recordOnly = flag.String("only", "", "with -record: record only these comma-separated groups of situations ("+strings.Join(recordOrder, ", ")+"); all when empty")
+)
 
 func TestRecordScreens(t *testing.T) {
 	if !*record {
@@ -48,7 +55,12 @@ func TestRecordScreens(t *testing.T) {
 	if !haveCLIs() {
 		t.Fatal("the real CLI agents are not installed (make clis)")
 	}
-	out, err := filepath.Abs("testdata/screens")
+	for _, g := range strings.Split(*recordOnly, ",") {
+		if _, ok := recordGroups[g]; !ok && *recordOnly != "" {
+			t.Fatalf("-only: no group %q (choose among %v)", g, recordOrder)
+		}
+	}
+	out, err := filepath.Abs(*recordTo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +75,27 @@ func TestRecordScreens(t *testing.T) {
 // The sizes every situation is recorded at, the first one the panes
 // start with.
 var recordSizes = [][2]int{{120, 40}, {80, 24}, {200, 50}}
+
+// overlaySizes are the sizes the overlays, menus and question dialogs of
+// recordOverlays and recordAskForms are recorded at, the first one the
+// one they are opened at.
+var overlaySizes = [][2]int{{100, 30}, {60, 20}, {160, 45}, {250, 60}}
+
+// recordGroups are the groups of situations, in the order they are
+// recorded; -only picks some of them. Those before "permission" run in
+// one pane; "permission" starts a pane that asks first.
+var recordGroups = map[string]func(r *recorder, id string){
+	"basics": recordBasics, "quotes": recordQuotes, "drafts": recordDrafts, "errors": recordErrors,
+	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "mentions": recordMentions, "busy-menus": recordBusyMenus, "ask-forms": recordAskForms,
+	"permission": func(r *recorder, _ string) { recordPermission(r) },
+}
+
+var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "busy-menus", "ask-forms", "permission"}
+
+// recordWants reports whether -only selects group.
+func recordWants(group string) bool {
+	return *recordOnly == "" || slices.Contains(strings.Split(*recordOnly, ","), group)
+}
 
 // Words of the agents' busy footers and permission dialogs, quoted in
 // answers and drafts, which must not decide a screen's state.
@@ -220,18 +253,25 @@ func (r *recorder) resize(id string, size [2]int) string {
 	return fmt.Sprintf("%dx%d", size[0], size[1])
 }
 
-// atSizes saves the pane's screen as <situation>-<size> at every size,
-// ending at the first size; before, if set, runs after each resize.
+// atSizes saves the pane's screen as <situation>-<size> at every size of
+// recordSizes, ending at the first size; before, if set, runs after each
+// resize.
 func (r *recorder) atSizes(id, want, situation string, before func()) {
 	r.t.Helper()
-	for _, size := range recordSizes[1:] {
+	r.atTheseSizes(recordSizes, id, want, situation, before)
+}
+
+// atTheseSizes is atSizes at the given sizes.
+func (r *recorder) atTheseSizes(sizes [][2]int, id, want, situation string, before func()) {
+	r.t.Helper()
+	for _, size := range sizes[1:] {
 		tag := r.resize(id, size)
 		if before != nil {
 			before()
 		}
 		r.save(id, want, situation+"-"+tag)
 	}
-	tag := r.resize(id, recordSizes[0])
+	tag := r.resize(id, sizes[0])
 	if before != nil {
 		before()
 	}
@@ -333,15 +373,27 @@ func recordAgent(t *testing.T, agent, out string) {
 		_ = cmd.Run()
 		_ = exec.Command("tmux", "-L", r.socket, "kill-server").Run()
 	})
-	id := r.create("rec", false)
-	recordBasics(r, id)
-	recordQuotes(r, id)
-	recordDrafts(r, id)
-	recordErrors(r, id)
-	recordQuestion(r, id)
-	recordRetry(r, id)
-	r.kill(id)
-	recordPermission(r)
+	id := ""
+	for _, g := range recordOrder {
+		if !recordWants(g) {
+			continue
+		}
+		if g == "permission" && id != "" {
+			r.kill(id)
+			id = ""
+		}
+		if id == "" && g != "permission" {
+			id = r.create("rec", false)
+		}
+		recordGroups[g](r, id)
+		if g == "retry" { // the pane retries on and on
+			r.kill(id)
+			id = ""
+		}
+	}
+	if id != "" {
+		r.kill(id)
+	}
 }
 
 // recordBasics: a fresh pane, a long model turn, its answer, a slow
@@ -498,4 +550,129 @@ func recordPermission(r *recorder) {
 	r.waitTruth(id, "waiting", 60*time.Second)
 	r.atSizes(id, "waiting", "permission", nil)
 	r.kill(id) // opencode outlives the tmux server's SIGHUP
+}
+
+// Words of the agents' menus, overlays and question dialogs, quoted in an
+// answer, which must not decide a screen's state.
+const overlayWords = `/model         choose what model and reasoning effort to use\n` +
+	`  Keyboard shortcuts  ·  Tab: Keyboard\n? / esc close\n` +
+	`  Commands                                         esc\n` +
+	`tab to add notes | enter to submit answer | esc to interrupt\n` +
+	`⇆ tab  ↑↓ select  enter toggle  esc dismiss`
+
+// recordOverlays: an answer quoting the overlays' and questions' words;
+// then over it, at overlaySizes, the slash-command menu (/ typed at the
+// idle prompt) and each agent's help: Claude Code's and Codex's shortcut
+// overlay (? at the empty prompt), opencode's command palette (ctrl+p)
+// and help dialog (/help).
+func recordOverlays(r *recorder, id string) {
+	r.resize(id, overlaySizes[0])
+	r.turn(id, "quote the menus [[reply=They show:\n"+overlayWords+"]]")
+	r.waitTruth(id, "idle", 60*time.Second)
+	r.atTheseSizes(overlaySizes, id, "idle", "quoted-menus", nil)
+
+	r.typeDraft(id, "/")
+	r.atTheseSizes(overlaySizes, id, "idle", "slash-menu", nil)
+	r.clearDraft(id, 1)
+
+	switch r.agent {
+	case "opencode":
+		r.run("send", "--no-enter", id, "", "--key", "C-p")
+		time.Sleep(time.Second)
+		r.atTheseSizes(overlaySizes, id, "idle", "palette", nil)
+		r.run("send", "--no-enter", id, "", "--key", "Escape")
+		time.Sleep(time.Second)
+		r.run("send", id, "/help")
+		time.Sleep(time.Second)
+		r.atTheseSizes(overlaySizes, id, "idle", "help", nil)
+	default:
+		r.typeDraft(id, "?")
+		r.atTheseSizes(overlaySizes, id, "idle", "help", nil)
+	}
+	r.run("send", "--no-enter", id, "", "--key", "Escape")
+	time.Sleep(time.Second)
+	r.waitTruth(id, "idle", 30*time.Second)
+}
+
+// recordMentions: the file-mention popup (@ typed at the idle prompt),
+// at overlaySizes, with a file in the workspace to mention.
+func recordMentions(r *recorder, id string) {
+	if err := os.WriteFile(filepath.Join(r.home, "workspaces", id, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.resize(id, overlaySizes[0])
+	r.typeDraft(id, "@")
+	r.atTheseSizes(overlaySizes, id, "idle", "mention-menu", nil)
+	r.clearDraft(id, 1)
+	r.waitTruth(id, "idle", 30*time.Second)
+}
+
+// recordBusyMenus: the menus opened while the agent works, which leave
+// it busy, at overlaySizes: the slash-command and mention popups and the
+// help (Codex's ? overlay, opencode's palette). Not Claude Code's: its
+// popups hide the spinner line, and its footer shows no interrupt hint
+// then, so the screen cannot tell.
+func recordBusyMenus(r *recorder, id string) {
+	if r.agent == "claude" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(r.home, "workspaces", id, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.resize(id, overlaySizes[0])
+	help, closeHelp := []string{"?"}, []string{"", "--key", "Escape"}
+	if r.agent == "opencode" {
+		help = []string{"", "--key", "C-p"}
+	}
+	for _, m := range []struct {
+		name       string
+		open, shut []string
+	}{
+		{"busy-slash-menu", []string{"/"}, []string{"", "--key", "BSpace"}},
+		{"busy-mention-menu", []string{"@"}, []string{"", "--key", "BSpace"}},
+		{"busy-help", help, closeHelp},
+	} {
+		r.turn(id, "think under a menu [[delay=30]]")
+		r.waitTruth(id, "busy", 30*time.Second)
+		r.run(append([]string{"send", "--no-enter", id}, m.open...)...)
+		time.Sleep(time.Second)
+		r.atTheseSizes(overlaySizes, id, "busy", m.name, nil)
+		r.run(append([]string{"send", "--no-enter", id}, m.shut...)...)
+		r.waitTruth(id, "idle", 60*time.Second)
+	}
+}
+
+// recordAskForms: the question dialogs beyond recordQuestion's, at
+// overlaySizes: Codex's plan-mode question (request_user_input, which
+// Codex shows only in Plan mode, shift+tab from the default mode) and a
+// multiple-choice question (Claude Code's AskUserQuestion with
+// multiSelect, opencode's question with multiple).
+func recordAskForms(r *recorder, id string) {
+	r.resize(id, overlaySizes[0])
+	q := map[string]any{"question": "Which colors should the buttons be?", "header": "Colors",
+		"options": []map[string]any{{"label": "Red", "description": "A warm color"}, {"label": "Blue", "description": "A cool color"}}}
+	situation, name := "multi-question", r.offered(questionTools...)
+	switch name {
+	case "AskUserQuestion":
+		q["multiSelect"] = true
+	case "question":
+		q["multiple"] = true
+	case "request_user_input":
+		situation, q["id"] = "plan-question", "colors"
+		r.run("send", "--no-enter", id, "", "--key", "BTab") // to Plan mode
+		time.Sleep(time.Second)
+	default:
+		return
+	}
+	args, _ := json.Marshal(map[string]any{"questions": []any{q}}) // maps of strings always marshal
+	r.turn(id, fmt.Sprintf("ask me [[tool=%s %s]]", name, args))
+	r.waitTruth(id, "waiting", 60*time.Second)
+	r.atTheseSizes(overlaySizes, id, "waiting", situation, nil)
+	r.run("send", "--no-enter", id, "", "--key", "Escape")
+	time.Sleep(2 * time.Second)
+	r.forget()
+	if name == "request_user_input" {
+		r.run("send", "--no-enter", id, "", "--key", "BTab") // back to the default mode
+	}
+	r.waitTruth(id, "idle", 60*time.Second)
 }

@@ -139,8 +139,8 @@ func claudeStyleHook(event string, p claudePayload) (eff Effect, ok bool) {
 // claudeRules are Claude Code's built-in screen rules, from the screens of
 // Claude Code 2.1 (tested against cmd/cicy-agent/testdata/screens), each
 // reading one part of its layout (see claudeLayout): a dialog is waiting;
-// the footer's interrupt hint or the spinner line is busy; the idle
-// footer or prompt is idle.
+// the footer's interrupt hint or the spinner line is busy; a menu, the
+// idle footer or prompt is idle.
 var claudeRules = pane.Rules{
 	// One literal start per rule: a regexp with one scans a long line fast.
 	{Name: "claude-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Do you want to`},
@@ -150,6 +150,7 @@ var claudeRules = pane.Rules{
 	{Name: "claude-trust-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Yes, I (trust this folder|accept)`},
 	{Name: "claude-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
 	{Name: "claude-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `…|retrying in \d+s · attempt \d+`},
+	{Name: "claude-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^  [❯ ] /|^    [^ ]|^  ! for shell`},
 	{Name: "claude-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`},
 	{Name: "claude-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^❯`},
 }
@@ -157,8 +158,12 @@ var claudeRules = pane.Rules{
 // Claude Code's layout, from the bottom: the footer (hints, "esc to
 // interrupt" while it works) under the composer, the ❯ prompt between two
 // full-width ─ rules; above the composer, while it works, the spinner line
-// ("✻ Verbing…", with tips under it). A dialog (a permission, a question)
-// replaces the composer: it runs from its top ─ rule to the bottom.
+// ("✻ Verbing…", with tips under it). A menu: the slash-command or
+// mention popup right above the composer while the draft starts with "/"
+// or "@" (see claudePopup), or the shortcut panel ("? " at the empty
+// prompt) in the footer's place ("  ! for shell mode" first). A dialog (a
+// permission, a question) replaces the composer: it runs from its top ─
+// rule to the bottom.
 const (
 	claudeFooterMax = 15 // lines of footer under the composer at most
 	claudeStatusMax = 8  // lines between the spinner line and the composer at most
@@ -179,11 +184,18 @@ func claudeLayout(lines []string) []pane.Span {
 		return spans(end)
 	}
 	if up := claudeComposerTop(lines, lo); up >= 0 && lo >= end-claudeFooterMax {
+		composer := pane.Span{Part: pane.PartComposer, From: up, To: lo + 1}
+		footer := pane.Span{Part: pane.PartFooter, From: lo + 1, To: end}
+		if lo+1 < end && strings.HasPrefix(lines[lo+1], "  ! for shell") {
+			footer.Part = pane.PartMenu // the shortcut panel
+		}
+		if startsWithGlyph(lines[up+1], '❯') {
+			if m := claudePopup(lines, up, strings.TrimLeft(lines[up+1][len("❯"):], " \u00a0")); m < up {
+				return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: up}, composer, footer)
+			}
+		}
 		top := claudeStatus(lines, up)
-		return spans(top,
-			pane.Span{Part: pane.PartStatus, From: top, To: up},
-			pane.Span{Part: pane.PartComposer, From: up, To: lo + 1},
-			pane.Span{Part: pane.PartFooter, From: lo + 1, To: end})
+		return spans(top, pane.Span{Part: pane.PartStatus, From: top, To: up}, composer, footer)
 	}
 	// No composer: a dialog, from the first of its ─ rules.
 	top := lo
@@ -196,6 +208,28 @@ func claudeLayout(lines []string) []pane.Span {
 		}
 	}
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// claudePopup is where the popup right above the composer (whose top
+// rule is up) starts; up when there is none. While the draft starts with
+// "/", the slash commands: "  ❯ /cmd" first, then "    /cmd", their
+// descriptions wrapped onto deeper indented lines. While it starts with
+// "@", the file and agent mentions: lines indented by 4 ("    + main.go").
+func claudePopup(lines []string, up int, draft string) int {
+	top := up
+	for i := up - 1; i >= 0 && !pane.Blank(lines[i]); i-- {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(draft, "/") && strings.HasPrefix(l, "  ❯ /"):
+			return i
+		case strings.HasPrefix(draft, "/") && (strings.HasPrefix(l, "    /") || indent(l) > 4):
+		case strings.HasPrefix(draft, "@") && indent(l) >= 4:
+			top = i
+		default:
+			return top
+		}
+	}
+	return top
 }
 
 // claudeComposerTop is the upper rule of the composer whose lower rule is

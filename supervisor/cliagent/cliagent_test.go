@@ -132,7 +132,7 @@ func TestScreenRulesPart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "db", "lite-config.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ScreenRules(home, "claude"); err == nil || !strings.Contains(err.Error(), `screen rule "mine": part "bottom" is not one of transcript, status, composer, footer, dialog`) {
+	if _, err := ScreenRules(home, "claude"); err == nil || !strings.Contains(err.Error(), `screen rule "mine": part "bottom" is not one of transcript, status, composer, footer, dialog, menu`) {
 		t.Errorf("a bad part: %v", err)
 	}
 }

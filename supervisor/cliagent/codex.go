@@ -156,37 +156,56 @@ func codexTurnComplete(n codexNotify) Effect {
 // codexRules are Codex's built-in screen rules, from the screens of Codex
 // 0.171 (tested against cmd/cicy-agent/testdata/screens), each reading one
 // part of its layout (see codexLayout): a dialog is waiting, the status
-// line busy, the composer with its footer idle.
+// line busy, a menu or the composer with its footer idle.
 var codexRules = pane.Rules{
 	{Name: "codex-approval", State: pane.Waiting, Part: pane.PartDialog, Match: `Would you like to`},
 	{Name: "codex-confirm", State: pane.Waiting, Part: pane.PartDialog, Match: `Press enter to (confirm|continue)|esc to cancel`},
 	{Name: "codex-choice", State: pane.Waiting, Part: pane.PartDialog, Match: `^› \d+\. `},
 	{Name: "codex-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Trust this folder|Hooks need review|Try new model`},
+	// The plan-mode question (request_user_input): its key hints close
+	// the dialog, under the indented "› 1." choices.
+	{Name: "codex-question", State: pane.Waiting, Part: pane.PartDialog, Match: `enter to submit`, Last: 3},
 	{Name: "codex-busy", State: pane.Busy, Part: pane.PartStatus, Match: `esc to interrupt`},
 	{Name: "codex-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
-	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents`},
+	{Name: "codex-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^(› |  )/\w|Keyboard shortcuts|esc close`},
+	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents|esc close`},
 	{Name: "codex-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^›`},
 }
 
 // Codex's layout, from the bottom: the footer (model, folder, hints), a
 // blank line, the composer (› with the draft or its placeholder, its
 // continuation lines indented), and above it, while Codex works, the
-// status line ("• Working (3s • esc to interrupt)"). A dialog (an
-// approval, a question) replaces composer and footer: indented lines and
-// a "› 1." choice list down to the bottom.
+// status line ("• Working (3s • esc to interrupt)"). A menu sits above
+// the composer instead: the slash-command or file-mention popup while the
+// draft starts with "/" or "@" (the footer then shows only model and
+// folder), or the shortcut overlay ("Keyboard shortcuts", "? / esc close"
+// in the footer).
+// A dialog (an approval, a question) replaces composer and footer:
+// indented lines and a "› 1." choice list down to the bottom.
 var (
 	// codexStatusLine is the status line at column 0: a glyph, a header
 	// of plain words, the time in parentheses.
 	codexStatusLine = regexp.MustCompile(`^[•◦] [^()•◦]+ \((\d+[hms] )*\d+[hms]\b`)
 	codexChoice     = regexp.MustCompile(`^› \d+\. `)
+	// codexCommand is an entry of the slash-command popup, "› " marking
+	// the one selected.
+	codexCommand = regexp.MustCompile(`^(› |  )/[\w-]+( {2,}\S|$)`)
 )
 
 // codexFooterHints is the footer's fixed vocabulary.
-var codexFooterHints = []string{"? for shortcuts", "context left", "for agents", " to view", "to send", "newline", "to queue", "esc to interrupt", "ctrl + c", "ctrl+c", "⌃"}
+var codexFooterHints = []string{"? for shortcuts", "context left", "for agents", " to view", "to send", "newline", "to queue", "esc to interrupt", "ctrl + c", "ctrl+c", "⌃", "esc close"}
 
-// codexStatusGap is how many blank lines separate the status line from
-// the composer at most.
-const codexStatusGap = 3
+const (
+	// codexStatusGap is how many blank lines separate the status line
+	// from the composer at most.
+	codexStatusGap = 3
+	// codexOverlayMax is how many lines the shortcut overlay takes above
+	// the composer at most.
+	codexOverlayMax = 40
+	// codexMenuHeaders is how many lines of headers a menu has above its
+	// entries at most.
+	codexMenuHeaders = 12
+)
 
 // codexLayout finds the parts of a Codex screen.
 func codexLayout(lines []string) []pane.Span {
@@ -196,19 +215,27 @@ func codexLayout(lines []string) []pane.Span {
 	}
 	foot := blockAbove(lines, end-1)
 	ce := pane.LastNonBlank(lines, foot-1) + 1
-	if ce > 0 && codexHints(lines[foot:end]) {
+	if ce > 0 {
 		c := blockAbove(lines, ce-1)
-		if startsWithGlyph(lines[c], '›') {
-			top, sl := c, pane.LastNonBlank(lines, c-1)
-			if sl >= 0 && c-sl <= codexStatusGap {
-				if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
-					top = b
-				}
+		composer := pane.Span{Part: pane.PartComposer, From: c, To: ce}
+		footer := pane.Span{Part: pane.PartFooter, From: foot, To: end}
+		switch {
+		case !startsWithGlyph(lines[c], '›'):
+		case codexHints(lines[foot:end]):
+			if m := codexOverlay(lines, c, foot, end); m.To > m.From {
+				status, m := codexMenuStatus(lines, m)
+				return spans(status.From, status, m, composer, footer)
 			}
-			return spans(top,
-				pane.Span{Part: pane.PartStatus, From: top, To: sl + 1},
-				pane.Span{Part: pane.PartComposer, From: c, To: ce},
-				pane.Span{Part: pane.PartFooter, From: foot, To: end})
+			status := codexStatus(lines, c)
+			return spans(status.From, status, composer, footer)
+		default:
+			// The footer loses its hints while a popup shows right above
+			// the composer: the slash commands, or the file mentions
+			// under their own key hints.
+			if m := codexPopup(lines, c); m.To > m.From {
+				status, m := codexMenuStatus(lines, m)
+				return spans(status.From, status, m, composer, footer)
+			}
 		}
 	}
 	// No composer: a dialog, the indented lines and choices above the
@@ -224,6 +251,92 @@ func codexLayout(lines []string) []pane.Span {
 		}
 	}
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// codexStatus is the status line above line below (the composer, or a
+// menu over it) while Codex works: the block it starts, ending at most
+// codexStatusGap lines above below; an empty span at below when there is
+// none.
+func codexStatus(lines []string, below int) pane.Span {
+	if sl := pane.LastNonBlank(lines, below-1); sl >= 0 && below-sl <= codexStatusGap {
+		if b := blockAbove(lines, sl); codexStatusLine.MatchString(lines[b]) {
+			return pane.Span{Part: pane.PartStatus, From: b, To: sl + 1}
+		}
+	}
+	return pane.Span{Part: pane.PartStatus, From: below, To: below}
+}
+
+// codexMenuStatus is the status line above a menu m, which may have
+// headers above it (the mention popup's "Mentions" while Codex works):
+// the status line up to codexMenuHeaders indented lines above it, the
+// menu then growing up to just under it. Without one, m and an empty
+// status.
+func codexMenuStatus(lines []string, m pane.Span) (status, menu pane.Span) {
+	for i := m.From - 1; i >= 0 && i >= m.From-codexMenuHeaders; i-- {
+		l := lines[i]
+		if pane.Blank(l) || indent(l) > 0 {
+			continue
+		}
+		if b := blockAbove(lines, i); codexStatusLine.MatchString(lines[b]) {
+			if next := i + 1; next < m.From {
+				for pane.Blank(lines[next]) {
+					next++
+				}
+				m.From = next
+			}
+			return pane.Span{Part: pane.PartStatus, From: b, To: i + 1}, m
+		}
+		break
+	}
+	return pane.Span{Part: pane.PartStatus, From: m.From, To: m.From}, m
+}
+
+// codexPopup is the popup right above the composer at c, one blank line
+// between: the slash-command entries (and their wrapped, deeper indented
+// descriptions) while the draft starts with "/"; or, while it starts
+// with "@", the file mentions' key hints ("enter/tab insert · esc close")
+// and the block of entries above them. Empty when there is none.
+func codexPopup(lines []string, c int) pane.Span {
+	to := pane.LastNonBlank(lines, c-1) + 1
+	if to == 0 || c-to != 1 {
+		return pane.Span{}
+	}
+	switch {
+	case strings.HasPrefix(lines[c], "› @") && strings.Contains(lines[to-1], "esc close"):
+		from := to - 1
+		if i := pane.LastNonBlank(lines, from-1); i >= 0 && from-i <= codexStatusGap+1 {
+			from = blockAbove(lines, i)
+		}
+		return pane.Span{Part: pane.PartMenu, From: from, To: to}
+	case !strings.HasPrefix(lines[c], "› /"):
+		return pane.Span{}
+	}
+	from := to
+	for i := to - 1; i >= 0; i-- {
+		l := lines[i]
+		if codexCommand.MatchString(l) {
+			from = i
+		} else if pane.Blank(l) || indent(l) < 4 {
+			break
+		}
+	}
+	return pane.Span{Part: pane.PartMenu, From: from, To: to}
+}
+
+// codexOverlay is the shortcut overlay above the composer at c, while the
+// footer (foot to end) offers to close it: from its "Keyboard shortcuts"
+// title down to the composer; empty when the footer does not.
+func codexOverlay(lines []string, c, foot, end int) pane.Span {
+	if !slices.ContainsFunc(lines[foot:end], func(l string) bool { return strings.Contains(l, "esc close") }) {
+		return pane.Span{}
+	}
+	to := pane.LastNonBlank(lines, c-1) + 1
+	for i := to - 1; i >= 0 && i >= c-codexOverlayMax; i-- {
+		if strings.HasPrefix(lines[i], "  Keyboard shortcuts") {
+			return pane.Span{Part: pane.PartMenu, From: i, To: to}
+		}
+	}
+	return pane.Span{Part: pane.PartMenu, From: blockAbove(lines, max(to-1, 0)), To: to}
 }
 
 // codexHints reports whether lines hold the footer's vocabulary.

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -182,24 +184,38 @@ func interpretOpencode(event string, payload []byte) Effect {
 // opencodeRules are opencode's built-in screen rules, from the screens of
 // opencode 1.18 (tested against cmd/cicy-agent/testdata/screens), each
 // reading one part of its layout (see opencodeLayout): a dialog is
-// waiting, the footer's interrupt hint or progress bar busy, the idle
-// footer idle.
+// waiting, the footer's interrupt hint or progress bar busy, a menu or
+// the idle footer idle.
 var opencodeRules = pane.Rules{
 	{Name: "opencode-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Permission required|Allow once\s+Allow always\s+Reject|enter (confirm|submit)|⇆ select`},
+	// A question that takes several answers: tab moves between its
+	// questions and Confirm, enter toggles an answer.
+	{Name: "opencode-question", State: pane.Waiting, Part: pane.PartDialog, Match: `⇆ tab|enter toggle`},
 	{Name: "opencode-busy", State: pane.Busy, Part: pane.PartFooter, Match: `esc (again to )?interrupt`},
 	// The footer's progress bar (8 cells of ⬝ and ■) shows only while it
 	// works; on a narrow screen a retry's message pushes "esc interrupt"
 	// onto wrapped lines.
 	{Name: "opencode-progress", State: pane.Busy, Part: pane.PartFooter, Match: `^\s*[⬝■]{8}(\s|$)`},
+	{Name: "opencode-menu", State: pane.Idle, Part: pane.PartMenu, Match: `┃$|esc(/enter)?$`},
 	{Name: "opencode-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `ctrl\+p|commands$|tab agents`},
 }
+
+// opencodeModalTitle is the title line of a modal window (the command
+// palette, help): a title of words, and its close key at the right. The
+// window covers what is under it, so the line may start with transcript
+// text on its left.
+var opencodeModalTitle = regexp.MustCompile(`(^ +|  )\S(\S| \S)* {3,}esc(/enter)?$`)
 
 // opencode's layout, from the bottom: the footer (the folder and "ctrl+p
 // commands", or a progress bar and "esc interrupt" while it works; on a
 // fresh session a status bar at the very bottom too) under the composer,
 // a box of ┃ lines closed by a ╹▀▀▀ line. A dialog (a permission, a
 // question) replaces the composer: a ┃ box that runs to the bottom, not
-// closed.
+// closed. A menu: the slash-command popup, a box closed on both sides at
+// the top of the composer's box; or a modal window (the command palette,
+// help) drawn over the screen, from its title line (the close key "esc"
+// at its right, a blank line, then its body at the title's column) down
+// to the composer, or to the bottom when it covers the composer.
 func opencodeLayout(lines []string) []pane.Span {
 	end := lastLine(lines)
 	if end == 0 {
@@ -215,12 +231,79 @@ func opencodeLayout(lines []string) []pane.Span {
 			if top == i {
 				break
 			}
-			return spans(top,
-				pane.Span{Part: pane.PartComposer, From: top, To: i + 1},
-				pane.Span{Part: pane.PartFooter, From: i + 1, To: end})
+			composer := pane.Span{Part: pane.PartComposer, From: top, To: i + 1}
+			footer := pane.Span{Part: pane.PartFooter, From: i + 1, To: end}
+			if m := opencodeModal(lines, top); m >= 0 {
+				return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: top}, composer, footer)
+			}
+			// The popup: lines of the box closed on the right too, over
+			// the composer's own lines (the transcript's last message box
+			// may join the box from above), while the draft starts with
+			// "/" or "@".
+			p0 := top
+			for p0 < i && !opencodeClosed(lines[p0]) {
+				p0++
+			}
+			p1 := p0
+			for p1 < i && opencodeClosed(lines[p1]) {
+				p1++
+			}
+			if p0 == i || !opencodeDraftStarts(lines[p1:i], "/", "@") {
+				return spans(top, composer, footer)
+			}
+			composer.From = p1
+			return spans(p0, pane.Span{Part: pane.PartMenu, From: p0, To: p1}, composer, footer)
 		}
 	}
+	if m := opencodeModal(lines, end); m >= 0 {
+		return spans(m, pane.Span{Part: pane.PartMenu, From: m, To: end})
+	}
 	return spans(end)
+}
+
+// opencodeClosed reports whether a line of a box is closed on the right
+// too, as the popup's are.
+func opencodeClosed(l string) bool {
+	return strings.HasSuffix(l, "┃") && strings.Count(l, "┃") >= 2
+}
+
+// opencodeDraftStarts reports whether the first text in the box lines
+// (the composer's) starts with one of prefixes.
+func opencodeDraftStarts(box []string, prefixes ...string) bool {
+	for _, l := range box {
+		_, text, _ := strings.Cut(l, "┃")
+		if text = strings.TrimSpace(text); text != "" {
+			for _, p := range prefixes {
+				if strings.HasPrefix(text, p) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// opencodeModal is the title line of a modal window above line below; -1
+// when there is none. Under the title is a blank line, then the window's
+// body, at the title's column.
+func opencodeModal(lines []string, below int) int {
+	for i := below - 3; i >= 0; i-- {
+		loc := opencodeModalTitle.FindStringIndex(lines[i])
+		if loc == nil {
+			continue
+		}
+		// The title's column, past the spaces the match starts with.
+		col := utf8.RuneCountInString(lines[i][:loc[0]]) + len(lines[i][loc[0]:]) - len(strings.TrimLeft(lines[i][loc[0]:], " "))
+		next, body := []rune(lines[i+1]), []rune(lines[i+2])
+		if len(next) > col && strings.TrimSpace(string(next[col:])) != "" {
+			continue
+		}
+		if len(body) > col && body[col] != ' ' && (col == 0 || body[col-1] == ' ') {
+			return i
+		}
+	}
+	return -1
 }
 
 // opencodeBoxTop is the first of the ┃ lines at column col that end at

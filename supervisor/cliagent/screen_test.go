@@ -24,6 +24,11 @@ var pastedWords = []string{
 	"Would you like to run the following command?", "› 1. Yes, proceed (y)",
 	"Press enter to confirm or esc to cancel", "△ Permission required",
 	"Allow once   Allow always   Reject", "⇆ select  enter confirm",
+	"⇆ tab  ↑↓ select  enter toggle  esc dismiss", "tab to add notes | enter to submit answer | esc to interrupt",
+	"› /model         choose what model", "  /presets       run or save reusable prompts",
+	"❯ /add-dir                Add a working directory", "  /agents     Switch agent     ┃",
+	"Keyboard shortcuts  ·  Tab: Keyboard", "? / esc close", "! for shell mode   esc esc to clear input",
+	"Commands                                         esc",
 }
 
 // answerMark is how each agent starts an answer in its transcript.
@@ -68,7 +73,8 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			l := pane.NewLayout(strings.Join(orig, "\n"), Layout(agent))
 			tr, okT := l.Find(pane.PartTranscript)
 			co, okC := l.Find(pane.PartComposer)
-			if !okT || !okC {
+			_, menu := l.Find(pane.PartMenu)
+			if !okT || !okC && !menu {
 				t.Errorf("%s: no transcript or composer in a recorded idle screen: %v", f, l.Describe())
 				continue
 			}
@@ -82,6 +88,9 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			answer = append(answer, "", answerMark[agent]+strings.Join(pastedWords, " "))
 			edited := slices.Concat(orig[:at], answer, orig[at:])
 			check(t, agent, name+" with an answer", keepHeight(edited, len(orig)))
+			if menu {
+				continue // the menu covers the composer: no draft to type into
+			}
 			// (b) a draft in the composer holding the words.
 			first, indentBy := co.From, ""
 			switch agent {
@@ -142,6 +151,122 @@ func BenchmarkClassify(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// Menus, overlays and question dialogs, drawn as the agents draw them:
+// each is read by its own rule from its own part; the same words quoted
+// in an answer in the transcript do not decide.
+func TestMenusAndQuestions(t *testing.T) {
+	const (
+		claudeRule = "────────────────────────────────────────────────────────────"
+		claudeFoot = "  ⏵⏵ bypass permissions on (shift+tab to cycle)"
+		codexFoot  = "  fake-model default · /tmp/w-1"
+		codexHints = "  ← for agents · ? for shortcuts"
+		ocBox      = "  ╹▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀▀"
+		ocFoot     = "   /tmp/w-1                                         ctrl+p commands"
+	)
+	claudeMenu := []string{"  ❯ /add-dir                Add a working directory", "    /auto-mode-setup        Teach auto mode about your", "                            environment"}
+	claudeHelp := []string{"  ! for shell     esc esc to clear       ctrl+shift+_ to", "  mode            input                  undo", "  / for commands  shift+tab to cycle     ctrl+z to suspend"}
+	codexMenu := []string{"› /model         choose what model and reasoning effort to", "                 use", "  /presets       run or save reusable prompts and slash"}
+	codexHelp := []string{"  Keyboard shortcuts", "", "  Compose", "  /        Commands", "  @        Mention files"}
+	codexMention := []string{"  main.go", "  create-statusline  Build and enable a custom MCP statusline  Skill", "", "", "  enter/tab insert · esc close · ↑/↓ select · ←/→ filter"}
+	claudeMention := []string{"    + main.go", "    * claude (agent)             Catch-all for any task t…"}
+	codexAsk := []string{"  Question 1/1 (1 unanswered)", "  Which colors should the buttons be?", "", "  › 1. Red                A warm color",
+		"    2. Blue               A cool color", "", "  tab to add notes | enter to submit answer", "  esc to interrupt"}
+	ocMenu := []string{"  ┃ /agents       Switch agent                           ┃", "  ┃ /compact      Compact session                        ┃"}
+	ocComposer := []string{"  ┃", "  ┃  Ask anything…", "  ┃", "  ┃  Build · fake-model cicy-agent gateway", ocBox, ocFoot}
+	ocPalette := []string{"     Commands                                       esc", "", "     Search", "", "     Suggested",
+		"     Switch session                            ctrl+x l"}
+	ocHelp := []string{"   Help                                         esc/enter", "", "   Press ctrl+p to see all available actions and", "   commands in any context."}
+	ocAsk := []string{"  ┃", "  ┃   Colors   Confirm", "  ┃", "  ┃  Which colors should the buttons be? (select all that apply)", "  ┃",
+		"  ┃  1. [ ] Red", "  ┃  2. [ ] Blue", "  ┃", "  ┃  ⇆ tab  ↑↓ select  enter toggle  esc dismiss", "  ┃"}
+	quote := func(mark string, words []string) []string {
+		out := []string{mark + "They show:"}
+		for _, w := range words {
+			out = append(out, strings.Repeat(" ", len([]rune(mark)))+strings.TrimLeft(w, " "))
+		}
+		return append(out, "")
+	}
+	cases := []struct {
+		name, agent string
+		screen      [][]string
+		state       pane.State
+		rule        string
+		part        pane.Part
+	}{
+		{"slash menu", "claude", [][]string{{"● done", ""}, claudeMenu, {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"shortcut panel", "claude", [][]string{{"● done", "", claudeRule, "❯\u00a0", claudeRule}, claudeHelp}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"mention popup", "claude", [][]string{{"● done", ""}, claudeMention, {claudeRule, "❯\u00a0@", claudeRule, claudeFoot}}, pane.Idle, "claude-menu", pane.PartMenu},
+		{"quoted menu", "claude", [][]string{quote("● ", append(claudeMenu, claudeHelp...)), {claudeRule, "❯\u00a0/", claudeRule, claudeFoot}}, pane.Idle, "claude-idle-footer", pane.PartFooter},
+		{"slash menu", "codex", [][]string{{"• done", ""}, codexMenu, {"", "› /", "", codexFoot}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"shortcut overlay", "codex", [][]string{{"• done", ""}, codexHelp, {"", "› Ask Codex to do anything", "", codexFoot, "  ? / esc close"}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"mention popup", "codex", [][]string{{"• done", ""}, codexMention, {"", "› @m", "", codexFoot}}, pane.Idle, "codex-menu", pane.PartMenu},
+		{"quoted mention popup", "codex", [][]string{quote("• ", codexMention), {"› @m", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
+		{"plan-mode question", "codex", [][]string{{"› ask me", ""}, codexAsk}, pane.Waiting, "codex-question", pane.PartDialog},
+		// Quoted right above the composer, with the draft "/": the footer
+		// keeps its hints, so no popup is open.
+		{"quoted menu", "codex", [][]string{quote("• ", append(codexMenu, codexHelp...)), {"› /", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
+		{"quoted question", "codex", [][]string{quote("• ", codexAsk), {"› Ask Codex to do anything", "", codexFoot, codexHints}}, pane.Idle, "codex-idle", pane.PartFooter},
+		{"slash menu", "opencode", [][]string{{"     done", ""}, ocMenu, {"  ┃", "  ┃  /", "  ┃", "  ┃  Build · fake-model cicy-agent gateway", ocBox, ocFoot}}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"palette", "opencode", [][]string{{"     done", ""}, ocPalette}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"help", "opencode", [][]string{{"     done", ""}, ocHelp, {""}, ocComposer}, pane.Idle, "opencode-menu", pane.PartMenu},
+		{"multiple-choice question", "opencode", [][]string{{"     → Asked 1 question", ""}, ocAsk}, pane.Waiting, "opencode-question", pane.PartDialog},
+		// The user's message box joins the composer's, a line of it closed
+		// like the popup's: no popup without a draft starting with "/".
+		{"closed line in a message", "opencode", [][]string{{"  ┃", "  ┃  it shows ┃ /agents   Switch agent ┃"}, ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
+		{"quoted question", "opencode", [][]string{quote("     ", slices.Concat(ocAsk, ocMenu, []string{"Commands    esc"})), ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
+	}
+	for _, c := range cases {
+		lines := slices.Concat(c.screen...)
+		v, ok := classify(t, c.agent, lines)
+		l := pane.NewLayout(strings.Join(lines, "\n"), Layout(c.agent))
+		if !ok || v.State != c.state || v.Rule.Name != c.rule || v.Part != c.part {
+			t.Errorf("%s %s: %s by %q in the %q (line %d %q), want %s by %q in the %q; parts %v\n%s", c.agent, c.name, v.State, v.Rule.Name, v.Part,
+				v.LineNo, v.Line, c.state, c.rule, c.part, l.Describe(), strings.Join(lines, "\n"))
+		}
+		if _, menu := l.Find(pane.PartMenu); menu != (c.part == pane.PartMenu) {
+			t.Errorf("%s %s: parts %v", c.agent, c.name, l.Describe())
+		}
+	}
+}
+
+// The recorded answers quoting menus and question dialogs
+// (quoted-menus-*) are read idle by the idle footer, with no menu found.
+func TestQuotedMenusStayIdle(t *testing.T) {
+	for _, agent := range Names() {
+		files, _ := filepath.Glob(filepath.Join(corpus, agent, "idle", "quoted-menus-*.txt"))
+		if len(files) == 0 {
+			t.Fatalf("%s: no quoted-menus screens", agent)
+		}
+		for _, f := range files {
+			lines := readScreen(t, f)
+			v, ok := classify(t, agent, lines)
+			l := pane.NewLayout(strings.Join(lines, "\n"), Layout(agent))
+			if _, menu := l.Find(pane.PartMenu); !ok || v.State != pane.Idle || v.Part != pane.PartFooter || menu {
+				t.Errorf("%s: %s by %q in the %q; parts %v", f, v.State, v.Rule.Name, v.Part, l.Describe())
+			}
+		}
+	}
+}
+
+// A menu opened while Codex works leaves it busy: its status line stays
+// above the menu, headers and all, and the busy rules come first.
+func TestBusyUnderMenu(t *testing.T) {
+	status := []string{"› think", "", "◦ Working (9s • esc to interrupt)", ""}
+	foot := []string{"", "  fake-model default · /tmp/w-1"}
+	for name, screen := range map[string][][]string{
+		"slash menu":   {status, {"› /model         choose what model", "  /presets       run or save reusable prompts", ""}, {"› /"}, foot},
+		"mention menu": {status, {"  Mentions", "  Files, directories, plugins, skills and tasks", "", "  Type to search mentions", "", "› main.go", "", "  enter/tab insert · esc close", ""}, {"› @"}, foot},
+		"shortcuts":    {status, {"  Keyboard shortcuts", "", "  Compose", "  /        Commands", ""}, {"› Ask Codex to do anything"}, foot, {"  ? / esc close"}},
+	} {
+		lines := slices.Concat(screen...)
+		v, _ := classify(t, "codex", lines)
+		l := pane.NewLayout(strings.Join(lines, "\n"), Layout("codex"))
+		_, menu := l.Find(pane.PartMenu)
+		if v.State != pane.Busy || v.Rule.Name != "codex-busy" || !menu {
+			t.Errorf("%s: %s by %q; parts %v\n%s", name, v.State, v.Rule.Name, l.Describe(), strings.Join(lines, "\n"))
 		}
 	}
 }
