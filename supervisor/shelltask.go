@@ -52,11 +52,14 @@ func wrapsTasks(argv []string) bool {
 			argv = argv[1:]
 		}
 	}
-	if len(argv) == 0 || !slices.Contains(posixShells, filepath.Base(argv[0])) {
-		return false
-	}
-	for i := 1; i < len(argv); i++ {
-		a := argv[i]
+	return len(argv) > 0 && slices.Contains(posixShells, filepath.Base(argv[0])) && optionsOnly(argv[1:])
+}
+
+// optionsOnly reports whether a shell's arguments are options that leave
+// it reading what is typed: no -c command, no script to run.
+func optionsOnly(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a == "-c" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a, "c")):
 			return false

@@ -102,36 +102,7 @@ func TestShellTaskBadInput(t *testing.T) {
 		t.Fatalf("syntax error: %s %q %q", got.Status, got.Error, got.Result)
 	}
 
-	task, err := s.Dispatch(context.Background(), "", id, "sleep 600")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cancelled once the sleep runs in the terminal's foreground (a
-	// Ctrl-C before that reaches the shell, not the command: a race of
-	// every shell): the command is interrupted, the shell is free again.
-	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
-	if _, err := s.CancelTask(context.Background(), task.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != schema.TaskCancelled {
-		t.Fatalf("cancel: %s", got.Status)
-	}
-	waitPane(t, s, id, "the sleep interrupted", func(st pane.Status) bool { return foreground(st.PID) == "bash" })
-
-	// A person's Ctrl-C stops the command before it ends: failed, as
-	// interrupted, with what it printed.
-	task, err = s.Dispatch(context.Background(), "", id, "echo before-the-break; sleep 600; echo never")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
-	if _, err := s.Send(context.Background(), id, api.SendRequest{Keys: []string{"C-c"}, NoEnter: true}); err != nil {
-		t.Fatal(err)
-	}
-	got = waitTask(t, s, task.ID, 10*time.Second)
-	if got.Status != schema.TaskFailed || got.Error != "the command was interrupted before it ended (no exit status)" || got.Result != "before-the-break" {
-		t.Fatalf("interrupted: %s %q %q", got.Status, got.Error, got.Result)
-	}
+	checkShellInterrupts(t, s, id)
 
 	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
 	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
@@ -177,6 +148,45 @@ func foreground(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(comm))
+}
+
+// checkShellInterrupts: a command that never ends is cancelled (the
+// command interrupted, the shell free again), and a person's Ctrl-C fails
+// a task as interrupted, with what it printed.
+func checkShellInterrupts(t *testing.T, s *Supervisor, id string) {
+	t.Helper()
+	var got schema.Task
+	task, err := s.Dispatch(context.Background(), "", id, "sleep 600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cancelled once the sleep runs in the terminal's foreground (a
+	// Ctrl-C before that reaches the shell, not the command: a race of
+	// every shell): the command is interrupted, the shell is free again.
+	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
+	if _, err := s.CancelTask(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != schema.TaskCancelled {
+		t.Fatalf("cancel: %s", got.Status)
+	}
+	waitPane(t, s, id, "the sleep interrupted", func(st pane.Status) bool { return foreground(st.PID) == "bash" })
+
+	// A person's Ctrl-C stops the command before it ends: failed, as
+	// interrupted, with what it printed.
+	task, err = s.Dispatch(context.Background(), "", id, "echo before-the-break; sleep 600; echo never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, id, "the sleep in the foreground", func(st pane.Status) bool { return foreground(st.PID) == "sleep" })
+	if _, err := s.Send(context.Background(), id, api.SendRequest{Keys: []string{"C-c"}, NoEnter: true}); err != nil {
+		t.Fatal(err)
+	}
+	got = waitTask(t, s, task.ID, 10*time.Second)
+	if got.Status != schema.TaskFailed || got.Error != "the command was interrupted before it ended (no exit status)" || got.Result != "before-the-break" {
+		t.Fatalf("interrupted: %s %q %q", got.Status, got.Error, got.Result)
+	}
+
 }
 
 // TestWrapsTasks: which shell commands run tasks through the script.
