@@ -43,21 +43,7 @@ func answerOf(t *testing.T, api API, stream bool, up http.Handler) Answer {
 	t.Helper()
 	srv := httptest.NewServer(up)
 	t.Cleanup(srv.Close)
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	act := &activity{}
-	gw, err := New(Config{
-		Upstreams:  Upstreams{Anthropic: srv.URL, OpenAI: srv.URL + "/v1"},
-		Credential: func(string) string { return "sk-real" },
-		Panes:      panes{paneToken: paneID},
-		Usage:      &recorder{},
-		Activity:   act,
-		Log:        logrus.NewEntry(l),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveUntilCleanup(t, gw)
+	gw, act := answerGateway(t, srv.URL)
 	path := map[API]string{Anthropic: "/v1/messages", Chat: "/v1/chat/completions", Responses: "/v1/responses"}[api]
 	body := `{"model":"m","max_tokens":100,"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
 		`,"messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`
@@ -69,15 +55,41 @@ func answerOf(t *testing.T, api API, stream bool, up http.Handler) Answer {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for act.ended.Load() == 0 {
+	return act.waitEnd(t)
+}
+
+// answerGateway is a gateway in front of the upstream at url (both APIs),
+// telling act of its main-loop requests.
+func answerGateway(t *testing.T, url string) (*Gateway, *activity) {
+	t.Helper()
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	act := &activity{}
+	gw, err := New(Config{
+		Upstreams:  Upstreams{Anthropic: url, OpenAI: url + "/v1"},
+		Credential: func(string) string { return "sk-real" },
+		Panes:      panes{paneToken: paneID},
+		Usage:      &recorder{},
+		Activity:   act,
+		Log:        logrus.NewEntry(l),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveUntilCleanup(t, gw)
+	return gw, act
+}
+
+// waitEnd waits until a request's end is told and returns its answer.
+func (a *activity) waitEnd(t *testing.T) Answer {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); a.ended.Load() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the request's end was never told")
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	a, _ := act.last()
-	return a
+	ans, _ := a.last()
+	return ans
 }
 
 const sse = "text/event-stream"
@@ -192,14 +204,7 @@ func TestAnswerUnreachable(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // nothing listens there now
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	act := &activity{}
-	gw, err := New(Config{Upstreams: Upstreams{Anthropic: srv.URL}, Panes: panes{paneToken: paneID}, Usage: &recorder{}, Activity: act, Log: logrus.NewEntry(l)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveUntilCleanup(t, gw)
+	gw, act := answerGateway(t, srv.URL)
 	req, _ := http.NewRequest(http.MethodPost, gw.URL()+"/v1/messages", strings.NewReader(`{"model":"m","messages":[]}`))
 	req.Header.Set("x-api-key", paneToken)
 	resp, err := client.Do(req)
@@ -207,11 +212,7 @@ func TestAnswerUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	for deadline := time.Now().Add(10 * time.Second); act.ended.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	a, ok := act.last()
-	if !ok || !a.Failed() || !strings.Contains(a.Error, "could not be reached") || a.Status != http.StatusBadGateway {
+	if a := act.waitEnd(t); !a.Failed() || !strings.Contains(a.Error, "could not be reached") || a.Status != http.StatusBadGateway {
 		t.Fatalf("answer %+v", a)
 	}
 }
@@ -247,14 +248,7 @@ func TestAnswerClientHangsUpAfterTheEnd(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(holdOpen{tc.body})
 			t.Cleanup(srv.Close)
-			l := logrus.New()
-			l.SetOutput(io.Discard)
-			act := &activity{}
-			gw, err := New(Config{Upstreams: Upstreams{OpenAI: srv.URL + "/v1"}, Panes: panes{paneToken: paneID}, Usage: &recorder{}, Activity: act, Log: logrus.NewEntry(l)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			serveUntilCleanup(t, gw)
+			gw, act := answerGateway(t, srv.URL)
 			req, _ := http.NewRequest(http.MethodPost, gw.URL()+"/v1/responses", strings.NewReader(`{"model":"m","stream":true,"input":"hi"}`))
 			req.Header.Set("Authorization", "Bearer "+paneToken)
 			resp, err := client.Do(req)
@@ -271,13 +265,7 @@ func TestAnswerClientHangsUpAfterTheEnd(t *testing.T) {
 				}
 			}
 			resp.Body.Close() // hang up
-			for deadline := time.Now().Add(10 * time.Second); act.ended.Load() == 0; time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the request's end was never told")
-				}
-			}
-			a, _ := act.last()
-			if a.Cancelled != tc.cancelled || a.Failed() || a.Text != tc.text {
+			if a := act.waitEnd(t); a.Cancelled != tc.cancelled || a.Failed() || a.Text != tc.text {
 				t.Fatalf("answer %+v", a)
 			}
 		})
