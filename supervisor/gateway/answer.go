@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 )
 
 // Answer is how a main-loop request ended, as the agent's turn reads it:
@@ -159,7 +161,7 @@ func errorText(raw []byte) string {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw, &e) != nil || e.Message == "" {
-		return strings.TrimSpace(string(clipBytes(raw, 300)))
+		return strings.TrimSpace(clip.Bytes(string(raw), 300))
 	}
 	kind := e.Type
 	if kind == "" || kind == "error" {
@@ -187,18 +189,7 @@ func errorBody(body []byte) string {
 		}
 		return errorText(top.Error)
 	}
-	return strings.TrimSpace(string(clipBytes(body, 300)))
-}
-
-// clipBytes is b cut at n bytes on a rune boundary.
-func clipBytes(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	for n > 0 && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return b[:n]
+	return strings.TrimSpace(clip.Bytes(string(body), 300))
 }
 
 // upstreamError is the Error of an answer the upstream refused.
