@@ -282,20 +282,41 @@ func (d *cliDelivery) takenAt(st pane.Status) (time.Time, bool) {
 func (d *cliDelivery) Abandon() {}
 
 // Send types into the agent as a terminal pane does, and makes sure typed
-// text with Enter at an idle prompt was submitted: when the agent's
-// composer still holds it a moment later (a paste guard turned the Enter
-// into a newline, seen with Claude Code on a busy machine), Enter is sent
-// once more.
+// text with Enter at the prompt was submitted: while the agent's composer
+// still holds it a moment later (a paste guard turned the Enter into a
+// newline, or the agent was still drawing its first screen — both seen
+// with Claude Code on a busy machine), Enter is sent again, a few times.
+// Text typed while a turn is under way (a hook, the gateway or a screen
+// rule says busy) is left as the agent takes it.
 func (p *cliKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
-	if idle := p.proc.Status().State == pane.Idle; !idle || req.Text == "" || req.NoEnter {
+	if !atPrompt(p.proc.Status()) || req.Text == "" || req.NoEnter {
 		return p.send(ctx, req, nil)
 	}
 	return p.send(ctx, req, func(ctx context.Context, req api.SendRequest) { p.resubmit(ctx, req.Text) })
 }
 
-// resubmit sends a second Enter when the composer still shows the end of
-// text after agentReEnter; it returns as soon as the composer no longer
-// holds it (taken up, or replaced by a dialog).
+// atPrompt is whether the agent waits at its prompt: idle, or busy only
+// by its own output or typed input (a redraw), not by a turn.
+func atPrompt(st pane.Status) bool {
+	switch {
+	case st.State == pane.Idle:
+		return true
+	case st.State != pane.Busy:
+		return false
+	}
+	switch st.Cause {
+	case pane.CauseOutput, pane.CauseInput, pane.CauseStarted, pane.CauseAdopted, pane.CauseQuiet:
+		return st.Signals.InFlight == 0
+	}
+	return false
+}
+
+// resubmitTries is how many more Enters typed text gets at most.
+const resubmitTries = 3
+
+// resubmit sends Enter again each agentReEnter the composer still shows
+// the end of text, resubmitTries times at most; it returns as soon as the
+// composer no longer holds it (taken up, or replaced by a dialog).
 func (p *cliKind) resubmit(ctx context.Context, text string) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
@@ -305,10 +326,9 @@ func (p *cliKind) resubmit(ctx context.Context, text string) {
 		return
 	}
 	parse := cliagent.Layout(p.cfg.Type)
-	deadline := time.Now().Add(agentReEnter)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for try, deadline := 0, time.Now().Add(agentReEnter); try < resubmitTries; {
 		select {
 		case <-ctx.Done():
 			return
@@ -319,12 +339,16 @@ func (p *cliKind) resubmit(ctx context.Context, text string) {
 		if !ok || !strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)) {
 			return
 		}
-		if time.Now().After(deadline) {
-			if err := p.proc.SendText("", true); err != nil {
-				p.log.WithError(err).Warn("Could not send a second Enter for typed text")
-			}
+		if time.Now().Before(deadline) {
+			continue
+		}
+		try++
+		p.log.WithField("try", try).Info("Typed text still in the agent's composer; sending Enter again")
+		if err := p.proc.SendText("", true); err != nil {
+			p.log.WithError(err).Warn("Could not send Enter again for typed text")
 			return
 		}
+		deadline = time.Now().Add(agentReEnter)
 	}
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,23 +13,33 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// swallowingClaude turns the first Enter after typed text into a newline,
-// as Claude Code's paste guard can: the text stays in its composer, and
-// only a second Enter submits it (written to the file submitted).
-const swallowingClaude = "#!/bin/sh\nR=────────────────────────────────────────\n" +
-	"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
-	"prompt ''\nIFS= read -r first\nprompt \"$first\"\nIFS= read -r second\n" +
-	"printf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
+// swallowingClaude turns the first Enters after typed text into newlines,
+// as Claude Code's paste guard (or a Claude still starting) can: the text
+// stays in its composer, and only the (swallow+1)th Enter submits it
+// (written to the file submitted).
+func swallowingClaude(swallow int) string {
+	return "#!/bin/sh\nR=────────────────────────────────────────\n" +
+		"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
+		"prompt ''\nIFS= read -r first\nprompt \"$first\"\n" +
+		strings.Repeat("IFS= read -r next\n", swallow) +
+		"printf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
+}
 
 // TestSendResubmits: text typed with send at an agent's idle prompt that
-// is still in its composer a moment later gets a second Enter.
+// is still in its composer a moment later gets Enter again — twice when
+// the second is swallowed too (seen with Claude Code on a loaded CI
+// machine: the text sat in its composer for 90 s).
 func TestSendResubmits(t *testing.T) {
-	for _, backend := range []string{"pty", "tmux"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, c := range []struct {
+		backend string
+		swallow int
+	}{{"pty", 1}, {"tmux", 1}, {"pty", 2}} {
+		backend := c.backend
+		t.Run(fmt.Sprintf("%s-%d", backend, c.swallow), func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
 				t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
 			}
-			s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude)
+			s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(c.swallow))
 			ctx := context.Background()
 			p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: backend})
 			if err != nil {
