@@ -1,0 +1,269 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Worktree is one worker's checkout: where it is, the repository it came
+// from, its branch, the branch it was made from (what it merges into by
+// default) and the commit it started at.
+type Worktree struct {
+	Path   string `json:"path"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Target string `json:"target"`
+	Base   string `json:"base"`
+}
+
+// BranchFor is the branch of pane id's worktree.
+func BranchFor(id string) string { return "cicy/" + id }
+
+// Add makes a worktree at path on a new branch from the HEAD of the
+// branch checked out in dir's repository. A branch that exists is
+// refused (ErrBranchUse) unless it is checked out at path already (a
+// worktree of ours, adopted as it is).
+func (g Git) Add(ctx context.Context, dir, path, branch string) (Worktree, error) {
+	repo, err := g.Repo(ctx, dir)
+	if err != nil {
+		return Worktree{}, err
+	}
+	target, err := g.CurrentBranch(ctx, repo)
+	if err != nil {
+		return Worktree{}, err
+	}
+	base, err := g.Rev(ctx, repo, "HEAD")
+	if err != nil {
+		return Worktree{}, err
+	}
+	if base == "" {
+		return Worktree{}, ErrNoCommit
+	}
+	w := Worktree{Path: path, Repo: repo, Branch: branch, Target: target, Base: base}
+	if have, err := g.Rev(ctx, repo, "refs/heads/"+branch); err != nil {
+		return Worktree{}, err
+	} else if have != "" {
+		if at, _ := g.checkedOutAt(ctx, repo, branch); at != "" && samePath(at, path) {
+			w.Base, _ = g.line(ctx, repo, "merge-base", target, branch)
+			return w, nil
+		}
+		return Worktree{}, fmt.Errorf("%s: %w", branch, ErrBranchUse)
+	}
+	if _, err := g.run(ctx, repo, "worktree", "add", "-q", "-b", branch, path, base); err != nil {
+		return Worktree{}, err
+	}
+	return w, nil
+}
+
+// samePath reports whether a and b name one folder.
+func samePath(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
+
+// Listed is a worktree as `git worktree list` knows it.
+type Listed struct {
+	Path     string
+	Branch   string // "" when detached
+	Head     string
+	Prunable bool // its folder is gone
+}
+
+// List is every worktree of dir's repository, the main checkout first.
+func (g Git) List(ctx context.Context, dir string) ([]Listed, error) {
+	out, err := g.run(ctx, dir, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var all []Listed
+	for _, block := range strings.Split(strings.TrimSpace(out), "\n\n") {
+		var l Listed
+		for _, line := range strings.Split(block, "\n") {
+			k, v, _ := strings.Cut(line, " ")
+			switch k {
+			case "worktree":
+				l.Path = v
+			case "HEAD":
+				l.Head = v
+			case "branch":
+				l.Branch = strings.TrimPrefix(v, "refs/heads/")
+			case "prunable":
+				l.Prunable = true
+			}
+		}
+		if l.Path != "" {
+			all = append(all, l)
+		}
+	}
+	return all, nil
+}
+
+// checkedOutAt is the worktree branch is checked out in; "" when none.
+func (g Git) checkedOutAt(ctx context.Context, dir, branch string) (string, error) {
+	all, err := g.List(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range all {
+		if l.Branch == branch && !l.Prunable {
+			return l.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// Change is the work of a range of commits on a worktree's branch.
+type Change struct {
+	Branch  string `json:"branch"`
+	Base    string `json:"base"`
+	Head    string `json:"head"`
+	Commits int    `json:"commits"`
+	Files   int    `json:"files"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
+
+// Empty reports whether the range holds no commit.
+func (c Change) Empty() bool { return c.Base == c.Head }
+
+// Stat is the change base..head in dir: commits, files, lines.
+func (g Git) Stat(ctx context.Context, dir, base, head string) (Change, error) {
+	c := Change{Base: base, Head: head}
+	if base == head {
+		return c, nil
+	}
+	n, err := g.line(ctx, dir, "rev-list", "--count", base+".."+head)
+	if err != nil {
+		return c, err
+	}
+	c.Commits, _ = strconv.Atoi(n)
+	out, err := g.run(ctx, dir, "diff", "--numstat", "--no-renames", base, head)
+	if err != nil {
+		return c, err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		c.Files++
+		a, _ := strconv.Atoi(f[0]) // "-" for a binary file
+		d, _ := strconv.Atoi(f[1])
+		c.Added += a
+		c.Deleted += d
+	}
+	return c, nil
+}
+
+// Commit records what the worktree at path holds uncommitted as one
+// commit (all of it, untracked files too, except the paths in keepOut),
+// authored and committed by author, with the repository's hooks off; it
+// returns the branch's head after, and whether it made a commit (not
+// when nothing changed).
+func (g Git) Commit(ctx context.Context, path, message, author string, keepOut []string) (head string, made bool, err error) {
+	add := []string{"add", "-A", "--", "."}
+	for _, k := range keepOut {
+		add = append(add, ":(exclude,literal)"+k)
+	}
+	if _, err := g.run(ctx, path, add...); err != nil {
+		return "", false, err
+	}
+	_, err = g.run(ctx, path, "diff", "--cached", "--quiet")
+	switch exitCode(err) {
+	case 0:
+	case 1:
+		email := author + "@cicy-agent.invalid"
+		if _, err := g.runIn(ctx, path, []byte(message), "-c", "user.name="+author, "-c", "user.email="+email,
+			"commit", "-q", "--no-verify", "--no-edit", "-F", "-"); err != nil {
+			return "", false, err
+		}
+		made = true
+	default:
+		return "", false, err
+	}
+	head, err = g.Rev(ctx, path, "HEAD")
+	return head, made, err
+}
+
+// Diff is git's diff of base..head in dir (the summary with stat).
+func (g Git) Diff(ctx context.Context, dir, base, head string, stat bool) (string, error) {
+	args := []string{"diff", "--no-color", "--no-ext-diff"}
+	if stat {
+		args = append(args, "--stat")
+	}
+	return g.run(ctx, dir, append(args, base, head, "--")...)
+}
+
+// Ahead is how many commits b has that a has not, and a that b has not.
+func (g Git) Ahead(ctx context.Context, dir, a, b string) (ahead, behind int, err error) {
+	out, err := g.line(ctx, dir, "rev-list", "--left-right", "--count", a+"..."+b)
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("git rev-list --count: unexpected %q", out)
+	}
+	behind, _ = strconv.Atoi(f[0])
+	ahead, _ = strconv.Atoi(f[1])
+	return ahead, behind, nil
+}
+
+// Merged reports whether commit rev is in branch into.
+func (g Git) Merged(ctx context.Context, dir, rev, into string) (bool, error) {
+	_, err := g.run(ctx, dir, "merge-base", "--is-ancestor", rev, into)
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// Remove removes the worktree at path and its branch. It refuses (and
+// changes nothing) unless the worktree is clean and its branch is merged
+// into target; a worktree whose folder is gone is pruned.
+func (g Git) Remove(ctx context.Context, w Worktree) error {
+	if _, err := os.Stat(w.Path); err == nil {
+		clean, err := g.Clean(ctx, w.Path)
+		if err != nil {
+			return err
+		}
+		if !clean {
+			return fmt.Errorf("%s: %w", w.Path, ErrDirty)
+		}
+	}
+	merged, err := g.Merged(ctx, w.Repo, "refs/heads/"+w.Branch, w.Target)
+	if err != nil {
+		return err
+	}
+	if !merged {
+		return fmt.Errorf("%s into %s: %w", w.Branch, w.Target, ErrNotMerged)
+	}
+	if _, err := os.Stat(w.Path); err == nil {
+		if _, err := g.run(ctx, w.Repo, "worktree", "remove", w.Path); err != nil {
+			return err
+		}
+	} else if err := g.Prune(ctx, w.Repo); err != nil {
+		return err
+	}
+	_, err = g.run(ctx, w.Repo, "branch", "-D", "-q", w.Branch)
+	return err
+}
+
+// Prune forgets the worktrees of dir's repository whose folders were
+// deleted by hand (git worktree prune).
+func (g Git) Prune(ctx context.Context, dir string) error {
+	_, err := g.run(ctx, dir, "worktree", "prune")
+	return err
+}
+
