@@ -266,4 +266,3 @@ func (g Git) Prune(ctx context.Context, dir string) error {
 	_, err := g.run(ctx, dir, "worktree", "prune")
 	return err
 }
-
