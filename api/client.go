@@ -282,7 +282,16 @@ func (c *Client) Explain(ctx context.Context, id string) (Explanation, error) {
 
 // Kill stops and removes a pane.
 func (c *Client) Kill(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id), nil, nil)
+	_, err := c.KillPane(ctx, id)
+	return err
+}
+
+// KillPane stops a pane and removes it, and says what it left behind (a
+// worktree with unmerged work).
+func (c *Client) KillPane(ctx context.Context, id string) (KillResult, error) {
+	var out KillResult
+	err := c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id), nil, &out)
+	return out, err
 }
 
 // Restart starts a pane again.
@@ -322,7 +331,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if resp.StatusCode >= 300 {
 		return decodeErr(resp)
 	}
-	if out == nil {
+	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

@@ -15,16 +15,20 @@ import (
 // CreateRequest asks for a new pane. Paths are absolute: the client
 // resolves them against its own working directory.
 type CreateRequest struct {
-	Title        string   `json:"title"`
-	Type         string   `json:"type"`
-	Role         string   `json:"role"`
-	RoleTemplate string   `json:"role_template"`
-	Master       string   `json:"master"`
-	Workspace    string   `json:"workspace"`
-	Provider     string   `json:"provider"`
-	Model        string   `json:"model"`
-	Backend      string   `json:"backend"`
-	Command      []string `json:"command"`
+	Title        string `json:"title"`
+	Type         string `json:"type"`
+	Role         string `json:"role"`
+	RoleTemplate string `json:"role_template"`
+	Master       string `json:"master"`
+	Workspace    string `json:"workspace"`
+	// Worktree runs the pane in a git worktree of its own, on branch
+	// cicy/<pane-id>, made from the repository Workspace (or the master's
+	// workspace) is in; the pane's workspace is then the worktree.
+	Worktree bool     `json:"worktree,omitempty"`
+	Provider string   `json:"provider"`
+	Model    string   `json:"model"`
+	Backend  string   `json:"backend"`
+	Command  []string `json:"command"`
 	// Team names the team file the pane comes from (`up`); kept in config.
 	Team string `json:"team,omitempty"`
 	// AllowAll runs a CLI agent in its own bypass-permissions mode; without
@@ -105,6 +109,8 @@ type PaneInfo struct {
 	// upstream (two or more in a row: quota, key, rate limit), with the
 	// last error; absent once one succeeds.
 	Upstream string `json:"upstream_error,omitempty"`
+	// Worktree is the pane's git worktree, when it runs in one.
+	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
 	// other panes).
 	Signals *Signals `json:"signals,omitempty"`

@@ -26,6 +26,9 @@ type TaskInfo struct {
 	// (empty when the pane is gone or the sender is a person).
 	ToNode   string `json:"to_node,omitempty"`
 	FromNode string `json:"from_node,omitempty"`
+	// Work is the change the task left on its worker's branch, when the
+	// worker runs in a git worktree.
+	Work *Work `json:"work,omitempty"`
 }
 
 // Task statuses, as the store keeps them.

@@ -27,6 +27,21 @@ type Task struct {
 	// SourceGateway, SourceHook, SourceScreen, SourceShell, SourceTurn;
 	// "" when not recorded.
 	Source string `db:"result_source"`
+	// Work is what the task left on its worker's git worktree.
+	Work
+}
+
+// Work is a task's change on its worker's branch: Base..Head, with git's
+// diff stat. Zero when the task ran on no worktree; Branch set and Base
+// == Head when it changed nothing.
+type Work struct {
+	Branch  string `db:"branch" json:"branch"`
+	Base    string `db:"base_commit" json:"base"`
+	Head    string `db:"head_commit" json:"head"`
+	Commits int    `db:"commits" json:"commits"`
+	Files   int    `db:"diff_files" json:"files"`
+	Added   int    `db:"diff_added" json:"added"`
+	Deleted int    `db:"diff_deleted" json:"deleted"`
 }
 
 // Where a task's result comes from.
@@ -52,7 +67,7 @@ func Terminal(status string) bool {
 	return status == TaskDone || status == TaskFailed || status == TaskCancelled
 }
 
-const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at, result_source`
+const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at, result_source, branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted`
 
 // CreateTask queues a task.
 func (s *Store) CreateTask(ctx context.Context, from, to, text, reason string) (Task, error) {
@@ -144,6 +159,9 @@ type TaskChange struct {
 	Error    string
 	Reason   string
 	Source   string // where the result came from (a final transition)
+	// Work is the task's change on its worktree (a final transition;
+	// recorded when Branch is set).
+	Work Work
 }
 
 // MoveTask applies a transition if the task is still in ch.From, and
@@ -163,6 +181,10 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	default:
 		q += `, finished_at = ?, result = ?, error = ?, result_source = ?`
 		args = append(args, now, ch.Result, ch.Error, ch.Source)
+		if w := ch.Work; w.Branch != "" {
+			q += `, branch = ?, base_commit = ?, head_commit = ?, commits = ?, diff_files = ?, diff_added = ?, diff_deleted = ?`
+			args = append(args, w.Branch, w.Base, w.Head, w.Commits, w.Files, w.Added, w.Deleted)
+		}
 	}
 	q += ` WHERE id = ? AND status = ?`
 	args = append(args, id, ch.From)
@@ -187,4 +209,19 @@ func (s *Store) MarkNotified(ctx context.Context, id int64) error {
 		return fmt.Errorf("mark task %d notified: %w", id, err)
 	}
 	return nil
+}
+
+// LastWork is the work of the latest finished task of pane that recorded
+// one (its Head is where the pane's next task starts); false when none.
+func (s *Store) LastWork(ctx context.Context, pane string) (Work, bool, error) {
+	var w Work
+	err := s.db.GetContext(ctx, &w, `SELECT branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted
+		FROM tasks WHERE to_pane = ? AND branch <> '' ORDER BY id DESC LIMIT 1`, pane)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Work{}, false, nil
+	}
+	if err != nil {
+		return Work{}, false, fmt.Errorf("last work of %s: %w", pane, err)
+	}
+	return w, true, nil
 }

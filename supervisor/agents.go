@@ -45,6 +45,8 @@ type paneConfig struct {
 	AllowAll bool   `json:"allow_all,omitempty"`
 	// Env: the variables asked for with --env (names only).
 	Env []string `json:"env,omitempty"`
+	// Worktree: the pane runs in a git worktree of its own (worktrees.go).
+	Worktree *paneWorktree `json:"worktree,omitempty"`
 }
 
 func parsePaneConfig(s string) paneConfig {

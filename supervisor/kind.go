@@ -74,6 +74,10 @@ type entry struct {
 	// elsewhere is the node of another node's pane (an entry resolvePane
 	// made from its row, never registered); "" for this node's.
 	elsewhere string
+	// work is what ls shows of the pane's worktree, read from git when
+	// first asked and again after a task or merge changed it; nil when
+	// not read yet.
+	work atomic.Pointer[api.WorktreeInfo]
 }
 
 // held boxes a kind for the atomic pointer.

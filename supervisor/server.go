@@ -218,6 +218,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
 	a.taskRoutes(mux)
+	a.worktreeRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -359,11 +360,8 @@ func (a *handler) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
-	if err := a.sup.Kill(r.Context(), r.PathValue("id")); err != nil {
-		writeErr(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	res, err := a.sup.KillPane(r.Context(), r.PathValue("id"))
+	respond(w, res, err)
 }
 
 func (a *handler) send(w http.ResponseWriter, r *http.Request) {

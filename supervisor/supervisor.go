@@ -25,6 +25,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -49,6 +50,7 @@ type Store interface {
 	GatewayTokens(ctx context.Context) (map[string]string, error)
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
+	LastWork(ctx context.Context, pane string) (schema.Work, bool, error)
 	TaskStore
 	NodeStore
 }
@@ -103,6 +105,7 @@ type Supervisor struct {
 	gw        *gateway.Gateway
 	tokens    *paneTokens
 	cl        *cluster
+	git       worktree.Git
 
 	events *hub
 	prices prices
@@ -149,6 +152,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
 		// Spooled hooks may settle tasks the recovery resumed.
 		Recovered: s.replayHooks,
+		Finish:    s.finishTask,
 		Pane: func(id string) (outbox.Pane, bool) {
 			e, err := s.get(id)
 			if err != nil || e.leaving.Load() {
@@ -286,11 +290,18 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
 		}
 	}
+	var pw *paneWorktree
+	if req.Worktree {
+		if pw, err = s.resolveWorktree(ctx, req); err != nil {
+			return api.CreateResponse{}, err
+		}
+		req.Workspace = "" // the worktree, under the home
+	}
 	var undo func()
-	newRow := newPaneRow(req)
+	newRow := newPaneRow(req, pw)
 	newRow.Node = s.cfg.Node
 	row, err := s.store.CreatePane(ctx, newRow, func(id string) (string, error) {
-		ws, notes, u, err := s.prepareFolders(id, req, tmpl)
+		ws, notes, u, err := s.prepareFolders(id, req, tmpl, pw)
 		warnings, undo = append(warnings, notes...), u
 		return ws, err
 	})
@@ -347,11 +358,11 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 }
 
 // newPaneRow is the row a valid request stores.
-func newPaneRow(req api.CreateRequest) schema.Pane {
+func newPaneRow(req api.CreateRequest, pw *paneWorktree) schema.Pane {
 	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
 	config := "{}"
-	if req.Team != "" || req.AllowAll || len(req.Env) > 0 {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env})
+	if req.Team != "" || req.AllowAll || len(req.Env) > 0 || pw != nil {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env, Worktree: pw})
 		config = string(b)
 	}
 	return schema.Pane{
@@ -367,7 +378,7 @@ func newPaneRow(req api.CreateRequest) schema.Pane {
 // never adopts folders left by an earlier pane of the same id (a lost
 // database): they are moved aside, with a warning. A workspace the user
 // names is theirs to choose. On error nothing is left to undo.
-func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template) (ws string, notes []string, undo func(), err error) {
+func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template, pw *paneWorktree) (ws string, notes []string, undo func(), err error) {
 	var putBack []func()
 	restore := func() {
 		for _, f := range putBack {
@@ -392,7 +403,12 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 			s.log.WithField("pane", id).Warn("Set aside: " + note)
 		}
 	}
-	u, err := makeWorkspace(ws)
+	var u func()
+	if pw != nil {
+		u, err = s.addWorktree(id, ws, pw)
+	} else {
+		u, err = makeWorkspace(ws)
+	}
 	if err == nil && tmpl != nil {
 		if err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl); err != nil {
 			u()
@@ -433,6 +449,9 @@ func (s *Supervisor) register(row schema.Pane) error {
 // its running tmux session (or restores its turn loop) after a supervisor
 // restart.
 func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
+	if err := s.ensureWorktree(e.cfg); err != nil {
+		return nil, err
+	}
 	if e.cfg.Type == "cicy" {
 		return s.startAgent(e.cfg)
 	}
@@ -552,6 +571,16 @@ func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 
 // ListLocal returns this node's panes, in id order.
 func (s *Supervisor) ListLocal() []api.PaneInfo {
+	entries := s.entries()
+	out := make([]api.PaneInfo, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, s.describe(e))
+	}
+	return out
+}
+
+// entries are this node's panes, in id order.
+func (s *Supervisor) entries() []*entry {
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
 	for _, e := range s.panes {
@@ -559,11 +588,7 @@ func (s *Supervisor) ListLocal() []api.PaneInfo {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
-	out := make([]api.PaneInfo, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, s.describe(e))
-	}
-	return out
+	return entries
 }
 
 // addUsage counts one model call of a pane.
@@ -604,6 +629,7 @@ func (s *Supervisor) describe(e *entry) api.PaneInfo {
 		pi.BudgetUSD = &usd
 	}
 	pi.OverBudget = s.refusal(e)
+	pi.Worktree = s.worktreeInfo(e)
 	if pi.Backend == "tmux" {
 		pi.Attach = s.tmux.AttachCommand(pi.ID)
 	}
@@ -741,17 +767,25 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 // Kill stops a pane and removes it; its workspace stays. While it stops
 // (its grace period), ls and the event stream show it stopping.
 func (s *Supervisor) Kill(ctx context.Context, id string) error {
+	_, err := s.KillPane(ctx, id)
+	return err
+}
+
+// KillPane is Kill, and what it left behind: a worktree with work not
+// merged or not committed is kept, and the answer says where.
+func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, error) {
 	e, err := s.get(id)
 	if err != nil {
-		return err
+		return api.KillResult{}, err
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.leaving.Store(true)
 	e.halt(s.cfg.StopGrace, stopKilled)
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
-		return err
+		return api.KillResult{}, err
 	}
+	kept := s.releaseWorktree(e.cfg)
 	s.mu.Lock()
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
@@ -760,7 +794,7 @@ func (s *Supervisor) Kill(ctx context.Context, id string) error {
 	s.tasks.Kick()                               // its tasks end now
 	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
-	return nil
+	return api.KillResult{Kept: kept}, nil
 }
 
 // Status builds the topology view.

@@ -20,13 +20,18 @@ func optTime(s string, valid bool) *time.Time {
 }
 
 func taskInfo(t schema.Task) api.TaskInfo {
-	return api.TaskInfo{
+	ti := api.TaskInfo{
 		ID: t.ID, From: t.From, To: t.To, Text: t.Text, Status: t.Status, Result: t.Result, Error: t.Error,
 		Reason: t.Reason, Source: t.Source, CreatedAt: schema.ParseTime(t.CreatedAt), Attempts: t.Attempts,
 		DeliveredAt: optTime(t.DeliveredAt.String, t.DeliveredAt.Valid),
 		FinishedAt:  optTime(t.FinishedAt.String, t.FinishedAt.Valid),
 		NotifiedAt:  optTime(t.NotifiedAt.String, t.NotifiedAt.Valid),
 	}
+	if t.Branch != "" {
+		w := api.Work(t.Work)
+		ti.Work = &w
+	}
+	return ti
 }
 
 // taskInfo is taskInfo with the nodes of the task's worker and sender.

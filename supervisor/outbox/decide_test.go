@@ -419,6 +419,15 @@ func TestNotification(t *testing.T) {
 	if got := Notification(failed, true); got != "🔔 [w-3] task 8 → failed: boom" {
 		t.Errorf("failed = %q", got)
 	}
+	work := schema.Task{ID: 9, To: "w-3", Status: schema.TaskDone, Result: "ok",
+		Work: schema.Work{Branch: "cicy/w-3", Base: "a", Head: "b", Commits: 1, Files: 3, Added: 42, Deleted: 7}}
+	if got := Notification(work, true); got != "🔔 [w-3] task 9 → done · 3 files +42 −7 on cicy/w-3: ok" {
+		t.Errorf("with work = %q", got)
+	}
+	work.Head, work.Files = "a", 0
+	if got := Notification(work, false); got != "🔔 [w-3] task 9 → done · no change on cicy/w-3" {
+		t.Errorf("no change = %q", got)
+	}
 	if got := Message(schema.Task{ID: 3, Text: "do it"}); got != "task 3: do it" {
 		t.Errorf("message = %q", got)
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	Recovered func()
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Finish is called on the outbox goroutine right before a delivered
+	// task is recorded done: the work it left (its worker's change,
+	// committed) goes into the same record. Called again for a task whose
+	// record a crash cut short, so it must not do its work twice.
+	// Optional.
+	Finish func(t schema.Task) schema.Work
 }
 
 // safety is how often the outbox looks while a task is open even when
@@ -433,6 +439,9 @@ func (o *Outbox) exec(a Action, resumed map[int64]Delivery) {
 	id := a.Task.ID
 	switch a.Op {
 	case OpMove:
+		if a.Change.To == schema.TaskDone && a.Change.From == schema.TaskDelivered && o.cfg.Finish != nil {
+			a.Change.Work = o.cfg.Finish(a.Task)
+		}
 		if o.Move(id, a.Change) && a.Change.From == schema.TaskDelivered {
 			delete(o.flights, id) // settled: its pane is done with it
 		}

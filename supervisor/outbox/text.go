@@ -15,10 +15,15 @@ func Message(t schema.Task) string { return fmt.Sprintf("task %d: %s", t.ID, t.T
 const notifyBody = 2000
 
 // Notification is the line that tells a master t ended: the head alone
-// ("🔔 [w-2] task 7 → done"), typed into a terminal master, or with the
-// result or error (cut at 2,000 runes), which a cicy master gets.
+// ("🔔 [w-2] task 7 → done", with the change it left on its worker's
+// branch: "· 3 files +42 −7 on cicy/w-2"), typed into a terminal master,
+// or with the result or error (cut at 2,000 runes), which a cicy master
+// gets.
 func Notification(t schema.Task, full bool) string {
 	head := fmt.Sprintf("🔔 [%s] task %d → %s", t.To, t.ID, t.Status)
+	if t.Branch != "" {
+		head += " · " + WorkStat(t.Work)
+	}
 	if !full {
 		return head
 	}
@@ -30,4 +35,17 @@ func Notification(t schema.Task, full bool) string {
 		body = string(r[:notifyBody]) + "…"
 	}
 	return head + ": " + body
+}
+
+// WorkStat is a task's change in a few words: "3 files +42 −7 on
+// cicy/w-2", or "no change on cicy/w-2".
+func WorkStat(w schema.Work) string {
+	if w.Base == w.Head {
+		return "no change on " + w.Branch
+	}
+	files := "files"
+	if w.Files == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("%d %s +%d −%d on %s", w.Files, files, w.Added, w.Deleted, w.Branch)
 }

@@ -23,11 +23,10 @@ type Worktree struct {
 // BranchFor is the branch of pane id's worktree.
 func BranchFor(id string) string { return "cicy/" + id }
 
-// Add makes a worktree at path on a new branch from the HEAD of the
-// branch checked out in dir's repository. A branch that exists is
-// refused (ErrBranchUse) unless it is checked out at path already (a
-// worktree of ours, adopted as it is).
-func (g Git) Add(ctx context.Context, dir, path, branch string) (Worktree, error) {
+// Resolve is where a worktree of dir's repository starts: the
+// repository, the branch checked out there (the one it merges into) and
+// its HEAD commit.
+func (g Git) Resolve(ctx context.Context, dir string) (Worktree, error) {
 	repo, err := g.Repo(ctx, dir)
 	if err != nil {
 		return Worktree{}, err
@@ -43,20 +42,38 @@ func (g Git) Add(ctx context.Context, dir, path, branch string) (Worktree, error
 	if base == "" {
 		return Worktree{}, ErrNoCommit
 	}
-	w := Worktree{Path: path, Repo: repo, Branch: branch, Target: target, Base: base}
-	if have, err := g.Rev(ctx, repo, "refs/heads/"+branch); err != nil {
+	return Worktree{Repo: repo, Target: target, Base: base}, nil
+}
+
+// Add makes the worktree w (Resolve's, with Path and Branch) on a new
+// branch from w.Base. A branch that exists is refused (ErrBranchUse)
+// unless it is checked out at w.Path already (a worktree of ours,
+// adopted as it is).
+func (g Git) Add(ctx context.Context, w Worktree) (Worktree, error) {
+	if have, err := g.Rev(ctx, w.Repo, "refs/heads/"+w.Branch); err != nil {
 		return Worktree{}, err
 	} else if have != "" {
-		if at, _ := g.checkedOutAt(ctx, repo, branch); at != "" && samePath(at, path) {
-			w.Base, _ = g.line(ctx, repo, "merge-base", target, branch)
+		if at, _ := g.checkedOutAt(ctx, w.Repo, w.Branch); at != "" && samePath(at, w.Path) {
+			w.Base, _ = g.line(ctx, w.Repo, "merge-base", w.Target, w.Branch)
 			return w, nil
 		}
-		return Worktree{}, fmt.Errorf("%s: %w", branch, ErrBranchUse)
+		return Worktree{}, fmt.Errorf("%s: %w", w.Branch, ErrBranchUse)
 	}
-	if _, err := g.run(ctx, repo, "worktree", "add", "-q", "-b", branch, path, base); err != nil {
+	if _, err := g.run(ctx, w.Repo, "worktree", "add", "-q", "-b", w.Branch, w.Path, w.Base); err != nil {
 		return Worktree{}, err
 	}
 	return w, nil
+}
+
+// New is Resolve and Add: pane id's worktree at path, from dir's
+// repository.
+func (g Git) New(ctx context.Context, dir, path, branch string) (Worktree, error) {
+	w, err := g.Resolve(ctx, dir)
+	if err != nil {
+		return Worktree{}, err
+	}
+	w.Path, w.Branch = path, branch
+	return g.Add(ctx, w)
 }
 
 // samePath reports whether a and b name one folder.
@@ -265,4 +282,52 @@ func (g Git) Remove(ctx context.Context, w Worktree) error {
 func (g Git) Prune(ctx context.Context, dir string) error {
 	_, err := g.run(ctx, dir, "worktree", "prune")
 	return err
+}
+
+// Discard removes a worktree Add just made, and its branch, whatever they
+// hold: for a pane that never started.
+func (g Git) Discard(ctx context.Context, w Worktree) error {
+	if _, err := g.run(ctx, w.Repo, "worktree", "remove", "--force", w.Path); err != nil {
+		if err := g.Prune(ctx, w.Repo); err != nil {
+			return err
+		}
+	}
+	_, err := g.run(ctx, w.Repo, "branch", "-D", "-q", w.Branch)
+	return err
+}
+
+// Restore checks out w's branch at w.Path again after its folder was
+// deleted by hand (git forgets the old one first); a branch that is gone
+// too starts again from w.Base.
+func (g Git) Restore(ctx context.Context, w Worktree) error {
+	if err := g.Prune(ctx, w.Repo); err != nil {
+		return err
+	}
+	have, err := g.Rev(ctx, w.Repo, "refs/heads/"+w.Branch)
+	if err != nil {
+		return err
+	}
+	if have == "" {
+		_, err = g.run(ctx, w.Repo, "worktree", "add", "-q", "-b", w.Branch, w.Path, w.Base)
+		return err
+	}
+	_, err = g.run(ctx, w.Repo, "worktree", "add", "-q", w.Path, w.Branch)
+	return err
+}
+
+// Tracked reports whether name is a file git tracks in dir's checkout.
+func (g Git) Tracked(ctx context.Context, dir, name string) (bool, error) {
+	_, err := g.run(ctx, dir, "ls-files", "--error-unmatch", "--", name)
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// ForkPoint is the commit a and b share last (git merge-base).
+func (g Git) ForkPoint(ctx context.Context, dir, a, b string) (string, error) {
+	return g.line(ctx, dir, "merge-base", a, b)
 }

@@ -56,7 +56,7 @@ func read(t *testing.T, path string) string {
 // add makes pane id's worktree of r.
 func add(t *testing.T, r, id string) Worktree {
 	t.Helper()
-	w, err := Git{}.Add(context.Background(), r, filepath.Join(t.TempDir(), id), BranchFor(id))
+	w, err := Git{}.New(context.Background(), r, filepath.Join(t.TempDir(), id), BranchFor(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "w-1")
-	w, err := Git{}.Add(ctx, sub, path, "cicy/w-1")
+	w, err := Git{}.New(ctx, sub, path, "cicy/w-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,10 @@ func TestAdd(t *testing.T) {
 		t.Fatalf("the repository's tree changed: %q", st)
 	}
 	// Adding it again at the same place adopts it; elsewhere is refused.
-	if again, err := (Git{}).Add(ctx, r, path, "cicy/w-1"); err != nil || again.Base != w.Base {
+	if again, err := (Git{}).New(ctx, r, path, "cicy/w-1"); err != nil || again.Base != w.Base {
 		t.Fatalf("adopting: %+v %v", again, err)
 	}
-	if _, err := (Git{}).Add(ctx, r, filepath.Join(t.TempDir(), "x"), "cicy/w-1"); !errors.Is(err, ErrBranchUse) {
+	if _, err := (Git{}).New(ctx, r, filepath.Join(t.TempDir(), "x"), "cicy/w-1"); !errors.Is(err, ErrBranchUse) {
 		t.Fatalf("a taken branch: %v", err)
 	}
 }
@@ -116,12 +116,12 @@ func TestAddRefused(t *testing.T) {
 		{"no commit", empty, ErrNoCommit},
 		{"detached", detached, ErrDetached},
 	} {
-		_, err := Git{}.Add(ctx, c.dir, filepath.Join(t.TempDir(), "w"), "cicy/w-1")
+		_, err := Git{}.New(ctx, c.dir, filepath.Join(t.TempDir(), "w"), "cicy/w-1")
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if _, err := (Git{Bin: filepath.Join(t.TempDir(), "git")}).Add(ctx, detached, t.TempDir(), "b"); err == nil {
+	if _, err := (Git{Bin: filepath.Join(t.TempDir(), "git")}).New(ctx, detached, t.TempDir(), "b"); err == nil {
 		t.Error("a missing git was not an error")
 	}
 }

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// Work is a task's change on its worker's branch: base..head, with git's
+// diff stat.
+type Work struct {
+	Branch  string `json:"branch"`
+	Base    string `json:"base"`
+	Head    string `json:"head"`
+	Commits int    `json:"commits"`
+	Files   int    `json:"files"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
+
+// WorktreeInfo is a worker's git worktree: where it is, its branch, the
+// branch it merges into, how far apart they are and whether its work is
+// all merged. Pane is "" when the pane was killed and its worktree kept.
+type WorktreeInfo struct {
+	Pane   string `json:"pane"`
+	Title  string `json:"title,omitempty"`
+	Path   string `json:"path"`
+	Repo   string `json:"repo"`
+	Branch string `json:"branch"`
+	Target string `json:"target"`
+	// Ahead: commits on Branch that Target lacks; Behind: the reverse.
+	Ahead  int `json:"ahead"`
+	Behind int `json:"behind"`
+	// Added and Deleted are the lines of Branch's unmerged change (the
+	// diff from where it forks from Target), Files its files.
+	Files   int  `json:"files"`
+	Added   int  `json:"added"`
+	Deleted int  `json:"deleted"`
+	Merged  bool `json:"merged"`
+	Clean   bool `json:"clean"`
+	// Missing: the folder was deleted by hand (git still lists it).
+	Missing bool `json:"missing,omitempty"`
+	// Gone: the pane it belonged to was killed.
+	Gone bool `json:"gone,omitempty"`
+	// Error is why the worktree could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// DiffResult is `diff`: the change of a task or a worker, as git prints it.
+type DiffResult struct {
+	Work Work   `json:"work"`
+	Diff string `json:"diff"`
+}
+
+// MergeRequest merges a task's or a worker's branch into the master's
+// checkout.
+type MergeRequest struct {
+	// Target is a task id or a pane id.
+	Target string `json:"target"`
+	// Into is the branch to merge into; "" for the one checked out in the
+	// repository the worktree came from.
+	Into string `json:"into,omitempty"`
+	// SendBack turns a conflict into a new task for the same worker.
+	SendBack bool `json:"send_back,omitempty"`
+	// Caller is the pane asking (a master's team tools); its master role
+	// makes it the sender of a task sent back.
+	Caller string `json:"caller,omitempty"`
+}
+
+// MergeResult is what a merge did. With Conflicts nothing was changed;
+// SentBack is the task made of them with send_back.
+type MergeResult struct {
+	Target      string    `json:"target"`
+	Branch      string    `json:"branch"`
+	Into        string    `json:"into"`
+	Repo        string    `json:"repo"`
+	Head        string    `json:"head"`
+	FastForward bool      `json:"fast_forward"`
+	Already     bool      `json:"already"`
+	Conflicts   []string  `json:"conflicts,omitempty"`
+	SentBack    *TaskInfo `json:"sent_back,omitempty"`
+	Work        Work      `json:"work"`
+}
+
+// KillResult is what a kill left behind: a worktree with unmerged or
+// uncommitted work is kept (Kept says where and why).
+type KillResult struct {
+	Kept string `json:"kept,omitempty"`
+}
+
+// Diff returns the change of a task ("7") or a worker ("w-3").
+func (c *Client) Diff(ctx context.Context, target string, stat bool) (DiffResult, error) {
+	var out DiffResult
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/diff?target=%s&stat=%t", url.QueryEscape(target), stat), nil, &out)
+	return out, err
+}
+
+// Merge merges a task's or a worker's branch.
+func (c *Client) Merge(ctx context.Context, req MergeRequest) (MergeResult, error) {
+	var out MergeResult
+	err := c.do(ctx, http.MethodPost, "/api/merge", req, &out)
+	return out, err
+}
+
+// Worktrees lists every worktree of the home's workers; with prune it
+// first removes the clean, merged ones of panes that are gone.
+func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, error) {
+	var out []WorktreeInfo
+	method := http.MethodGet
+	if prune {
+		method = http.MethodPost
+	}
+	err := c.do(ctx, method, "/api/worktrees", nil, &out)
+	return out, err
+}

@@ -1,0 +1,272 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
+)
+
+// workTarget is what diff and merge act on: a worker's worktree, and the
+// range of commits (one task's, or the worker's unmerged work).
+type workTarget struct {
+	pane string
+	w    worktree.Worktree
+	task *schema.Task
+	base string // "" for a worker: where its branch forks from its target
+	head string
+}
+
+// resolveWork finds a task ("7") or a worker ("w-3") with a worktree,
+// kept or running.
+func (s *Supervisor) resolveWork(ctx context.Context, target string) (workTarget, error) {
+	target = strings.TrimSpace(target)
+	if n, err := strconv.ParseInt(target, 10, 64); err == nil && n > 0 {
+		t, err := s.GetTask(ctx, n)
+		if err != nil {
+			return workTarget{}, err
+		}
+		if t.Branch == "" {
+			return workTarget{}, usageErr("task %d left no change on a worktree (%s; its worker %s runs in none, or the task did not end done)", n, t.Status, t.To)
+		}
+		w, err := s.paneWorktree(ctx, t.To)
+		if err != nil {
+			return workTarget{}, err
+		}
+		return workTarget{pane: t.To, w: w, task: &t, base: t.Base, head: t.Head}, nil
+	}
+	id, err := api.ParsePaneID(target)
+	if err != nil {
+		return workTarget{}, usageErr("%q is neither a task id (a number) nor a pane id (w-<N>)", target)
+	}
+	w, err := s.paneWorktree(ctx, id)
+	if err != nil {
+		return workTarget{}, err
+	}
+	head, err := s.git.Rev(ctx, w.Repo, "refs/heads/"+w.Branch)
+	if err != nil || head == "" {
+		return workTarget{}, failedErr("the branch %s of %s is gone from %s", w.Branch, id, w.Repo)
+	}
+	return workTarget{pane: id, w: w, head: head}, nil
+}
+
+// paneWorktree is pane id's worktree: from its config while it exists,
+// else found by its branch in the repositories the home's worktrees came
+// from (a killed pane whose work was kept).
+func (s *Supervisor) paneWorktree(ctx context.Context, id string) (worktree.Worktree, error) {
+	if e, err := s.get(id); err == nil {
+		w, ok := worktreeOf(e.cfg)
+		if !ok {
+			return w, usageErr("pane %s runs in no worktree (create a worker with --worktree)", id)
+		}
+		return w, nil
+	}
+	for _, l := range s.listWorktrees(ctx) {
+		if l.Pane == id {
+			return worktree.Worktree{Path: l.Path, Repo: l.Repo, Branch: l.Branch, Target: l.Target}, nil
+		}
+	}
+	return worktree.Worktree{}, notFoundErr(id)
+}
+
+// Diff is the change of a task or a worker, as git prints it (with
+// --stat, its summary).
+func (s *Supervisor) Diff(ctx context.Context, target string, stat bool) (api.DiffResult, error) {
+	wt, err := s.resolveWork(ctx, target)
+	if err != nil {
+		return api.DiffResult{}, err
+	}
+	base := wt.base
+	if base == "" {
+		if base, err = s.git.ForkPoint(ctx, wt.w.Repo, wt.w.Target, wt.head); err != nil {
+			return api.DiffResult{}, failedErr("%s and %s share no history: %v", wt.w.Branch, wt.w.Target, err)
+		}
+	}
+	c, err := s.git.Stat(ctx, wt.w.Repo, base, wt.head)
+	if err != nil {
+		return api.DiffResult{}, failedErr("%v", err)
+	}
+	text, err := s.git.Diff(ctx, wt.w.Repo, base, wt.head, stat)
+	if err != nil {
+		return api.DiffResult{}, failedErr("%v", err)
+	}
+	c.Branch = wt.w.Branch
+	return api.DiffResult{Work: apiWork(c), Diff: text}, nil
+}
+
+func apiWork(c worktree.Change) api.Work {
+	return api.Work{Branch: c.Branch, Base: c.Base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+}
+
+// Merge merges a task's commit or a worker's branch into the checkout
+// its worktree came from (the master's): see worktree.Git.Merge. A
+// conflict changes nothing; with SendBack it becomes a task for the same
+// worker.
+func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.MergeResult, error) {
+	wt, err := s.resolveWork(ctx, req.Target)
+	if err != nil {
+		return api.MergeResult{}, err
+	}
+	msg := "merge " + wt.w.Branch
+	if wt.task != nil {
+		msg = fmt.Sprintf("merge %s: task %d: %s", wt.w.Branch, wt.task.ID, firstLine(wt.task.Text))
+	}
+	ident := "cicy-agent"
+	if req.Caller != "" {
+		ident = req.Caller
+	}
+	m, err := s.git.Merge(ctx, wt.w.Repo, wt.head, req.Into, msg, ident)
+	res := api.MergeResult{Target: req.Target, Branch: wt.w.Branch, Into: m.Into, Repo: wt.w.Repo, Head: m.Head,
+		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts}
+	if wt.task != nil {
+		res.Work = api.Work(wt.task.Work)
+	}
+	s.forgetWork()
+	switch {
+	case errors.Is(err, worktree.ErrConflict):
+		if req.SendBack {
+			return s.sendBack(ctx, req, wt, res)
+		}
+		return res, nil
+	case err != nil:
+		return res, mergeErr(err, wt.w.Repo)
+	}
+	s.log.WithFields(map[string]any{"branch": wt.w.Branch, "into": m.Into, "head": short(m.Head)}).Info("Merged a worker's work")
+	return res, nil
+}
+
+// sendBack makes a merge's conflict a task for the worker that made it.
+func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt workTarget, res api.MergeResult) (api.MergeResult, error) {
+	from := ""
+	if req.Caller != "" {
+		from = s.callerMaster(req.Caller)
+	}
+	text := fmt.Sprintf("rebase %s on %s and resolve: %s\n\n(Merging %s into %s conflicts in those files. In your worktree run `git rebase %s`, resolve each conflict, `git add` the files and `git rebase --continue`; leave the result committed or not, it is recorded when you are done.)",
+		wt.w.Branch, res.Into, strings.Join(res.Conflicts, ", "), wt.w.Branch, res.Into, res.Into)
+	t, err := s.Dispatch(ctx, from, wt.pane, text)
+	if err != nil {
+		return res, fmt.Errorf("the merge conflicts (%s), and sending it back failed: %w", strings.Join(res.Conflicts, ", "), err)
+	}
+	ti := s.taskInfo(t)
+	res.SentBack = &ti
+	return res, nil
+}
+
+// mergeErr is a refused merge as one sentence.
+func mergeErr(err error, repo string) error {
+	switch {
+	case errors.Is(err, worktree.ErrDirty):
+		return usageErr("the master's checkout %s has uncommitted changes; commit or stash them, then merge again", strings.TrimSuffix(err.Error(), ": "+worktree.ErrDirty.Error()))
+	case errors.Is(err, worktree.ErrDetached):
+		return usageErr("the checkout %s has a detached HEAD; name the branch to merge into with --into", repo)
+	case errors.Is(err, worktree.ErrMoved):
+		return failedErr("%v; nothing was changed, merge again", err)
+	case errors.Is(err, worktree.ErrNoGit):
+		return failedErr("merging needs git, which is not on PATH")
+	}
+	return failedErr("%v", err)
+}
+
+// forgetWork drops what ls shows of every worktree: a merge moved the
+// branch they are measured against.
+func (s *Supervisor) forgetWork() {
+	for _, e := range s.entries() {
+		e.work.Store(nil)
+	}
+}
+
+// listWorktrees is every worktree of the home's workers: the branches
+// cicy/w-N of the repositories they came from, checked out under the
+// home, with or without their pane.
+func (s *Supervisor) listWorktrees(ctx context.Context) []api.WorktreeInfo {
+	var out []api.WorktreeInfo
+	under := s.cfg.Home.Workspace("x")
+	under = filepath.Dir(under) + string(filepath.Separator)
+	for _, repo := range s.repos() {
+		listed, err := s.git.List(ctx, repo)
+		if err != nil {
+			out = append(out, api.WorktreeInfo{Repo: repo, Error: err.Error()})
+			continue
+		}
+		for _, l := range listed {
+			id, ok := strings.CutPrefix(l.Branch, "cicy/")
+			if !ok || !strings.HasPrefix(l.Path, under) {
+				continue
+			}
+			out = append(out, s.describeWorktree(ctx, repo, id, l))
+		}
+	}
+	return out
+}
+
+// describeWorktree is one listed worktree of repo, pane id's.
+func (s *Supervisor) describeWorktree(ctx context.Context, repo, id string, l worktree.Listed) api.WorktreeInfo {
+	if e, err := s.get(id); err == nil {
+		if w, ok := worktreeOf(e.cfg); ok {
+			wi := s.readWorktree(ctx, w, id)
+			wi.Title = e.cfg.Title
+			return wi
+		}
+	}
+	target, err := s.git.CurrentBranch(ctx, repo)
+	if err != nil {
+		target = "HEAD"
+	}
+	wi := s.readWorktree(ctx, worktree.Worktree{Path: l.Path, Repo: repo, Branch: l.Branch, Target: target}, id)
+	wi.Gone = true
+	return wi
+}
+
+// Worktrees lists the home's worktrees; with prune it first removes the
+// ones of panes that are gone whose work is all merged and committed,
+// and lets git forget the ones deleted by hand.
+func (s *Supervisor) Worktrees(ctx context.Context, prune bool) []api.WorktreeInfo {
+	all := s.listWorktrees(ctx)
+	if !prune {
+		return all
+	}
+	for _, wi := range all {
+		if wi.Gone && wi.Merged && (wi.Clean || wi.Missing) && wi.Error == "" {
+			w := worktree.Worktree{Path: wi.Path, Repo: wi.Repo, Branch: wi.Branch, Target: wi.Target}
+			if err := s.git.Remove(ctx, w); err != nil {
+				s.log.WithError(err).WithField("pane", wi.Pane).Warn("Could not prune a worktree")
+			}
+		}
+	}
+	for _, repo := range s.repos() {
+		if err := s.git.Prune(ctx, repo); err != nil {
+			s.log.WithError(err).WithField("repo", repo).Warn("Could not prune the repository's worktrees")
+		}
+	}
+	return s.listWorktrees(ctx)
+}
+
+func (a *handler) worktreeRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		res, err := a.sup.Diff(r.Context(), q.Get("target"), q.Get("stat") == "true")
+		respond(w, res, err)
+	})
+	mux.HandleFunc("POST /api/merge", func(w http.ResponseWriter, r *http.Request) {
+		var req api.MergeRequest
+		if err := decode(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		res, err := a.sup.Merge(r.Context(), req)
+		respond(w, res, err)
+	})
+	mux.HandleFunc("GET /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.Worktrees(r.Context(), false), nil)
+	})
+	mux.HandleFunc("POST /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.Worktrees(r.Context(), true), nil)
+	})
+}

@@ -1,0 +1,291 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
+)
+
+// gitTimeout bounds one worktree operation (a commit of a large tree, a
+// merge).
+const gitTimeout = 2 * time.Minute
+
+// paneWorktree is what a pane's config keeps of its worktree: the
+// repository it came from, the branch it merges into and the commit it
+// started at. Its path is the pane's workspace, its branch cicy/<id>.
+type paneWorktree struct {
+	Repo   string `json:"repo"`
+	Target string `json:"target"`
+	Base   string `json:"base"`
+}
+
+// worktreeOf is pane cfg's worktree; false when it runs in none.
+func worktreeOf(cfg schema.Pane) (worktree.Worktree, bool) {
+	pw := parsePaneConfig(cfg.Config).Worktree
+	if pw == nil {
+		return worktree.Worktree{}, false
+	}
+	return worktree.Worktree{Path: cfg.Workspace, Repo: pw.Repo, Branch: worktree.BranchFor(cfg.ID),
+		Target: pw.Target, Base: pw.Base}, true
+}
+
+// resolveWorktree checks that a pane asked to run in a worktree can: the
+// folder it names (its workspace, else its master's) is a checkout of a
+// git repository on a branch with a commit. The answer is what its
+// config keeps.
+func (s *Supervisor) resolveWorktree(ctx context.Context, req api.CreateRequest) (*paneWorktree, error) {
+	dir := req.Workspace
+	if dir == "" && req.Master != "" {
+		if m, err := s.resolvePane(req.Master); err == nil {
+			dir = m.cfg.Workspace
+		}
+	}
+	if dir == "" {
+		return nil, usageErr("--worktree needs the repository to branch from: name it with --workspace, or give the pane a --master whose workspace is in one")
+	}
+	w, err := s.git.Resolve(ctx, dir)
+	if err != nil {
+		return nil, worktreeErr(err, dir)
+	}
+	return &paneWorktree{Repo: w.Repo, Target: w.Target, Base: w.Base}, nil
+}
+
+// worktreeErr is a refused worktree as one sentence.
+func worktreeErr(err error, dir string) error {
+	switch {
+	case errors.Is(err, worktree.ErrNoGit):
+		return failedErr("--worktree needs git, which is not on PATH; install git")
+	case errors.Is(err, worktree.ErrBare):
+		return usageErr("--worktree: %s is a bare repository; name a checkout of it with --workspace", dir)
+	case errors.Is(err, worktree.ErrNotRepo):
+		return usageErr("--worktree: %s is not in a git repository; run git init there, or name a repository with --workspace", dir)
+	case errors.Is(err, worktree.ErrDetached):
+		return usageErr("--worktree: the repository at %s has a detached HEAD; check out the branch the workers should start from (git switch <branch>)", dir)
+	case errors.Is(err, worktree.ErrNoCommit):
+		return usageErr("--worktree: the repository at %s has no commit yet; commit once, then create the pane", dir)
+	case errors.Is(err, worktree.ErrBranchUse):
+		return usageErr("--worktree: the branch %s exists in %s and is not this pane's worktree; rename or delete it (git branch -m …)", strings.TrimSuffix(err.Error(), ": "+worktree.ErrBranchUse.Error()), dir)
+	}
+	return failedErr("--worktree: %v", err)
+}
+
+// addWorktree makes pane id's worktree at ws and returns how to undo it.
+func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	w := worktree.Worktree{Path: ws, Repo: pw.Repo, Branch: worktree.BranchFor(id), Target: pw.Target, Base: pw.Base}
+	if _, err := s.git.Add(ctx, w); err != nil {
+		return nil, worktreeErr(err, pw.Repo)
+	}
+	if err := s.rememberRepo(pw.Repo); err != nil {
+		s.log.WithError(err).Warn("Could not record the repository of a worktree")
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		if err := s.git.Discard(ctx, w); err != nil {
+			s.log.WithError(err).WithField("pane", id).Warn("Could not remove the worktree of a pane that did not start")
+		}
+	}, nil
+}
+
+// ensureWorktree makes a worktree pane's folder there again before it
+// starts: one deleted by hand is checked out again from its branch.
+func (s *Supervisor) ensureWorktree(cfg schema.Pane) error {
+	w, ok := worktreeOf(cfg)
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(w.Path); err == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	if err := s.git.Restore(ctx, w); err != nil {
+		return fmt.Errorf("check out the worktree %s again: %w", w.Path, err)
+	}
+	s.log.WithField("pane", cfg.ID).Warn("The worktree's folder was gone; checked out " + w.Branch + " there again")
+	return nil
+}
+
+// reposFile lists the repositories the home's worktrees came from, so
+// `worktrees` finds the ones of panes that are gone.
+func (h Home) reposFile() string { return filepath.Join(h.Root, "worktrees.json") }
+
+var reposMu sync.Mutex
+
+// rememberRepo adds repo to the home's list of repositories.
+func (s *Supervisor) rememberRepo(repo string) error {
+	reposMu.Lock()
+	defer reposMu.Unlock()
+	repos := s.repos()
+	if slices.Contains(repos, repo) {
+		return nil
+	}
+	b, _ := json.MarshalIndent(append(repos, repo), "", "  ") // strings always encode
+	return atomicfile.Write(s.cfg.Home.reposFile(), append(b, '\n'), 0o600)
+}
+
+// repos is the home's list of repositories worktrees came from.
+func (s *Supervisor) repos() []string {
+	var repos []string
+	if b, err := os.ReadFile(s.cfg.Home.reposFile()); err == nil {
+		_ = json.Unmarshal(b, &repos) // a damaged list is rebuilt from the panes
+	}
+	for _, e := range s.entries() {
+		if w, ok := worktreeOf(e.cfg); ok && !slices.Contains(repos, w.Repo) {
+			repos = append(repos, w.Repo)
+		}
+	}
+	return repos
+}
+
+// finishTask is the outbox's last step before a task on a worktree worker
+// is recorded done: whatever the worker left uncommitted becomes one
+// commit, and the task's range (from the pane's last recorded head) and
+// its stat go into the record. A crash after the commit leaves a clean
+// worktree: the second call makes no commit and records the same range.
+func (s *Supervisor) finishTask(t schema.Task) schema.Work {
+	e, err := s.get(t.To)
+	if err != nil {
+		return schema.Work{}
+	}
+	w, ok := worktreeOf(e.cfg)
+	if !ok {
+		return schema.Work{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	log := s.log.WithFields(map[string]any{"pane": t.To, "task": t.ID})
+	base := w.Base
+	if last, ok, err := s.store.LastWork(ctx, t.To); err != nil {
+		log.WithError(err).Warn("Could not read the pane's last recorded commit")
+	} else if ok {
+		base = last.Head
+	}
+	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
+	head, made, err := s.git.Commit(ctx, w.Path, msg, t.To, s.keptOut(ctx, e.cfg, w))
+	if err != nil {
+		log.WithError(err).Error("Could not commit the task's work on its worktree")
+		return schema.Work{}
+	}
+	c, err := s.git.Stat(ctx, w.Path, base, head)
+	if err != nil {
+		log.WithError(err).Error("Could not read the task's diff stat")
+	}
+	if made {
+		log.WithField("head", short(head)).Info("Committed the task's work on " + w.Branch)
+	}
+	e.work.Store(nil) // read again when asked
+	return schema.Work{Branch: w.Branch, Base: base, Head: head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+}
+
+// keptOut are the files of ours in a worktree that are no part of the
+// work: the guidance file we wrote, unless the repository has its own.
+func (s *Supervisor) keptOut(ctx context.Context, cfg schema.Pane, w worktree.Worktree) []string {
+	name := cicy.GuidanceFile(cfg.Type)
+	if tracked, _ := s.git.Tracked(ctx, w.Path, name); tracked {
+		return nil
+	}
+	return []string{name}
+}
+
+// firstLine is a task's first non-empty line, cut to 72 runes.
+func firstLine(text string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > 72 {
+				l = string(r[:71]) + "…"
+			}
+			return l
+		}
+	}
+	return "(empty)"
+}
+
+func short(rev string) string {
+	if len(rev) > 10 {
+		return rev[:10]
+	}
+	return rev
+}
+
+// worktreeInfo is what ls shows of pane e's worktree (nil for a pane
+// that runs in none), read from git once and again after it changed.
+func (s *Supervisor) worktreeInfo(e *entry) *api.WorktreeInfo {
+	w, ok := worktreeOf(e.cfg)
+	if !ok {
+		return nil
+	}
+	if wi := e.work.Load(); wi != nil {
+		return wi
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	wi := s.readWorktree(ctx, w, e.cfg.ID)
+	wi.Title = e.cfg.Title
+	e.work.Store(&wi)
+	return &wi
+}
+
+// readWorktree is w as git sees it now.
+func (s *Supervisor) readWorktree(ctx context.Context, w worktree.Worktree, pane string) api.WorktreeInfo {
+	wi := api.WorktreeInfo{Pane: pane, Path: w.Path, Repo: w.Repo, Branch: w.Branch, Target: w.Target}
+	if _, err := os.Stat(w.Path); err != nil {
+		wi.Missing = true
+	} else if wi.Clean, err = s.git.Clean(ctx, w.Path); err != nil {
+		wi.Error = err.Error()
+		return wi
+	}
+	var err error
+	if wi.Ahead, wi.Behind, err = s.git.Ahead(ctx, w.Repo, w.Target, "refs/heads/"+w.Branch); err != nil {
+		wi.Error = err.Error()
+		return wi
+	}
+	wi.Merged = wi.Ahead == 0
+	if wi.Ahead > 0 {
+		if fork, err := s.git.ForkPoint(ctx, w.Repo, w.Target, "refs/heads/"+w.Branch); err == nil {
+			c, _ := s.git.Stat(ctx, w.Repo, fork, "refs/heads/"+w.Branch)
+			wi.Files, wi.Added, wi.Deleted = c.Files, c.Added, c.Deleted
+		}
+	}
+	return wi
+}
+
+// releaseWorktree removes a killed pane's worktree and branch when it is
+// clean and merged; otherwise it keeps both and says why ("" when the
+// pane had none or it was removed).
+func (s *Supervisor) releaseWorktree(cfg schema.Pane) string {
+	w, ok := worktreeOf(cfg)
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	err := s.git.Remove(ctx, w)
+	log := s.log.WithField("pane", cfg.ID)
+	switch {
+	case err == nil:
+		log.Info("Removed the pane's worktree and branch: clean and merged")
+		return ""
+	case errors.Is(err, worktree.ErrDirty):
+		return fmt.Sprintf("kept the worktree %s: it has uncommitted changes", w.Path)
+	case errors.Is(err, worktree.ErrNotMerged):
+		return fmt.Sprintf("kept the worktree %s: %s is not merged into %s ('cicy-agent merge %s' merges it)", w.Path, w.Branch, w.Target, cfg.ID)
+	}
+	log.WithError(err).Warn("Could not remove the pane's worktree")
+	return fmt.Sprintf("kept the worktree %s: %v", w.Path, err)
+}

@@ -1,0 +1,303 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+)
+
+// gitRepo is a repository with one commit on main, as a user has it.
+func gitRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "project")
+	gitIn(t, "", "init", "-q", "-b", "main", dir)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "first")
+	return dir
+}
+
+func gitIn(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// worktreeTeam is a shell master in repo and n shell workers, each in a
+// worktree of it.
+func worktreeTeam(t *testing.T, s *Supervisor, repo string, n int) (master string, workers []string) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := s.Create(ctx, api.CreateRequest{Title: "lead", Type: "shell", Role: "master", Backend: "pty",
+		Workspace: repo, Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), m.ID) })
+	for i := 0; i < n; i++ {
+		w, err := s.Create(ctx, api.CreateRequest{Title: "dev", Type: "shell", Master: m.ID, Worktree: true, Backend: "pty",
+			Command: []string{"bash", "--norc", "--noprofile"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Kill(context.Background(), w.ID) })
+		waitPane(t, s, w.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+		workers = append(workers, w.ID)
+	}
+	return m.ID, workers
+}
+
+// TestWorktreeTasks: a worker in its own worktree; each task that ends
+// done leaves one commit whose range and stat the task records; the
+// repository's own checkout is untouched until the master merges.
+func TestWorktreeTasks(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 1)
+	id := ws[0]
+	info, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Worktree == nil || info.Worktree.Branch != "cicy/"+id || info.Worktree.Target != "main" || info.Workspace == repo ||
+		!strings.HasPrefix(info.Workspace, s.cfg.Home.Root) {
+		t.Fatalf("pane %+v worktree %+v", info, info.Worktree)
+	}
+	if got := gitIn(t, info.Workspace, "branch", "--show-current"); got != "cicy/"+id {
+		t.Fatalf("the pane's workspace is on %q", got)
+	}
+
+	got := runShellTask(t, s, id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
+	if got.Status != schema.TaskDone || got.Branch != "cicy/"+id || got.Base == got.Head || got.Commits != 1 ||
+		got.Files != 2 || got.Added != 3 || got.Deleted != 0 {
+		t.Fatalf("task: %s %+v", got.Status, got.Work)
+	}
+	if subj := gitIn(t, repo, "log", "-1", "--format=%an %s", got.Head); subj != id+" task "+itoa(got.ID)+": printf 'two\\nthree\\n' >> a.txt; echo new > b.txt" {
+		t.Errorf("commit %q", subj)
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("the repository's checkout changed: %q", st)
+	}
+	// The next task starts where the last ended; one that changes nothing
+	// records no commit.
+	quiet := runShellTask(t, s, id, "true")
+	if quiet.Branch == "" || quiet.Base != got.Head || quiet.Head != got.Head || quiet.Commits != 0 {
+		t.Fatalf("no change: %+v", quiet.Work)
+	}
+	// A worker that commits itself keeps its commits.
+	own := runShellTask(t, s, id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
+	if own.Commits != 2 || own.Files != 2 || own.Base != got.Head {
+		t.Fatalf("own commits: %+v", own.Work)
+	}
+	d, err := s.Diff(context.Background(), itoa(got.ID), false)
+	if err != nil || !strings.Contains(d.Diff, "+new") || d.Work.Files != 2 {
+		t.Fatalf("diff of the task: %+v %v", d, err)
+	}
+	d, err = s.Diff(context.Background(), id, true)
+	if err != nil || d.Work.Files != 4 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "4 files changed") {
+		t.Fatalf("diff of the worker: %+v %v", d, err)
+	}
+	info, _ = s.Get(id)
+	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 4 || wi.Merged {
+		t.Fatalf("ls: %+v", wi)
+	}
+	m, err := s.Merge(context.Background(), api.MergeRequest{Target: id})
+	if err != nil || !m.FastForward || m.Into != "main" || m.Head != own.Head {
+		t.Fatalf("merge: %+v %v", m, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
+		t.Fatal("the merge did not reach the master's checkout")
+	}
+	if info, _ = s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
+		t.Fatalf("after merge: %+v", info.Worktree)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestWorktreeConflictSentBack: two workers change one line; the second
+// merge conflicts, leaves the master's checkout as it was, and with
+// send-back becomes a task for its worker, who rebases and resolves.
+func TestWorktreeConflictSentBack(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	master, ws := worktreeTeam(t, s, repo, 2)
+	one := runShellTask(t, s, ws[0], "echo first > a.txt")
+	two := runShellTask(t, s, ws[1], "echo second > a.txt")
+	if one.Status != schema.TaskDone || two.Status != schema.TaskDone {
+		t.Fatal(one.Status, two.Status)
+	}
+	ctx := context.Background()
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: itoa(one.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	before := gitIn(t, repo, "rev-parse", "HEAD")
+	m, err := s.Merge(ctx, api.MergeRequest{Target: itoa(two.ID)})
+	if err != nil || !slices.Equal(m.Conflicts, []string{"a.txt"}) || m.SentBack != nil {
+		t.Fatalf("conflict: %+v %v", m, err)
+	}
+	if gitIn(t, repo, "rev-parse", "HEAD") != before || gitIn(t, repo, "status", "--porcelain") != "" {
+		t.Fatal("a conflict changed the master's checkout")
+	}
+	// The worker is busy: the task sent back waits in its queue (a shell
+	// would run its words).
+	busy, err := s.Dispatch(ctx, "", ws[1], "sleep 30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = s.Merge(ctx, api.MergeRequest{Target: ws[1], SendBack: true, Caller: master})
+	if err != nil || m.SentBack == nil || m.SentBack.To != ws[1] || m.SentBack.From != master ||
+		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+ws[1]+" on main and resolve: a.txt") {
+		t.Fatalf("send-back: %+v %v", m.SentBack, err)
+	}
+	// The worker resolves as told (here, a shell taking the main side).
+	for _, id := range []int64{m.SentBack.ID, busy.ID} {
+		if _, err := s.CancelTask(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fix := runShellTask(t, s, ws[1], "git -c user.name=w -c user.email=w@x rebase main >/dev/null 2>&1; echo 'first and second' > a.txt && git add a.txt && GIT_EDITOR=true git -c user.name=w -c user.email=w@x rebase --continue >/dev/null")
+	if fix.Status != schema.TaskDone {
+		t.Fatalf("resolve: %s %s %s", fix.Status, fix.Error, fix.Result)
+	}
+	if m, err = s.Merge(ctx, api.MergeRequest{Target: ws[1]}); err != nil || len(m.Conflicts) > 0 {
+		t.Fatalf("merge after the fix: %+v %v", m, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "first and second\n" {
+		t.Fatalf("a.txt = %q", b)
+	}
+}
+
+// TestWorktreeRefusals: each refused create or merge is a sentence, and
+// changes nothing.
+func TestWorktreeRefusals(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	ctx := context.Background()
+	create := func(ws string) error {
+		_, err := s.Create(ctx, api.CreateRequest{Title: "x", Type: "shell", Worktree: true, Workspace: ws, Backend: "pty",
+			Command: []string{"bash", "--norc", "--noprofile"}})
+		return err
+	}
+	detached := gitRepo(t)
+	gitIn(t, detached, "checkout", "-q", "--detach")
+	bare := filepath.Join(t.TempDir(), "b.git")
+	gitIn(t, "", "init", "-q", "--bare", bare)
+	taken := gitRepo(t)
+	gitIn(t, taken, "branch", "cicy/w-1")
+	for _, c := range []struct{ ws, want string }{
+		{t.TempDir(), "is not in a git repository"},
+		{bare, "is a bare repository"},
+		{detached, "has a detached HEAD"},
+		{taken, "the branch cicy/w-1 exists"},
+	} {
+		if err := create(c.ws); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.ws, err, c.want)
+		}
+	}
+	if _, err := s.Create(ctx, api.CreateRequest{Title: "x", Type: "shell", Worktree: true, Command: []string{"bash"}}); err == nil ||
+		!strings.Contains(err.Error(), "--worktree needs the repository") {
+		t.Errorf("no repository named: %v", err)
+	}
+	if l := gitIn(t, taken, "worktree", "list"); strings.Count(l, "\n") != 0 {
+		t.Errorf("a refused create left a worktree: %s", l)
+	}
+	// A dirty master checkout is refused, and kept as it was.
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 1)
+	runShellTask(t, s, ws[0], "echo w > w.txt")
+	if err := os.WriteFile(filepath.Join(repo, "a.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0]}); err == nil || !strings.Contains(err.Error(), "has uncommitted changes; commit or stash them") {
+		t.Fatalf("dirty: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "mine\n" {
+		t.Fatal("the user's change was lost")
+	}
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: "9999"}); err == nil {
+		t.Error("merging a task that does not exist")
+	}
+}
+
+// TestWorktreeKill: a killed worker's worktree goes only when clean and
+// merged; otherwise it stays, is listed, can be merged, and pruned then.
+func TestWorktreeKill(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 2)
+	ctx := context.Background()
+	runShellTask(t, s, ws[0], "echo x > x.txt")
+	info, _ := s.Get(ws[0])
+	res, err := s.KillPane(ctx, ws[0])
+	if err != nil || !strings.Contains(res.Kept, "is not merged into main") {
+		t.Fatalf("kill: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(info.Workspace, "x.txt")); err != nil {
+		t.Fatal("the unmerged work is gone")
+	}
+	// The second worker did nothing: its worktree goes with it.
+	info2, _ := s.Get(ws[1])
+	if res, err := s.KillPane(ctx, ws[1]); err != nil || res.Kept != "" {
+		t.Fatalf("kill a clean one: %+v %v", res, err)
+	}
+	if _, err := os.Stat(info2.Workspace); !os.IsNotExist(err) {
+		t.Fatal("a clean, merged worktree was kept")
+	}
+	l := s.Worktrees(ctx, false)
+	if len(l) != 1 || l[0].Pane != ws[0] || !l[0].Gone || l[0].Merged || l[0].Ahead != 1 {
+		t.Fatalf("worktrees: %+v", l)
+	}
+	if l = s.Worktrees(ctx, true); len(l) != 1 {
+		t.Fatalf("prune removed unmerged work: %+v", l)
+	}
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if l = s.Worktrees(ctx, true); len(l) != 0 {
+		t.Fatalf("after merge and prune: %+v", l)
+	}
+	if b := gitIn(t, repo, "branch", "--list", "cicy/*"); b != "" {
+		t.Fatalf("branches left: %q", b)
+	}
+}
+
+// TestWorktreeDeletedByHand: a worker whose worktree folder was deleted
+// gets it back from its branch when it starts again.
+func TestWorktreeDeletedByHand(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 1)
+	runShellTask(t, s, ws[0], "echo kept > k.txt")
+	info, _ := s.Get(ws[0])
+	ctx := context.Background()
+	if err := os.RemoveAll(info.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, ws[0]); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(info.Workspace, "k.txt")); err != nil || string(b) != "kept\n" {
+		t.Fatalf("after restart: %q %v", b, err)
+	}
+}
