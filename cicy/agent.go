@@ -72,6 +72,18 @@ type PaneConfig struct {
 	RoleTemplate string
 	Provider     string
 	Model        string
+	// Guidance is the pane's guidance file when it is not the
+	// workspace's AGENTS.md (a workspace that is a git worktree keeps it
+	// in its .cicy folder, out of the work).
+	Guidance string
+}
+
+// guidance is the pane's guidance file.
+func (c PaneConfig) guidance() string {
+	if c.Guidance != "" {
+		return c.Guidance
+	}
+	return filepath.Join(c.Workspace, GuidanceFile("cicy"))
 }
 
 // Event is what viewers of a cicy pane see, in order.

@@ -141,7 +141,13 @@ func GuidanceFile(agentType string) string {
 // template's role.md, with the placeholders substituted, only if the file
 // does not exist yet (a user's edits survive).
 func WriteGuidance(home, workspace, paneID, agentType string, t *Template) error {
-	path := filepath.Join(workspace, GuidanceFile(agentType))
+	return WriteGuidanceAt(home, filepath.Join(workspace, GuidanceFile(agentType)), workspace, paneID, agentType, t)
+}
+
+// WriteGuidanceAt is WriteGuidance to a file at path that is not in the
+// workspace (a pane whose workspace is a git worktree keeps it out of
+// the work).
+func WriteGuidanceAt(home, path, workspace, paneID, agentType string, t *Template) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
@@ -160,6 +166,9 @@ func WriteGuidance(home, workspace, paneID, agentType string, t *Template) error
 	}
 	body := strings.NewReplacer("{{AGENT_ID}}", paneID, "{{WORKSPACE}}", workspace, "{{AGENT_TYPE}}", agentType).
 		Replace(strings.Join(parts, "\n\n")) + "\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", path, err)
+	}
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -169,7 +178,12 @@ func WriteGuidance(home, workspace, paneID, agentType string, t *Template) error
 // RoleBody is the identity injected as the <role> block: the guidance file
 // without a leading frontmatter, trimmed. A missing file gives "".
 func RoleBody(workspace, agentType string) (string, error) {
-	s, err := readOptional(filepath.Join(workspace, GuidanceFile(agentType)))
+	return RoleBodyAt(filepath.Join(workspace, GuidanceFile(agentType)))
+}
+
+// RoleBodyAt is RoleBody of the guidance file at path.
+func RoleBodyAt(path string) (string, error) {
+	s, err := readOptional(path)
 	if err != nil {
 		return "", err
 	}

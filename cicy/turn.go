@@ -326,7 +326,7 @@ func (a *Agent) resolve() (*setup, error) {
 	if err := a.resolveTools(s, t.Meta.Tools); err != nil {
 		return nil, err
 	}
-	if s.role, err = RoleBody(a.cfg.Workspace, "cicy"); err != nil {
+	if s.role, err = RoleBodyAt(a.cfg.guidance()); err != nil {
 		return nil, err
 	}
 	return s, nil

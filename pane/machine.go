@@ -290,6 +290,13 @@ func (m *machine) mayLook(now time.Time) (look bool, retry time.Duration) {
 // whether the state changed.
 func (m *machine) screen(now time.Time, v Verdict) bool {
 	if look, _ := m.mayLook(now); !look {
+		// Right after typed input the rules do not decide (the old idle
+		// prompt may still show), but a busy look is new: an agent whose
+		// turn is over within the grace shows it only then.
+		if v.State == Busy && v.Part != PartTranscript && m.agent && m.running() && now.Sub(m.inputAt) < inputGrace {
+			m.status.Signals.ScreenBusyAt = now
+			m.rev++
+		}
 		return false
 	}
 	m.screenSaid, m.lookedAt = v.State, now

@@ -390,8 +390,14 @@ func (p *PTY) onOutput(st *ptyState, chunk []byte) {
 	changed := st.m.output(now)
 	// An agent redraws its screen all the time; its rules decide, at most
 	// a few times a second and once more when it is quiet.
-	if p.opts.Rules != nil && now.Sub(st.classifiedAt) >= 250*time.Millisecond {
-		p.classify(st, now)
+	// A screen held back by that limit is looked at when it is up: no
+	// screen that lasts that long is missed (a short turn's busy look).
+	if p.opts.Rules != nil {
+		if wait := classifyEvery - now.Sub(st.classifiedAt); wait <= 0 {
+			p.classify(st, now)
+		} else {
+			st.quiet.Reset(wait)
+		}
 	}
 	p.changed(st, changed)
 }
@@ -410,15 +416,21 @@ func (p *PTY) onQuiet(st *ptyState, now time.Time) {
 	p.changed(st, changed)
 }
 
+// classifyEvery is how often, at most, an agent's screen rules look
+// while it prints.
+const classifyEvery = 250 * time.Millisecond
+
 // classify applies the screen rules if they may decide now, and looks
-// again soon while their verdict waits for its second look.
+// again soon while their verdict waits for its second look. Right after
+// typed input they look too, but only a busy look counts (see
+// machine.screen).
 func (p *PTY) classify(st *ptyState, now time.Time) {
 	st.classifiedAt = now
 	look, retry := st.m.mayLook(now)
 	if retry > 0 {
-		st.quiet.Reset(retry)
+		st.quiet.Reset(min(retry, classifyEvery))
 	}
-	if !look {
+	if !look && retry == 0 {
 		return
 	}
 	v, _ := p.opts.Rules.Classify(NewLayout(st.scr.view().String(), p.opts.Layout)) // a zero verdict when no rule matches

@@ -805,9 +805,10 @@ func (p *TmuxPane) classify() bool {
 		return false
 	}
 	p.mu.Lock()
-	look, _ := p.m.mayLook(time.Now())
+	look, retry := p.m.mayLook(time.Now())
 	outputAt := p.outputAt
-	look = look && (outputAt.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
+	// Right after typed input only a busy look counts (machine.screen).
+	look = (look || retry > 0) && (outputAt.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
 	p.mu.Unlock()
 	if !look {
 		return false

@@ -79,6 +79,9 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 		ID: cfg.ID, Workspace: cfg.Workspace, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"), Self: self,
 		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.paneGatewayURL(), Token: token, Getenv: s.cfg.Getenv,
 	}
+	if pc.Worktree != nil {
+		setup.Guidance = s.cfg.Home.paneGuidance(cfg)
+	}
 	if cfg.Role == topology.RoleMaster {
 		if setup.MCP, err = s.teamMCP(self, cfg.ID); err != nil {
 			return agentLaunch{}, err
@@ -135,10 +138,9 @@ If your shell does not find cicy-agent (a login shell may reset PATH), it is %s.
 // writeGuidance writes a new pane's guidance file (CLAUDE.md or AGENTS.md)
 // from its role template if missing; a CLI master's also says how to
 // lead its team.
-func writeGuidance(home, ws, id string, req api.CreateRequest, tmpl *cicy.Template) error {
-	path := filepath.Join(ws, cicy.GuidanceFile(req.Type))
+func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.Template) error {
 	_, statErr := os.Stat(path)
-	if err := cicy.WriteGuidance(home, ws, id, req.Type, tmpl); err != nil {
+	if err := cicy.WriteGuidanceAt(home, path, ws, id, req.Type, tmpl); err != nil {
 		return err
 	}
 	if statErr == nil || !isAgent(req.Type) || req.Role != topology.RoleMaster {

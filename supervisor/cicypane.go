@@ -31,7 +31,7 @@ func (u usageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
 func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 	id := cfg.ID
 	a, err := cicy.Start(cicy.PaneConfig{
-		ID: id, Workspace: cfg.Workspace, RoleTemplate: cfg.RoleTemplate,
+		ID: id, Workspace: cfg.Workspace, RoleTemplate: cfg.RoleTemplate, Guidance: s.cfg.Home.paneGuidance(cfg),
 		Provider: cfg.Provider, Model: cfg.Model,
 	}, cicy.Env{
 		Home: s.cfg.Home.Root,
@@ -104,7 +104,7 @@ func (s *Supervisor) guidancePath(id string) (*entry, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return e, filepath.Join(e.cfg.Workspace, cicy.GuidanceFile(e.cfg.Type)), nil
+	return e, s.cfg.Home.paneGuidance(e.cfg), nil
 }
 
 // Guidance reads a pane's guidance file.

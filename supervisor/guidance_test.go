@@ -92,7 +92,7 @@ func TestCLIMasterGuidance(t *testing.T) {
 	} {
 		for _, role := range []string{topology.RoleMaster, topology.RoleWorker} {
 			ws := t.TempDir()
-			if err := writeGuidance(t.TempDir(), ws, "w-1", api.CreateRequest{Type: c.typ, Role: role}, tmpl); err != nil {
+			if err := writeGuidance(t.TempDir(), filepath.Join(ws, c.file), ws, "w-1", api.CreateRequest{Type: c.typ, Role: role}, tmpl); err != nil {
 				t.Fatal(err)
 			}
 			b, err := os.ReadFile(filepath.Join(ws, c.file))

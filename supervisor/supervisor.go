@@ -410,7 +410,7 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 		u, err = makeWorkspace(ws)
 	}
 	if err == nil && tmpl != nil {
-		if err = writeGuidance(s.cfg.Home.Root, ws, id, req, tmpl); err != nil {
+		if err = writeGuidance(s.cfg.Home.Root, s.cfg.Home.guidanceFile(id, req.Type, ws, pw != nil), ws, id, req, tmpl); err != nil {
 			u()
 		}
 	}

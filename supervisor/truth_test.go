@@ -29,14 +29,14 @@ import (
 // a second after typed input), then draws its answer above the
 // idle composer. The screen is drawn afresh each time, its transcript
 // kept.
-const standInSilent = "#!/bin/sh\n" +
+const standInSilent = "#!/bin/sh\nD=4\n" +
 	"R=────────────────────────────────────────\nT=''\n" +
 	"draw() { printf '\\033[2J\\033[H%s\\n%s\\n%s\\n❯ \\n%s\\n  %s ' \"$T\" \"$1\" \"$R\" \"$R\" \"$2\"; }\n" +
 	"draw '' '? for shortcuts'\n" +
 	"while IFS= read -r line; do\n" +
 	"  T=\"$T\n❯ $line\"\n" +
 	"  draw '✻ Working…' 'esc to interrupt'\n" +
-	"  sleep 4\n" +
+	"  sleep $D\n" +
 	"  T=\"$T\n● ANSWER-OK from the stand-in\"\n" +
 	"  draw '' '? for shortcuts'\n" +
 	"done\n"
@@ -54,7 +54,9 @@ func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Tas
 			return task
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("task %d still %s (%s) after %s", id, task.Status, task.Reason, d)
+			sc, _ := s.Screen(task.To, 0)
+			st, _ := s.Get(task.To)
+			t.Fatalf("task %d still %s (%s) after %s; %s is %s (%s); its screen:\n%s", id, task.Status, task.Reason, d, task.To, st.State, st.Reason, sc.Screen)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -64,13 +66,16 @@ func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Tas
 // its busy screen at once — so the pane stays busy by the typed input —
 // takes the task up by that screen, and ends it when its screen is idle
 // again; the result is the transcript after the typed task, no chrome.
+// A turn shorter than the screen rules' grace after typed input (0.3 s)
+// is taken up and ended too: its busy look was seen.
 func TestHookSilentAgentTakesTask(t *testing.T) {
-	for _, backend := range []string{"pty", "tmux"} {
-		t.Run(backend, func(t *testing.T) {
+	for _, c := range []struct{ backend, turn string }{{"pty", "4"}, {"tmux", "4"}, {"pty", "0.3"}, {"tmux", "0.3"}} {
+		backend := c.backend
+		t.Run(backend+"-"+c.turn, func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
 				t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
 			}
-			s, _ := newStandInSupervisor(t, nil, standInSilent)
+			s, _ := newStandInSupervisor(t, nil, strings.Replace(standInSilent, "D=4", "D="+c.turn, 1))
 			ctx := context.Background()
 			p, err := s.Create(ctx, api.CreateRequest{Title: "silent", Type: "claude", Backend: backend})
 			if err != nil {

@@ -144,6 +144,10 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 
 // sendBack makes a merge's conflict a task for the worker that made it.
 func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt workTarget, res api.MergeResult) (api.MergeResult, error) {
+	if e, err := s.get(wt.pane); err == nil && e.cfg.Type == "shell" {
+		return res, usageErr("the merge of %s into %s conflicts in %s, and %s runs its tasks as shell commands, so it cannot be sent back; resolve it in %s (git rebase %s), then merge again",
+			wt.w.Branch, res.Into, strings.Join(res.Conflicts, ", "), wt.pane, wt.w.Path, res.Into)
+	}
 	from := ""
 	if req.Caller != "" {
 		from = s.callerMaster(req.Caller)

@@ -16,6 +16,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 )
 
@@ -82,6 +83,38 @@ func worktreeErr(err error, dir string) error {
 	return failedErr("--worktree: %v", err)
 }
 
+// guidanceFile is where pane id's guidance file is: its workspace's
+// CLAUDE.md or AGENTS.md, or, when the workspace is a git worktree (which
+// holds only the work), the agent's own config folder (a CLI agent's
+// user-level instructions) or the .cicy folder git ignores there (cicy).
+func (h Home) guidanceFile(id, typ, ws string, inWorktree bool) string {
+	name := cicy.GuidanceFile(typ)
+	if !inWorktree {
+		return filepath.Join(ws, name)
+	}
+	if k, ok := cliagent.Lookup(typ); ok {
+		return k.GuidanceAt(h.paneDir(id))
+	}
+	return filepath.Join(ws, ".cicy", name)
+}
+
+// paneGuidance is guidanceFile of an existing pane.
+func (h Home) paneGuidance(cfg schema.Pane) string {
+	return h.guidanceFile(cfg.ID, cfg.Type, cfg.Workspace, parsePaneConfig(cfg.Config).Worktree != nil)
+}
+
+// ignoreOurs makes the .cicy folder of a worktree (a cicy agent's history
+// and memory, a CLI agent's long task files) invisible to git: a
+// .gitignore in it that ignores everything, itself too. The repository's
+// own files are not touched.
+func ignoreOurs(ws string) error {
+	dir := filepath.Join(ws, ".cicy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return atomicfile.Write(filepath.Join(dir, ".gitignore"), []byte("# Written by cicy-agent: the pane's own files, no part of the work.\n*\n"), 0o600)
+}
+
 // addWorktree makes pane id's worktree at ws and returns how to undo it.
 func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
@@ -89,6 +122,10 @@ func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error
 	w := worktree.Worktree{Path: ws, Repo: pw.Repo, Branch: worktree.BranchFor(id), Target: pw.Target, Base: pw.Base}
 	if _, err := s.git.Add(ctx, w); err != nil {
 		return nil, worktreeErr(err, pw.Repo)
+	}
+	if err := ignoreOurs(ws); err != nil {
+		_ = s.git.Discard(ctx, w)
+		return nil, err
 	}
 	if err := s.rememberRepo(pw.Repo); err != nil {
 		s.log.WithError(err).Warn("Could not record the repository of a worktree")
@@ -177,7 +214,7 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 		base = last.Head
 	}
 	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
-	head, made, err := s.git.Commit(ctx, w.Path, msg, t.To, s.keptOut(ctx, e.cfg, w))
+	head, made, err := s.git.Commit(ctx, w.Path, msg, t.To, nil)
 	if err != nil {
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
 		return schema.Work{}
@@ -191,16 +228,6 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 	}
 	e.work.Store(nil) // read again when asked
 	return schema.Work{Branch: w.Branch, Base: base, Head: head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
-}
-
-// keptOut are the files of ours in a worktree that are no part of the
-// work: the guidance file we wrote, unless the repository has its own.
-func (s *Supervisor) keptOut(ctx context.Context, cfg schema.Pane, w worktree.Worktree) []string {
-	name := cicy.GuidanceFile(cfg.Type)
-	if tracked, _ := s.git.Tracked(ctx, w.Path, name); tracked {
-		return nil
-	}
-	return []string{name}
 }
 
 // firstLine is a task's first non-empty line, cut to 72 runes.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -132,20 +133,57 @@ func TestWorktreeTasks(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// standInResolver is a Claude Code stand-in that works in its git
+// worktree: its first task writes "second" into a.txt; a task that says
+// rebase rebases its branch on main and resolves the conflict by keeping
+// both lines, as an agent would.
+const standInResolver = "#!/bin/sh\n" +
+	"R=────────────────────────────────────────\n" +
+	"draw() { printf '\\033[2J\\033[H%s\\n%s\\n❯ \\n%s\\n  %s ' \"$1\" \"$R\" \"$R\" \"$2\"; }\n" +
+	"G='git -c user.name=agent -c user.email=agent@x'\n" +
+	"draw '' '? for shortcuts'\n" +
+	"while IFS= read -r line; do\n" +
+	"  draw '✻ Working…' 'esc to interrupt'\n" +
+	"  case \"$line\" in\n" +
+	"  *rebase*) $G rebase main >/dev/null 2>&1 || { printf 'first and second\\n' > a.txt; $G add a.txt; GIT_EDITOR=true $G rebase --continue >/dev/null 2>&1; } ;;\n" +
+	"  *) echo second > a.txt ;;\n" +
+	"  esac\n" +
+	"  sleep 1\n" +
+	"  draw '● done' '? for shortcuts'\n" +
+	"done\n"
+
 // TestWorktreeConflictSentBack: two workers change one line; the second
 // merge conflicts, leaves the master's checkout as it was, and with
-// send-back becomes a task for its worker, who rebases and resolves.
+// send-back becomes a task for its worker (a CLI agent), who rebases and
+// resolves; then it merges. A shell worker's conflict is not sent back
+// (it would run the words as a command).
 func TestWorktreeConflictSentBack(t *testing.T) {
-	t.Parallel()
-	s, _ := newTestSupervisor(t, nil)
+	s, _ := newStandInSupervisor(t, os.Getenv, standInResolver)
 	repo := gitRepo(t)
-	master, ws := worktreeTeam(t, s, repo, 2)
-	one := runShellTask(t, s, ws[0], "echo first > a.txt")
-	two := runShellTask(t, s, ws[1], "echo second > a.txt")
-	if one.Status != schema.TaskDone || two.Status != schema.TaskDone {
-		t.Fatal(one.Status, two.Status)
-	}
+	master, ws := worktreeTeam(t, s, repo, 1)
 	ctx := context.Background()
+	agent, err := s.Create(ctx, api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
+	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	info, _ := s.Get(agent.ID)
+	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
+		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
+	}
+	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
+		t.Fatalf("the worktree holds files of ours: %q", st)
+	}
+
+	one := runShellTask(t, s, ws[0], "echo first > a.txt")
+	two, err := s.Dispatch(ctx, "", agent.ID, "change a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitTask(t, s, two.ID, 30*time.Second); got.Status != schema.TaskDone || got.Files != 1 {
+		t.Fatalf("the agent's task: %s %+v", got.Status, got.Work)
+	}
 	if _, err := s.Merge(ctx, api.MergeRequest{Target: itoa(one.ID)}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,32 +195,24 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if gitIn(t, repo, "rev-parse", "HEAD") != before || gitIn(t, repo, "status", "--porcelain") != "" {
 		t.Fatal("a conflict changed the master's checkout")
 	}
-	// The worker is busy: the task sent back waits in its queue (a shell
-	// would run its words).
-	busy, err := s.Dispatch(ctx, "", ws[1], "sleep 30")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err = s.Merge(ctx, api.MergeRequest{Target: ws[1], SendBack: true, Caller: master})
-	if err != nil || m.SentBack == nil || m.SentBack.To != ws[1] || m.SentBack.From != master ||
-		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+ws[1]+" on main and resolve: a.txt") {
+	m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID, SendBack: true, Caller: master})
+	if err != nil || m.SentBack == nil || m.SentBack.To != agent.ID || m.SentBack.From != master ||
+		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+agent.ID+" on main and resolve: a.txt") {
 		t.Fatalf("send-back: %+v %v", m.SentBack, err)
 	}
-	// The worker resolves as told (here, a shell taking the main side).
-	for _, id := range []int64{m.SentBack.ID, busy.ID} {
-		if _, err := s.CancelTask(ctx, id); err != nil {
-			t.Fatal(err)
-		}
+	if got := waitTask(t, s, m.SentBack.ID, 30*time.Second); got.Status != schema.TaskDone {
+		t.Fatalf("the task sent back: %s %s", got.Status, got.Error)
 	}
-	fix := runShellTask(t, s, ws[1], "git -c user.name=w -c user.email=w@x rebase main >/dev/null 2>&1; echo 'first and second' > a.txt && git add a.txt && GIT_EDITOR=true git -c user.name=w -c user.email=w@x rebase --continue >/dev/null")
-	if fix.Status != schema.TaskDone {
-		t.Fatalf("resolve: %s %s %s", fix.Status, fix.Error, fix.Result)
-	}
-	if m, err = s.Merge(ctx, api.MergeRequest{Target: ws[1]}); err != nil || len(m.Conflicts) > 0 {
+	if m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID}); err != nil || len(m.Conflicts) > 0 {
 		t.Fatalf("merge after the fix: %+v %v", m, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "first and second\n" {
 		t.Fatalf("a.txt = %q", b)
+	}
+	// A shell worker's conflict stays with the master.
+	runShellTask(t, s, ws[0], "echo third > a.txt")
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0], SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
+		t.Fatalf("send-back to a shell: %v", err)
 	}
 }
 

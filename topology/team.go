@@ -44,8 +44,16 @@ type TeamPane struct {
 	// Node is the node that runs the pane, in a cluster of supervisors
 	// sharing a database ("" for the one up talks to).
 	Node string `yaml:"node"`
-	Line int    `yaml:"-"` // line of this pane in the file
+	// Worktree runs the pane in a git worktree of its own, like
+	// cicy-agent create --worktree (from its master's workspace when it
+	// names none). Set per pane, or for every worker by the team's
+	// worktree key; nil when the pane's entry does not say.
+	Worktree *bool `yaml:"worktree"`
+	Line     int   `yaml:"-"` // line of this pane in the file
 }
+
+// InWorktree reports whether the pane runs in a worktree of its own.
+func (tp TeamPane) InWorktree() bool { return tp.Worktree != nil && *tp.Worktree }
 
 // TeamGoal is the first message for a master of the team.
 type TeamGoal struct {
@@ -62,7 +70,10 @@ type Team struct {
 	// BudgetUSD is the team's spending limit in US dollars (0: none): its
 	// panes' spend together.
 	BudgetUSD float64 `yaml:"budget_usd"`
-	Path      string  `yaml:"-"` // absolute path of the file (LoadTeam)
+	// Worktree gives every worker whose entry does not say otherwise a
+	// git worktree of its own.
+	Worktree bool   `yaml:"worktree"`
+	Path     string `yaml:"-"` // absolute path of the file (LoadTeam)
 }
 
 // Pane returns the pane with this title, or nil.
@@ -130,8 +141,8 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 
 // Known keys, in the order error messages list them.
 var (
-	teamKeys = []string{"name", "panes", "goal", "budget_usd"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node"}
+	teamKeys = []string{"name", "panes", "goal", "budget_usd", "worktree"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node", "worktree"}
 	goalKeys = []string{"to", "text"}
 
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -169,8 +180,19 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 			return nil, err
 		}
 	}
+	if e, ok := fields["worktree"]; ok {
+		if t.Worktree, err = p.boolean(e, `the team's "worktree"`); err != nil {
+			return nil, err
+		}
+	}
 	if t.Panes, err = p.panes(root, fields); err != nil {
 		return nil, err
+	}
+	for i := range t.Panes {
+		if tp := &t.Panes[i]; t.Worktree && tp.Worktree == nil && tp.Role == RoleWorker {
+			yes := true
+			tp.Worktree = &yes
+		}
 	}
 	if err := p.links(t); err != nil {
 		return nil, err
@@ -316,7 +338,7 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if err != nil {
 		return tp, err
 	}
-	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.allowAll, r.node, r.links}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.switches, r.node, r.links}
 	for _, step := range steps {
 		if err := step(&tp); err != nil {
 			return tp, err
@@ -479,23 +501,41 @@ func (r *paneFields) texts(tp *TeamPane) (err error) {
 	return err
 }
 
-// allowAll reads allow_all, a boolean for CLI agent panes only.
-func (r *paneFields) allowAll(tp *TeamPane) error {
+// switches reads the pane's true-or-false keys: worktree and allow_all.
+func (r *paneFields) switches(tp *TeamPane) error {
+	if e, ok := r.fields["worktree"]; ok {
+		w, err := r.p.boolean(e, fmt.Sprintf(`"worktree" %s`, r.where))
+		if err != nil {
+			return err
+		}
+		tp.Worktree = &w
+	}
 	e, ok := r.fields["allow_all"]
 	if !ok {
 		return nil
 	}
+	var err error
+	if tp.AllowAll, err = r.p.boolean(e, fmt.Sprintf(`"allow_all" %s`, r.where)); err != nil {
+		return err
+	}
 	v := deref(e.value)
-	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
-		return r.p.errf(v.Line, `"allow_all" %s must be true or false, not %s`, r.where, kindName(v))
-	}
-	if err := v.Decode(&tp.AllowAll); err != nil {
-		return r.p.errf(v.Line, `"allow_all" %s must be true or false: %v`, r.where, err)
-	}
 	if tp.AllowAll && (tp.Type == "cicy" || tp.Type == "shell") {
 		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (claude, codex, opencode) without its permission prompts; a %s pane has none`, r.where, tp.Type)
 	}
 	return nil
+}
+
+// boolean reads a true or false value; what names the key.
+func (p *parser) boolean(e entry, what string) (bool, error) {
+	v := deref(e.value)
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+		return false, p.errf(v.Line, `%s must be true or false, not %s`, what, kindName(v))
+	}
+	if err := v.Decode(&b); err != nil {
+		return false, p.errf(v.Line, `%s must be true or false: %v`, what, err)
+	}
+	return b, nil
 }
 
 // budget reads the pane's budget_usd.

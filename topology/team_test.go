@@ -34,6 +34,26 @@ panes:
 goal: {to: lead, text: "  Do the thing.  "}
 `
 
+// TestParseTeamWorktree: the team's worktree key gives every worker a
+// worktree unless its entry says no; a pane's own key holds for it.
+func TestParseTeamWorktree(t *testing.T) {
+	team, err := ParseTeam([]byte("name: w\nworktree: true\npanes:\n  - {title: lead, role: master}\n  - {title: a}\n  - {title: b, worktree: false}\n"), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, p := range team.Panes {
+		got = append(got, p.InWorktree())
+	}
+	if !reflect.DeepEqual(got, []bool{false, true, false}) {
+		t.Fatalf("worktrees %v", got)
+	}
+	team, err = ParseTeam([]byte("name: w\npanes:\n  - {title: lead, role: master}\n  - {title: a, worktree: true}\n  - {title: b}\n"), "/x")
+	if err != nil || !team.Panes[1].InWorktree() || team.Panes[2].InWorktree() {
+		t.Fatalf("per pane: %+v %v", team, err)
+	}
+}
+
 func TestParseTeamGood(t *testing.T) {
 	team, err := ParseTeam([]byte(goodTeam), "/teams/here")
 	if err != nil {
@@ -100,7 +120,7 @@ func TestParseTeamErrors(t *testing.T) {
 		{"tab", "name: demo\n\tpanes: []\n", 2, []string{"not valid YAML", "tab"}},
 		{"two documents", head + "  - {title: a}\n---\nname: b\n", 4, []string{"second YAML document"}},
 		{"top level list", "- a\n", 1, []string{"top level", "mapping"}},
-		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal, budget_usd"}},
+		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal, budget_usd, worktree"}},
 		{"team budget zero", "name: demo\nbudget_usd: 0\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be more than $0 (leave it out for no budget)`}},
 		{"team budget text", "name: demo\nbudget_usd: lots\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be an amount of US dollars, like budget_usd: 2.50, not "lots"`}},
 		{"team budget null", "name: demo\nbudget_usd:\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be an amount of US dollars`, "not empty"}},
@@ -118,12 +138,14 @@ func TestParseTeamErrors(t *testing.T) {
 		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
 		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
-			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node"}},
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node, worktree"}},
 		{"bad node", head + "  - {title: a, node: two words}\n", 3, []string{`"node" "two words" in pane "a" is not a node name`}},
 		{"env with a value", head + "  - {title: a, type: shell, command: [sh], env: [FOO=bar]}\n", 3, []string{`entry 1 of "env" in pane "a"`, "without a value"}},
 		{"env bad name", head + "  - {title: a, type: shell, command: [sh], env: [1X]}\n", 3, []string{`"1X"`, "not a variable name"}},
 		{"env not a list", head + "  - {title: a, type: shell, command: [sh], env: FOO}\n", 3, []string{`"env"`, "list of variable names"}},
 		{"env on cicy", head + "  - {title: a, env: [FOO]}\n", 3, []string{`"env" in pane "a" is not allowed`}},
+		{"worktree not a bool", head + "  - {title: a, worktree: please}\n", 3, []string{`"worktree" in pane "a" must be true or false`}},
+		{"team worktree not a bool", "name: demo\nworktree: [x]\npanes: [{title: a}]\n", 2, []string{`the team's "worktree" must be true or false, not a list`}},
 		{"allow_all not a bool", head + "  - {title: a, type: codex, allow_all: yes please}\n", 3, []string{`"allow_all" in pane "a" must be true or false`}},
 		{"allow_all on shell", head + "  - {title: a, type: shell, command: [sh], allow_all: true}\n", 3, []string{`"allow_all" in pane "a" is not allowed`, "a shell pane"}},
 		{"allow_all on cicy", head + "  - {title: a, allow_all: true}\n", 3, []string{`"allow_all" in pane "a" is not allowed`, "a cicy pane"}},

@@ -64,6 +64,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
+			e.diffCmd(), e.mergeCmd(), e.worktreesCmd(),
 			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
@@ -359,6 +360,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "role-template", Usage: "role template `SLUG` under memory/agents/ (cicy default: assistant)"},
 			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to"},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
+			&cli.BoolFlag{Name: "worktree", Usage: "run the pane in a git worktree of its own, on a new branch cicy/<id> from the current branch of the repository that --workspace (else the --master's workspace, else the current directory) is in; the worktree lives under $CICY_HOME, and each task that ends done is committed there (see 'cicy-agent diff', 'merge', 'worktrees')"},
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
 			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a claude/codex/opencode pane"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
@@ -385,13 +387,10 @@ func (e *env) createCmd() *cli.Command {
 			if req.BudgetUSD, err = budgetFlag(c); err != nil {
 				return err
 			}
-			if ws := c.String("workspace"); ws != "" {
-				abs, err := filepath.Abs(ws)
-				if err != nil {
-					return usagef("bad workspace %s: %v", ws, err)
-				}
-				req.Workspace = abs
+			if req.Workspace, err = workspaceFlag(c); err != nil {
+				return err
 			}
+			req.Worktree = c.Bool("worktree")
 			// A relative program path means relative to where the user is.
 			if len(argv) > 0 && strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
 				abs, err := filepath.Abs(argv[0])
@@ -414,6 +413,24 @@ func (e *env) createCmd() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// workspaceFlag is --workspace as an absolute path; with --worktree and
+// neither it nor --master, the current directory (the repository the
+// user stands in).
+func workspaceFlag(c *cli.Context) (string, error) {
+	ws := c.String("workspace")
+	if ws == "" && c.Bool("worktree") && c.String("master") == "" {
+		ws = "."
+	}
+	if ws == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", usagef("bad workspace %s: %v", ws, err)
+	}
+	return abs, nil
 }
 
 func (e *env) lsCmd() *cli.Command {
@@ -665,10 +682,16 @@ func (e *env) screenCmd() *cli.Command {
 func (e *env) killCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "kill",
-		Usage:     "stop a pane and remove it (its workspace stays)",
+		Usage:     "stop a pane and remove it (its workspace stays; a worktree only while it holds work not merged)",
 		ArgsUsage: "<pane>",
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *api.Client, id string) error { return cl.Kill(c.Context, id) })
+			return withPane(c, func(cl *api.Client, id string) error {
+				res, err := cl.KillPane(c.Context, id)
+				if err == nil && res.Kept != "" {
+					fmt.Fprintln(e.stderr, res.Kept)
+				}
+				return err
+			})
 		},
 	}
 }

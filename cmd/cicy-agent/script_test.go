@@ -72,11 +72,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer srv.Close()
-	fakeURL = srv.URL
+	fakeURL, fakeSrv = srv.URL, srv
 	return m.Run()
 }
 
-var cliDir, fakeURL string
+var (
+	cliDir, fakeURL string
+	fakeSrv         *fakellm.Server
+)
 
 // haveCLIs reports whether the real CLI agents are installed.
 func haveCLIs() bool {
@@ -124,6 +127,7 @@ func TestScripts(t *testing.T) {
 			"paneenv":         cmdPaneEnv,
 			"nofilewith":      cmdNoFileWith,
 			"morecalls":       cmdMoreCalls,
+			"fakesaw":         cmdFakeSaw,
 		},
 	})
 }
@@ -527,6 +531,34 @@ func cmdWaitOut(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	re := regexp.MustCompile(args[0])
 	pollFor(ts, d, "output matching "+args[0], re.MatchString, args[2:]...)
+}
+
+// fakesaw [-t seconds] REGEXP waits until the fake model server got a
+// request whose body matches REGEXP (the CLI agents' requests; put the
+// script's $TOKEN in it, the server is shared).
+func cmdFakeSaw(ts *testscript.TestScript, neg bool, args []string) {
+	d := pollDeadline
+	if len(args) > 2 && args[0] == "-t" {
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			ts.Fatalf("fakesaw: bad seconds %q", args[1])
+		}
+		d, args = time.Duration(n)*time.Second, args[2:]
+	}
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakesaw [-t seconds] <regexp>")
+	}
+	re := regexp.MustCompile(args[0])
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		for _, r := range fakeSrv.Requests() {
+			if re.Match(r.Body) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("the fake model server got no request matching %s in %s", args[0], d)
+		}
+	}
 }
 
 // memtail FILE TEXT checks a request body: the last block of the last

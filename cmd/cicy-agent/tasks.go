@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -168,6 +169,9 @@ func (e *env) tasksCmd() *cli.Command {
 				if t.Error != "" {
 					fmt.Fprintf(e.stdout, "\nerror%s: %s\n", from, t.Error)
 				}
+				if t.Work != nil {
+					fmt.Fprintf(e.stdout, "\nwork: %s\n", workText(t.Work))
+				}
 				return nil
 			},
 		}},
@@ -182,17 +186,40 @@ func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
 		nodes = append(nodes, t.ToNode, t.FromNode)
 	}
 	many := topology.SpansNodes(nodes...)
+	work := slices.ContainsFunc(ts, func(t api.TaskInfo) bool { return t.Work != nil })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\tTEXT\tRESULT")
+	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\t"+workHead(work)+"TEXT\tRESULT")
 	for _, t := range ts {
 		out := t.Result
 		if t.Status == api.TaskFailed {
 			out = t.Error
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s\t%s\t%s\n", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
-			now.Sub(t.CreatedAt).Round(time.Second), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s\t%s%s\t%s\n", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
+			now.Sub(t.CreatedAt).Round(time.Second), workCell(work, t.Work), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
 	}
 	return tw.Flush()
+}
+
+// workHead is the CHANGE column's head when some task left work on a
+// worktree.
+func workHead(work bool) string {
+	if !work {
+		return ""
+	}
+	return "CHANGE\t"
+}
+
+// workCell is a task's CHANGE cell: its lines and branch.
+func workCell(work bool, w *api.Work) string {
+	switch {
+	case !work:
+		return ""
+	case w == nil:
+		return "-\t"
+	case w.Base == w.Head:
+		return "none on " + w.Branch + "\t"
+	}
+	return lines(w.Files, w.Added, w.Deleted) + " on " + w.Branch + "\t"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -117,7 +117,7 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 		req := api.CreateRequest{
 			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
 			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
-			Env: p.Env, BudgetUSD: p.BudgetUSD, AllowAll: p.AllowAll, Node: p.Node,
+			Env: p.Env, BudgetUSD: p.BudgetUSD, AllowAll: p.AllowAll, Node: p.Node, Worktree: p.InWorktree(),
 		}
 		resp, err := cl.Create(ctx, req)
 		if err != nil {
@@ -323,10 +323,14 @@ func (e *env) downCmd() *cli.Command {
 				return usagef("no pane belongs to team %q", name)
 			}
 			for _, id := range teams[name] {
-				if err := cl.Kill(c.Context, id); err != nil {
+				res, err := cl.KillPane(c.Context, id)
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stderr, "stopped %s\n", id)
+				if res.Kept != "" {
+					fmt.Fprintf(e.stderr, "  %s\n", res.Kept)
+				}
 			}
 			return nil
 		},

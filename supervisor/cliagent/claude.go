@@ -18,6 +18,8 @@ var claude = Kind{
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout,
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
+	// CLAUDE.md in CLAUDE_CONFIG_DIR: its user memory.
+	guidance: func(dir string) string { return filepath.Join(dir, "claude", "CLAUDE.md") },
 }
 
 // claudeHookEvents are the Claude Code hook events wired to `cicy-agent

@@ -31,7 +31,16 @@ type Kind struct {
 	toolName   func(tool string) string // a team tool as the model sees it
 	rules      pane.Rules               // built-in screen rules, in order
 	layout     pane.Parser              // finds the parts of its screen the rules look at
+	// guidance is where, in the pane's own folder, the agent reads a
+	// guidance file that is kept out of its workspace (a git worktree):
+	// its user-level instructions.
+	guidance func(dir string) string
 }
+
+// GuidanceAt is the guidance file the agent reads from its own config
+// folder (under the pane's folder dir): used when the workspace is a git
+// worktree, whose tree holds only the work.
+func (k Kind) GuidanceAt(dir string) string { return k.guidance(dir) }
 
 // Setup is everything a seed needs.
 type Setup struct {
@@ -53,6 +62,10 @@ type Setup struct {
 	// MCP is the team tools' MCP server a master gets in its config,
 	// approved; nil for a worker.
 	MCP *MCPServer
+	// Guidance is set when the pane's guidance file is kept out of its
+	// workspace, at GuidanceAt(Dir): an agent that reads it only when told
+	// (opencode) is told.
+	Guidance string
 }
 
 // MCPName is the team tools' MCP server's name in an agent's config.

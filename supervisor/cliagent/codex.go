@@ -22,6 +22,8 @@ var codex = Kind{
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout,
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.
 	toolName: func(tool string) string { return "mcp__" + MCPName + "." + tool },
+	// AGENTS.md in CODEX_HOME: its global instructions.
+	guidance: func(dir string) string { return filepath.Join(dir, "codex", "AGENTS.md") },
 }
 
 // codexHookEvents are the Codex hook events wired to `cicy-agent hook`.

@@ -21,6 +21,8 @@ var opencode = Kind{
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
 	toolName: func(tool string) string { return MCPName + "_" + tool },
+	// Next to the pane's opencode.json, named in its "instructions".
+	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
 }
 
 // opencodePlugin forwards opencode's events to `cicy-agent hook`; it
@@ -116,6 +118,9 @@ func opencodeConfig(a Setup) map[string]any {
 		perm = map[string]any{"bash": "allow", "edit": "allow", "webfetch": "allow", "external_directory": "allow"}
 	}
 	cfg["permission"] = perm
+	if a.Guidance != "" {
+		cfg["instructions"] = []string{a.Guidance}
+	}
 	if a.MCP != nil {
 		cfg["mcp"] = opencodeMCP(a.MCP)
 		perm[MCPName+"_*"] = "allow"

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -170,13 +171,19 @@ func (g Git) Rev(ctx context.Context, dir, rev string) (string, error) {
 }
 
 // Clean reports whether dir's checkout has no change: tracked files
-// unchanged and nothing untracked (ignored files do not count).
-func (g Git) Clean(ctx context.Context, dir string) (bool, error) {
-	out, err := g.run(ctx, dir, "status", "--porcelain", "--untracked-files=normal")
+// unchanged and nothing untracked (ignored files do not count, nor the
+// untracked files named in ours: files we put there).
+func (g Git) Clean(ctx context.Context, dir string, ours ...string) (bool, error) {
+	out, err := g.run(ctx, dir, "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return false, err
 	}
-	return strings.TrimSpace(out) == "", nil
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" && !(strings.HasPrefix(l, "?? ") && slices.Contains(ours, l[3:])) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // trackedChanges lists the tracked files of dir's checkout with changes

@@ -247,11 +247,12 @@ func (g Git) Merged(ctx context.Context, dir, rev, into string) (bool, error) {
 }
 
 // Remove removes the worktree at path and its branch. It refuses (and
-// changes nothing) unless the worktree is clean and its branch is merged
-// into target; a worktree whose folder is gone is pruned.
-func (g Git) Remove(ctx context.Context, w Worktree) error {
+// changes nothing) unless the worktree is clean (but for the untracked
+// files of ours) and its branch is merged into target; a worktree whose
+// folder is gone is pruned.
+func (g Git) Remove(ctx context.Context, w Worktree, ours ...string) error {
 	if _, err := os.Stat(w.Path); err == nil {
-		clean, err := g.Clean(ctx, w.Path)
+		clean, err := g.Clean(ctx, w.Path, ours...)
 		if err != nil {
 			return err
 		}
@@ -267,7 +268,7 @@ func (g Git) Remove(ctx context.Context, w Worktree) error {
 		return fmt.Errorf("%s into %s: %w", w.Branch, w.Target, ErrNotMerged)
 	}
 	if _, err := os.Stat(w.Path); err == nil {
-		if _, err := g.run(ctx, w.Repo, "worktree", "remove", w.Path); err != nil {
+		if _, err := g.run(ctx, w.Repo, "worktree", "remove", "--force", w.Path); err != nil {
 			return err
 		}
 	} else if err := g.Prune(ctx, w.Repo); err != nil {

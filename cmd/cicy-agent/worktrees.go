@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+func (e *env) diffCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "print the change a task or a worker made on its worktree branch (git's own diff)",
+		ArgsUsage: "<task|pane>",
+		Description: "For a task: the commits it left (base..head, as recorded when it ended done).\n" +
+			"For a worker: everything on its branch cicy/<pane> that the branch it came from\n" +
+			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
+		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 1, 1, "<task|pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			d, err := cl.Diff(c.Context, a[0], c.Bool("stat"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, d)
+			}
+			if d.Diff == "" {
+				fmt.Fprintf(e.stderr, "no change on %s\n", d.Work.Branch)
+				return nil
+			}
+			_, err = io.WriteString(e.stdout, d.Diff)
+			return err
+		},
+	}
+}
+
+func (e *env) mergeCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "merge a task's commit or a worker's branch into the checkout its worktree came from",
+		ArgsUsage: "<task|pane>",
+		Description: "Fast-forward when the branch merged into has not moved, else a merge commit. A merge\n" +
+			"that would conflict changes nothing: it names the conflicting files and exits 1; with\n" +
+			"--send-back it becomes a task for the same worker (rebase and resolve), tracked like\n" +
+			"any other. A checkout with uncommitted changes to tracked files is refused.",
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "into", Usage: "merge into `BRANCH` (default: the branch checked out in the repository)"},
+			&cli.BoolFlag{Name: "send-back", Usage: "on a conflict, give the worker a task to rebase its branch and resolve it"},
+		},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 1, 1, "<task|pane>")
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			m, err := cl.Merge(c.Context, api.MergeRequest{Target: a[0], Into: c.String("into"), SendBack: c.Bool("send-back")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if err := printJSON(e.stdout, m); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(e.stdout, mergeText(m))
+			}
+			if len(m.Conflicts) > 0 && m.SentBack == nil {
+				return &failure{fmt.Sprintf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)}
+			}
+			return nil
+		},
+	}
+}
+
+// mergeText is what a merge did, in one or two lines: the same words the
+// team tools give a master.
+func mergeText(m api.MergeResult) string {
+	switch {
+	case m.SentBack != nil:
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), m.SentBack.To, m.SentBack.ID)
+	case len(m.Conflicts) > 0:
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (merge --send-back gives the worker the rebase)",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "))
+	case m.Already:
+		return fmt.Sprintf("%s is already in %s", m.Branch, m.Into)
+	case m.FastForward:
+		return fmt.Sprintf("merged %s into %s (fast-forward to %s)", m.Branch, m.Into, shortRev(m.Head))
+	}
+	return fmt.Sprintf("merged %s into %s (merge commit %s)", m.Branch, m.Into, shortRev(m.Head))
+}
+
+func shortRev(r string) string {
+	if len(r) > 10 {
+		return r[:10]
+	}
+	return r
+}
+
+func (e *env) worktreesCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "worktrees",
+		Usage: "list the workers' git worktrees: pane, branch, ahead/behind, merged, clean",
+		Description: "Every worktree of this home's workers, also those of killed panes whose work was\n" +
+			"kept (not merged, or not committed). --prune removes those of killed panes that are\n" +
+			"clean and merged, with their branches, and lets git forget folders deleted by hand.",
+		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "prune", Usage: "remove the clean, merged worktrees of panes that are gone"}},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, ""); err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			ws, err := cl.Worktrees(c.Context, c.Bool("prune"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, ws)
+			}
+			if len(ws) == 0 {
+				fmt.Fprintln(e.stderr, "no worktrees; a worker gets one with: cicy-agent create <title> --worktree --master <pane> …")
+				return nil
+			}
+			return printWorktrees(e.stdout, ws)
+		},
+	}
+}
+
+func printWorktrees(w io.Writer, ws []api.WorktreeInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PANE\tBRANCH\tINTO\tAHEAD\tBEHIND\tCHANGE\tSTATE\tPATH")
+	for _, wi := range ws {
+		pane := wi.Pane
+		if wi.Gone {
+			pane += " (gone)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", pane, wi.Branch, wi.Target, wi.Ahead, wi.Behind,
+			lines(wi.Files, wi.Added, wi.Deleted), worktreeState(wi), wi.Path)
+	}
+	return tw.Flush()
+}
+
+// worktreeState is a worktree's state in a few words.
+func worktreeState(wi api.WorktreeInfo) string {
+	var s []string
+	switch {
+	case wi.Error != "":
+		return "error: " + wi.Error
+	case wi.Missing:
+		s = append(s, "folder deleted")
+	case !wi.Clean:
+		s = append(s, "uncommitted changes")
+	}
+	if wi.Merged {
+		s = append(s, "merged")
+	} else {
+		s = append(s, "not merged")
+	}
+	return strings.Join(s, ", ")
+}
+
+// lines is a change's size: "3 files +42 −7", "-" for none.
+func lines(files, added, deleted int) string {
+	if files == 0 {
+		return "-"
+	}
+	noun := "files"
+	if files == 1 {
+		noun = "file"
+	}
+	return fmt.Sprintf("%d %s +%d −%d", files, noun, added, deleted)
+}
+
+// workText is a task's change in one line, for tasks show.
+func workText(w *api.Work) string {
+	if w.Base == w.Head {
+		return "no change on " + w.Branch
+	}
+	return fmt.Sprintf("%s on %s (%d commits, %s..%s)", lines(w.Files, w.Added, w.Deleted), w.Branch, w.Commits, shortRev(w.Base), shortRev(w.Head))
+}
