@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Work is a task's change on its worker's branch: base..head, with git's
@@ -113,4 +114,54 @@ func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, err
 	}
 	err := c.do(ctx, method, "/api/worktrees", nil, &out)
 	return out, err
+}
+
+// MergeText is what a merge did, in a sentence or two: the words the
+// merge command prints and the team tools give a master.
+func MergeText(m MergeResult) string {
+	switch {
+	case m.SentBack != nil:
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), m.SentBack.To, m.SentBack.ID)
+	case len(m.Conflicts) > 0:
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (merge with send-back gives the worker the rebase)",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "))
+	case m.Already:
+		return fmt.Sprintf("%s is already in %s", m.Branch, m.Into)
+	case m.FastForward:
+		return fmt.Sprintf("merged %s into %s (fast-forward to %s)", m.Branch, m.Into, ShortRev(m.Head))
+	}
+	return fmt.Sprintf("merged %s into %s (merge commit %s)", m.Branch, m.Into, ShortRev(m.Head))
+}
+
+// WorkStat is a change's size in a few words: "3 files +42 −7", "no
+// change" when it has no commit.
+func WorkStat(w Work) string {
+	if w.Base == w.Head {
+		return "no change"
+	}
+	noun := "files"
+	if w.Files == 1 {
+		noun = "file"
+	}
+	return fmt.Sprintf("%d %s +%d −%d", w.Files, noun, w.Added, w.Deleted)
+}
+
+// DiffText is a diff with a line saying what it is, cut after max runes
+// (0: whole).
+func DiffText(d DiffResult, max int) string {
+	head := fmt.Sprintf("%s: %s in %d commits (%s..%s)\n", d.Work.Branch, WorkStat(d.Work), d.Work.Commits, ShortRev(d.Work.Base), ShortRev(d.Work.Head))
+	body := d.Diff
+	if r := []rune(body); max > 0 && len(r) > max {
+		body = string(r[:max]) + fmt.Sprintf("\n… (%d more characters; ask for stat, or for one task)", len(r)-max)
+	}
+	return head + body
+}
+
+// ShortRev is a commit id's first ten digits.
+func ShortRev(r string) string {
+	if len(r) > 10 {
+		return r[:10]
+	}
+	return r
 }

@@ -127,7 +127,9 @@ You lead a team of agents run by cicy-agent, through the tools of the cicy MCP s
 - %s lists your workers with their state and current task;
 - %s gives a worker (its id or title) a task and returns the task id;
 - %s shows one task, or all of yours;
-- %s waits for tasks and returns their results, for when you have nothing else to do.
+- %s waits for tasks and returns their results, for when you have nothing else to do;
+- %s shows what a worker in its own git worktree changed (a task's commits, or its whole branch);
+- %s merges that into your checkout (a conflict changes nothing; with send_back the worker gets to resolve it).
 When a worker finishes, a line starting with 🔔 arrives here as your input: do not poll.
 The same works from your shell: ` + "`cicy-agent ls`" + ` lists the panes (your workers have you as master),
 ` + "`cicy-agent dispatch --to <pane> \"<task>\"`" + ` gives a worker a task (it prints the task id),
@@ -157,7 +159,7 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 	}
 	k, _ := cliagent.Lookup(req.Type) // isAgent found it
 	tool := func(name string) string { return "`" + k.ToolName(name) + "`" }
-	if _, err := fmt.Fprintf(f, teamGuidance, tool("workers"), tool("dispatch"), tool("task_status"), tool("wait"), cliagent.ShellQuote(self)); err != nil {
+	if _, err := fmt.Fprintf(f, teamGuidance, tool("workers"), tool("dispatch"), tool("task_status"), tool("wait"), tool("diff"), tool("merge"), cliagent.ShellQuote(self)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

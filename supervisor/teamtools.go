@@ -28,6 +28,8 @@ const (
 	dispatchSchema   = `{"type":"object","properties":{"worker":{"type":"string","description":"The worker's pane id (w-N) or title."},"task":{"type":"string","description":"What the worker should do, self-contained: it sees only this text."}},"required":["worker","task"]}`
 	workersSchema    = `{"type":"object","properties":{}}`
 	taskStatusSchema = `{"type":"object","properties":{"task_id":{"type":"integer","description":"One task; omit it for every task you dispatched."}}}`
+	diffSchema       = `{"type":"object","properties":{"target":{"type":"string","description":"A task id (its commits) or a worker's pane id (all of its branch not merged yet)."},"stat":{"type":"boolean","description":"Only the summary of files and lines."}},"required":["target"]}`
+	mergeSchema      = `{"type":"object","properties":{"target":{"type":"string","description":"A task id (up to its commit) or a worker's pane id (its whole branch)."},"into":{"type":"string","description":"The branch to merge into; default: the one checked out in your repository."},"send_back":{"type":"boolean","description":"On a conflict, give the worker a task to rebase its branch and resolve it."}},"required":["target"]}`
 	waitSchema       = `{"type":"object","properties":{"task_ids":{"type":"array","items":{"type":"integer"},"minItems":1,"description":"The tasks to wait for: ids that dispatch returned."},"timeout":{"type":"number","description":"Give up after this many seconds (default 600, at most 3600)."}},"required":["task_ids"]}`
 )
 
@@ -53,6 +55,8 @@ func (teamTools) Defs() []wire.Tool {
 		{Name: "dispatch", Description: "Give a task to one of your workers. It is queued until the worker is idle; its result comes back to you as a message starting with 🔔, so do not poll.", InputSchema: json.RawMessage(dispatchSchema)},
 		{Name: "workers", Description: "List your workers with their state and current task.", InputSchema: json.RawMessage(workersSchema)},
 		{Name: "task_status", Description: "Show the status and result of your tasks.", InputSchema: json.RawMessage(taskStatusSchema)},
+		{Name: "diff", Description: "Show the change a task or a worker made on its git worktree branch (workers created with --worktree): git's diff.", InputSchema: json.RawMessage(diffSchema)},
+		{Name: "merge", Description: "Merge a task's or a worker's branch into your checkout: a fast-forward or a merge commit. A conflict changes nothing and names the files; with send_back it becomes a task for the worker.", InputSchema: json.RawMessage(mergeSchema)},
 	}
 }
 
@@ -64,6 +68,10 @@ func (t teamTools) Run(ctx context.Context, paneID, name string, input json.RawM
 		return t.workers(paneID), false
 	case "task_status":
 		return t.taskStatus(ctx, paneID, input)
+	case "diff":
+		return t.diff(ctx, paneID, input)
+	case "merge":
+		return t.merge(ctx, paneID, input)
 	}
 	return "error: unknown tool " + name, true
 }
@@ -90,7 +98,7 @@ func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.
 	case slices.ContainsFunc(t.Defs(), func(d wire.Tool) bool { return d.Name == name }):
 		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
 	default:
-		return res, usageErr("no team tool %q; they are dispatch, workers, task_status and wait", name)
+		return res, usageErr("no team tool %q; they are dispatch, workers, task_status, diff, merge and wait", name)
 	}
 	return res, nil
 }
@@ -227,4 +235,68 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 // and "…" when it is longer.
 func clipText(s string) string {
 	return clip.Runes(strings.Join(strings.Fields(s), " "), 300+1)
+}
+
+// diffBody bounds the diff the diff tool shows, in runes.
+const diffBody = 20000
+
+// workTarget is a diff or merge tool's input: what it acts on, which must
+// be the master's (a task it dispatched, or one of its workers).
+func (t teamTools) workInput(ctx context.Context, master string, input json.RawMessage, in any) (string, bool) {
+	if err := json.Unmarshal(input, in); err != nil {
+		return "error: the input must be {\"target\": a task id or a worker's pane id, …}", true
+	}
+	var target string
+	switch v := in.(type) {
+	case *diffInput:
+		target = v.Target
+	case *mergeInput:
+		target = v.Target
+	}
+	target = strings.TrimSpace(target)
+	wt, err := t.s.resolveWork(ctx, target)
+	if err != nil {
+		return "error: " + err.Error(), true
+	}
+	if e, err := t.s.get(wt.pane); err == nil && t.s.masterOf(e) != master && (wt.task == nil || wt.task.From != master) {
+		return fmt.Sprintf("error: %s is not your worker; call workers to see yours", wt.pane), true
+	}
+	return target, false
+}
+
+type diffInput struct {
+	Target string `json:"target"`
+	Stat   bool   `json:"stat"`
+}
+
+type mergeInput struct {
+	Target   string `json:"target"`
+	Into     string `json:"into"`
+	SendBack bool   `json:"send_back"`
+}
+
+func (t teamTools) diff(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+	var in diffInput
+	target, bad := t.workInput(ctx, master, input, &in)
+	if bad {
+		return target, true
+	}
+	d, err := t.s.Diff(ctx, target, in.Stat)
+	if err != nil {
+		return "error: " + err.Error(), true
+	}
+	return api.DiffText(d, diffBody), false
+}
+
+func (t teamTools) merge(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+	var in mergeInput
+	target, bad := t.workInput(ctx, master, input, &in)
+	if bad {
+		return target, true
+	}
+	m, err := t.s.Merge(ctx, api.MergeRequest{Target: target, Into: in.Into, SendBack: in.SendBack, Caller: master})
+	if err != nil {
+		return "error: " + err.Error(), true
+	}
+	return api.MergeText(m), len(m.Conflicts) > 0 && m.SentBack == nil
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestWorktreeTasks(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSupervisor(t, nil)
 	repo := gitRepo(t)
-	_, ws := worktreeTeam(t, s, repo, 1)
+	master, ws := worktreeTeam(t, s, repo, 1)
 	id := ws[0]
 	info, err := s.Get(id)
 	if err != nil {
@@ -119,9 +120,23 @@ func TestWorktreeTasks(t *testing.T) {
 	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 4 || wi.Merged {
 		t.Fatalf("ls: %+v", wi)
 	}
-	m, err := s.Merge(context.Background(), api.MergeRequest{Target: id})
-	if err != nil || !m.FastForward || m.Into != "main" || m.Head != own.Head {
-		t.Fatalf("merge: %+v %v", m, err)
+	// The master's team tools: the same, and only for its own workers.
+	ctx := context.Background()
+	res, err := s.TeamTool(ctx, master, "diff", json.RawMessage(`{"target": "`+itoa(got.ID)+`", "stat": true}`))
+	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
+		t.Fatalf("the diff tool: %+v %v", res, err)
+	}
+	other, err := s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), other.ID) })
+	if res, _ := s.TeamTool(ctx, other.ID, "merge", json.RawMessage(`{"target": "`+id+`"}`)); !res.IsError || res.Text != "error: "+id+" is not your worker; call workers to see yours" {
+		t.Fatalf("another master's merge: %+v", res)
+	}
+	res, err = s.TeamTool(ctx, master, "merge", json.RawMessage(`{"target": "`+id+`"}`))
+	if err != nil || res.IsError || res.Text != "merged cicy/"+id+" into main (fast-forward to "+own.Head[:10]+")" {
+		t.Fatalf("the merge tool: %+v %v", res, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
 		t.Fatal("the merge did not reach the master's checkout")

@@ -169,7 +169,7 @@ func TestMCPServer(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"dispatch", "task_status", "wait", "workers"}) {
+	if slices.Sort(names); !slices.Equal(names, []string{"diff", "dispatch", "merge", "task_status", "wait", "workers"}) {
 		t.Errorf("tools/list: %v", names)
 	}
 

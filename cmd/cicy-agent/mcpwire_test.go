@@ -83,7 +83,10 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		m.gate = filepath.Join(dir, m.agent+".gate")
 		m.id = strings.TrimSpace(runCicy(t, env, append([]string{"create", m.agent + "-lead", "--type", m.agent, "--role", "master", "--backend", "pty"}, m.args...)...))
 		m.cicyW = strings.TrimSpace(runCicy(t, env, "create", m.agent+"-cw", "--provider", "script", "--master", m.id))
-		m.shell = strings.TrimSpace(runCicy(t, env, "create", m.agent+"-sh", "--type", "shell", "--backend", "pty", "--master", m.id, "--", "bash", "--norc", "--noprofile"))
+		// The master's workspace is a repository; its shell worker works
+		// in a worktree of it.
+		gitRepoAt(t, filepath.Join(home, "workspaces", m.id))
+		m.shell = strings.TrimSpace(runCicy(t, env, "create", m.agent+"-sh", "--type", "shell", "--backend", "pty", "--master", m.id, "--worktree", "--", "bash", "--norc", "--noprofile"))
 	}
 	for _, m := range masters {
 		waitPaneState(t, env, m.id, "idle", 180*time.Second)
@@ -116,9 +119,26 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	lead.notified(first, second)
 
 	// A dispatch it does not wait for: a 🔔 line tells it, once.
-	quick := lead.dispatch(func(m *mcpMaster) string { return m.shell }, func(m *mcpMaster) string { return "echo quick-" + m.agent })
-	lead.await(0, func(m *mcpMaster) string { return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done` })
+	quick := lead.dispatch(func(m *mcpMaster) string { return m.shell }, func(m *mcpMaster) string { return "echo quick-" + m.agent + " | tee quick.txt" })
+	lead.await(0, func(m *mcpMaster) string {
+		return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done · 1 file \+1 −0 on cicy/` + m.shell
+	})
 	lead.notified(quick)
+
+	// diff and merge: the worker's commit, into the master's checkout.
+	lead.step(func(m *mcpMaster) string { return m.call("diff", `{"target": "`+quick[m]+`"}`) },
+		func(m *mcpMaster) string {
+			return `cicy/` + m.shell + `: 1 file \+1 −0 in 1 commits[^"]*\+quick-` + m.agent
+		})
+	lead.step(func(m *mcpMaster) string { return m.call("merge", `{"target": "`+quick[m]+`"}`) },
+		func(m *mcpMaster) string {
+			return `merged cicy/` + m.shell + ` into main \(fast-forward to [0-9a-f]{10}\)`
+		})
+	for _, m := range masters {
+		if b, err := os.ReadFile(filepath.Join(home, "workspaces", m.id, "quick.txt")); err != nil || string(b) != "quick-"+m.agent+"\n" {
+			t.Errorf("%s's checkout after the merge: %q %v", m.agent, b, err)
+		}
+	}
 
 	// A refused dispatch is a tool error.
 	lead.step(func(m *mcpMaster) string {
@@ -408,7 +428,7 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 			switch {
 			case strings.HasPrefix(r.Path, "/v1/messages") && s.Name == "mcp__cicy__dispatch" && !s.DeferLoading:
 				offered["claude"] = true
-			case r.Path == "/v1/responses" && s.Type == "namespace" && s.Name == "mcp__cicy" && len(s.Tools) == 4:
+			case r.Path == "/v1/responses" && s.Type == "namespace" && s.Name == "mcp__cicy" && len(s.Tools) == 6:
 				offered["codex"] = true
 			case r.Path == "/v1/chat/completions" && s.Function.Name == "cicy_dispatch":
 				offered["opencode"] = true
@@ -418,6 +438,16 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 	for _, agent := range []string{"claude", "codex", "opencode"} {
 		if !offered[agent] {
 			t.Errorf("%s never offered the team tools to its model", agent)
+		}
+	}
+}
+
+// gitRepoAt makes dir a git repository on main holding what is there.
+func gitRepoAt(t *testing.T, dir string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (e *env) mergeCmd() *cli.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintln(e.stdout, mergeText(m))
+				fmt.Fprintln(e.stdout, api.MergeText(m))
 			}
 			if len(m.Conflicts) > 0 && m.SentBack == nil {
 				return &failure{fmt.Sprintf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)}
@@ -85,31 +85,6 @@ func (e *env) mergeCmd() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// mergeText is what a merge did, in one or two lines: the same words the
-// team tools give a master.
-func mergeText(m api.MergeResult) string {
-	switch {
-	case m.SentBack != nil:
-		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",
-			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), m.SentBack.To, m.SentBack.ID)
-	case len(m.Conflicts) > 0:
-		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (merge --send-back gives the worker the rebase)",
-			m.Branch, m.Into, strings.Join(m.Conflicts, ", "))
-	case m.Already:
-		return fmt.Sprintf("%s is already in %s", m.Branch, m.Into)
-	case m.FastForward:
-		return fmt.Sprintf("merged %s into %s (fast-forward to %s)", m.Branch, m.Into, shortRev(m.Head))
-	}
-	return fmt.Sprintf("merged %s into %s (merge commit %s)", m.Branch, m.Into, shortRev(m.Head))
-}
-
-func shortRev(r string) string {
-	if len(r) > 10 {
-		return r[:10]
-	}
-	return r
 }
 
 func (e *env) worktreesCmd() *cli.Command {
@@ -194,5 +169,5 @@ func workText(w *api.Work) string {
 	if w.Base == w.Head {
 		return "no change on " + w.Branch
 	}
-	return fmt.Sprintf("%s on %s (%d commits, %s..%s)", lines(w.Files, w.Added, w.Deleted), w.Branch, w.Commits, shortRev(w.Base), shortRev(w.Head))
+	return fmt.Sprintf("%s on %s (%d commits, %s..%s)", lines(w.Files, w.Added, w.Deleted), w.Branch, w.Commits, api.ShortRev(w.Base), api.ShortRev(w.Head))
 }
