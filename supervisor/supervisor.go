@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err := s.startGateway(ctx); err != nil {
 		return nil, err
 	}
+	s.pruneWorktrees(ctx, rows)
 	for _, r := range rows {
 		e, err := s.load(ctx, r)
 		if err != nil {

@@ -158,6 +158,26 @@ func (s *Supervisor) ensureWorktree(cfg schema.Pane) error {
 	return nil
 }
 
+// pruneWorktrees lets git forget the worktrees of the home's workers
+// whose folders were deleted by hand while no supervisor ran (a pane's
+// own is checked out again when it starts: ensureWorktree).
+func (s *Supervisor) pruneWorktrees(ctx context.Context, rows []schema.Pane) {
+	repos := s.repos()
+	for _, r := range rows {
+		if w, ok := worktreeOf(r); ok && !slices.Contains(repos, w.Repo) {
+			repos = append(repos, w.Repo)
+		}
+	}
+	for _, repo := range repos {
+		if _, err := os.Stat(repo); err != nil {
+			continue // the repository itself is gone
+		}
+		if err := s.git.Prune(ctx, repo); err != nil {
+			s.log.WithError(err).WithField("repo", repo).Warn("Could not prune the repository's worktrees")
+		}
+	}
+}
+
 // reposFile lists the repositories the home's worktrees came from, so
 // `worktrees` finds the ones of panes that are gone.
 func (h Home) reposFile() string { return filepath.Join(h.Root, "worktrees.json") }
