@@ -34,6 +34,9 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 		if pi.Master != nil {
 			tp.Master = *pi.Master
 		}
+		if w := pi.Worktree; w != nil {
+			tp.Work = topology.Work{Branch: w.Branch, Ahead: w.Ahead, Added: w.Added, Deleted: w.Deleted}
+		}
 		if t, ok := current[pi.ID]; ok {
 			tp.CurrentTask = strconv.FormatInt(t.ID, 10)
 			if t.DeliveredAt != nil {

@@ -75,9 +75,9 @@ type entry struct {
 	// made from its row, never registered); "" for this node's.
 	elsewhere string
 	// work is what ls shows of the pane's worktree, read from git when
-	// first asked and again after a task or merge changed it; nil when
-	// not read yet.
-	work atomic.Pointer[api.WorktreeInfo]
+	// asked and workStale old, or after a task or merge changed it; nil
+	// when not read yet.
+	work atomic.Pointer[workRead]
 }
 
 // held boxes a kind for the atomic pointer.

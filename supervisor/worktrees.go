@@ -277,16 +277,26 @@ func (s *Supervisor) worktreeInfo(e *entry) *api.WorktreeInfo {
 	if !ok {
 		return nil
 	}
-	if wi := e.work.Load(); wi != nil {
-		return wi
+	if r := e.work.Load(); r != nil && time.Since(r.at) < workStale {
+		return &r.info
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	wi := s.readWorktree(ctx, w, e.cfg.ID)
-	wi.Title = e.cfg.Title
-	e.work.Store(&wi)
-	return &wi
+	r := &workRead{info: s.readWorktree(ctx, w, e.cfg.ID), at: time.Now()}
+	r.info.Title = e.cfg.Title
+	e.work.Store(r)
+	return &r.info
 }
+
+// workRead is a worktree as git showed it at a time.
+type workRead struct {
+	info api.WorktreeInfo
+	at   time.Time
+}
+
+// workStale is how long what ls shows of a worktree is kept: it changes
+// by our commits and merges (read again at once) and by hand.
+const workStale = 5 * time.Second
 
 // readWorktree is w as git sees it now.
 func (s *Supervisor) readWorktree(ctx context.Context, w worktree.Worktree, pane string) api.WorktreeInfo {

@@ -36,6 +36,16 @@ type Pane struct {
 	// Upstream is why the pane's model requests keep failing upstream;
 	// "" when they do not.
 	Upstream string
+	Work     Work // its git worktree's unmerged work; zero when it runs in none
+}
+
+// Work is a worker's git worktree branch and what it holds that the
+// branch it merges into lacks: commits, and their lines.
+type Work struct {
+	Branch  string `json:"branch,omitempty"`
+	Ahead   int    `json:"ahead,omitempty"`
+	Added   int    `json:"added,omitempty"`
+	Deleted int    `json:"deleted,omitempty"`
 }
 
 // TaskCounts are a master's tasks by status.
@@ -61,6 +71,7 @@ type Worker struct {
 	CacheHit    float64 `json:"cache_hit"`
 	Compactable bool    `json:"compactable"`
 	Node        string  `json:"node,omitempty"`
+	Work
 }
 
 // Master is one master with its workers and task counts.
@@ -180,7 +191,7 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 		case p.Role == RoleMaster:
 		case Tracked(p.Role):
 			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Elapsed: p.Elapsed, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
-				Node: p.Node}
+				Node: p.Node, Work: p.Work}
 			if i, ok := index[MasterOf(p, masterIDs)]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {

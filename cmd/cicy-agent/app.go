@@ -755,7 +755,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 		} else {
 			task += fmt.Sprintf(" (%s)", (time.Duration(wk.Elapsed) * time.Second).String())
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\t%s\ttask %s\t%s\n", wk.ID, clip.Runes(wk.Title, 24), wk.Type, node(wk.Node), wk.State, clip.Runes(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\t%s\ttask %s\t%s%s\n", wk.ID, clip.Runes(wk.Title, 24), wk.Type, node(wk.Node), wk.State, clip.Runes(wk.Reason, 36), task, usageCell(wk.Tokens, wk.CacheHit, wk.Compactable), workNote(wk.Work))
 	}
 	if len(st.Masters) == 0 {
 		fmt.Fprintln(tw, "no masters (create one with --role master)")

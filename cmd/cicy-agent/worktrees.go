@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 func (e *env) diffCmd() *cli.Command {
@@ -170,4 +171,16 @@ func workText(w *api.Work) string {
 		return "no change on " + w.Branch
 	}
 	return fmt.Sprintf("%s on %s (%d commits, %s..%s)", lines(w.Files, w.Added, w.Deleted), w.Branch, w.Commits, api.ShortRev(w.Base), api.ShortRev(w.Head))
+}
+
+// workNote is a worker's unmerged work for status: "  cicy/w-3 2↑ +42 −7",
+// "  cicy/w-3 merged"; "" for a worker in no worktree.
+func workNote(w topology.Work) string {
+	switch {
+	case w.Branch == "":
+		return ""
+	case w.Ahead == 0:
+		return "  " + w.Branch + " merged"
+	}
+	return fmt.Sprintf("  %s %d↑ +%d −%d", w.Branch, w.Ahead, w.Added, w.Deleted)
 }

@@ -517,3 +517,26 @@ func TestUnreachableStyled(t *testing.T) {
 		t.Fatalf("unreachable is styled %q, want the error style %q", got, want)
 	}
 }
+
+// TestWorktreeChange: a worker in a git worktree shows its unmerged work
+// in a CHANGE column and on its master's topology line; a team without
+// worktrees has no such column.
+func TestWorktreeChange(t *testing.T) {
+	ev := fixture()
+	ev.Snapshot.Panes[3].Worktree = &api.WorktreeInfo{Pane: "w-4", Branch: "cicy/w-4", Target: "main", Ahead: 2, Files: 3, Added: 42, Deleted: 7}
+	ev.Snapshot.Panes[2].Worktree = &api.WorktreeInfo{Pane: "w-3", Branch: "cicy/w-3", Target: "main", Merged: true}
+	m := NewModel(Options{Backend: &fakeBackend{}, Now: func() time.Time { return t0 }})
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 30})
+	m.Update(linkMsg{up: true})
+	m.Update(eventsMsg{ev})
+	frame := plain(m)
+	checkFrame(t, frame, 140, 30)
+	for _, want := range []string{"CHANGE", "2↑ +42 −7", "merged", "w-4 bash1 idle cicy/w-4 2↑ +42 −7"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("no %q in the frame:\n%s", want, frame)
+		}
+	}
+	if strings.Contains(plain(newFixtureModel(t, 140, 30, &fakeBackend{})), "CHANGE") {
+		t.Error("a team without worktrees has a CHANGE column")
+	}
+}

@@ -194,6 +194,24 @@ func reasonCell(reason string) string {
 	return reason
 }
 
+// workColumn is the CHANGE column, when a pane runs in a git worktree:
+// its commits not merged yet and their lines ("2↑ +42 −7"), "merged"
+// when none.
+var workColumn = column{name: "CHANGE", width: 8, drop: 65, right: true, cell: func(_ *Model, p row) string {
+	return WorkCell(p.Worktree)
+}}
+
+// WorkCell is a worktree's unmerged work in a few characters.
+func WorkCell(w *api.WorktreeInfo) string {
+	switch {
+	case w == nil:
+		return "-"
+	case w.Ahead == 0:
+		return "merged"
+	}
+	return fmt.Sprintf("%d↑ +%d −%d", w.Ahead, w.Added, w.Deleted)
+}
+
 // nodeColumn is the NODE column, after ID, when the panes run on more
 // than one node; it goes after the reason when the terminal is narrow.
 func nodeColumn(w int) column {
@@ -239,6 +257,9 @@ func layout(width int, panes []api.PaneInfo) ([]column, []int) {
 	nodeW, stateW := fitPanes(panes)
 	if nodeW > 0 {
 		cols = slices.Insert(cols, 1, nodeColumn(nodeW))
+	}
+	if slices.ContainsFunc(panes, func(p api.PaneInfo) bool { return p.Worktree != nil }) {
+		cols = slices.Insert(cols, slices.IndexFunc(cols, func(c column) bool { return c.name == "TOKENS" }), workColumn)
 	}
 	for i := range cols {
 		if cols[i].name == "STATE" {
@@ -626,6 +647,9 @@ func workers(ws []topology.Worker) string {
 		s := w.ID + " " + w.Title + " " + w.State
 		if w.CurrentTask != "" {
 			s += " #" + w.CurrentTask
+		}
+		if w.Branch != "" && w.Ahead > 0 {
+			s += fmt.Sprintf(" %s %d↑ +%d −%d", w.Branch, w.Ahead, w.Added, w.Deleted)
 		}
 		parts = append(parts, s)
 	}
