@@ -108,16 +108,23 @@ func TestWorktreeTasks(t *testing.T) {
 	if own.Commits != 2 || own.Files != 2 || own.Base != got.Head {
 		t.Fatalf("own commits: %+v", own.Work)
 	}
+	// A worker that rewrites its history: the next task's range starts at
+	// a commit its branch no longer has, and is still measured.
+	amended := runShellTask(t, s, id, "echo e > e.txt && git add -A && git -c user.name=me -c user.email=me@x commit -q --amend -m rewritten")
+	if amended.Status != schema.TaskDone || amended.Base != own.Head || amended.Commits != 1 || amended.Files != 1 {
+		t.Fatalf("rewritten: %+v", amended.Work)
+	}
+	own = amended
 	d, err := s.Diff(context.Background(), itoa(got.ID), false)
 	if err != nil || !strings.Contains(d.Diff, "+new") || d.Work.Files != 2 {
 		t.Fatalf("diff of the task: %+v %v", d, err)
 	}
 	d, err = s.Diff(context.Background(), id, true)
-	if err != nil || d.Work.Files != 4 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "4 files changed") {
+	if err != nil || d.Work.Files != 5 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "5 files changed") {
 		t.Fatalf("diff of the worker: %+v %v", d, err)
 	}
 	info, _ = s.Get(id)
-	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 4 || wi.Merged {
+	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 5 || wi.Merged {
 		t.Fatalf("ls: %+v", wi)
 	}
 	// The master's team tools: the same, and only for its own workers.

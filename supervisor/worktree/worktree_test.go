@@ -310,3 +310,28 @@ func TestRemove(t *testing.T) {
 		t.Fatalf("after prune %+v", l)
 	}
 }
+
+// TestMergeIntoMovedBranch: a branch no checkout has that moved while the
+// merge was made is left where it moved to.
+func TestMergeIntoMovedBranch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := Git{}
+	r := repo(t)
+	git(t, r, "branch", "release")
+	old := git(t, r, "rev-parse", "release")
+	w := add(t, r, "w-1")
+	write(t, w.Path, "x.txt", "x\n")
+	h, _, _ := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
+	// Someone moves release after the merge read it.
+	git(t, r, "checkout", "-q", "release")
+	write(t, r, "y.txt", "y\n")
+	git(t, r, "add", "y.txt")
+	git(t, r, "commit", "-q", "-m", "moved")
+	git(t, r, "checkout", "-q", "main")
+	moved := git(t, r, "rev-parse", "release")
+	err := g.mergeRef(ctx, r, "release", old, h, "m", "w-0", false)
+	if !errors.Is(err, ErrMoved) || git(t, r, "rev-parse", "release") != moved {
+		t.Fatalf("a moved branch: %v; release at %s", err, git(t, r, "rev-parse", "release"))
+	}
+}
