@@ -2,7 +2,12 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,11 +23,12 @@ func TestScrubLog(t *testing.T) {
 	var out bytes.Buffer
 	l := logrus.New()
 	l.SetOutput(&out)
-	l.SetFormatter(ScrubLog(&logrus.TextFormatter{DisableColors: true}, func(k string) string {
+	l.SetFormatter(ScrubLog(&logrus.TextFormatter{DisableColors: true}, NewScrubber(func(k string) string {
 		return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-log-leak-1", "OPENAI_API_KEY": "sk-log-leak-2"}[k]
-	}))
-	l.WithError(errors.New("invalid x-api-key sk-ant-log-leak-1")).WithField("body", "sk-log-leak-2").Error("upstream said sk-ant-log-leak-1")
-	if s := out.String(); strings.Contains(s, "leak") || strings.Count(s, "[redacted]") != 3 {
+	}, "cluster-secret-from-a-file-leak-3")))
+	l.WithError(errors.New("invalid x-api-key sk-ant-log-leak-1")).WithField("body", "sk-log-leak-2").
+		WithField("token", "cluster-secret-from-a-file-leak-3").Error("upstream said sk-ant-log-leak-1")
+	if s := out.String(); strings.Contains(s, "leak") || strings.Count(s, "[redacted]") != 4 {
 		t.Fatalf("log line: %s", s)
 	}
 }
@@ -106,3 +112,53 @@ func TestPrepareRefusesAnotherUsersOpenHome(t *testing.T) {
 		t.Fatal("Prepare created folders in another user's home")
 	}
 }
+
+// TestSecretsInAnswers: what a pane prints reaches the task ledger and
+// every API answer without the supervisor's secrets — a provider key, a
+// pane's gateway token — whatever the command printed them for.
+func TestSecretsInAnswers(t *testing.T) {
+	t.Parallel()
+	key := "sk-ant-api03-secret-key-0123456789"
+	token := "cicy-pane-" + strings.Repeat("ab", 24)
+	s, h := newTestSupervisor(t, func(k string) string {
+		return map[string]string{"ANTHROPIC_API_KEY": key}[k]
+	})
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	// The typed commands hold neither secret whole; their output does.
+	leak := `printf '%s%s\n%s%s\n' sk-ant-api03-sec ret-key-0123456789 cicy-pane- $(printf 'ab%.0s' $(seq 24))`
+	task := runShellTask(t, s, p.ID, leak+"; false")
+	stored, err := s.store.GetTask(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"result": stored.Result, "error": stored.Error + stored.Reason} {
+		if strings.Contains(text, key) || strings.Contains(text, token) {
+			t.Errorf("the ledger's %s holds a secret: %q", what, text)
+		}
+	}
+	if strings.Count(stored.Result, "[redacted]") != 2 {
+		t.Errorf("result %q", stored.Result)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/tasks/" + itoa(task.ID), ""},
+		{"GET", "/api/tasks", ""},
+		{"POST", "/api/panes/" + p.ID + "/send", `{"text": ` + strconvQuote(leak) + `, "wait": true, "timeout": 20}`},
+		{"GET", "/api/panes/" + p.ID + "/screen", ""},
+		{"GET", "/api/panes/" + p.ID + "/explain", ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
+		body := rec.Body.String()
+		if rec.Code != 200 || strings.Contains(body, key) || strings.Contains(body, token) || !strings.Contains(body, "[redacted]") {
+			t.Errorf("%s %s: %d %s", c.method, c.path, rec.Code, body)
+		}
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -228,7 +228,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return boundBody(refuseUncleanPaths(a.forward(mux)), timeout)
+	return scrubAnswers(boundBody(refuseUncleanPaths(a.forward(mux)), timeout), sup.scrub)
 }
 
 // boundBody gives a request's body timeout to arrive once its header has

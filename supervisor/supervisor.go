@@ -90,6 +90,9 @@ type Config struct {
 	// Node is this supervisor's name in a cluster (default: the host
 	// name); its panes carry it.
 	Node string
+	// Scrub removes the supervisor's secrets from text that leaves it
+	// (default: NewScrubber of Getenv and the cluster secret).
+	Scrub *provider.Scrubber
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -138,7 +141,10 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: newScrubber(cfg.Getenv), events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
+	if s.scrub == nil {
+		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
+	}
 	var err error
 	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
 		return nil, err
@@ -152,6 +158,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
 		// Spooled hooks may settle tasks the recovery resumed.
 		Recovered: s.replayHooks,
+		Scrub:     s.scrub.String,
 		Finish:    s.finishTask,
 		Pane: func(id string) (outbox.Pane, bool) {
 			e, err := s.get(id)

@@ -71,6 +71,19 @@ func NewScrubber(getenv func(string) string, patterns ...Pattern) *Scrubber {
 	return s
 }
 
+// With returns a scrubber that also removes the given secrets (one that
+// was read from a file, not the environment).
+func (s *Scrubber) With(secrets ...string) *Scrubber {
+	out := &Scrubber{secrets: slices.Clone(s.secrets), patterns: s.patterns}
+	for _, v := range secrets {
+		if v = strings.TrimSpace(v); len(v) >= minSecret && !slices.Contains(out.secrets, v) {
+			out.secrets = append(out.secrets, v)
+		}
+	}
+	slices.SortFunc(out.secrets, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
 // String returns text with every credential replaced by [redacted].
 func (s *Scrubber) String(text string) string {
 	if s == nil {

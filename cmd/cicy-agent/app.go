@@ -230,7 +230,8 @@ func (e *env) serveCmd() *cli.Command {
 			defer logf.Close()
 			logger := logrus.New()
 			logger.SetOutput(logf)
-			logger.SetFormatter(supervisor.ScrubLog(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, os.Getenv))
+			scrub := supervisor.NewScrubber(os.Getenv, listen.Token)
+			logger.SetFormatter(supervisor.ScrubLog(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, scrub))
 			if err := supervisor.HideEnvironment(); err != nil {
 				logger.WithError(err).Warn("Could not hide the supervisor's environment from the panes' programs")
 			}
@@ -239,7 +240,7 @@ func (e *env) serveCmd() *cli.Command {
 			err = supervisor.Serve(ctx, supervisor.Config{
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
-				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen, Node: node,
+				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen, Node: node, Scrub: scrub,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")

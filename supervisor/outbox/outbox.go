@@ -45,6 +45,9 @@ type Config struct {
 	// record a crash cut short, so it must not do its work twice.
 	// Optional.
 	Finish func(t schema.Task) schema.Work
+	// Scrub removes secrets from a task's result and error before they
+	// are recorded (a command that printed a key); none when nil.
+	Scrub func(string) string
 }
 
 // safety is how often the outbox looks while a task is open even when
@@ -215,6 +218,9 @@ func (o *Outbox) announce(id int64) {
 // the waiters. Safe from any goroutine (CancelTask moves a task too; the
 // outbox then lets go of its delivery).
 func (o *Outbox) Move(id int64, ch schema.TaskChange) bool {
+	if o.cfg.Scrub != nil {
+		ch.Result, ch.Error, ch.Reason = o.cfg.Scrub(ch.Result), o.cfg.Scrub(ch.Error), o.cfg.Scrub(ch.Reason)
+	}
 	ok, err := o.cfg.Store.MoveTask(o.ctx, id, ch)
 	if err != nil {
 		o.logErr(err, "Could not record a task change", logrus.Fields{"task": id, "status": ch.To})
