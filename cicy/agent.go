@@ -136,11 +136,14 @@ type Agent struct {
 	status  Status
 	queue   []item
 	running bool
-	cancel  context.CancelFunc
-	waiters []chan TurnResult
-	reply   Reply
-	subs    map[chan Event]struct{}
-	mem     memState
+	// turnText is the running turn's message (what Mentions reads while
+	// the history is lent to it).
+	turnText string
+	cancel   context.CancelFunc
+	waiters  []chan TurnResult
+	reply    Reply
+	subs     map[chan Event]struct{}
+	mem      memState
 
 	store *memory.Store // long-term memory; safe for concurrent use
 
@@ -176,7 +179,15 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 	}
 	a.status = Status{State: Idle, Cause: CauseRestored, Reason: reason, Since: env.Now()}
 	a.restoreMemory()
+	pending, err := a.restoreQueue()
+	if err != nil {
+		a.log.WithError(err).Error("Could not read the message queue; its file is kept aside")
+	}
 	go a.loop()
+	if pending > 0 {
+		a.log.WithField("messages", pending).Info("Messages queued before the stop run now")
+		a.do(a.next)
+	}
 	return a, nil
 }
 
@@ -356,19 +367,30 @@ func (a *Agent) Send(text, from string, wait bool) (<-chan TurnResult, error) {
 	if wait {
 		it.waiter = make(chan TurnResult, 1)
 	}
-	if !a.do(func() { a.enqueue(it) }) {
+	var err error
+	if !a.do(func() { err = a.enqueue(it) }) {
 		return nil, fmt.Errorf("pane %s is closed", a.cfg.ID)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return it.waiter, nil
 }
 
-func (a *Agent) enqueue(it item) {
+// enqueue queues it, on disk first (queue.json): a message Send accepted
+// is in the queue file or the history from then on, whatever stops the
+// process. One the disk does not take is refused.
+func (a *Agent) enqueue(it item) error {
+	if err := saveQueue(a.dir(), append(a.queue[:len(a.queue):len(a.queue)], it)); err != nil {
+		return fmt.Errorf("pane %s could not keep the message: %w", a.cfg.ID, err)
+	}
 	a.queue = append(a.queue, it)
 	if a.running {
 		a.broadcast(Event{Kind: "queued", Text: it.text + it.command})
-		return
+		return nil
 	}
 	a.next()
+	return nil
 }
 
 // next starts the next job of the queue: consecutive messages run as one
@@ -377,6 +399,7 @@ func (a *Agent) next() {
 	if a.running || len(a.queue) == 0 {
 		return
 	}
+	defer a.keepQueue()
 	if a.queue[0].command != "" {
 		it := a.queue[0]
 		a.queue = a.queue[1:]
@@ -395,6 +418,14 @@ func (a *Agent) next() {
 	}
 	a.queue = a.queue[n:]
 	a.startTurn(strings.Join(texts, "\n"), waiters)
+}
+
+// keepQueue writes the queue file after messages left the queue (their
+// turn has put them in the history).
+func (a *Agent) keepQueue() {
+	if err := saveQueue(a.dir(), a.queue); err != nil {
+		a.log.WithError(err).Error("Could not write the message queue")
+	}
 }
 
 // Cancel stops the running turn (and the tools it runs). Queued messages
@@ -514,7 +545,10 @@ func (a *Agent) Mentions(text string) bool {
 		}
 		h := a.hist
 		if a.running {
-			return // the running turn's message was seen when it was queued
+			// The history is lent to the turn: its message is the one
+			// to look at (a turn restored from the queue file runs it).
+			found = strings.Contains(a.turnText, text)
+			return
 		}
 		for _, m := range h {
 			if m.Role == wire.RoleUser && strings.Contains(m.JoinedText(), text) {

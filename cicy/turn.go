@@ -47,7 +47,13 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
 	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model}
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
-	a.hist, a.running, a.cancel, a.waiters = nil, true, cancel, waiters
+	// The message goes into the history on disk before the turn starts:
+	// from here on, the history holds it, not the queue file.
+	j.hist = balance(appendUser(a.hist, wire.Text(text)))
+	if err := j.writer.save(j.hist, now); err != nil {
+		a.log.WithError(err).Error("Could not write current.json")
+	}
+	a.hist, a.running, a.cancel, a.waiters, a.turnText = nil, true, cancel, waiters, text
 	a.reply = j.reply
 	a.setStatus(Busy, CauseTurn, "turn "+j.id)
 	a.broadcast(Event{Kind: "user", Text: text})
@@ -98,8 +104,7 @@ type setup struct {
 }
 
 func (j *turnJob) run() TurnResult {
-	j.hist = balance(appendUser(j.hist, wire.Text(j.text)))
-	j.persist()
+	j.writeReply()
 	s, err := j.a.resolve()
 	if err != nil {
 		return j.fail(err.Error())
