@@ -3,7 +3,9 @@ package supervisor
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -96,6 +98,96 @@ func (s *Supervisor) Refusal(pane string) string {
 		return s.refusal(e)
 	}
 	return ""
+}
+
+// Reserve is Refusal for a request about to be made, and holds what it
+// may cost at most (see worstCase) until release: while requests of a
+// pane (or of its team) are in flight, a new one is refused when the
+// spend and what the requests in flight may cost, with its own, pass the
+// budget. The first request in flight is refused only by a budget
+// reached, so a pane with little left still works — its spend passes the
+// budget by at most that one request's cost.
+func (s *Supervisor) Reserve(pane, model string, bodyBytes, maxTokens int) (release func(), why string) {
+	e, ok := s.live(pane)
+	if !ok {
+		return func() {}, ""
+	}
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	if why := s.refusal(e); why != "" {
+		return nil, why
+	}
+	worst := s.worstCase(model, bodyBytes, maxTokens)
+	if why := s.inFlightRefusal(e, worst); why != "" {
+		return nil, why
+	}
+	s.held.usd[pane] += worst
+	s.held.n[pane]++
+	return func() {
+		s.held.mu.Lock()
+		defer s.held.mu.Unlock()
+		if s.held.n[pane]--; s.held.n[pane] <= 0 {
+			delete(s.held.usd, pane)
+			delete(s.held.n, pane)
+			return
+		}
+		s.held.usd[pane] -= worst
+	}, ""
+}
+
+// heldBudget is the worst cost of the model requests in flight, by pane
+// (Reserve), and how many there are.
+type heldBudget struct {
+	mu  sync.Mutex
+	usd map[string]float64
+	n   map[string]int
+}
+
+// inFlightRefusal is the sentence a request of worst cost is refused
+// with when the requests in flight of its pane (or its team) may take
+// the spend past the budget; "" when none are in flight or it fits. The
+// caller holds s.held.mu.
+func (s *Supervisor) inFlightRefusal(e *entry, worst float64) string {
+	check := func(who, ref string, limit float64, ids []string) string {
+		var held float64
+		var n int
+		for _, id := range ids {
+			held, n = held+s.held.usd[id], n+s.held.n[id]
+		}
+		spent, _ := s.spend(ids...)
+		if n == 0 || spent+held+worst <= limit {
+			return ""
+		}
+		return fmt.Sprintf("cicy: %s has %s of its budget of %s left, and its %d model requests in flight may spend it: wait for them, or raise it with: cicy-agent budget %s %s",
+			who, api.USD(max(limit-spent, 0)), api.USD(limit), n, ref, api.Amount(api.RoundUp(2*limit)))
+	}
+	if limit, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); ok {
+		if why := check("pane "+e.cfg.ID, e.cfg.ID, limit, []string{e.cfg.ID}); why != "" {
+			return why
+		}
+	}
+	if e.team == "" {
+		return ""
+	}
+	if limit, ok := s.budgets.get(api.BudgetTeam, e.team); ok {
+		return check("team "+e.team, api.TeamRef+e.team, limit, s.teamPanes(e.team))
+	}
+	return ""
+}
+
+// defaultMaxOutput is the output a request that does not bound its own is
+// counted for.
+const defaultMaxOutput = 32000
+
+// worstCase is what a request may cost at most at the price table: its
+// body's bytes as input tokens (a token is at least a few bytes of JSON)
+// and its allowed output; 0 for a model without a price.
+func (s *Supervisor) worstCase(model string, bodyBytes, maxTokens int) float64 {
+	if maxTokens <= 0 {
+		maxTokens = defaultMaxOutput
+	}
+	usd, _ := s.prices.costOf(model, schema.UsageTotal{InputTokens: int64(bodyBytes/2 + 1), OutputTokens: int64(maxTokens)})
+	return usd
 }
 
 // live is the pane with this id, registered or being started (a CLI
@@ -331,10 +423,16 @@ type budgeted struct {
 }
 
 func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
-	if why := b.s.Refusal(b.id); why != "" {
+	size := 0
+	if body, err := json.Marshal(req); err == nil {
+		size = len(body)
+	}
+	release, why := b.s.Reserve(b.id, req.Model, size, req.MaxTokens)
+	if why != "" {
 		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call: the budget is reached")
 		return nil, errors.New(why)
 	}
+	defer release()
 	return b.Provider.Stream(ctx, req, onEvent)
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,5 +417,83 @@ func TestRefusedEndsTheTurn(t *testing.T) {
 	hook("Stop", `{"last_assistant_message": "done"}`)
 	if end, ok := e.hooks.turnEnd(next); !ok || end.failed != "" || end.result != "done" {
 		t.Errorf("the next turn: %q, %q, %v; want done", end.result, end.failed, ok)
+	}
+}
+
+// TestBudgetUnderConcurrency: 50 model requests at once from a pane with
+// a budget: each holds its worst cost while in flight, so the spend
+// passes the budget by at most one request's — not by the 49 others that
+// all saw the budget not reached yet (all 50 used to go through).
+func TestBudgetUnderConcurrency(t *testing.T) {
+	r := newTruthRig(t)
+	r.up.hold = 200 * time.Millisecond
+	r.up.then(cannedAnswer{200, `{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":1000}}`})
+	budget := 0.05
+	if _, err := r.s.SetBudget(context.Background(), r.id, &budget); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[{"role":"user","content":"go"}]}`
+	var wg sync.WaitGroup
+	var ok, refused atomic.Int64
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, r.s.GatewayURL()+"/v1/messages", strings.NewReader(body))
+			req.Header.Set("x-api-key", r.token)
+			req.Header.Set("anthropic-version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				ok.Add(1)
+			case http.StatusPaymentRequired:
+				refused.Add(1)
+			default:
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	worst := r.s.worstCase("claude-sonnet-4-5", len(body), 1000)
+	spent, _ := r.s.spend(r.id)
+	if spent > budget+worst || ok.Load() == 0 || refused.Load() == 0 {
+		t.Fatalf("spent $%.4f of $%.2f (one request at most $%.4f): %d answered, %d refused", spent, budget, worst, ok.Load(), refused.Load())
+	}
+}
+
+// TestTeamBudgetHoldsRequestsInFlight: the requests in flight of all a
+// team's panes count against the team's budget.
+func TestTeamBudgetHoldsRequestsInFlight(t *testing.T) {
+	r := newBudgetRig(t)
+	a, b := r.pane("a", "crew", 0), r.pane("b", "crew", 0)
+	limit := 0.05
+	r.set(api.TeamRef+"crew", &limit)
+	var releases []func()
+	for i, id := range []string{a, b, a} {
+		release, why := r.s.Reserve(id, "claude-sonnet-4-5", 100, 1000)
+		if why != "" {
+			t.Fatalf("request %d refused: %s", i, why)
+		}
+		releases = append(releases, release)
+	}
+	if _, why := r.s.Reserve(b, "claude-sonnet-4-5", 100, 1000); !strings.Contains(why, "team crew has $0.05 of its budget of $0.05 left, and its 3 model requests in flight may spend it") {
+		t.Fatalf("the fourth: %q", why)
+	}
+	for _, f := range releases {
+		f()
+	}
+	if release, why := r.s.Reserve(b, "claude-sonnet-4-5", 100, 1000); why != "" {
+		t.Fatalf("after the others ended: %q", why)
+	} else {
+		release()
+	}
+	if len(r.s.held.usd) != 0 || len(r.s.held.n) != 0 {
+		t.Fatalf("held after every release: %v %v", r.s.held.usd, r.s.held.n)
 	}
 }

@@ -124,6 +124,7 @@ type Supervisor struct {
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
 
 	budgets budgetBook
+	held    heldBudget // the worst cost of the model requests in flight (Reserve)
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -141,7 +142,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(),
+		held: heldBudget{usd: map[string]float64{}, n: map[string]int{}}}
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
 	}

@@ -110,6 +110,7 @@ type scripted struct {
 	mu      sync.Mutex
 	answers []cannedAnswer
 	n       int
+	hold    time.Duration // each answer waits this long
 }
 
 type cannedAnswer struct {
@@ -122,7 +123,9 @@ func (u *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	a := u.answers[min(u.n, len(u.answers)-1)]
 	u.n++
+	hold := u.hold
 	u.mu.Unlock()
+	time.Sleep(hold)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.status)
 	_, _ = io.WriteString(w, a.body)

@@ -50,13 +50,16 @@ type Recorder interface {
 	Record(ctx context.Context, c Call) error
 }
 
-// Budget says whether a pane may make a model request: "" when it may,
-// else the one sentence it is refused with (its budget is reached, and how
-// to raise it). It is asked before each request, and told when a
-// main-loop (not aux) request was refused, which ends the agent's turn.
-// Both are called from the request's goroutine and must not block.
+// Budget says whether a pane may make a model request. Reserve is asked
+// before each request with what the request may cost at most (its model,
+// the size of its body, the output tokens it allows): "" with a release
+// to call once the request's usage is recorded, or the one sentence it
+// is refused with (its budget is reached, or the requests in flight may
+// reach it, and how to raise it). Refused is told when a main-loop (not
+// aux) request was refused, which ends the agent's turn. Both are called
+// from the request's goroutine and must not block long.
 type Budget interface {
-	Refusal(pane string) string
+	Reserve(pane, model string, bodyBytes, maxTokens int) (release func(), why string)
 	Refused(pane, why string)
 }
 

@@ -46,6 +46,8 @@ type exchange struct {
 	// once its last event (or its whole plain body) went by.
 	ans      Answer
 	complete bool
+	// maxTokens is the most output the request allows (0: not said).
+	maxTokens int
 }
 
 // ServeHTTP routes, authenticates, forwards and meters one request.
@@ -99,9 +101,11 @@ func (x *exchange) serve() {
 		return
 	}
 	body, inject := x.inspect(body)
-	if x.overBudget() {
+	release, refused := x.overBudget(len(body))
+	if refused {
 		return
 	}
+	defer release() // after the usage is recorded
 	if act := x.g.cfg.Activity; x.call.Aux == "" && act != nil {
 		act.RequestStarted(pane)
 		defer func() { act.RequestEnded(pane, x.answer()) }()
@@ -133,13 +137,13 @@ func (x *exchange) answer() Answer {
 // show without retrying: 402 (Anthropic's billing_error) for Anthropic
 // Messages, 400 for the OpenAI APIs (Codex retries a 402). Token counting
 // costs nothing and always passes.
-func (x *exchange) overBudget() bool {
+func (x *exchange) overBudget(bodyBytes int) (release func(), refused bool) {
 	if x.g.cfg.Budget == nil || x.route.aux == "count_tokens" {
-		return false
+		return func() {}, false
 	}
-	why := x.g.cfg.Budget.Refusal(x.call.Pane)
+	release, why := x.g.cfg.Budget.Reserve(x.call.Pane, x.call.Model, bodyBytes, x.maxTokens)
 	if why == "" {
-		return false
+		return release, false
 	}
 	x.g.log.WithFields(map[string]any{"pane": x.call.Pane, "api": x.call.API, "model": x.call.Model, "aux": x.call.Aux}).
 		Info("refused a request: the budget is reached")
@@ -152,7 +156,7 @@ func (x *exchange) overBudget() bool {
 	if x.call.Aux == "" {
 		x.g.cfg.Budget.Refused(x.call.Pane, why)
 	}
-	return true
+	return nil, true
 }
 
 // pane is the pane whose token the request carries, or the reason it is
@@ -188,6 +192,7 @@ func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 		return body, false
 	}
 	x.call.Model, x.call.Stream = req.Model, req.Stream
+	x.maxTokens = max(req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens)
 	if x.call.Aux == "" {
 		x.call.Aux = auxKind(x.r.Header, req)
 	}

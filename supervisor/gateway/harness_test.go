@@ -110,10 +110,10 @@ func (b *budget) told() []string {
 	return append([]string(nil), b.refused...)
 }
 
-func (b *budget) Refusal(pane string) string {
+func (b *budget) Reserve(pane, _ string, _, _ int) (func(), string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.why[pane]
+	return func() {}, b.why[pane]
 }
 
 func (b *budget) refuse(pane, why string) {

@@ -10,14 +10,16 @@ import (
 // request is what the gateway reads from a model request, for all three
 // APIs at once; every other key is left alone.
 type request struct {
-	Model         string          `json:"model"`
-	Stream        bool            `json:"stream"`
-	MaxTokens     int             `json:"max_tokens"`
-	StreamOptions json.RawMessage `json:"stream_options"` // Chat Completions
-	System        json.RawMessage `json:"system"`         // Anthropic: a string or text blocks
-	Instructions  json.RawMessage `json:"instructions"`   // Responses
-	Messages      []message       `json:"messages"`       // Anthropic, Chat Completions
-	Input         json.RawMessage `json:"input"`          // Responses: a string or items
+	Model               string          `json:"model"`
+	Stream              bool            `json:"stream"`
+	MaxTokens           int             `json:"max_tokens"`            // Anthropic, Chat (old)
+	MaxCompletionTokens int             `json:"max_completion_tokens"` // Chat
+	MaxOutputTokens     int             `json:"max_output_tokens"`     // Responses
+	StreamOptions       json.RawMessage `json:"stream_options"`        // Chat Completions
+	System              json.RawMessage `json:"system"`                // Anthropic: a string or text blocks
+	Instructions        json.RawMessage `json:"instructions"`          // Responses
+	Messages            []message       `json:"messages"`              // Anthropic, Chat Completions
+	Input               json.RawMessage `json:"input"`                 // Responses: a string or items
 }
 
 // message is a message or a Responses input item.
