@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
@@ -55,7 +57,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Addr:       net.JoinHostPort("127.0.0.1", port),
 		Upstreams:  gateway.Upstreams{Anthropic: s.cfg.Getenv("ANTHROPIC_BASE_URL"), OpenAI: s.cfg.Getenv("OPENAI_BASE_URL")},
 		Credential: s.cfg.Getenv,
-		Panes:      s.tokens,
+		Panes:      gatewayPanes{s},
 		Usage:      gatewayLedger{s},
 		Activity:   s, // a request in flight keeps its pane busy (signals.go)
 		Budget:     s, // Refusal: a pane over its budget is answered, not forwarded
@@ -143,6 +145,22 @@ func hashToken(tok string) string {
 }
 
 // paneTokens maps token hashes to panes; it is the gateway's Panes.
+// gatewayPanes are the panes as the gateway knows them: by token, and by
+// the APIs their agents speak.
+type gatewayPanes struct{ s *Supervisor }
+
+func (g gatewayPanes) Pane(tok string) (string, bool) { return g.s.tokens.Pane(tok) }
+
+// Speaks reports whether pane's agent speaks api (cliagent's APIs).
+func (g gatewayPanes) Speaks(pane string, api gateway.API) bool {
+	e, ok := g.s.live(pane)
+	if !ok {
+		return false
+	}
+	k, ok := cliagent.Lookup(e.cfg.Type)
+	return ok && slices.Contains(k.APIs, string(api))
+}
+
 type paneTokens struct {
 	mu     sync.RWMutex
 	byHash map[string]string

@@ -259,21 +259,28 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 
 // takenAt is when the agent was first seen taking the typed task up.
 func (d *cliDelivery) takenAt(st pane.Status) (time.Time, bool) {
-	if at := d.hooks.lastPrompt(); !at.Before(d.at) {
-		return at, true
+	return takenUp(d.hooks, d.answers, st, d.at)
+}
+
+// takenUp is when an agent was first seen taking up what was typed at
+// at: its prompt-submit hook, a model request since, a question it asks,
+// or a busy look of its screen since.
+func takenUp(hooks *hookLog, answers *answerLog, st pane.Status, at time.Time) (time.Time, bool) {
+	if t := hooks.lastPrompt(); !t.Before(at) {
+		return t, true
 	}
-	if a, ok := d.answers.since(d.at); ok {
+	if a, ok := answers.since(at); ok {
 		return a.Started, true
 	}
 	sig := st.Signals
 	switch {
-	case sig.InFlight > 0 && !sig.GatewayAt.Before(d.at):
+	case sig.InFlight > 0 && !sig.GatewayAt.Before(at):
 		return sig.GatewayAt, true
 	case st.State == pane.Waiting:
 		return st.Since, true
-	case st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(d.at):
+	case st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(at):
 		return st.Since, true
-	case !sig.ScreenBusyAt.Before(d.at):
+	case !sig.ScreenBusyAt.Before(at):
 		return sig.ScreenBusyAt, true
 	}
 	return time.Time{}, false
@@ -292,7 +299,7 @@ func (p *cliKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResul
 	if !atPrompt(p.proc.Status()) || req.Text == "" || req.NoEnter {
 		return p.send(ctx, req, nil)
 	}
-	return p.send(ctx, req, func(ctx context.Context, req api.SendRequest) { p.resubmit(ctx, req.Text) })
+	return p.send(ctx, req, func(ctx context.Context, req api.SendRequest, sent time.Time) { p.resubmit(ctx, req.Text, sent) })
 }
 
 // atPrompt is whether the agent waits at its prompt: idle, or busy only
@@ -314,10 +321,14 @@ func atPrompt(st pane.Status) bool {
 // resubmitTries is how many more Enters typed text gets at most.
 const resubmitTries = 3
 
-// resubmit sends Enter again each agentReEnter the composer still shows
-// the end of text, resubmitTries times at most; it returns as soon as the
-// composer no longer holds it (taken up, or replaced by a dialog).
-func (p *cliKind) resubmit(ctx context.Context, text string) {
+// resubmit sends Enter again each agentReEnter while the agent has not
+// taken the text up (takenUp: no prompt hook, model request or busy look
+// since it was typed) and its composer still shows the end of text,
+// resubmitTries times at most. It returns once the agent took it up, or
+// when the composer no longer holds it (a dialog replaced it). A composer
+// that does not show the text yet (a loaded machine draws late) is waited
+// for.
+func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
 		tail = tail[len(tail)-16:]
@@ -334,10 +345,17 @@ func (p *cliKind) resubmit(ctx context.Context, text string) {
 			return
 		case <-tick.C:
 		}
-		l := pane.NewLayout(p.proc.Screen(), parse)
-		s, ok := l.Find(pane.PartComposer)
-		if !ok || !strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)) {
+		if _, taken := takenUp(p.hooks, p.answers, p.proc.Status(), typed); taken {
 			return
+		}
+		// Before the first Enter again the composer may not show the text
+		// yet; after it, one that no longer does took it.
+		if try > 0 || !time.Now().Before(deadline) {
+			l := pane.NewLayout(p.proc.Screen(), parse)
+			s, ok := l.Find(pane.PartComposer)
+			if !ok || !strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)) {
+				return
+			}
 		}
 		if time.Now().Before(deadline) {
 			continue

@@ -47,14 +47,15 @@ func (p *termKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResu
 	return p.send(ctx, req, nil)
 }
 
-// send is Send with typed, if set, called once the text and keys are in.
-func (p *termKind) send(ctx context.Context, req api.SendRequest, typed func(context.Context, api.SendRequest)) (*api.SendResult, error) {
+// send is Send with typed, if set, called once the text and keys are in
+// (with when the typing began).
+func (p *termKind) send(ctx context.Context, req api.SendRequest, typed func(context.Context, api.SendRequest, time.Time)) (*api.SendResult, error) {
 	sent := time.Now()
 	if err := p.typeIn(req); err != nil {
 		return nil, err
 	}
 	if typed != nil {
-		typed(ctx, req)
+		typed(ctx, req, sent)
 	}
 	if !req.Wait {
 		return nil, nil

@@ -17,29 +17,37 @@ import (
 // as Claude Code's paste guard (or a Claude still starting) can: the text
 // stays in its composer, and only the (swallow+1)th Enter submits it
 // (written to the file submitted).
-func swallowingClaude(swallow int) string {
+// With late, it draws the typed text only a second after it came (a
+// loaded machine).
+func swallowingClaude(swallow int, late bool) string {
+	wait := ""
+	if late {
+		wait = "sleep 1\n"
+	}
 	return "#!/bin/sh\nR=────────────────────────────────────────\n" +
 		"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
-		"prompt ''\nIFS= read -r first\nprompt \"$first\"\n" +
+		"prompt ''\nIFS= read -r first\n" + wait + "prompt \"$first\"\n" +
 		strings.Repeat("IFS= read -r next\n", swallow) +
 		"printf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
 }
 
 // TestSendResubmits: text typed with send at an agent's idle prompt that
 // is still in its composer a moment later gets Enter again — twice when
-// the second is swallowed too (seen with Claude Code on a loaded CI
-// machine: the text sat in its composer for 90 s).
+// the second is swallowed too, and also when the agent drew the text late
+// (seen with Claude Code on a loaded CI machine: the text sat in its
+// composer for 90 s).
 func TestSendResubmits(t *testing.T) {
 	for _, c := range []struct {
 		backend string
 		swallow int
-	}{{"pty", 1}, {"tmux", 1}, {"pty", 2}} {
+		late    bool
+	}{{"pty", 1, false}, {"tmux", 1, false}, {"pty", 2, false}, {"pty", 1, true}} {
 		backend := c.backend
-		t.Run(fmt.Sprintf("%s-%d", backend, c.swallow), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%d-%t", backend, c.swallow, c.late), func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
 				t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
 			}
-			s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(c.swallow))
+			s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(c.swallow, c.late))
 			ctx := context.Background()
 			p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: backend})
 			if err != nil {

@@ -131,6 +131,13 @@ func (u *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, a.body)
 }
 
+// count is how many requests it answered.
+func (u *scripted) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.n
+}
+
 func (u *scripted) then(a ...cannedAnswer) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -311,5 +318,31 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	r.request()
 	if n, ok := r.needs(topology.NeedUpstream); ok {
 		t.Fatalf("a success did not clear it: %+v", n)
+	}
+}
+
+// TestTokenScopedToItsAPI: a Claude Code pane's token is good for the
+// Anthropic routes only: sent to an OpenAI route it is refused, and the
+// OpenAI key is never used for it.
+func TestTokenScopedToItsAPI(t *testing.T) {
+	r := newTruthRig(t)
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+		req, _ := http.NewRequest(http.MethodPost, r.s.GatewayURL()+path, strings.NewReader(`{"model":"gpt-5","input":"go","messages":[{"role":"user","content":"go"}]}`))
+		req.Header.Set("Authorization", "Bearer "+r.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "is not for "+path) {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	if code := r.request(); code != http.StatusOK {
+		t.Fatalf("its own API: %d", code)
+	}
+	if n := r.up.count(); n != 1 {
+		t.Fatalf("the upstream got %d requests, want only the Anthropic one", n)
 	}
 }

@@ -31,6 +31,9 @@ type Kind struct {
 	toolName   func(tool string) string // a team tool as the model sees it
 	rules      pane.Rules               // built-in screen rules, in order
 	layout     pane.Parser              // finds the parts of its screen the rules look at
+	// APIs are the model APIs the agent speaks through the gateway
+	// ("anthropic", "chat", "responses"): its token is good for those.
+	APIs []string
 	// guidance is where, in the pane's own folder, the agent reads a
 	// guidance file that is kept out of its workspace (a git worktree):
 	// its user-level instructions.

@@ -17,7 +17,8 @@ import (
 // (OPENCODE_CONFIG) and a config folder shared by the home's opencode
 // panes; its signals are the events a plugin forwards.
 var opencode = Kind{
-	Name: "opencode", Bin: "opencode", Package: "opencode-ai",
+	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
+	Name: "opencode", Bin: "opencode", Package: "opencode-ai", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
 	toolName: func(tool string) string { return MCPName + "_" + tool },

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/semaphore"
 )
 
 // API names a wire format the gateway serves.
@@ -40,9 +41,12 @@ type Upstreams struct {
 	OpenAI    string
 }
 
-// Panes maps a pane's secret token to the pane's id.
+// Panes maps a pane's secret token to the pane's id, and says which APIs
+// the pane's program speaks: its token is good for those routes only (a
+// Claude Code pane's token never reaches the OpenAI key).
 type Panes interface {
 	Pane(token string) (id string, ok bool)
+	Speaks(pane string, api API) bool
 }
 
 // Recorder takes the usage of each forwarded request.
@@ -116,6 +120,11 @@ type Config struct {
 	// Transport carries upstream requests; nil means a clone of
 	// http.DefaultTransport without transparent decompression.
 	Transport http.RoundTripper
+	// MaxBodiesInFlight bounds the request body bytes held at once
+	// (default DefaultMaxBodiesInFlight); BodyTimeout how long a body may
+	// take to arrive (default DefaultBodyTimeout).
+	MaxBodiesInFlight int64
+	BodyTimeout       time.Duration
 }
 
 // Gateway is a running gateway; see the package doc.
@@ -125,6 +134,9 @@ type Gateway struct {
 	ln  net.Listener
 	srv *http.Server
 	rt  http.RoundTripper
+
+	// bodies bounds the request bytes held at once across requests.
+	bodies *semaphore.Weighted
 
 	mu       sync.Mutex // guards closed and the Add side of inflight
 	closed   bool
@@ -182,6 +194,13 @@ func New(cfg Config) (*Gateway, error) {
 		Handler:           g,
 		ReadHeaderTimeout: 30 * time.Second,
 	}
+	if g.cfg.MaxBodiesInFlight <= 0 {
+		g.cfg.MaxBodiesInFlight = DefaultMaxBodiesInFlight
+	}
+	if g.cfg.BodyTimeout <= 0 {
+		g.cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	g.bodies = semaphore.NewWeighted(g.cfg.MaxBodiesInFlight)
 	return g, nil
 }
 

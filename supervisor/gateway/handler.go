@@ -5,14 +5,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 )
+
+// DefaultMaxBodiesInFlight bounds the request bytes the gateway holds at
+// once, across requests: a request waits for room before its body is read
+// (Config.MaxBodiesInFlight).
+const DefaultMaxBodiesInFlight = 256 << 20
+
+// DefaultBodyTimeout bounds how long a request's body may take to arrive
+// (Config.BodyTimeout): a body trickled a byte at a time would hold a
+// connection and its room.
+const DefaultBodyTimeout = 60 * time.Second
+
+// readBody reads the request body within the body timeout, after taking
+// room for it in the bytes in flight (its length, or maxBody when it does
+// not say; what it did not use is given back once read); release gives
+// the rest back, at the exchange's end.
+func (x *exchange) readBody() (body []byte, release func(), err error) {
+	n := int64(maxBody)
+	if x.r.ContentLength >= 0 && x.r.ContentLength < n {
+		n = x.r.ContentLength
+	}
+	limit := x.g.cfg.BodyTimeout
+	ctx, cancel := context.WithTimeout(x.r.Context(), limit)
+	defer cancel()
+	if err := x.g.bodies.Acquire(ctx, n); err != nil {
+		return nil, func() {}, fmt.Errorf("no room for the body within %s (other requests hold %d MiB)", limit, x.g.cfg.MaxBodiesInFlight>>20)
+	}
+	held := n
+	release = func() { x.g.bodies.Release(held) }
+	rc := http.NewResponseController(x.w)
+	_ = rc.SetReadDeadline(time.Now().Add(limit))
+	buf := bytes.NewBuffer(make([]byte, 0, n+1))
+	_, err = buf.ReadFrom(http.MaxBytesReader(x.w, x.r.Body, maxBody))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays: the server drops the rest of the body under
+		// it, then hangs up.
+		return nil, release, fmt.Errorf("the body did not arrive within %s", limit)
+	case err != nil:
+		return nil, release, err
+	}
+	_ = rc.SetReadDeadline(time.Time{}) // a stream's answer is not cut
+	if used := int64(buf.Len()); used < held {
+		x.g.bodies.Release(held - used)
+		held = used
+	}
+	return buf.Bytes(), release, nil
+}
+
+// clipPath is a request path for a log line: at most 200 bytes.
+func clipPath(p string) string {
+	if len(p) > 200 {
+		return p[:200] + "…"
+	}
+	return p
+}
 
 // maxBody bounds a request body the gateway reads; far above any real
 // agent request.
@@ -95,7 +150,13 @@ func (x *exchange) serve() {
 		return
 	}
 	x.call.Pane = pane
-	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, maxBody))
+	if !x.g.cfg.Panes.Speaks(pane, x.route.api) {
+		x.g.log.WithFields(map[string]any{"pane": pane, "path": clipPath(x.r.URL.Path)}).Info("refused a request: its pane does not speak this API")
+		writeError(x.w, x.route.api, http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
+		return
+	}
+	body, release, err := x.readBody()
+	defer release()
 	if err != nil {
 		writeError(x.w, x.route.api, http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
 		return

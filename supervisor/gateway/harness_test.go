@@ -32,6 +32,10 @@ type panes map[string]string
 
 func (p panes) Pane(tok string) (string, bool) { id, ok := p[tok]; return id, ok }
 
+// Speaks: every pane of the harness speaks every API (the supervisor's
+// panes are scoped: see its TestTokenScopedToItsAPI).
+func (p panes) Speaks(string, API) bool { return true }
+
 // recorder keeps the recorded calls.
 type recorder struct {
 	mu    sync.Mutex
@@ -239,6 +243,12 @@ func startRig(t *testing.T, creds map[string]string) *rig {
 
 func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *rig {
 	t.Helper()
+	return startRigCfg(t, tp, up, creds, nil)
+}
+
+// startRigCfg is startRigTo with the gateway's config changed by tweak.
+func startRigCfg(t *testing.T, tp *tap, up Upstreams, creds map[string]string, tweak func(*Config)) *rig {
+	t.Helper()
 	if creds == nil {
 		creds = map[string]string{"ANTHROPIC_API_KEY": anthKey, "OPENAI_API_KEY": openaiKey}
 	}
@@ -247,7 +257,7 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 	l.SetOutput(logs)
 	l.SetLevel(logrus.DebugLevel)
 	rg := &rig{tap: tp, rec: &recorder{}, act: &activity{}, bud: &budget{}, logs: logs}
-	gw, err := New(Config{
+	cfg := Config{
 		Upstreams:  up,
 		Credential: func(name string) string { return creds[name] },
 		Panes:      panes{paneToken: paneID},
@@ -255,7 +265,11 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 		Activity:   rg.act,
 		Budget:     rg.bud,
 		Log:        logrus.NewEntry(l),
-	})
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	gw, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
