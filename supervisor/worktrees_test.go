@@ -73,83 +73,117 @@ func TestWorktreeTasks(t *testing.T) {
 	s, _ := newTestSupervisor(t, nil)
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
-	id := ws[0]
-	info, err := s.Get(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Worktree == nil || info.Worktree.Branch != "cicy/"+id || info.Worktree.Target != "main" || info.Workspace == repo ||
-		!strings.HasPrefix(info.Workspace, s.cfg.Home.Root) {
-		t.Fatalf("pane %+v worktree %+v", info, info.Worktree)
-	}
-	if got := gitIn(t, info.Workspace, "branch", "--show-current"); got != "cicy/"+id {
-		t.Fatalf("the pane's workspace is on %q", got)
-	}
+	w := &wtRig{t: t, s: s, repo: repo, master: master, id: ws[0]}
+	w.paneInWorktree()
+	got, own := w.tasks()
+	w.diffs(got)
+	w.teamTools(got, own)
+}
 
-	got := runShellTask(t, s, id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
-	if got.Status != schema.TaskDone || got.Branch != "cicy/"+id || got.Base == got.Head || got.Commits != 1 ||
-		got.Files != 2 || got.Added != 3 || got.Deleted != 0 {
-		t.Fatalf("task: %s %+v", got.Status, got.Work)
+// wtRig is TestWorktreeTasks's team: a master in repo, worker id.
+type wtRig struct {
+	t                *testing.T
+	s                *Supervisor
+	repo, master, id string
+}
+
+// work is a task's recorded work with its status, for comparing.
+type work struct {
+	Status string
+	schema.Work
+}
+
+func (w *wtRig) expect(what string, got schema.Task, want work) {
+	w.t.Helper()
+	if g := (work{got.Status, got.Work}); g != want {
+		w.t.Fatalf("%s: %+v, want %+v", what, g, want)
 	}
-	if subj := gitIn(t, repo, "log", "-1", "--format=%an %s", got.Head); subj != id+" task "+itoa(got.ID)+": printf 'two\\nthree\\n' >> a.txt; echo new > b.txt" {
-		t.Errorf("commit %q", subj)
+}
+
+func (w *wtRig) paneInWorktree() {
+	w.t.Helper()
+	info, err := w.s.Get(w.id)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
-		t.Fatalf("the repository's checkout changed: %q", st)
+	wi := info.Worktree
+	if wi == nil || wi.Branch != "cicy/"+w.id || wi.Target != "main" || !strings.HasPrefix(info.Workspace, w.s.cfg.Home.Root) {
+		w.t.Fatalf("pane %+v worktree %+v", info, wi)
+	}
+	if got := gitIn(w.t, info.Workspace, "branch", "--show-current"); got != "cicy/"+w.id {
+		w.t.Fatalf("the pane's workspace is on %q", got)
+	}
+}
+
+// tasks runs the worker's tasks: a change, none, the worker's own
+// commits, a rewritten history.
+func (w *wtRig) tasks() (first, last schema.Task) {
+	w.t.Helper()
+	branch := "cicy/" + w.id
+	first = runShellTask(w.t, w.s, w.id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
+	base := gitIn(w.t, w.repo, "rev-parse", "main")
+	w.expect("a change", first, work{schema.TaskDone, schema.Work{Branch: branch, Base: base, Head: first.Head, Commits: 1, Files: 2, Added: 3}})
+	if subj := gitIn(w.t, w.repo, "log", "-1", "--format=%an %s", first.Head); subj != w.id+" task "+itoa(first.ID)+": printf 'two\\nthree\\n' >> a.txt; echo new > b.txt" {
+		w.t.Errorf("commit %q", subj)
+	}
+	if st := gitIn(w.t, w.repo, "status", "--porcelain"); st != "" {
+		w.t.Fatalf("the repository's checkout changed: %q", st)
 	}
 	// The next task starts where the last ended; one that changes nothing
 	// records no commit.
-	quiet := runShellTask(t, s, id, "true")
-	if quiet.Branch == "" || quiet.Base != got.Head || quiet.Head != got.Head || quiet.Commits != 0 {
-		t.Fatalf("no change: %+v", quiet.Work)
-	}
+	quiet := runShellTask(w.t, w.s, w.id, "true")
+	w.expect("no change", quiet, work{schema.TaskDone, schema.Work{Branch: branch, Base: first.Head, Head: first.Head}})
 	// A worker that commits itself keeps its commits.
-	own := runShellTask(t, s, id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
-	if own.Commits != 2 || own.Files != 2 || own.Base != got.Head {
-		t.Fatalf("own commits: %+v", own.Work)
-	}
+	own := runShellTask(w.t, w.s, w.id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
+	w.expect("own commits", own, work{schema.TaskDone, schema.Work{Branch: branch, Base: first.Head, Head: own.Head, Commits: 2, Files: 2, Added: 2}})
 	// A worker that rewrites its history: the next task's range starts at
 	// a commit its branch no longer has, and is still measured.
-	amended := runShellTask(t, s, id, "echo e > e.txt && git add -A && git -c user.name=me -c user.email=me@x commit -q --amend -m rewritten")
-	if amended.Status != schema.TaskDone || amended.Base != own.Head || amended.Commits != 1 || amended.Files != 1 {
-		t.Fatalf("rewritten: %+v", amended.Work)
-	}
-	own = amended
-	d, err := s.Diff(context.Background(), itoa(got.ID), false)
+	last = runShellTask(w.t, w.s, w.id, "echo e > e.txt && git add -A && git -c user.name=me -c user.email=me@x commit -q --amend -m rewritten")
+	w.expect("rewritten", last, work{schema.TaskDone, schema.Work{Branch: branch, Base: own.Head, Head: last.Head, Commits: 1, Files: 1, Added: 1}})
+	return first, last
+}
+
+func (w *wtRig) diffs(first schema.Task) {
+	w.t.Helper()
+	d, err := w.s.Diff(context.Background(), itoa(first.ID), false)
 	if err != nil || !strings.Contains(d.Diff, "+new") || d.Work.Files != 2 {
-		t.Fatalf("diff of the task: %+v %v", d, err)
+		w.t.Fatalf("diff of the task: %+v %v", d, err)
 	}
-	d, err = s.Diff(context.Background(), id, true)
+	d, err = w.s.Diff(context.Background(), w.id, true)
 	if err != nil || d.Work.Files != 5 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "5 files changed") {
-		t.Fatalf("diff of the worker: %+v %v", d, err)
+		w.t.Fatalf("diff of the worker: %+v %v", d, err)
 	}
-	info, _ = s.Get(id)
+	info, _ := w.s.Get(w.id)
 	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 5 || wi.Merged {
-		t.Fatalf("ls: %+v", wi)
+		w.t.Fatalf("ls: %+v", wi)
 	}
-	// The master's team tools: the same, and only for its own workers.
+}
+
+// teamTools: the master's diff and merge, only for its own workers.
+func (w *wtRig) teamTools(first, last schema.Task) {
+	w.t.Helper()
 	ctx := context.Background()
-	res, err := s.TeamTool(ctx, master, "diff", json.RawMessage(`{"target": "`+itoa(got.ID)+`", "stat": true}`))
-	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
-		t.Fatalf("the diff tool: %+v %v", res, err)
+	res, err := w.s.TeamTool(ctx, w.master, "diff", json.RawMessage(`{"target": "`+itoa(first.ID)+`", "stat": true}`))
+	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+w.id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
+		w.t.Fatalf("the diff tool: %+v %v", res, err)
 	}
-	other, err := s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	other, err := w.s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Kill(context.Background(), other.ID) })
-	if res, _ := s.TeamTool(ctx, other.ID, "merge", json.RawMessage(`{"target": "`+id+`"}`)); !res.IsError || res.Text != "error: "+id+" is not your worker; call workers to see yours" {
-		t.Fatalf("another master's merge: %+v", res)
+	w.t.Cleanup(func() { _ = w.s.Kill(context.Background(), other.ID) })
+	if res, _ := w.s.TeamTool(ctx, other.ID, "merge", json.RawMessage(`{"target": "`+w.id+`"}`)); res.Text != "error: "+w.id+" is not your worker; call workers to see yours" {
+		w.t.Fatalf("another master's merge: %+v", res)
 	}
-	res, err = s.TeamTool(ctx, master, "merge", json.RawMessage(`{"target": "`+id+`"}`))
-	if err != nil || res.IsError || res.Text != "merged cicy/"+id+" into main (fast-forward to "+own.Head[:10]+")" {
-		t.Fatalf("the merge tool: %+v %v", res, err)
+	res, err = w.s.TeamTool(ctx, w.master, "merge", json.RawMessage(`{"target": "`+w.id+`"}`))
+	if err != nil || res.Text != "merged cicy/"+w.id+" into main (fast-forward to "+last.Head[:10]+")" {
+		w.t.Fatalf("the merge tool: %+v %v", res, err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
-		t.Fatal("the merge did not reach the master's checkout")
+	if b, _ := os.ReadFile(filepath.Join(w.repo, "b.txt")); string(b) != "new\n" {
+		w.t.Fatal("the merge did not reach the master's checkout")
 	}
-	if info, _ = s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
-		t.Fatalf("after merge: %+v", info.Worktree)
+	if info, _ := w.s.Get(w.id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
+		w.t.Fatalf("after merge: %+v", info.Worktree)
 	}
 }
 
@@ -184,19 +218,7 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
 	ctx := context.Background()
-	agent, err := s.Create(ctx, api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
-	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	info, _ := s.Get(agent.ID)
-	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
-		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
-	}
-	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
-		t.Fatalf("the worktree holds files of ours: %q", st)
-	}
+	agent := resolverAgent(t, s, master)
 
 	one := runShellTask(t, s, ws[0], "echo first > a.txt")
 	two, err := s.Dispatch(ctx, "", agent.ID, "change a.txt")
@@ -231,11 +253,36 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "first and second\n" {
 		t.Fatalf("a.txt = %q", b)
 	}
-	// A shell worker's conflict stays with the master.
-	runShellTask(t, s, ws[0], "echo third > a.txt")
-	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0], SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
+	shellConflictStays(t, s, ws[0])
+}
+
+// shellConflictStays: a shell worker's conflict is not sent back.
+func shellConflictStays(t *testing.T, s *Supervisor, shell string) {
+	t.Helper()
+	runShellTask(t, s, shell, "echo third > a.txt")
+	if _, err := s.Merge(context.Background(), api.MergeRequest{Target: shell, SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
 		t.Fatalf("send-back to a shell: %v", err)
 	}
+}
+
+// resolverAgent is a standInResolver worker of master in a worktree,
+// idle; its guidance is in its config folder, not its worktree.
+func resolverAgent(t *testing.T, s *Supervisor, master string) api.CreateResponse {
+	t.Helper()
+	agent, err := s.Create(context.Background(), api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
+	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	info, _ := s.Get(agent.ID)
+	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
+		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
+	}
+	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
+		t.Fatalf("the worktree holds files of ours: %q", st)
+	}
+	return agent
 }
 
 // TestWorktreeRefusals: each refused create or merge is a sentence, and

@@ -157,7 +157,13 @@ func TestCommitAndStat(t *testing.T) {
 	if c.Commits != 1 || c.Files != 2 || c.Added != 3 || c.Deleted != 1 {
 		t.Errorf("stat %+v", c)
 	}
-	// A worker that committed itself keeps its commits; the range counts them.
+	ownCommits(t, r, w, head)
+}
+
+// ownCommits: a worker that committed itself keeps its commits; the
+// range counts them.
+func ownCommits(t *testing.T, r string, w Worktree, head string) {
+	ctx, g := context.Background(), Git{}
 	write(t, w.Path, "b.txt", "b\n")
 	git(t, w.Path, "add", "b.txt")
 	git(t, w.Path, "commit", "-q", "-m", "the worker's own")
