@@ -37,12 +37,25 @@ func NewRemoteClient(addr, token string, tlsConf *tls.Config) *Client {
 // to addr whatever its URL's host, carrying the cluster secret; scheme is
 // "https" with tlsConf, else "http".
 func RemoteTransport(addr, token string, tlsConf *tls.Config) (rt http.RoundTripper, scheme string) {
+	return RemoteTransportWithin(addr, token, tlsConf, 0)
+}
+
+// RemoteFirstByte bounds the wait for the answer's head of a call to
+// another node that is neither a stream nor a long poll: a node whose
+// process is stopped accepts connections and never answers.
+const RemoteFirstByte = 10 * time.Second
+
+// RemoteTransportWithin is RemoteTransport whose requests fail when the
+// answer's head has not come within firstByte (0: no bound, for streams
+// and long polls).
+func RemoteTransportWithin(addr, token string, tlsConf *tls.Config, firstByte time.Duration) (rt http.RoundTripper, scheme string) {
 	d := &net.Dialer{Timeout: remoteDialTimeout, KeepAlive: 15 * time.Second}
 	base := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
-		DisableCompression:  true,
-		TLSHandshakeTimeout: remoteDialTimeout,
-		MaxIdleConnsPerHost: 16,
+		DialContext:           func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+		DisableCompression:    true,
+		TLSHandshakeTimeout:   remoteDialTimeout,
+		MaxIdleConnsPerHost:   16,
+		ResponseHeaderTimeout: firstByte,
 	}
 	scheme = "http"
 	if tlsConf != nil {

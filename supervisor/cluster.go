@@ -500,15 +500,21 @@ func (c *cluster) lapsed(n schema.Node, now time.Time) string {
 		now.Sub(until).Round(time.Second), schema.ParseTime(n.HeartbeatAt).Local().Format(time.TimeOnly))
 }
 
-// transport is the round tripper to a node's cluster API, one per address.
-func (c *cluster) transport(addr string) (http.RoundTripper, string) {
+// transport is the round tripper to a node's cluster API, one per address
+// and kind: a plain call's fails when the answer's head has not come
+// within api.RemoteFirstByte; a stream's or long poll's waits.
+func (c *cluster) transport(addr string, plain bool) (http.RoundTripper, string) {
+	key, first := addr+" stream", time.Duration(0)
+	if plain {
+		key, first = addr, api.RemoteFirstByte
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.trips[addr]; ok {
+	if t, ok := c.trips[key]; ok {
 		return t.rt, t.scheme
 	}
-	rt, scheme := api.RemoteTransport(addr, c.token, c.tlsConf)
-	c.trips[addr] = trip{rt, scheme}
+	rt, scheme := api.RemoteTransportWithin(addr, c.token, c.tlsConf, first)
+	c.trips[key] = trip{rt, scheme}
 	return rt, scheme
 }
 

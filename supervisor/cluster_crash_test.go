@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,5 +184,45 @@ func TestClusterMasterNodeKilled(t *testing.T) {
 	}
 	if n := notifications(t, p.Workspace, task.ID); n != 1 {
 		t.Errorf("after another restart the master holds %d notifications, want 1", n)
+	}
+}
+
+// TestClusterNodeStopped: a node whose process is stopped (SIGSTOP) keeps
+// its lease and accepts connections but never answers: a call forwarded
+// to it fails after the first-byte bound instead of hanging, and its
+// panes turn unreachable once its lease lapses, as a dead node's do.
+func TestClusterNodeStopped(t *testing.T) {
+	db := clusterEnv(t)
+	ctx := context.Background()
+	a := startNode(t, db, "a")
+	b := spawnNode(t, db, "b", Home{Root: filepath.Join(t.TempDir(), "b")})
+	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	waitPanes(t, a, "b's pane live on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
+	if _, err := a.c.Screen(ctx, sw.ID, 0); err != nil {
+		t.Fatalf("a forwarded screen: %v", err)
+	}
+	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT) })
+	// Far longer than the bound: a hang shows as this context's deadline.
+	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	_, err := a.c.Screen(sctx, sw.ID, 0)
+	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
+		t.Fatalf("a forwarded screen to a stopped node: %v (context: %v)", err, sctx.Err())
+	}
+	// Its lease (30 s) lapses: its panes are unreachable.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ps, err := a.c.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(ps, func(p api.PaneInfo) bool { return p.ID == sw.ID }); i >= 0 && ps[i].State == "unreachable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped node's pane is not unreachable: %+v", ps)
+		}
 	}
 }

@@ -148,7 +148,7 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		writeErr(w, failedErr("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
 	}
-	rt, scheme := c.transport(n.Addr)
+	rt, scheme := c.transport(n.Addr, plainCall(r))
 	target := &url.URL{Scheme: scheme, Host: n.Addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -181,4 +181,31 @@ func (c *cluster) cannotReach(n schema.Node, now time.Time) string {
 		return "this supervisor has no cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file)"
 	}
 	return c.lapsed(n, now)
+}
+
+// plainCall reports whether r answers at once: not a stream (events,
+// preview, attach) and not a long poll (a wait, a send or dispatch that
+// waits for its end). A plain call to a node that does not answer fails
+// after api.RemoteFirstByte.
+func plainCall(r *http.Request) bool {
+	p := r.URL.Path
+	for _, long := range []string{"/events", "/preview", "/attach", "/wait"} {
+		if strings.HasSuffix(p, long) {
+			return false
+		}
+	}
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	// A send or dispatch that waits says so in its body: read it, and put
+	// it back for the forwarding.
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 4<<20))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var w struct {
+		Wait bool `json:"wait"`
+	}
+	return json.Unmarshal(body, &w) != nil || !w.Wait
 }

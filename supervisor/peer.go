@@ -83,7 +83,9 @@ var errFollowed = errors.New("the stream ended")
 
 // follow reads one connection's stream until it ends.
 func (p *peer) follow() error {
-	h, err := p.client.Health(p.ctx)
+	hctx, cancel := context.WithTimeout(p.ctx, api.RemoteFirstByte) // a stopped node accepts and never answers
+	h, err := p.client.Health(hctx)
+	cancel()
 	if err != nil {
 		return err
 	}
