@@ -74,17 +74,7 @@ func TestWorktreeTasks(t *testing.T) {
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
 	id := ws[0]
-	info, err := s.Get(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Worktree == nil || info.Worktree.Branch != "cicy/"+id || info.Worktree.Target != "main" || info.Workspace == repo ||
-		!strings.HasPrefix(info.Workspace, s.cfg.Home.Root) {
-		t.Fatalf("pane %+v worktree %+v", info, info.Worktree)
-	}
-	if got := gitIn(t, info.Workspace, "branch", "--show-current"); got != "cicy/"+id {
-		t.Fatalf("the pane's workspace is on %q", got)
-	}
+	checkWorkerWorktree(t, s, id, repo)
 
 	got := runShellTask(t, s, id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
 	if got.Status != schema.TaskDone || got.Branch != "cicy/"+id || got.Base == got.Head || got.Commits != 1 ||
@@ -108,6 +98,37 @@ func TestWorktreeTasks(t *testing.T) {
 	if own.Commits != 2 || own.Files != 2 || own.Base != got.Head {
 		t.Fatalf("own commits: %+v", own.Work)
 	}
+	checkWorkerDiffs(t, s, id, got)
+	checkTeamToolsMerge(t, s, master, id, got, own)
+	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
+		t.Fatal("the merge did not reach the master's checkout")
+	}
+	if info, _ := s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
+		t.Fatalf("after merge: %+v", info.Worktree)
+	}
+}
+
+// checkWorkerWorktree: worker id runs on its branch cicy/<id> in a
+// worktree of repo under the home.
+func checkWorkerWorktree(t *testing.T, s *Supervisor, id, repo string) {
+	t.Helper()
+	info, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Worktree == nil || info.Worktree.Branch != "cicy/"+id || info.Worktree.Target != "main" || info.Workspace == repo ||
+		!strings.HasPrefix(info.Workspace, s.cfg.Home.Root) {
+		t.Fatalf("pane %+v worktree %+v", info, info.Worktree)
+	}
+	if got := gitIn(t, info.Workspace, "branch", "--show-current"); got != "cicy/"+id {
+		t.Fatalf("the pane's workspace is on %q", got)
+	}
+}
+
+// checkWorkerDiffs: the diff of task got, and of worker id's whole work
+// (got, a task that changed nothing, one with the worker's own commit).
+func checkWorkerDiffs(t *testing.T, s *Supervisor, id string, got schema.Task) {
+	t.Helper()
 	d, err := s.Diff(context.Background(), itoa(got.ID), false)
 	if err != nil || !strings.Contains(d.Diff, "+new") || d.Work.Files != 2 {
 		t.Fatalf("diff of the task: %+v %v", d, err)
@@ -116,11 +137,16 @@ func TestWorktreeTasks(t *testing.T) {
 	if err != nil || d.Work.Files != 4 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "4 files changed") {
 		t.Fatalf("diff of the worker: %+v %v", d, err)
 	}
-	info, _ = s.Get(id)
+	info, _ := s.Get(id)
 	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 4 || wi.Merged {
 		t.Fatalf("ls: %+v", wi)
 	}
-	// The master's team tools: the same, and only for its own workers.
+}
+
+// checkTeamToolsMerge: the master's team tools diff and merge its
+// worker id's work (only its own workers').
+func checkTeamToolsMerge(t *testing.T, s *Supervisor, master, id string, got, own schema.Task) {
+	t.Helper()
 	ctx := context.Background()
 	res, err := s.TeamTool(ctx, master, "diff", json.RawMessage(`{"target": "`+itoa(got.ID)+`", "stat": true}`))
 	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
@@ -137,12 +163,6 @@ func TestWorktreeTasks(t *testing.T) {
 	res, err = s.TeamTool(ctx, master, "merge", json.RawMessage(`{"target": "`+id+`"}`))
 	if err != nil || res.IsError || res.Text != "merged cicy/"+id+" into main (fast-forward to "+own.Head[:10]+")" {
 		t.Fatalf("the merge tool: %+v %v", res, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
-		t.Fatal("the merge did not reach the master's checkout")
-	}
-	if info, _ = s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
-		t.Fatalf("after merge: %+v", info.Worktree)
 	}
 }
 
@@ -177,27 +197,12 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
 	ctx := context.Background()
-	agent, err := s.Create(ctx, api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
-	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	info, _ := s.Get(agent.ID)
-	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
-		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
-	}
-	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
-		t.Fatalf("the worktree holds files of ours: %q", st)
-	}
+	agent := agentInWorktree(t, s, master)
 
 	one := runShellTask(t, s, ws[0], "echo first > a.txt")
-	two, err := s.Dispatch(ctx, "", agent.ID, "change a.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := waitTask(t, s, two.ID, 30*time.Second); got.Status != schema.TaskDone || got.Files != 1 {
-		t.Fatalf("the agent's task: %s %+v", got.Status, got.Work)
+	two := runShellTask(t, s, agent.ID, "change a.txt") // dispatch and wait: any worker
+	if two.Status != schema.TaskDone || two.Files != 1 {
+		t.Fatalf("the agent's task: %s %+v", two.Status, two.Work)
 	}
 	if _, err := s.Merge(ctx, api.MergeRequest{Target: itoa(one.ID)}); err != nil {
 		t.Fatal(err)
@@ -229,6 +234,26 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0], SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
 		t.Fatalf("send-back to a shell: %v", err)
 	}
+}
+
+// agentInWorktree is a claude worker of master in a worktree, idle; its
+// guidance file is in its config folder, not in the worktree.
+func agentInWorktree(t *testing.T, s *Supervisor, master string) api.CreateResponse {
+	t.Helper()
+	agent, err := s.Create(context.Background(), api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
+	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	info, _ := s.Get(agent.ID)
+	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
+		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
+	}
+	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
+		t.Fatalf("the worktree holds files of ours: %q", st)
+	}
+	return agent
 }
 
 // TestWorktreeRefusals: each refused create or merge is a sentence, and
