@@ -234,20 +234,19 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 		base = last.Head
 	}
 	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
-	head, made, err := s.git.Commit(ctx, w.Path, msg, t.To, nil)
-	if err != nil {
+	c, made, err := s.git.CommitTask(ctx, w.Path, base, msg, t.To, nil)
+	if c.Head == "" {
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
 		return schema.Work{}
 	}
-	c, err := s.git.Stat(ctx, w.Path, base, head)
 	if err != nil {
 		log.WithError(err).Error("Could not read the task's diff stat")
 	}
 	if made {
-		log.WithField("head", short(head)).Info("Committed the task's work on " + w.Branch)
+		log.WithField("head", short(c.Head)).Info("Committed the task's work on " + w.Branch)
 	}
 	e.work.Store(nil) // read again when asked
-	return schema.Work{Branch: w.Branch, Base: base, Head: head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
 }
 
 // firstLine is a task's first non-empty line, cut to 72 runes.

@@ -43,7 +43,7 @@ func gitIn(t testing.TB, dir string, args ...string) string {
 
 // worktreeTeam is a shell master in repo and n shell workers, each in a
 // worktree of it.
-func worktreeTeam(t *testing.T, s *Supervisor, repo string, n int) (master string, workers []string) {
+func worktreeTeam(t testing.TB, s *Supervisor, repo string, n int) (master string, workers []string) {
 	t.Helper()
 	ctx := context.Background()
 	m, err := s.Create(ctx, api.CreateRequest{Title: "lead", Type: "shell", Role: "master", Backend: "pty",

@@ -151,65 +151,6 @@ type Change struct {
 // Empty reports whether the range holds no commit.
 func (c Change) Empty() bool { return c.Base == c.Head }
 
-// Stat is the change base..head in dir: commits, files, lines.
-func (g Git) Stat(ctx context.Context, dir, base, head string) (Change, error) {
-	c := Change{Base: base, Head: head}
-	if base == head {
-		return c, nil
-	}
-	n, err := g.line(ctx, dir, "rev-list", "--count", base+".."+head)
-	if err != nil {
-		return c, err
-	}
-	c.Commits, _ = strconv.Atoi(n)
-	out, err := g.run(ctx, dir, "diff", "--numstat", "--no-renames", base, head)
-	if err != nil {
-		return c, err
-	}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			continue
-		}
-		c.Files++
-		a, _ := strconv.Atoi(f[0]) // "-" for a binary file
-		d, _ := strconv.Atoi(f[1])
-		c.Added += a
-		c.Deleted += d
-	}
-	return c, nil
-}
-
-// Commit records what the worktree at path holds uncommitted as one
-// commit (all of it, untracked files too, except the paths in keepOut),
-// authored and committed by author, with the repository's hooks off; it
-// returns the branch's head after, and whether it made a commit (not
-// when nothing changed).
-func (g Git) Commit(ctx context.Context, path, message, author string, keepOut []string) (head string, made bool, err error) {
-	add := []string{"add", "-A", "--", "."}
-	for _, k := range keepOut {
-		add = append(add, ":(exclude,literal)"+k)
-	}
-	if _, err := g.run(ctx, path, add...); err != nil {
-		return "", false, err
-	}
-	_, err = g.run(ctx, path, "diff", "--cached", "--quiet")
-	switch exitCode(err) {
-	case 0:
-	case 1:
-		email := author + "@cicy-agent.invalid"
-		if _, err := g.runIn(ctx, path, []byte(message), "-c", "user.name="+author, "-c", "user.email="+email,
-			"commit", "-q", "--no-verify", "--no-edit", "-F", "-"); err != nil {
-			return "", false, err
-		}
-		made = true
-	default:
-		return "", false, err
-	}
-	head, err = g.Rev(ctx, path, "HEAD")
-	return head, made, err
-}
-
 // Diff is git's diff of base..head in dir (the summary with stat).
 func (g Git) Diff(ctx context.Context, dir, base, head string, stat bool) (string, error) {
 	args := []string{"diff", "--no-color", "--no-ext-diff"}

@@ -157,13 +157,15 @@ func TestCommitAndStat(t *testing.T) {
 	if c.Commits != 1 || c.Files != 2 || c.Added != 3 || c.Deleted != 1 {
 		t.Errorf("stat %+v", c)
 	}
-	ownCommits(t, r, w, head)
+	workerCommits(t, w, head)
 }
 
-// ownCommits: a worker that committed itself keeps its commits; the
-// range counts them.
-func ownCommits(t *testing.T, r string, w Worktree, head string) {
-	ctx, g := context.Background(), Git{}
+// workerCommits: a worker that committed itself keeps its commits; the
+// range from head counts them.
+func workerCommits(t *testing.T, w Worktree, head string) {
+	t.Helper()
+	ctx := context.Background()
+	g := Git{}
 	write(t, w.Path, "b.txt", "b\n")
 	git(t, w.Path, "add", "b.txt")
 	git(t, w.Path, "commit", "-q", "-m", "the worker's own")
@@ -182,8 +184,59 @@ func ownCommits(t *testing.T, r string, w Worktree, head string) {
 	if clean, _ := g.Clean(ctx, w.Path); clean {
 		t.Error("the kept-out guidance file should leave the worktree unclean")
 	}
-	if ahead, behind, err := g.Ahead(ctx, r, "main", w.Branch); ahead != 3 || behind != 0 || err != nil {
+	if ahead, behind, err := g.Ahead(ctx, w.Repo, "main", w.Branch); ahead != 3 || behind != 0 || err != nil {
 		t.Errorf("ahead %d behind %d %v", ahead, behind, err)
+	}
+}
+
+// TestCommitTask: a task's commit and its range in one call — one commit
+// on base (its stat read alongside), the worker's own commits counted,
+// and no change no commit.
+func TestCommitTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := repo(t)
+	w := add(t, r, "w-1")
+	g := Git{}
+	write(t, w.Path, "a.txt", "one\nTWO\nthree\nfour\n")
+	c, made, err := g.CommitTask(ctx, w.Path, w.Base, "task 1\n\nCicy-Task: 1\n", "w-1", nil)
+	if err != nil || !made || c.Base != w.Base || c.Commits != 1 || c.Files != 1 || c.Added != 2 || c.Deleted != 1 {
+		t.Fatalf("one commit: %+v %v %v", c, made, err)
+	}
+	if got := git(t, w.Path, "log", "-1", "--format=%an <%ae>|%cn|%P|%B"); got != "w-1 <w-1@cicy-agent.invalid>|w-1|"+w.Base+"|task 1\n\nCicy-Task: 1" {
+		t.Errorf("commit %q", got)
+	}
+	if got := git(t, w.Path, "rev-parse", "cicy/w-1"); got != c.Head {
+		t.Errorf("the branch is at %s, not the commit made %s", got, c.Head)
+	}
+	if same, made, err := g.CommitTask(ctx, w.Path, c.Head, "task 2", "w-1", nil); err != nil || made || same.Head != c.Head || same.Commits != 0 {
+		t.Fatalf("no change: %+v %v %v", same, made, err)
+	}
+	write(t, w.Path, "b.txt", "b\n")
+	git(t, w.Path, "add", "b.txt")
+	git(t, w.Path, "commit", "-q", "-m", "the worker's own")
+	write(t, w.Path, "c.txt", "c\n")
+	if own, _, err := g.CommitTask(ctx, w.Path, c.Head, "task 3", "w-1", nil); err != nil || own.Commits != 2 || own.Files != 2 {
+		t.Fatalf("own commits: %+v %v", own, err)
+	}
+}
+
+// TestCommitTaskMerging: a merge the worker left half done (resolved,
+// not committed) becomes the merge commit.
+func TestCommitTaskMerging(t *testing.T) {
+	t.Parallel()
+	r := repo(t)
+	w := add(t, r, "w-1")
+	write(t, r, "m.txt", "m\n")
+	git(t, r, "add", "m.txt")
+	git(t, r, "commit", "-q", "-m", "on main")
+	git(t, w.Path, "merge", "-q", "--no-ff", "--no-commit", "main")
+	m, made, err := Git{}.CommitTask(context.Background(), w.Path, w.Base, "task 1", "w-1", nil)
+	if err != nil || !made || m.Commits != 2 || m.Files != 1 {
+		t.Fatal(m, made, err)
+	}
+	if parents := strings.Fields(git(t, w.Path, "log", "-1", "--format=%P", m.Head)); len(parents) != 2 {
+		t.Errorf("the merge in progress made %d parents", len(parents))
 	}
 }
 
@@ -314,30 +367,5 @@ func TestRemove(t *testing.T) {
 	}
 	if l, _ := g.List(ctx, r); len(l) != 1 {
 		t.Fatalf("after prune %+v", l)
-	}
-}
-
-// TestMergeIntoMovedBranch: a branch no checkout has that moved while the
-// merge was made is left where it moved to.
-func TestMergeIntoMovedBranch(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	g := Git{}
-	r := repo(t)
-	git(t, r, "branch", "release")
-	old := git(t, r, "rev-parse", "release")
-	w := add(t, r, "w-1")
-	write(t, w.Path, "x.txt", "x\n")
-	h, _, _ := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
-	// Someone moves release after the merge read it.
-	git(t, r, "checkout", "-q", "release")
-	write(t, r, "y.txt", "y\n")
-	git(t, r, "add", "y.txt")
-	git(t, r, "commit", "-q", "-m", "moved")
-	git(t, r, "checkout", "-q", "main")
-	moved := git(t, r, "rev-parse", "release")
-	err := g.mergeRef(ctx, r, "release", old, h, "m", "w-0", false)
-	if !errors.Is(err, ErrMoved) || git(t, r, "rev-parse", "release") != moved {
-		t.Fatalf("a moved branch: %v; release at %s", err, git(t, r, "rev-parse", "release"))
 	}
 }
