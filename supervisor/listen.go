@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // The cluster API: with serve --listen, the supervisor also serves its API
@@ -75,11 +76,16 @@ func isLoopback(host string) bool {
 // and refuses the others (401), logging where they came from.
 func requireToken(token string, next http.Handler, log *logrus.Entry) http.Handler {
 	want := sha256.Sum256([]byte(token))
+	refused := gateway.NewRefusals()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		got := sha256.Sum256([]byte(given))
 		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "path": r.URL.Path}).Warn("Refused a cluster API request without the cluster secret")
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				host = r.RemoteAddr
+			}
+			refused.Log(log, host, r.URL.Path, "Refused a cluster API request without the cluster secret")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cicy-agent"`)
 			writeJSON(w, http.StatusUnauthorized, &api.Error{Kind: api.KindUsage, Message: "the cluster secret is missing or wrong"})
 			return

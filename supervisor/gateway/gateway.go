@@ -137,6 +137,8 @@ type Gateway struct {
 
 	// bodies bounds the request bytes held at once across requests.
 	bodies *semaphore.Weighted
+	// refused logs refused requests, a flood as one line a minute.
+	refused *Refusals
 
 	mu       sync.Mutex // guards closed and the Add side of inflight
 	closed   bool
@@ -201,6 +203,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	g.bodies = semaphore.NewWeighted(g.cfg.MaxBodiesInFlight)
+	g.refused = NewRefusals()
 	return g, nil
 }
 

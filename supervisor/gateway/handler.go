@@ -145,7 +145,7 @@ func guessAPI(r *http.Request) API {
 func (x *exchange) serve() {
 	pane, reason := x.pane()
 	if reason != "" {
-		x.g.log.WithField("path", x.r.URL.Path).Info("refused a request: " + reason)
+		x.g.refused.Log(x.g.log, "local", x.r.URL.Path, "refused a request: "+reason)
 		writeError(x.w, x.route.api, http.StatusUnauthorized, "cicy gateway: "+reason)
 		return
 	}
