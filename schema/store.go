@@ -330,3 +330,20 @@ func (s *Store) TaskCounts(ctx context.Context) (map[string]map[string]int, erro
 	}
 	return out, nil
 }
+
+// HasTables reports whether the SQLite file at path holds any table: a
+// valid file without one (a `sqlite3 cicy.db .quit`, a file some tool
+// created) is no database of ours. The file is opened read-only and not
+// changed.
+func HasTables(path string) (bool, error) {
+	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM sqlite_master WHERE type = 'table'`); err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return n > 0, nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 // A database that is missing or empty (0 bytes) while the home still holds
@@ -78,6 +79,9 @@ func dbLost(path string) (string, error) {
 		return "", fmt.Errorf("check the database %s: %w", path, err)
 	case fi.Size() == 0:
 		return "is empty (0 bytes)", nil
+	}
+	if has, err := schema.HasTables(path); err == nil && !has {
+		return "is an empty SQLite file (no tables)", nil
 	}
 	return "", nil
 }

@@ -3,9 +3,11 @@ package supervisor
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cicy-ai/cicy-agent/schema"
 	"io"
 	"net"
 	"net/http"
@@ -278,5 +280,30 @@ func TestPutGuidanceBodies(t *testing.T) {
 	}
 	if got := read(); got != "{{ not json }}\n" {
 		t.Fatalf("a refused PUT changed the file: %q", got)
+	}
+}
+
+// TestEmptySQLiteIsLost: a valid SQLite file without a table (a
+// `sqlite3 cicy.db .quit`) is a lost database, as a 0-byte one is.
+func TestEmptySQLiteIsLost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cicy.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 7`); err != nil { // writes the file's header
+		t.Fatal(err)
+	}
+	db.Close()
+	if how, err := dbLost(path); err != nil || how != "is an empty SQLite file (no tables)" {
+		t.Fatalf("dbLost: %q %v", how, err)
+	}
+	store, err := schema.Open(context.Background(), path+"3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if how, err := dbLost(path + "3"); err != nil || how != "" {
+		t.Fatalf("a database of ours: %q %v", how, err)
 	}
 }

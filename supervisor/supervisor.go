@@ -537,9 +537,22 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		}
 	}
 	opts.Argv = argv
-	opts.Env = append(paneEnv(s.cfg.Home, id, os.Environ(), pass, s.cfg.Getenv), extra...)
+	environ := os.Environ()
+	if isCLI {
+		// A CLI agent reaches its model through the gateway only: the
+		// supervisor's upstream URLs are not its (its seed sets its own).
+		environ = slices.DeleteFunc(environ, func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(upstreamVars, name)
+		})
+	}
+	opts.Env = append(paneEnv(s.cfg.Home, id, environ, pass, s.cfg.Getenv), extra...)
 	return opts, nil
 }
+
+// upstreamVars name the real model upstreams in the supervisor's
+// environment; a CLI agent's pane gets the gateway's URLs instead.
+var upstreamVars = []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"}
 
 // paneEnv is the environment of a pane's process: the supervisor's own
 // (environ) without the provider credentials, plus those of pass the

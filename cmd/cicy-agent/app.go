@@ -69,6 +69,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, c := range app.Commands {
+		// No built-in "help"/"h" subcommand where a command takes words:
+		// `create h -- bash` is a pane titled h, not help (--help stays).
+		c.HideHelpCommand = len(c.Subcommands) == 0
 		c.OnUsageError = onUsageError
 		for _, sub := range c.Subcommands {
 			sub.OnUsageError = onUsageError
