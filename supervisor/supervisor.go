@@ -268,9 +268,13 @@ func runtimeOf(st pane.Status) schema.Runtime {
 }
 
 func (s *Supervisor) get(id string) (*entry, error) {
+	ref := id
 	id, err := api.ParsePaneID(id)
 	if err != nil {
-		return nil, err
+		if strings.HasPrefix(ref, "w-") || ref == "" {
+			return nil, err
+		}
+		return s.byTitle(ref)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -600,6 +604,26 @@ func (s *Supervisor) ListLocal() []api.PaneInfo {
 		out = append(out, s.describe(e))
 	}
 	return out
+}
+
+// byTitle is this node's pane titled title: every command that takes a
+// pane takes its title too, when one pane has it.
+func (s *Supervisor) byTitle(title string) (*entry, error) {
+	var ids []string
+	var found *entry
+	for _, e := range s.entries() {
+		if e.cfg.Title == title {
+			found = e
+			ids = append(ids, e.cfg.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
+	case 1:
+		return found, nil
+	}
+	return nil, usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
 }
 
 // entries are this node's panes, in id order.

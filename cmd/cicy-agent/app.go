@@ -118,12 +118,26 @@ func args(c *cli.Context, min, max int, usage string) ([]string, error) {
 	return a, nil
 }
 
+// paneArg is the one pane argument: an id (w-3), or a title the
+// supervisor resolves (one pane must have it).
 func paneArg(c *cli.Context, usage string) (string, error) {
 	a, err := args(c, 1, 1, usage)
 	if err != nil {
 		return "", err
 	}
-	return api.ParsePaneID(a[0])
+	return paneRef(a[0])
+}
+
+// paneRef is a pane named on the command line: its id (w-3, w-3:main.0)
+// or a title, which the supervisor resolves.
+func paneRef(s string) (string, error) {
+	if id, err := api.ParsePaneID(s); err == nil || strings.HasPrefix(s, "w-") {
+		return id, err
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", usagef("the pane is empty: name it by id (w-<N>) or title")
+	}
+	return s, nil
 }
 
 // withPane parses the one pane argument, connects (starting the
@@ -558,7 +572,7 @@ func (e *env) sendCmd() *cli.Command {
 			if len(a) < 1 || (len(a) < 2 && len(c.StringSlice("key")) == 0) {
 				return usagef("usage: cicy-agent send <pane> <text…> [--no-enter] [--key KEY]")
 			}
-			id, err := api.ParsePaneID(a[0])
+			id, err := paneRef(a[0])
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ func (e *env) memoryCmd() *cli.Command {
 		if len(a) != 2 {
 			return "", "", usagef("usage: cicy-agent memory %s <pane> <mem_id>", c.Command.Name)
 		}
-		id, err := api.ParsePaneID(a[0])
+		id, err := paneRef(a[0])
 		return id, a[1], err
 	}
 	return &cli.Command{
