@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +26,12 @@ func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
 // it the same way.
 func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
 	current := CurrentTasks(tasks)
+	queued := map[string][]int64{}
+	for _, t := range tasks {
+		if t.Status == TaskQueued {
+			queued[t.To] = append(queued[t.To], t.ID)
+		}
+	}
 	ps := make([]topology.Pane, 0, len(panes))
 	for _, pi := range panes {
 		u := pi.Usage
@@ -33,6 +40,9 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 			OverBudget: pi.OverBudget, Upstream: pi.Upstream}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
+		}
+		if q := queued[pi.ID]; len(q) > 0 {
+			tp.Queued, tp.FirstQueued = len(q), slices.Min(q)
 		}
 		if w := pi.Worktree; w != nil {
 			tp.Work = topology.Work{Branch: w.Branch, Ahead: w.Ahead, Added: w.Added, Deleted: w.Deleted}

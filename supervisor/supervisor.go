@@ -854,8 +854,12 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
-	tasks := make([]api.TaskInfo, 0, len(delivered))
-	for _, t := range delivered {
+	queued, err := s.store.TasksIn(ctx, schema.TaskQueued)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	tasks := make([]api.TaskInfo, 0, len(delivered)+len(queued))
+	for _, t := range append(delivered, queued...) {
 		tasks = append(tasks, s.taskInfo(t))
 	}
 	return api.TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil

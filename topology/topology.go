@@ -37,6 +37,9 @@ type Pane struct {
 	// "" when they do not.
 	Upstream string
 	Work     Work // its git worktree's unmerged work; zero when it runs in none
+	// Queued is how many tasks wait for it, the first of them FirstQueued.
+	Queued      int
+	FirstQueued int64
 }
 
 // Work is a worker's git worktree branch and what it holds that the
@@ -127,6 +130,9 @@ const (
 	// NeedUpstream is a pane whose model requests keep failing upstream
 	// (quota, key, rate limit), until one succeeds.
 	NeedUpstream = "upstream"
+	// NeedWorkerStopped is a worker that is not running (exited) while a
+	// task waits for it: nothing happens until it is restarted.
+	NeedWorkerStopped = "worker-stopped"
 )
 
 // FailedTask is a failed task that is its worker's latest finished one: it
@@ -224,6 +230,10 @@ func needs(p Pane, m *Master, failed []FailedTask) []Attention {
 	}
 	if p.Upstream != "" {
 		add(Attention{Kind: NeedUpstream, Reason: p.Upstream})
+	}
+	if p.Queued > 0 && p.State == "exited" {
+		add(Attention{Kind: NeedWorkerStopped, Task: p.FirstQueued, Reason: fmt.Sprintf("%d task(s) wait for it (task %d first), and it is not running (%s): 'cicy-agent restart %s' starts it",
+			p.Queued, p.FirstQueued, p.Reason, p.ID)})
 	}
 	if m != nil && AllFinished(m.Tasks) && p.State == "idle" {
 		add(Attention{Kind: NeedAllDone, Reason: finishedReason(m.Tasks)})

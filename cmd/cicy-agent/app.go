@@ -800,7 +800,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 		fmt.Fprintln(tw, "needs you:")
 		for _, n := range st.NeedsYou {
 			what := n.State
-			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream {
+			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream || n.Kind == topology.NeedWorkerStopped {
 				what = n.Kind // the pane's state is not the news
 			}
 			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), what, n.Reason)

@@ -31,7 +31,7 @@ func (e *env) dispatchCmd() *cli.Command {
 			&cli.StringFlag{Name: "from", Usage: "the master `PANE` it comes from"},
 			&cli.StringFlag{Name: "file", Usage: "read the task from `FILE` (- for stdin) instead of the arguments"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task ends and print its result"},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the task goes on)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the task goes on); 0 or none: no limit"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -62,6 +62,9 @@ func (e *env) dispatchCmd() *cli.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if !c.Bool("wait") {
+				warnStopped(c, cl, e.stderr, t)
 			}
 			if c.Bool("json") {
 				if err := printJSON(e.stdout, t); err != nil {
@@ -313,4 +316,14 @@ func readInput(e *env, path string) ([]byte, error) {
 		return nil, failf("cannot read %s: %v", path, err)
 	}
 	return b, nil
+}
+
+// warnStopped says on stderr when the task's worker is not running: the
+// task waits in its queue until the worker is restarted.
+func warnStopped(c *cli.Context, cl *api.Client, w io.Writer, t api.TaskInfo) {
+	pi, err := cl.Get(c.Context, t.To)
+	if err != nil || (pi.State != "exited" && pi.State != "error") {
+		return
+	}
+	fmt.Fprintf(w, "warning: %s is not running (%s): task %d waits until it is; 'cicy-agent restart %s' starts it\n", t.To, pi.Reason, t.ID, t.To)
 }

@@ -476,10 +476,12 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 			what = "unreachable: " + n.Reason
 		case topology.NeedUpstream:
 			what = "upstream: " + n.Reason
+		case topology.NeedWorkerStopped:
+			what = "stopped: " + n.Reason
 		}
 		style := st.warn
 		switch n.Kind {
-		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream:
+		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream, topology.NeedWorkerStopped:
 			style = st.bad
 		case topology.NeedAllDone:
 			style = st.good.Bold(true)
