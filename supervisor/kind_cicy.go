@@ -44,7 +44,7 @@ func replyText(r cicy.Reply) string {
 	if r.Answer != "" || r.Status != cicy.TurnWorking {
 		return r.Answer
 	}
-	return fmt.Sprintf("… working (turn %s, %d tool calls so far)", r.TurnID, len(r.ToolCalls))
+	return fmt.Sprintf("… working (turn %s, %s so far)", r.TurnID, toolCalls(len(r.ToolCalls)))
 }
 
 // Send queues a user message; with Wait it returns the result of the

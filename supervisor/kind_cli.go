@@ -216,7 +216,7 @@ func (d *cliDelivery) verdict(end hookEnd, how string) outbox.Progress {
 	case end.result != "":
 		return done(schema.SourceHook, end.result)
 	case seen && !a.Cancelled:
-		return done(schema.SourceGateway, fmt.Sprintf("(the agent's last answer had no text: %d tool calls)", a.ToolCalls))
+		return done(schema.SourceGateway, "(the agent's last answer had no text: "+toolCalls(a.ToolCalls)+")")
 	}
 	return done(schema.SourceScreen, transcriptAfter(d.p.Screen(), d.typ, d.typed))
 }
@@ -379,4 +379,12 @@ func composerText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// toolCalls is "1 tool call", "3 tool calls".
+func toolCalls(n int) string {
+	if n == 1 {
+		return "1 tool call"
+	}
+	return fmt.Sprintf("%d tool calls", n)
 }

@@ -96,7 +96,11 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		if t.ID == "" {
 			fmt.Fprintf(w, "turn:    none yet; %d messages in the history\n", t.Messages)
 		} else {
-			fmt.Fprintf(w, "turn:    %s %s, started %s, %d tool calls; %d messages in the history\n", t.ID, t.Status, when(t.StartedAt), t.ToolCalls, t.Messages)
+			calls := fmt.Sprintf("%d tool calls", t.ToolCalls)
+			if t.ToolCalls == 1 {
+				calls = "1 tool call"
+			}
+			fmt.Fprintf(w, "turn:    %s %s, started %s, %s; %d messages in the history\n", t.ID, t.Status, when(t.StartedAt), calls, t.Messages)
 		}
 	}
 	r := x.Rules
