@@ -215,8 +215,14 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+agent.ID+" on main and resolve: a.txt") {
 		t.Fatalf("send-back: %+v %v", m.SentBack, err)
 	}
-	if got := waitTask(t, s, m.SentBack.ID, 30*time.Second); got.Status != schema.TaskDone {
+	got := waitTask(t, s, m.SentBack.ID, 30*time.Second)
+	if got.Status != schema.TaskDone {
 		t.Fatalf("the task sent back: %s %s", got.Status, got.Error)
+	}
+	// The rebase's record is the branch's own work on main, not main's
+	// commits it was rebased onto.
+	if main := gitIn(t, repo, "rev-parse", "main"); got.Base != main || got.Commits != 1 || got.Files != 1 {
+		t.Fatalf("the rebase's work: %+v, want 1 commit, 1 file from main (%s)", got.Work, main)
 	}
 	if m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID}); err != nil || len(m.Conflicts) > 0 {
 		t.Fatalf("merge after the fix: %+v %v", m, err)
