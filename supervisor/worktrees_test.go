@@ -74,6 +74,16 @@ func TestWorktreeTasks(t *testing.T) {
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
 	id := ws[0]
+	checkWorktreePane(t, s, repo, id)
+	got, own := checkTaskCommits(t, s, repo, id)
+	checkWorkerDiff(t, s, id, got)
+	checkTeamToolsOnWork(t, s, repo, master, id, got, own)
+}
+
+// checkWorktreePane: worker id runs in its own worktree under the home,
+// on cicy/<id>, made from repo's main.
+func checkWorktreePane(t *testing.T, s *Supervisor, repo, id string) {
+	t.Helper()
 	info, err := s.Get(id)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +95,15 @@ func TestWorktreeTasks(t *testing.T) {
 	if got := gitIn(t, info.Workspace, "branch", "--show-current"); got != "cicy/"+id {
 		t.Fatalf("the pane's workspace is on %q", got)
 	}
+}
 
-	got := runShellTask(t, s, id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
+// checkTaskCommits runs three tasks on worker id: one that changes two
+// files (one commit, recorded), one that changes nothing (no commit),
+// one whose worker commits itself (its commits kept); it returns the
+// first and the last.
+func checkTaskCommits(t *testing.T, s *Supervisor, repo, id string) (got, own schema.Task) {
+	t.Helper()
+	got = runShellTask(t, s, id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
 	if got.Status != schema.TaskDone || got.Branch != "cicy/"+id || got.Base == got.Head || got.Commits != 1 ||
 		got.Files != 2 || got.Added != 3 || got.Deleted != 0 {
 		t.Fatalf("task: %s %+v", got.Status, got.Work)
@@ -104,10 +121,17 @@ func TestWorktreeTasks(t *testing.T) {
 		t.Fatalf("no change: %+v", quiet.Work)
 	}
 	// A worker that commits itself keeps its commits.
-	own := runShellTask(t, s, id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
+	own = runShellTask(t, s, id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
 	if own.Commits != 2 || own.Files != 2 || own.Base != got.Head {
 		t.Fatalf("own commits: %+v", own.Work)
 	}
+	return got, own
+}
+
+// checkWorkerDiff: the diff of task got, and of worker id's whole
+// branch, and what ls shows of it.
+func checkWorkerDiff(t *testing.T, s *Supervisor, id string, got schema.Task) {
+	t.Helper()
 	d, err := s.Diff(context.Background(), itoa(got.ID), false)
 	if err != nil || !strings.Contains(d.Diff, "+new") || d.Work.Files != 2 {
 		t.Fatalf("diff of the task: %+v %v", d, err)
@@ -116,11 +140,16 @@ func TestWorktreeTasks(t *testing.T) {
 	if err != nil || d.Work.Files != 4 || d.Work.Commits != 3 || !strings.Contains(d.Diff, "4 files changed") {
 		t.Fatalf("diff of the worker: %+v %v", d, err)
 	}
-	info, _ = s.Get(id)
+	info, _ := s.Get(id)
 	if wi := info.Worktree; wi.Ahead != 3 || wi.Files != 4 || wi.Merged {
 		t.Fatalf("ls: %+v", wi)
 	}
-	// The master's team tools: the same, and only for its own workers.
+}
+
+// checkTeamToolsOnWork: the master's team tools diff and merge do the
+// same, and only for its own workers.
+func checkTeamToolsOnWork(t *testing.T, s *Supervisor, repo, master, id string, got, own schema.Task) {
+	t.Helper()
 	ctx := context.Background()
 	res, err := s.TeamTool(ctx, master, "diff", json.RawMessage(`{"target": "`+itoa(got.ID)+`", "stat": true}`))
 	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
@@ -141,7 +170,7 @@ func TestWorktreeTasks(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(repo, "b.txt")); string(b) != "new\n" {
 		t.Fatal("the merge did not reach the master's checkout")
 	}
-	if info, _ = s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
+	if info, _ := s.Get(id); !info.Worktree.Merged || info.Worktree.Ahead != 0 {
 		t.Fatalf("after merge: %+v", info.Worktree)
 	}
 }
@@ -177,19 +206,7 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
 	ctx := context.Background()
-	agent, err := s.Create(ctx, api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
-	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	info, _ := s.Get(agent.ID)
-	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
-		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
-	}
-	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
-		t.Fatalf("the worktree holds files of ours: %q", st)
-	}
+	agent := worktreeAgent(t, s, master)
 
 	one := runShellTask(t, s, ws[0], "echo first > a.txt")
 	two, err := s.Dispatch(ctx, "", agent.ID, "change a.txt")
@@ -210,9 +227,47 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if gitIn(t, repo, "rev-parse", "HEAD") != before || gitIn(t, repo, "status", "--porcelain") != "" {
 		t.Fatal("a conflict changed the master's checkout")
 	}
-	m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID, SendBack: true, Caller: master})
-	if err != nil || m.SentBack == nil || m.SentBack.To != agent.ID || m.SentBack.From != master ||
-		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+agent.ID+" on main and resolve: a.txt") {
+	sendBackAndMerge(t, s, repo, master, agent.ID)
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "first and second\n" {
+		t.Fatalf("a.txt = %q", b)
+	}
+	// A shell worker's conflict stays with the master.
+	runShellTask(t, s, ws[0], "echo third > a.txt")
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0], SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
+		t.Fatalf("send-back to a shell: %v", err)
+	}
+}
+
+// worktreeAgent is a Claude Code stand-in worker of master in a worktree,
+// idle, whose guidance is in its config folder, not in the worktree.
+func worktreeAgent(t *testing.T, s *Supervisor, master string) api.CreateResponse {
+	t.Helper()
+	ctx := context.Background()
+	agent, err := s.Create(ctx, api.CreateRequest{Title: "cc", Type: "claude", Master: master, Worktree: true, Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), agent.ID) })
+	waitPane(t, s, agent.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	info, _ := s.Get(agent.ID)
+	if _, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(agent.ID), "claude", "CLAUDE.md")); err != nil {
+		t.Fatalf("the guidance is not in the agent's config folder: %v", err)
+	}
+	if st := gitIn(t, info.Workspace, "status", "--porcelain"); st != "" {
+		t.Fatalf("the worktree holds files of ours: %q", st)
+	}
+	return agent
+}
+
+// sendBackAndMerge: the conflicting work of worker id, sent back, is
+// rebased and resolved by it, recorded as its own work on main, and then
+// merges.
+func sendBackAndMerge(t *testing.T, s *Supervisor, repo, master, id string) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := s.Merge(ctx, api.MergeRequest{Target: id, SendBack: true, Caller: master})
+	if err != nil || m.SentBack == nil || m.SentBack.To != id || m.SentBack.From != master ||
+		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+id+" on main and resolve: a.txt") {
 		t.Fatalf("send-back: %+v %v", m.SentBack, err)
 	}
 	got := waitTask(t, s, m.SentBack.ID, 30*time.Second)
@@ -224,16 +279,8 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if main := gitIn(t, repo, "rev-parse", "main"); got.Base != main || got.Commits != 1 || got.Files != 1 {
 		t.Fatalf("the rebase's work: %+v, want 1 commit, 1 file from main (%s)", got.Work, main)
 	}
-	if m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID}); err != nil || len(m.Conflicts) > 0 {
+	if m, err = s.Merge(ctx, api.MergeRequest{Target: id}); err != nil || len(m.Conflicts) > 0 {
 		t.Fatalf("merge after the fix: %+v %v", m, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "first and second\n" {
-		t.Fatalf("a.txt = %q", b)
-	}
-	// A shell worker's conflict stays with the master.
-	runShellTask(t, s, ws[0], "echo third > a.txt")
-	if _, err := s.Merge(ctx, api.MergeRequest{Target: ws[0], SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
-		t.Fatalf("send-back to a shell: %v", err)
 	}
 }
 

@@ -157,7 +157,16 @@ func TestCommitAndStat(t *testing.T) {
 	if c.Commits != 1 || c.Files != 2 || c.Added != 3 || c.Deleted != 1 {
 		t.Errorf("stat %+v", c)
 	}
-	// A worker that committed itself keeps its commits; the range counts them.
+	checkOwnCommits(t, r, w, head)
+}
+
+// checkOwnCommits: a worker that committed itself keeps its commits
+// after head; the range counts them, and the kept-out guidance file stays
+// uncommitted.
+func checkOwnCommits(t *testing.T, r string, w Worktree, head string) {
+	t.Helper()
+	ctx := context.Background()
+	g := Git{}
 	write(t, w.Path, "b.txt", "b\n")
 	git(t, w.Path, "add", "b.txt")
 	git(t, w.Path, "commit", "-q", "-m", "the worker's own")
