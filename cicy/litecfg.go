@@ -19,7 +19,7 @@ type LiteConfig struct {
 func DefaultLiteConfig() LiteConfig {
 	return LiteConfig{ToolGroups: map[string][]string{
 		"core": {"shell", "skill"},
-		"team": {"dispatch", "workers", "task_status"},
+		"team": {"dispatch", "workers", "task_status", "diff", "merge"},
 	}}
 }
 
@@ -66,7 +66,7 @@ func LoadLiteConfig(home string) (LiteConfig, error) {
 
 // toolOrder is the fixed order tools are offered in, whatever the order
 // of groups in meta.yaml: the request's tools stay byte-stable.
-var toolOrder = []string{"shell", "skill", "dispatch", "workers", "task_status"}
+var toolOrder = []string{"shell", "skill", "dispatch", "workers", "task_status", "diff", "merge"}
 
 // Expand turns meta.yaml's tools list (group or tool names) into tool
 // names in the fixed order. An unknown name is an error.

@@ -77,3 +77,16 @@ func TestReadLiteConfigEmptyFile(t *testing.T) {
 		t.Fatalf("ReadLiteConfig of a 0-byte file = %v, %v (%v), want not found and v untouched", found, err, v)
 	}
 }
+
+// The built-in team group holds every team tool the supervisor gives a
+// cicy master, diff and merge (of workers' worktrees) included, in the
+// fixed order.
+func TestTeamGroupHasDiffAndMerge(t *testing.T) {
+	got, err := DefaultLiteConfig().Expand([]string{"team", "core"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.Join(got, ","); s != "shell,skill,dispatch,workers,task_status,diff,merge" {
+		t.Errorf("tools %q, want shell,skill,dispatch,workers,task_status,diff,merge", s)
+	}
+}

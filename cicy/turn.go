@@ -299,7 +299,7 @@ func describe(err error) string {
 // knownTool reports whether name is a tool this runtime can run.
 func knownTool(name string) bool {
 	switch name {
-	case "shell", "skill", "dispatch", "workers", "task_status":
+	case "shell", "skill", "dispatch", "workers", "task_status", "diff", "merge":
 		return true
 	}
 	return false

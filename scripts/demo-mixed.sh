@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
 # The offline mixed team (make demo-mixed): a cicy coordinator gets a goal
-# and dispatches four tasks — to a Claude Code, a Codex, an opencode and a
-# shell worker. The CLI agents are the real, pinned programs (installed
-# first if missing, as make clis does), each talking to the supervisor's
-# gateway in its own API; with the scripted model the gateway answers them
-# from examples/mixed.script.yaml, so no network and no key are used. Each
-# worker runs a real command on examples/demo-data; every completion
-# reaches the coordinator, which writes a report. Runs on a copy of
-# examples/ in a fresh home; prints every task as it moves, then the cost
-# table. Exits 0 when the goal is done, 1 with the reason if not in time.
+# on a small git repository (a copy of examples/demo-repo, the tool tally
+# with `make test`) and dispatches one change each to a Claude Code, a
+# Codex, an opencode and a cicy engineer, each working in its own git
+# worktree on its own branch. The CLI agents are the real, pinned programs
+# (installed first if missing, as make clis does), each talking to the
+# supervisor's gateway in its own API; with the scripted model the gateway
+# answers them from examples/mixed.script.yaml, so no network and no key
+# are used. Each task that ends done is a commit on its worker's branch;
+# the coordinator merges each one into main, sends the one that conflicts
+# back to its worker, which rebases and resolves it, merges that too and
+# runs the tests on the result. Runs in a fresh home and a temporary
+# folder; prints every task as it moves, then main's history, the tests'
+# verdict and the cost table. Exits 0 when the goal is done, all four
+# changes are on main and make test passes there; 1 with the reason if not.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CICY_BIN:-$root/bin/cicy-agent}
 "$root/scripts/install-clis.sh"
 export PATH="${CICY_CLI_DIR:-$HOME/.cache/cicy-agent/clis}/node_modules/.bin:$PATH"
 work=$(mktemp -d /tmp/cicy-demo-mixed.XXXXXX)
-cp -r "$root/examples/mixed.yaml" "$root/examples/mixed.script.yaml" "$root/examples/demo-data" "$work/"
+cp "$root/examples/mixed.yaml" "$root/examples/mixed.script.yaml" "$work/"
+repo=$work/repo
+cp -r "$root/examples/demo-repo" "$repo"
+# CI has no git identity: name the demo's first commit's author here (the
+# supervisor and the workers name themselves for theirs).
+git -C "$repo" init -q -b main
+git -C "$repo" add -A
+git -C "$repo" -c user.name="cicy demo" -c user.email=demo@cicy-agent.invalid commit -q -m "tally: sum and count, with make test"
 export CICY_HOME="$work/home"
 export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
 # Offline by design: no key reaches the supervisor, and on the scripted
@@ -25,9 +37,36 @@ export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
 # OpenAI Responses.
 unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY
 export OPENAI_BASE_URL=https://api.openai.com/v1
-echo "demo folder: $work (provider: script)"
-status=0
-"$bin" up "$work/mixed.yaml" --wait --timeout "${DEMO_TIMEOUT:-10m}" || status=$?
+echo "demo folder: $work (provider: script; the project: $repo)"
+status=0 why=
+started=$SECONDS
+"$bin" up "$work/mixed.yaml" --wait --timeout "${DEMO_TIMEOUT:-10m}" || { status=$?; why="the goal was not done"; }
+echo
+echo "The tasks and the change each left (cicy-agent tasks):"
+"$bin" tasks || true
+echo
+echo "main after the team's work (git log --graph --oneline main):"
+git -C "$repo" log --graph --oneline main
+# A worker's change is on main when its branch has a commit and main
+# holds all of it (read before down, which removes merged worktrees).
+first=$(git -C "$repo" rev-list --max-parents=0 main)
+on=0 open=
+for b in $(git -C "$repo" for-each-ref --format='%(refname:short)' refs/heads/cicy/); do
+  if ! git -C "$repo" merge-base --is-ancestor "$b" main; then
+    open="$open $b"
+  elif [ "$(git -C "$repo" rev-list --count "$first..$b")" -gt 0 ]; then
+    on=$((on + 1))
+  fi
+done
+echo
+echo "changes on main: $on of 4${open:+ (not merged:$open)}"
+if [ "$on" -ne 4 ] || [ -n "$open" ]; then
+  status=1 why="${why:+$why; }$on of 4 changes are on main${open:+, not merged:$open}"
+fi
+echo "make test on main:"
+if ! make -s -C "$repo" test; then
+  status=1 why="${why:+$why; }make test fails on main"
+fi
 echo
 echo "The cost of the team (cicy-agent usage):"
 "$bin" usage || status=$?
@@ -37,4 +76,9 @@ else
   "$bin" down "$work/mixed.yaml" >/dev/null 2>&1 || true
   "$bin" shutdown
 fi
-exit $status
+echo
+if [ "$status" -ne 0 ]; then
+  echo "demo-mixed FAILED after $((SECONDS - started)) s: ${why:-see above}" >&2
+  exit 1
+fi
+echo "demo-mixed done in $((SECONDS - started)) s: the four changes are merged into main and make test passes."

@@ -239,6 +239,12 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
 		return schema.Work{}
 	}
+	if nb := s.rebasedBase(ctx, w, base, c.Head); nb != base {
+		base = nb
+		if rc, serr := s.git.Stat(ctx, w.Path, base, c.Head); serr == nil {
+			c = rc
+		}
+	}
 	if err != nil {
 		log.WithError(err).Error("Could not read the task's diff stat")
 	}
@@ -247,6 +253,24 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 	}
 	e.work.Store(nil) // read again when asked
 	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+}
+
+// rebasedBase is where a task's range starts: base, the pane's last
+// recorded head, unless the task rewrote the branch so that base is no
+// longer in its history (a rebase, as a merge sent back asks for); then
+// the branch's fork point from its target, so the task's record shows
+// the branch's own work, not the target's commits it now sits on.
+func (s *Supervisor) rebasedBase(ctx context.Context, w worktree.Worktree, base, head string) string {
+	if base == head {
+		return base
+	}
+	if kept, err := s.git.Merged(ctx, w.Path, base, head); err != nil || kept {
+		return base
+	}
+	if fork, err := s.git.ForkPoint(ctx, w.Path, w.Target, head); err == nil && fork != "" {
+		return fork
+	}
+	return base
 }
 
 // firstLine is a task's first non-empty line, cut to 72 runes.

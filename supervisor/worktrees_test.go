@@ -138,8 +138,10 @@ func (w *wtRig) tasks() (first, last schema.Task) {
 	w.expect("own commits", own, work{schema.TaskDone, schema.Work{Branch: branch, Base: first.Head, Head: own.Head, Commits: 2, Files: 2, Added: 2}})
 	// A worker that rewrites its history: the next task's range starts at
 	// a commit its branch no longer has, and is still measured.
+	// (Its base is no longer in the branch: the range is the branch's own
+	// work since it forks from main.)
 	last = runShellTask(w.t, w.s, w.id, "echo e > e.txt && git add -A && git -c user.name=me -c user.email=me@x commit -q --amend -m rewritten")
-	w.expect("rewritten", last, work{schema.TaskDone, schema.Work{Branch: branch, Base: own.Head, Head: last.Head, Commits: 1, Files: 1, Added: 1}})
+	w.expect("rewritten", last, work{schema.TaskDone, schema.Work{Branch: branch, Base: base, Head: last.Head, Commits: 3, Files: 5, Added: 6}})
 	return first, last
 }
 
@@ -244,9 +246,7 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+agent.ID+" on main and resolve: a.txt") {
 		t.Fatalf("send-back: %+v %v", m.SentBack, err)
 	}
-	if got := waitTask(t, s, m.SentBack.ID, 30*time.Second); got.Status != schema.TaskDone {
-		t.Fatalf("the task sent back: %s %s", got.Status, got.Error)
-	}
+	checkRebased(t, s, repo, m.SentBack.ID)
 	if m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID}); err != nil || len(m.Conflicts) > 0 {
 		t.Fatalf("merge after the fix: %+v %v", m, err)
 	}
@@ -262,6 +262,19 @@ func shellConflictStays(t *testing.T, s *Supervisor, shell string) {
 	runShellTask(t, s, shell, "echo third > a.txt")
 	if _, err := s.Merge(context.Background(), api.MergeRequest{Target: shell, SendBack: true}); err == nil || !strings.Contains(err.Error(), "runs its tasks as shell commands") {
 		t.Fatalf("send-back to a shell: %v", err)
+	}
+}
+
+// checkRebased: the task sent back ends done, and its record is the
+// branch's own work on main, not main's commits it was rebased onto.
+func checkRebased(t *testing.T, s *Supervisor, repo string, id int64) {
+	t.Helper()
+	rebased := waitTask(t, s, id, 30*time.Second)
+	if rebased.Status != schema.TaskDone {
+		t.Fatalf("the task sent back: %s %s", rebased.Status, rebased.Error)
+	}
+	if main := gitIn(t, repo, "rev-parse", "main"); rebased.Base != main || rebased.Commits != 1 || rebased.Files != 1 {
+		t.Fatalf("the rebase's work: %+v, want 1 commit, 1 file from main (%s)", rebased.Work, main)
 	}
 }
 

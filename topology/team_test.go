@@ -277,8 +277,10 @@ func TestDemoTeamFile(t *testing.T) {
 }
 
 // The offline mixed team's file (examples/mixed.yaml) is valid: a cicy
-// coordinator, the three CLI agents on the scripted model without
-// permission prompts, and a shell worker in the data.
+// coordinator in repo/ (the copy of demo-repo/ make demo-mixed makes), the
+// three CLI agents on the scripted model without permission prompts and a
+// cicy engineer, every worker in a git worktree of the coordinator's
+// repository; the project is there with its test command.
 func TestMixedTeamFile(t *testing.T) {
 	team, err := LoadTeam("../examples/mixed.yaml")
 	if err != nil {
@@ -289,19 +291,34 @@ func TestMixedTeamFile(t *testing.T) {
 	}
 	want := []struct{ title, typ, role string }{
 		{"lead", "cicy", "master"}, {"claude1", "claude", "worker"}, {"codex1", "codex", "worker"},
-		{"opencode1", "opencode", "worker"}, {"bash1", "shell", "worker"},
+		{"opencode1", "opencode", "worker"}, {"cicy1", "cicy", "worker"},
 	}
 	for i, w := range want {
-		p := team.Panes[i]
-		if p.Title != w.title || p.Type != w.typ || p.Role != w.role {
-			t.Errorf("pane %d = %+v, want %+v", i, p, w)
-		}
-		cli := w.typ == "claude" || w.typ == "codex" || w.typ == "opencode"
-		if cli && (!p.AllowAll || p.Model != "script") {
-			t.Errorf("CLI pane %s: allow_all %v, model %q", p.Title, p.AllowAll, p.Model)
+		checkMixedPane(t, team.Panes[i], w.title, w.typ, w.role)
+	}
+	if ws := team.Panes[0].Workspace; filepath.Base(ws) != "repo" {
+		t.Errorf("lead's workspace %q, want repo/ next to the file", ws)
+	}
+	if team.Goal == nil || team.Goal.To != "lead" || !strings.HasPrefix(team.Goal.Text, "Improve tally with the mixed team") {
+		t.Fatalf("goal = %+v", team.Goal)
+	}
+	for _, f := range []string{"Makefile", "tally", "test.sh", "tests/sum.sh"} {
+		if _, err := os.Stat(filepath.Join("..", "examples", "demo-repo", f)); err != nil {
+			t.Errorf("demo repo: %v", err)
 		}
 	}
-	if team.Goal == nil || team.Goal.To != "lead" || !strings.HasPrefix(team.Goal.Text, "Survey the demo data with the mixed team") {
-		t.Fatalf("goal = %+v", team.Goal)
+}
+
+func checkMixedPane(t *testing.T, p TeamPane, title, typ, role string) {
+	t.Helper()
+	if p.Title != title || p.Type != typ || p.Role != role {
+		t.Errorf("pane %+v, want %s %s %s", p, title, typ, role)
+	}
+	if p.InWorktree() != (role == RoleWorker) || (role == RoleWorker && p.Workspace != "") {
+		t.Errorf("pane %s: worktree %v, workspace %q", p.Title, p.InWorktree(), p.Workspace)
+	}
+	cli := typ == "claude" || typ == "codex" || typ == "opencode"
+	if cli && (!p.AllowAll || p.Model != "script") {
+		t.Errorf("CLI pane %s: allow_all %v, model %q", p.Title, p.AllowAll, p.Model)
 	}
 }
