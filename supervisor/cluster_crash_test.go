@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -205,6 +206,16 @@ func TestClusterNodeStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT) })
+	// The signal takes effect asynchronously: wait until the node is stopped.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "T") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node b never stopped: %s", stat)
+		}
+	}
 	// Far longer than the bound: a hang shows as this context's deadline.
 	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
