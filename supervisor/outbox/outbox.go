@@ -39,11 +39,12 @@ type Config struct {
 	Recovered func()
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// Finish is called on the outbox goroutine right before a delivered
-	// task is recorded done: the work it left (its worker's change,
-	// committed) goes into the same record. Called again for a task whose
-	// record a crash cut short, so it must not do its work twice.
-	// Optional.
+	// Finish is called right before a delivered task is recorded done:
+	// the work it left (its worker's change, committed) goes into the
+	// same record. It runs on a goroutine of its own, so one worker's
+	// commit does not hold up the other tasks; its task is left alone
+	// until it is recorded. Called again for a task whose record a crash
+	// cut short, so it must not do its work twice. Optional.
 	Finish func(t schema.Task) schema.Work
 	// Scrub removes secrets from a task's result and error before they
 	// are recorded (a command that printed a key); none when nil.
@@ -89,9 +90,22 @@ type Outbox struct {
 	stopped bool
 	awaited map[int64]int // tasks a master is blocked on (Await), and by how many waits
 
+	// finished carries the end of a Finish goroutine back to Run;
+	// finishers counts them for Stop.
+	finished  chan finishedTask
+	finishers sync.WaitGroup
+
 	// Owned by the Run goroutine.
 	flights   map[int64]Delivery
+	finishing map[int64]bool // tasks whose Finish runs: no other action touches them
 	recovered bool
+}
+
+// finishedTask is a Finish goroutine's word that task id's record is
+// over; moved: it was recorded done.
+type finishedTask struct {
+	id    int64
+	moved bool
 }
 
 // New returns an outbox; Run starts it.
@@ -109,7 +123,7 @@ func New(cfg Config) *Outbox {
 		cfg: cfg, ctx: ctx, cancel: cancel,
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		changed: make(chan struct{}), flights: map[int64]Delivery{}, look: make(chan chan struct{}),
-		awaited: map[int64]int{},
+		awaited: map[int64]int{}, finished: make(chan finishedTask, 16), finishing: map[int64]bool{},
 	}
 	o.open.Store(true) // until the first step knows
 	return o
@@ -271,6 +285,8 @@ func (o *Outbox) Run() {
 			o.arm(timer, o.step())
 			close(done)
 			continue
+		case f := <-o.finished:
+			o.settled(f)
 		}
 		select {
 		case <-o.quit: // a wake-up racing Stop
@@ -314,6 +330,7 @@ func (o *Outbox) Stop() {
 	if started {
 		<-o.done
 	}
+	o.finishers.Wait()
 }
 
 // step is one look: it returns when to look again.
@@ -443,10 +460,14 @@ func (o *Outbox) recoverTasks() {
 // exec carries out one action.
 func (o *Outbox) exec(a Action, resumed map[int64]Delivery) {
 	id := a.Task.ID
+	if o.finishing[id] {
+		return // its end is being recorded
+	}
 	switch a.Op {
 	case OpMove:
 		if a.Change.To == schema.TaskDone && a.Change.From == schema.TaskDelivered && o.cfg.Finish != nil {
-			a.Change.Work = o.cfg.Finish(a.Task)
+			o.finish(a.Task, a.Change)
+			return
 		}
 		if o.Move(id, a.Change) && a.Change.From == schema.TaskDelivered {
 			delete(o.flights, id) // settled: its pane is done with it
@@ -468,6 +489,32 @@ func (o *Outbox) exec(a Action, resumed map[int64]Delivery) {
 		o.notify(a.Task, false)
 	case OpMark:
 		o.mark(id)
+	}
+}
+
+// finish records delivered task t done on a goroutine of its own, with
+// the work Finish found; Run hears of the end (settled).
+func (o *Outbox) finish(t schema.Task, ch schema.TaskChange) {
+	o.finishing[t.ID] = true
+	o.finishers.Add(1)
+	go func() {
+		defer o.finishers.Done()
+		ch.Work = o.cfg.Finish(t)
+		moved := o.Move(t.ID, ch)
+		select {
+		case o.finished <- finishedTask{id: t.ID, moved: moved}:
+		case <-o.quit: // Run is gone; the next start recovers an unrecorded task
+		}
+	}()
+}
+
+// settled is a Finish goroutine's end, on the Run goroutine: a task
+// recorded done lets go of its delivery; one that was not is decided
+// anew at the step that follows.
+func (o *Outbox) settled(f finishedTask) {
+	delete(o.finishing, f.id)
+	if f.moved {
+		delete(o.flights, f.id)
 	}
 }
 

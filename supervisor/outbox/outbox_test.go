@@ -224,9 +224,14 @@ func newRig(t *testing.T, ps map[string]*fakePane) *rig {
 
 // start runs the outbox; recovered is called after its first step.
 func (r *rig) start(recovered func()) {
+	r.startWith(Config{Recovered: recovered})
+}
+
+// startWith runs the outbox with cfg's Recovered and Finish.
+func (r *rig) startWith(cfg Config) {
 	r.o = New(Config{
 		Store: r.store, Pane: r.team.pane, Log: logrus.NewEntry(r.log),
-		OnTaskChange: func(int64) { r.changes.Add(1) }, Recovered: recovered,
+		OnTaskChange: func(int64) { r.changes.Add(1) }, Recovered: cfg.Recovered, Finish: cfg.Finish,
 	})
 	go r.o.Run()
 	r.t.Cleanup(r.o.Stop)
@@ -644,4 +649,57 @@ func TestStop(t *testing.T) {
 	never := New(Config{Store: r.store, Pane: r.team.pane})
 	never.Stop() // never run
 	never.Run()  // returns at once
+}
+
+// TestFinishHoldsUpNoOtherTask: while one worker's finished task is
+// committed (Finish, slow on a big repository), another worker's task is
+// delivered, recorded done and told; the first is recorded done with its
+// work once Finish returns, and Finish runs once.
+func TestFinishHoldsUpNoOtherTask(t *testing.T) {
+	m, a, b := &fakePane{view: master}, &fakePane{view: idleWorker}, &fakePane{view: idleWorker}
+	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": a, "w-3": b})
+	release := make(chan struct{})
+	var calls atomic.Int64
+	r.startWith(Config{Finish: func(tk schema.Task) schema.Work {
+		calls.Add(1)
+		if tk.To == "w-2" {
+			<-release
+			return schema.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}
+		}
+		return schema.Work{}
+	}})
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(let) // before Stop: an outbox stuck in Finish can stop
+	slow := r.create("w-1", "w-2", "a big change")
+	eventually(t, "the delivery to w-2", func() bool { got, _ := a.counts(); return got == 1 })
+	a.setView(View{Running: true, Handoff: handoff})
+	a.delivery(t, slow).end(Progress{Result: "changed", How: "turn ended"})
+	a.wakeUp()
+	eventually(t, "Finish of the slow task", func() bool { return calls.Load() == 1 })
+	a.setView(idleWorker)
+	quick := r.create("w-1", "w-3", "a small one")
+	eventually(t, "the delivery to w-3", func() bool { got, _ := b.counts(); return got == 1 })
+	b.setView(View{Running: true, Handoff: handoff})
+	b.delivery(t, quick).end(Progress{Result: "done quickly", How: "turn ended"})
+	b.wakeUp()
+	r.waitStatus(quick, schema.TaskDone)
+	eventually(t, "the quick task told", func() bool { return r.get(quick).NotifiedAt.Valid })
+	r.look()
+	if st := r.get(slow).Status; st != schema.TaskDelivered {
+		t.Fatalf("the task being finished is %s; want delivered until Finish returns", st)
+	}
+	let()
+	tk := r.waitStatus(slow, schema.TaskDone)
+	if tk.Result != "changed" || tk.Branch != "cicy/w-2" || tk.Commits != 1 || tk.Files != 2 {
+		t.Fatalf("the slow task was recorded %+v", tk)
+	}
+	r.look()
+	r.look()
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("Finish ran %d times; want once per task", n)
+	}
+	if _, ab := a.delivery(t, slow).state(); ab {
+		t.Fatal("the finished delivery was abandoned")
+	}
 }
