@@ -109,6 +109,7 @@ type Supervisor struct {
 	tokens    *paneTokens
 	cl        *cluster
 	git       worktree.Git
+	spares    *spares // worktrees checked out ahead (create --worktree)
 
 	events *hub
 	prices prices
@@ -155,6 +156,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.cl = newCluster(s, cfg.Node, cfg.Listen)
+	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
 	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
@@ -836,6 +838,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	s.mu.Lock()
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
+	s.dropSpare(e.cfg)
 	s.tokens.forget(e.cfg.ID)
 	s.budgets.put(api.BudgetPane, e.cfg.ID, nil) // its row went with it
 	s.tasks.Kick()                               // its tasks end now
@@ -871,6 +874,7 @@ func (s *Supervisor) Close() {
 	s.closeOnce.Do(func() {
 		s.cl.close()
 		s.tasks.Stop()
+		s.spares.close()
 	})
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))

@@ -248,6 +248,7 @@ func (s *Supervisor) Worktrees(ctx context.Context, prune bool) []api.WorktreeIn
 		}
 	}
 	for _, repo := range s.repos() {
+		s.dropSpareIfIdle(repo)
 		if err := s.git.Prune(ctx, repo); err != nil {
 			s.log.WithError(err).WithField("repo", repo).Warn("Could not prune the repository's worktrees")
 		}

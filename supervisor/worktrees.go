@@ -120,7 +120,7 @@ func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
 	w := worktree.Worktree{Path: ws, Repo: pw.Repo, Branch: worktree.BranchFor(id), Target: pw.Target, Base: pw.Base}
-	if _, err := s.git.Add(ctx, w); err != nil {
+	if err := s.checkout(ctx, w); err != nil {
 		return nil, worktreeErr(err, pw.Repo)
 	}
 	if err := ignoreOurs(ws); err != nil {

@@ -273,3 +273,73 @@ func (g Git) Tracked(ctx context.Context, dir, name string) (bool, error) {
 func (g Git) ForkPoint(ctx context.Context, dir, a, b string) (string, error) {
 	return g.line(ctx, dir, "merge-base", a, b)
 }
+
+// AddSpare checks out rev of repo at path, detached: a worktree made
+// ahead of the pane that will take it (Adopt). Its index is refreshed
+// once its files are older than it (Refresh), so the first commit there
+// does not read every file again.
+func (g Git) AddSpare(ctx context.Context, repo, path, rev string) error {
+	_, err := g.run(ctx, repo, "worktree", "add", "-q", "--detach", path, rev)
+	return err
+}
+
+// Refresh rewrites the index of the checkout at dir with its files'
+// times: files written in the same second as the index cannot be trusted
+// by their times (racy git) until it is written again.
+func (g Git) Refresh(ctx context.Context, dir string) error {
+	_, err := g.run(ctx, dir, "update-index", "-q", "--refresh")
+	return err
+}
+
+// Adopt hands the spare worktree at spare (checked out at rev) over as w
+// (Resolve's, with Path and Branch): the new branch w.Branch is made at
+// w.Base, the spare moved to w.Path and switched to the branch — which
+// writes only the files that differ between rev and w.Base, and none when
+// they are one commit. A branch that exists is refused (ErrBranchUse)
+// with the spare untouched. On another error the spare is left for the
+// caller to discard (at spare, or at w.Path once moved: MovedError).
+func (g Git) Adopt(ctx context.Context, spare, rev string, w Worktree) (Worktree, error) {
+	ref := "refs/heads/" + w.Branch
+	if _, err := g.run(ctx, w.Repo, "update-ref", ref, w.Base, ""); err != nil {
+		if have, _ := g.Rev(ctx, w.Repo, ref); have != "" {
+			return Worktree{}, fmt.Errorf("%s: %w", w.Branch, ErrBranchUse)
+		}
+		return Worktree{}, err
+	}
+	if _, err := g.run(ctx, w.Repo, "worktree", "move", spare, w.Path); err != nil {
+		_, _ = g.run(ctx, w.Repo, "update-ref", "-d", ref, w.Base)
+		return Worktree{}, err
+	}
+	var err error
+	if rev == w.Base {
+		_, err = g.run(ctx, w.Path, "symbolic-ref", "HEAD", ref)
+	} else {
+		_, err = g.run(ctx, w.Path, "checkout", "-q", w.Branch)
+	}
+	if err != nil {
+		_, _ = g.run(ctx, w.Repo, "update-ref", "-d", ref, w.Base)
+		return Worktree{}, &MovedError{Path: w.Path, Err: err}
+	}
+	return w, nil
+}
+
+// MovedError is Adopt failing after the spare was moved to Path.
+type MovedError struct {
+	Path string
+	Err  error
+}
+
+func (e *MovedError) Error() string { return e.Err.Error() }
+func (e *MovedError) Unwrap() error { return e.Err }
+
+// DropSpare removes the spare worktree at path, whatever it holds, and
+// lets git forget it.
+func (g Git) DropSpare(ctx context.Context, repo, path string) error {
+	if _, err := g.run(ctx, repo, "worktree", "remove", "--force", path); err != nil {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+		return g.Prune(ctx, repo)
+	}
+	return nil
+}
