@@ -140,11 +140,22 @@ func WorkStat(w Work) string {
 	if w.Base == w.Head {
 		return "no change"
 	}
+	return Lines(w.Files, w.Added, w.Deleted)
+}
+
+// Lines is a change's size: "3 files +42 −7".
+func Lines(files, added, deleted int) string {
 	noun := "files"
-	if w.Files == 1 {
+	if files == 1 {
 		noun = "file"
 	}
-	return fmt.Sprintf("%d %s +%d −%d", w.Files, noun, w.Added, w.Deleted)
+	return fmt.Sprintf("%d %s +%d −%d", files, noun, added, deleted)
+}
+
+// AheadLines is a branch's unmerged work: "2↑ +42 −7", commits ahead and
+// their lines.
+func AheadLines(ahead, added, deleted int) string {
+	return fmt.Sprintf("%d↑ +%d −%d", ahead, added, deleted)
 }
 
 // DiffText is a diff with a line saying what it is, cut after max runes

@@ -158,11 +158,7 @@ func lines(files, added, deleted int) string {
 	if files == 0 {
 		return "-"
 	}
-	noun := "files"
-	if files == 1 {
-		noun = "file"
-	}
-	return fmt.Sprintf("%d %s +%d −%d", files, noun, added, deleted)
+	return api.Lines(files, added, deleted)
 }
 
 // workText is a task's change in one line, for tasks show.
@@ -182,5 +178,5 @@ func workNote(w topology.Work) string {
 	case w.Ahead == 0:
 		return "  " + w.Branch + " merged"
 	}
-	return fmt.Sprintf("  %s %d↑ +%d −%d", w.Branch, w.Ahead, w.Added, w.Deleted)
+	return "  " + w.Branch + " " + api.AheadLines(w.Ahead, w.Added, w.Deleted)
 }

@@ -3,6 +3,7 @@ package outbox
 import (
 	"fmt"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -43,9 +44,5 @@ func WorkStat(w schema.Work) string {
 	if w.Base == w.Head {
 		return "no change on " + w.Branch
 	}
-	files := "files"
-	if w.Files == 1 {
-		files = "file"
-	}
-	return fmt.Sprintf("%d %s +%d −%d on %s", w.Files, files, w.Added, w.Deleted, w.Branch)
+	return api.Lines(w.Files, w.Added, w.Deleted) + " on " + w.Branch
 }

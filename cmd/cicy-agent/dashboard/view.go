@@ -209,7 +209,7 @@ func WorkCell(w *api.WorktreeInfo) string {
 	case w.Ahead == 0:
 		return "merged"
 	}
-	return fmt.Sprintf("%d↑ +%d −%d", w.Ahead, w.Added, w.Deleted)
+	return api.AheadLines(w.Ahead, w.Added, w.Deleted)
 }
 
 // nodeColumn is the NODE column, after ID, when the panes run on more
@@ -651,7 +651,7 @@ func workers(ws []topology.Worker) string {
 			s += " #" + w.CurrentTask
 		}
 		if w.Branch != "" && w.Ahead > 0 {
-			s += fmt.Sprintf(" %s %d↑ +%d −%d", w.Branch, w.Ahead, w.Added, w.Deleted)
+			s += " " + w.Branch + " " + api.AheadLines(w.Ahead, w.Added, w.Deleted)
 		}
 		parts = append(parts, s)
 	}
