@@ -203,3 +203,61 @@ func toldOnce(b *testing.B, ns []*node, masters []string, tasks []api.TaskInfo) 
 		}
 	}
 }
+
+// BenchmarkClusterConvergence: how soon a pane created on node b shows on
+// node a — from b's create answering to a's event stream carrying the
+// pane (b's event stream to a's peer watcher, a's own stream to its
+// client). 50 cicy panes on the scripted model, one after another.
+func BenchmarkClusterConvergence(b *testing.B) {
+	db := clusterEnv(b)
+	na, nb := startNode(b, db, "a"), startNode(b, db, "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := na.c.TeamEvents(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	seen := make(chan string, 64)
+	go func() {
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				close(seen)
+				return
+			}
+			if ev.Type == "pane" && ev.Pane.Node == "b" {
+				seen <- ev.Pane.ID
+			}
+		}
+	}()
+	var lat []time.Duration
+	for n := 0; b.Loop(); n++ {
+		for i := 0; i < 50; i++ {
+			id := benchCreate(b, nb.c, api.CreateRequest{Title: fmt.Sprintf("p%d-%d", n, i), Type: "cicy", Provider: "script"})
+			created := time.Now()
+			waitSeen(b, seen, id)
+			lat = append(lat, time.Since(created))
+		}
+	}
+	reportPercentiles(b, "converge", lat)
+}
+
+// waitSeen reads ids from seen until id comes.
+func waitSeen(b *testing.B, seen <-chan string, id string) {
+	b.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case got, ok := <-seen:
+			if !ok {
+				b.Fatal("node a's event stream ended")
+			}
+			if got == id {
+				return
+			}
+		case <-timeout:
+			b.Fatalf("pane %s never showed on node a", id)
+		}
+	}
+}
