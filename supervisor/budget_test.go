@@ -425,6 +425,21 @@ func TestRefusedEndsTheTurn(t *testing.T) {
 // passes the budget by at most one request's — not by the 49 others that
 // all saw the budget not reached yet (all 50 used to go through).
 func TestBudgetUnderConcurrency(t *testing.T) {
+	r := budgetRush(t, 50)
+	if r.spent > r.budget+r.worst || r.ok == 0 || r.refused == 0 {
+		t.Fatalf("spent $%.4f of $%.2f (one request at most $%.4f): %d answered, %d refused", r.spent, r.budget, r.worst, r.ok, r.refused)
+	}
+}
+
+// rush is what budgetRush saw.
+type rush struct {
+	spent, budget, worst float64
+	ok, refused          int64
+}
+
+// budgetRush sends n model requests at once (each 200 ms upstream, up to
+// 1,000 output tokens) from a pane with a $0.05 budget.
+func budgetRush(t testing.TB, n int) rush {
 	r := newTruthRig(t)
 	r.up.hold = 200 * time.Millisecond
 	r.up.then(cannedAnswer{200, `{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":1000}}`})
@@ -435,7 +450,7 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[{"role":"user","content":"go"}]}`
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int64
-	for range 50 {
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -460,11 +475,27 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	worst := r.s.worstCase("claude-sonnet-4-5", len(body), 1000)
 	spent, _ := r.s.spend(r.id)
-	if spent > budget+worst || ok.Load() == 0 || refused.Load() == 0 {
-		t.Fatalf("spent $%.4f of $%.2f (one request at most $%.4f): %d answered, %d refused", spent, budget, worst, ok.Load(), refused.Load())
+	return rush{spent: spent, budget: budget, worst: r.s.worstCase("claude-sonnet-4-5", len(body), 1000), ok: ok.Load(), refused: refused.Load()}
+}
+
+// BenchmarkBudgetRush: TestBudgetUnderConcurrency's 50 requests at once,
+// reported: how far the spend passed the budget beyond one request's
+// worst cost (overspend, the target 0), the spend against the budget.
+func BenchmarkBudgetRush(b *testing.B) {
+	var worst rush
+	over := 0.0
+	for b.Loop() {
+		r := budgetRush(b, 50)
+		if o := max(0, r.spent-r.budget-r.worst); o >= over {
+			over, worst = o, r
+		}
 	}
+	b.ReportMetric(over, "overspend-usd")
+	b.ReportMetric(worst.spent, "spent-usd")
+	b.ReportMetric(worst.budget, "budget-usd")
+	b.ReportMetric(float64(worst.ok), "answered")
+	b.ReportMetric(float64(worst.refused), "refused")
 }
 
 // TestTeamBudgetHoldsRequestsInFlight: the requests in flight of all a

@@ -24,11 +24,34 @@ const DefaultMaxBodiesInFlight = 256 << 20
 // connection and its room.
 const DefaultBodyTimeout = 60 * time.Second
 
+// parseCost is how many times its length a body weighs while the gateway
+// reads what it needs from it: the body, the decoder's copies of its
+// messages, and the text of the last one.
+const parseCost = 3
+
+// room is a request's share of the body bytes in flight.
+type room struct {
+	g    *Gateway
+	held int64
+}
+
+// shrink gives back what the request holds beyond n.
+func (r *room) shrink(n int64) {
+	if n < r.held {
+		r.g.bodies.Release(r.held - n)
+		r.held = n
+	}
+}
+
+// release gives back all of it.
+func (r *room) release() { r.shrink(0) }
+
 // readBody reads the request body within the body timeout, after taking
-// room for it in the bytes in flight (its length, or maxBody when it does
-// not say; what it did not use is given back once read); release gives
-// the rest back, at the exchange's end.
-func (x *exchange) readBody() (body []byte, release func(), err error) {
+// room for it in the bytes in flight: parseCost times its length (or
+// maxBody when it does not say), at most all the room there is. What it
+// did not use is given back once read; the caller shrinks the room to
+// the body once it is inspected, and releases it at the exchange's end.
+func (x *exchange) readBody() (body []byte, r *room, err error) {
 	n := int64(maxBody)
 	if x.r.ContentLength >= 0 && x.r.ContentLength < n {
 		n = x.r.ContentLength
@@ -36,11 +59,11 @@ func (x *exchange) readBody() (body []byte, release func(), err error) {
 	limit := x.g.cfg.BodyTimeout
 	ctx, cancel := context.WithTimeout(x.r.Context(), limit)
 	defer cancel()
-	if err := x.g.bodies.Acquire(ctx, n); err != nil {
-		return nil, func() {}, fmt.Errorf("no room for the body within %s (other requests hold %d MiB)", limit, x.g.cfg.MaxBodiesInFlight>>20)
+	r = &room{g: x.g, held: min(n*parseCost, x.g.cfg.MaxBodiesInFlight)}
+	if err := x.g.bodies.Acquire(ctx, r.held); err != nil {
+		r.held = 0
+		return nil, r, fmt.Errorf("no room for the body within %s (other requests hold %d MiB)", limit, x.g.cfg.MaxBodiesInFlight>>20)
 	}
-	held := n
-	release = func() { x.g.bodies.Release(held) }
 	rc := http.NewResponseController(x.w)
 	_ = rc.SetReadDeadline(time.Now().Add(limit))
 	buf := bytes.NewBuffer(make([]byte, 0, n+1))
@@ -49,16 +72,13 @@ func (x *exchange) readBody() (body []byte, release func(), err error) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The deadline stays: the server drops the rest of the body under
 		// it, then hangs up.
-		return nil, release, fmt.Errorf("the body did not arrive within %s", limit)
+		return nil, r, fmt.Errorf("the body did not arrive within %s", limit)
 	case err != nil:
-		return nil, release, err
+		return nil, r, err
 	}
 	_ = rc.SetReadDeadline(time.Time{}) // a stream's answer is not cut
-	if used := int64(buf.Len()); used < held {
-		x.g.bodies.Release(held - used)
-		held = used
-	}
-	return buf.Bytes(), release, nil
+	r.shrink(int64(buf.Len()) * parseCost)
+	return buf.Bytes(), r, nil
 }
 
 // clipPath is a request path for a log line: at most 200 bytes.
@@ -155,13 +175,14 @@ func (x *exchange) serve() {
 		writeError(x.w, x.route.api, http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
 		return
 	}
-	body, release, err := x.readBody()
-	defer release()
+	body, room, err := x.readBody()
+	defer room.release()
 	if err != nil {
 		writeError(x.w, x.route.api, http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
 		return
 	}
 	body, inject := x.inspect(body)
+	room.shrink(int64(len(body))) // what it read of the body is garbage now
 	release, refused := x.overBudget(len(body))
 	if refused {
 		return

@@ -247,7 +247,7 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 }
 
 // startRigCfg is startRigTo with the gateway's config changed by tweak.
-func startRigCfg(t *testing.T, tp *tap, up Upstreams, creds map[string]string, tweak func(*Config)) *rig {
+func startRigCfg(t testing.TB, tp *tap, up Upstreams, creds map[string]string, tweak func(*Config)) *rig {
 	t.Helper()
 	if creds == nil {
 		creds = map[string]string{"ANTHROPIC_API_KEY": anthKey, "OPENAI_API_KEY": openaiKey}
@@ -315,7 +315,7 @@ func (rg *rig) post(t *testing.T, path string, header http.Header, body any) (*h
 
 // serveUntilCleanup serves gw until the test ends, then closes it and
 // checks that both Close and Serve ended cleanly.
-func serveUntilCleanup(t *testing.T, gw *Gateway) {
+func serveUntilCleanup(t testing.TB, gw *Gateway) {
 	t.Helper()
 	served := make(chan error, 1)
 	go func() { served <- gw.Serve() }()
