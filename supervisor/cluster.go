@@ -71,11 +71,12 @@ type cluster struct {
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
-	on    bool                   // started: a shared database
-	nodes map[string]schema.Node // the other nodes, as last read
-	rows  map[string]schema.Pane // their panes, as last read, by id
-	peers map[string]*peer       // watchers of the nodes with an address
-	trips map[string]trip        // transports for forwarding, by address
+	on    bool                     // started: a shared database
+	nodes map[string]schema.Node   // the other nodes, as last read
+	rows  map[string]schema.Pane   // their panes, as last read, by id
+	peers map[string]*peer         // watchers of the nodes with an address
+	trips map[string]trip          // transports for forwarding, by address
+	gone  map[string]chan struct{} // closed when the node's lease is seen lapsed (lapses)
 	// nudged asks the heartbeat goroutine to reread the cluster now (a
 	// peer lost: its node may have come back at another address).
 	nudged chan struct{}
@@ -84,7 +85,7 @@ type cluster struct {
 func newCluster(s *Supervisor, node string, l Listen) *cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &cluster{s: s, node: node, token: l.Token, tlsConf: peerTLS(l, s.log), log: s.log.WithField("node", node),
-		ctx: ctx, cancel: cancel, nodes: map[string]schema.Node{}, rows: map[string]schema.Pane{}, peers: map[string]*peer{}, trips: map[string]trip{}, nudged: make(chan struct{}, 1)}
+		ctx: ctx, cancel: cancel, nodes: map[string]schema.Node{}, rows: map[string]schema.Pane{}, peers: map[string]*peer{}, trips: map[string]trip{}, gone: map[string]chan struct{}{}, nudged: make(chan struct{}, 1)}
 }
 
 // peerTLS is how this node dials the others: TLS when it serves TLS
@@ -152,6 +153,10 @@ func (c *cluster) close() {
 	c.cancel()
 	c.mu.Lock()
 	on := c.on
+	for name, ch := range c.gone {
+		close(ch)
+		delete(c.gone, name)
+	}
 	peers := make([]*peer, 0, len(c.peers))
 	for _, p := range c.peers {
 		peers = append(peers, p)
@@ -274,6 +279,7 @@ func (c *cluster) refresh() {
 	c.mu.Lock()
 	changed := c.rowsChangedLocked(others)
 	c.nodes, c.rows = byName, others
+	c.goneLocked(time.Now())
 	var stale []*peer
 	for name, p := range c.peers {
 		// A peer whose lease lapsed while its stream looks up is asked
@@ -296,6 +302,33 @@ func (c *cluster) refresh() {
 	}
 	for _, id := range changed {
 		c.s.paneChanged(id)
+	}
+}
+
+// lapses is closed once node name's lease is seen lapsed (or the node is
+// gone from the table): a stream forwarded to it ends then.
+func (c *cluster) lapses(name string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.gone[name]
+	if !ok {
+		ch = make(chan struct{})
+		if c.ctx.Err() != nil {
+			close(ch)
+			return ch
+		}
+		c.gone[name] = ch
+	}
+	return ch
+}
+
+// goneLocked closes lapses' channels of the nodes whose lease lapsed.
+func (c *cluster) goneLocked(now time.Time) {
+	for name, ch := range c.gone {
+		if n, ok := c.nodes[name]; !ok || c.lapsed(n, now) != "" {
+			close(ch)
+			delete(c.gone, name)
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -202,6 +204,23 @@ func TestClusterNodeStopped(t *testing.T) {
 	if _, err := a.c.Screen(ctx, sw.ID, 0); err != nil {
 		t.Fatalf("a forwarded screen: %v", err)
 	}
+	// A forwarded stream, open when the node stops.
+	pctx, pcancel := context.WithTimeout(ctx, 90*time.Second)
+	defer pcancel()
+	preview, err := a.c.Preview(pctx, sw.ID, 5)
+	if err != nil {
+		t.Fatalf("a forwarded preview: %v", err)
+	}
+	defer preview.Close()
+	lines := bufio.NewReader(preview)
+	if _, err := lines.ReadString('\n'); err != nil {
+		t.Fatalf("the forwarded preview's first screen: %v", err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, lines)
+		ended <- err
+	}()
 	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +238,7 @@ func TestClusterNodeStopped(t *testing.T) {
 	// Far longer than the bound: a hang shows as this context's deadline.
 	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
-	_, err := a.c.Screen(sctx, sw.ID, 0)
+	_, err = a.c.Screen(sctx, sw.ID, 0)
 	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
 		t.Fatalf("a forwarded screen to a stopped node: %v (context: %v)", err, sctx.Err())
 	}
@@ -235,5 +254,15 @@ func TestClusterNodeStopped(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the stopped node's pane is not unreachable: %+v", ps)
 		}
+	}
+	// The forwarded stream ends too (the lease is seen lapsed at the next
+	// reread of the cluster, within 10 s).
+	select {
+	case <-ended:
+		if pctx.Err() != nil {
+			t.Fatal("the forwarded preview ran until the test's own deadline")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the forwarded preview of a stopped node's pane never ends")
 	}
 }

@@ -21,8 +21,10 @@ import (
 // hook, and /api/budgets/{id} — is forwarded to that node's supervisor over its cluster API, with
 // the cluster secret; its answer (a stream too) comes back as it is. A
 // node that does not answer is an error at once (its lease lapsed, or it
-// refuses the connection) or after the dial timeout, never a hang. A
-// forwarded request is never forwarded again.
+// refuses the connection), after the dial timeout, or after the first
+// byte's bound (a plain call); a stream or long poll ends when the node's
+// lease is seen lapsed — never a hang. A forwarded request is never
+// forwarded again.
 
 // forwardedHeader marks a forwarded request with the node it came from.
 const forwardedHeader = "X-Cicy-Forwarded-By"
@@ -148,7 +150,23 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		writeErr(w, failedErr("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
 	}
-	rt, scheme := c.transport(n.Addr, plainCall(r))
+	plain := plainCall(r)
+	rt, scheme := c.transport(n.Addr, plain)
+	if !plain {
+		// A stream or long poll ends when the node's lease lapses: a node
+		// whose process is stopped holds its connections open and silent.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		gone := c.lapses(n.Name)
+		go func() {
+			select {
+			case <-gone:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		r = r.WithContext(ctx)
+	}
 	target := &url.URL{Scheme: scheme, Host: n.Addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
