@@ -31,6 +31,7 @@
 // `list-panes -a` when tmux reports a change (and slowly as a safety net),
 // and a pane's methods ask tmux (capture-pane, send-keys,
 // paste-buffer). Its state machine is guarded by a mutex held only while
-// the machine moves. Every tmux command goes through a TmuxRunner
-// (tmuxrun.go), which gives it a deadline.
+// the machine moves. Every one-off tmux command goes through a TmuxRunner
+// (tmuxrun.go), which gives it a deadline; the control-mode client is one
+// long-lived tmux process of its own, restarted when it ends.
 package pane
