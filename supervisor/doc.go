@@ -23,8 +23,9 @@
 //
 //	models     CLI agents reach their model through the gateway (package gateway, gateway.go):
 //	           a token per pane, the real keys added there, usage and cost into the ledger,
-//	           budgets held per request (budget.go); CLI masters lead through the MCP server
-//	           (mcp.go); cicy agents call their provider in process
+//	           budgets held per request (budget.go); CLI masters lead through the team tools
+//	           (teamtools.go), which `cicy-agent mcp` serves them over MCP; cicy agents call
+//	           their provider in process
 //
 //	nodes      with PostgreSQL the supervisor is one node of a cluster (cluster.go, peer.go):
 //	           it renews its lease, follows the other nodes' panes through their event streams,
