@@ -111,7 +111,7 @@ func (e *env) tasksCmd() *cli.Command {
 		Flags: []cli.Flag{jsonFlag, &cli.StringFlag{Name: "pane", Usage: "only the tasks from or to `PANE`"}},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
-				return usagef("unknown tasks subcommand %q; see 'cicy-agent tasks --help'", c.Args().First())
+				return unknownCommand(c.Args().First(), "tasks", c.Command.Subcommands)
 			}
 			cl, err := client(c)
 			if err != nil {
