@@ -77,6 +77,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			sub.OnUsageError = onUsageError
 		}
 	}
+	e.completePanes(app.Commands)
 	return app
 }
 
