@@ -54,6 +54,10 @@ type Budget struct {
 // budget_usd removes it.
 type BudgetRequest struct {
 	BudgetUSD *float64 `json:"budget_usd"`
+	// Create sets a team's budget though the team is not known yet (no
+	// pane of it, no budget of it): without it, a team name is refused
+	// unless known, so that a mistyped one is not a new team.
+	Create bool `json:"create,omitempty"`
 }
 
 // TeamName returns the team a budget reference names ("team:NAME"), or

@@ -468,11 +468,11 @@ func (c *Client) Budget(ctx context.Context, ref string) (Budget, error) {
 	return out, err
 }
 
-// SetBudget sets a budget (see Budget for ref), or removes it when usd is
-// nil, and reports it.
-func (c *Client) SetBudget(ctx context.Context, ref string, usd *float64) (Budget, error) {
+// SetBudget sets a budget (see Budget for ref), or removes it when
+// req.BudgetUSD is nil, and reports it.
+func (c *Client) SetBudget(ctx context.Context, ref string, req BudgetRequest) (Budget, error) {
 	var out Budget
-	err := c.do(ctx, http.MethodPut, "/api/budgets/"+seg(ref), BudgetRequest{BudgetUSD: usd}, &out)
+	err := c.do(ctx, http.MethodPut, "/api/budgets/"+seg(ref), req, &out)
 	return out, err
 }
 

@@ -32,10 +32,12 @@ type Problem struct {
 }
 
 // ReindexResult is `memory reindex --json`: MEMORY.md rebuilt from the
-// memory files, how many it lists, and the files it skipped.
+// memory files, how many it lists, how many were archived (more than 120
+// go to _archive/ until 100 remain), and the files it skipped.
 type ReindexResult struct {
 	Pane     string    `json:"pane"`
 	Memories int       `json:"memories"`
+	Archived int       `json:"archived"`
 	Problems []Problem `json:"problems"`
 	Index    string    `json:"index"` // the path of MEMORY.md
 }

@@ -4,8 +4,8 @@
 # utime+stime of /proc/<pid>/stat.
 #   make build && scripts/bench-idle-cpu.sh                  # 20 bash panes on PTYs
 #   BACKEND=tmux PANES=30 scripts/bench-idle-cpu.sh          # bash panes in tmux
-#   BACKEND=tmux PANES=30 TYPES="claude codex opencode" \
-#     PATH=$HOME/.cache/cicy-agent/clis/node_modules/.bin:$PATH scripts/bench-idle-cpu.sh
+#   BACKEND=tmux PANES=30 TYPES="claude codex opencode" scripts/bench-idle-cpu.sh
+#     (the CLI agents as make clis installs them: the supervisor finds them)
 # TYPES cycles through pane types (shell = bash); the CLI agents point at a
 # closed port: idle, they call no model. The tmux server's CPU is shown too.
 set -euo pipefail

@@ -6,7 +6,10 @@
 # a: the coordinator and alice on a, bob and bash1 on b (created through
 # a). The coordinator dispatches to workers on both nodes; every
 # completion reaches it. Then node b's view of the team is printed. Exits
-# 0 when the goal is done, 1 with the reason if not.
+# 0 when the goal is done, 1 with the reason if not. Both supervisors,
+# the database and the temporary folders are stopped and removed at the
+# end, also when the demo fails or is interrupted; KEEP=1 keeps them
+# running and says where.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CICY_BIN:-$root/bin/cicy-agent}
@@ -32,11 +35,18 @@ stop_all() {
   CICY_HOME="$a" "$bin" shutdown >/dev/null 2>&1 || true
   CICY_HOME="$b" "$bin" shutdown >/dev/null 2>&1 || true
   "${as[@]}" "$pgbin/pg_ctl" -D "$pg/data" -m fast stop >/dev/null 2>&1 || true
-  rm -rf "$pg"
+  rm -rf "$pg" "$work"
 }
-if [ "${KEEP:-0}" != 1 ]; then
-  trap stop_all EXIT
-fi
+finish() {
+  if [ "${KEEP:-0}" = 1 ]; then
+    echo "Kept in $work (the database in $pg); the cluster keeps running: CICY_DB='${CICY_DB:-}' CICY_HOME=$a $bin status   (node b: CICY_HOME=$b; stop: down and shutdown on both homes, then $pgbin/pg_ctl -D $pg/data stop)"
+    return
+  fi
+  stop_all
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 "${as[@]}" "$pgbin/initdb" -D "$pg/data" -U cicy -A trust >"$work/initdb.log" 2>&1
 "${as[@]}" "$pgbin/pg_ctl" -D "$pg/data" -l "$pg/postgres.log" -w \
   -o "-c listen_addresses= -c unix_socket_directories=$pg" start >/dev/null
@@ -44,7 +54,7 @@ fi
 export CICY_DB="postgres:///cicy?host=$pg&user=cicy"
 CICY_CLUSTER_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CICY_CLUSTER_TOKEN CICY_PROVIDER=script CICY_SCRIPT="$work/demo.script.yaml"
-echo "demo folder: $work (PostgreSQL at $pg, provider: script)"
+echo "demo folder: $work (PostgreSQL at $pg, provider: script; removed at the end unless KEEP=1)"
 # A client command starts its home's supervisor in the background with
 # these: node b's first (any command will do), then node a's, which
 # brings the team up.
@@ -56,7 +66,4 @@ echo "Node b's view (cicy-agent nodes, ls, tasks):"
 CICY_HOME="$b" "$bin" nodes
 CICY_HOME="$b" "$bin" ls
 CICY_HOME="$b" "$bin" tasks
-if [ "${KEEP:-0}" = 1 ]; then
-  echo "The cluster keeps running: CICY_DB='$CICY_DB' CICY_HOME=$a $bin status   (node b: CICY_HOME=$b)"
-fi
 exit $status

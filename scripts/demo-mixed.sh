@@ -14,12 +14,30 @@
 # folder; prints every task as it moves, then main's history, the tests'
 # verdict and the cost table. Exits 0 when the goal is done, all four
 # changes are on main and make test passes there; 1 with the reason if not.
+# The temporary folder is removed at the end, also when the demo fails or
+# is interrupted; KEEP=1 keeps it, with the team running, and says where.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CICY_BIN:-$root/bin/cicy-agent}
 "$root/scripts/install-clis.sh"
 export PATH="${CICY_CLI_DIR:-$HOME/.cache/cicy-agent/clis}/node_modules/.bin:$PATH"
-work=$(mktemp -d /tmp/cicy-demo-mixed.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/cicy-demo-mixed.XXXXXX")
+finish() {
+  if [ "${KEEP:-0}" = 1 ]; then
+    echo "Kept in $work; the team keeps running: CICY_HOME=$work/home $bin status   (stop: CICY_HOME=$work/home $bin down $work/mixed.yaml; then shutdown; then rm -rf $work)"
+    return
+  fi
+  CICY_HOME="$work/home" "$bin" down "$work/mixed.yaml" >/dev/null 2>&1 || true
+  CICY_HOME="$work/home" "$bin" shutdown >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# The CLI agents leave temporary files of their own (native libraries of
+# about 19 MB, sockets): in the demo's folder, they go with it.
+mkdir "$work/tmp"
+export TMPDIR="$work/tmp"
 cp "$root/examples/mixed.yaml" "$root/examples/mixed.script.yaml" "$work/"
 repo=$work/repo
 cp -r "$root/examples/demo-repo" "$repo"
@@ -37,7 +55,7 @@ export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
 # OpenAI Responses.
 unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY
 export OPENAI_BASE_URL=https://api.openai.com/v1
-echo "demo folder: $work (provider: script; the project: $repo)"
+echo "demo folder: $work (provider: script; the project: $repo; removed at the end unless KEEP=1)"
 status=0 why=
 started=$SECONDS
 "$bin" up "$work/mixed.yaml" --wait --timeout "${DEMO_TIMEOUT:-10m}" || { status=$?; why="the goal was not done"; }
@@ -70,12 +88,6 @@ fi
 echo
 echo "The cost of the team (cicy-agent usage):"
 "$bin" usage || status=$?
-if [ "${KEEP:-0}" = 1 ]; then
-  echo "The team keeps running: CICY_HOME=$CICY_HOME $bin status   (stop: CICY_HOME=$CICY_HOME $bin down $work/mixed.yaml; then shutdown)"
-else
-  "$bin" down "$work/mixed.yaml" >/dev/null 2>&1 || true
-  "$bin" shutdown
-fi
 echo
 if [ "$status" -ne 0 ]; then
   echo "demo-mixed FAILED after $((SECONDS - started)) s: ${why:-see above}" >&2

@@ -23,17 +23,51 @@ import (
 // isAgent reports whether a pane type is a CLI agent.
 func isAgent(typ string) bool { _, ok := cliagent.Lookup(typ); return ok }
 
-// findAgent resolves an agent type's program on PATH.
-func findAgent(typ string) (string, error) {
+// CLIDirVar names the folder `make clis` (scripts/install-clis.sh)
+// installs the pinned CLI agents into; without it, DefaultCLIDir under the
+// home folder.
+const (
+	CLIDirVar     = "CICY_CLI_DIR"
+	DefaultCLIDir = ".cache/cicy-agent/clis"
+)
+
+// CLIDir is the folder the pinned CLI agents are installed into, from
+// getenv: $CICY_CLI_DIR, else ~/.cache/cicy-agent/clis ("" when there is
+// no home folder either). Its programs are in node_modules/.bin.
+func CLIDir(getenv func(string) string) string {
+	if d := getenv(CLIDirVar); d != "" {
+		return d
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, DefaultCLIDir)
+}
+
+// findAgent resolves an agent type's program: on PATH, else where `make
+// clis` installs it (CLIDir), so that the pinned CLIs need no PATH change.
+func (s *Supervisor) findAgent(typ string) (string, error) {
 	k, ok := cliagent.Lookup(typ)
 	if !ok {
 		return "", usageErr("%s is not a CLI agent", typ)
 	}
-	path, err := exec.LookPath(k.Bin)
-	if err != nil {
-		return "", failedErr("%s was not found on PATH; install it with: npm install -g %s", k.Bin, k.Package)
+	if path, err := exec.LookPath(k.Bin); err == nil {
+		return path, nil
 	}
-	return path, nil
+	dir := CLIDir(s.cfg.Getenv)
+	if dir == "" {
+		return "", failedErr("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs all three)", k.Bin, DefaultCLIDir, k.Pin())
+	}
+	bin := filepath.Join(dir, "node_modules", ".bin", k.Bin)
+	if path, err := exec.LookPath(bin); err == nil {
+		return path, nil
+	}
+	return "", failedErr("%s was not found on PATH nor in %s; install the version cicy-agent is tested with: npm install --prefix %s %s (make clis in a cicy-agent checkout installs all three)",
+		k.Bin, filepath.Dir(bin), dir, k.Pin())
 }
 
 // paneDir is a pane's own folder for its agent's configuration.
@@ -61,7 +95,7 @@ type agentLaunch struct{ argv, env []string }
 // so a moved binary or a changed environment is picked up) and returns its
 // command line and extra environment.
 func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch, error) {
-	path, err := findAgent(cfg.Type)
+	path, err := s.findAgent(cfg.Type)
 	if err != nil {
 		return agentLaunch{}, err
 	}

@@ -365,10 +365,13 @@ func standing(b *api.Budget, limit float64, set bool, spent float64, unpriced []
 }
 
 // SetBudget sets the budget of a pane (by id or title) or of a team
-// (team:NAME), or removes it when usd is nil, and reports it. The panes
-// it applies to change at once: one whose budget is raised above its
-// spend is no longer refused, nor in needs-you.
-func (s *Supervisor) SetBudget(ctx context.Context, ref string, usd *float64) (api.Budget, error) {
+// (team:NAME), or removes it when req.BudgetUSD is nil, and reports it.
+// A team must exist (a pane of it, or a budget of it, is known) unless
+// req.Create is set: a mistyped name is refused, not a new team. The
+// panes it applies to change at once: one whose budget is raised above
+// its spend is no longer refused, nor in needs-you.
+func (s *Supervisor) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (api.Budget, error) {
+	usd := req.BudgetUSD
 	val := sql.NullFloat64{}
 	if usd != nil {
 		if err := api.CheckBudget(*usd); err != nil {
@@ -385,6 +388,9 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, usd *float64) (a
 	log := s.log.WithField("budget", what)
 	if name, ok := api.TeamName(ref); ok {
 		if err := api.CheckTeamName(name); err != nil {
+			return api.Budget{}, err
+		}
+		if err := s.teamExists(name, req.Create); err != nil {
 			return api.Budget{}, err
 		}
 		if err := s.store.SetTeamBudget(ctx, name, val); err != nil {
@@ -411,6 +417,39 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, usd *float64) (a
 	s.paneChanged(e.cfg.ID)
 	log.WithField("pane", e.cfg.ID).Info("Pane budget set")
 	return s.paneBudget(e), nil
+}
+
+// teamExists refuses a team no pane belongs to and no budget is set for,
+// unless create: one sentence naming the teams there are, or how to make
+// one.
+func (s *Supervisor) teamExists(name string, create bool) error {
+	teams := s.teams()
+	if create || slices.Contains(teams, name) {
+		return nil
+	}
+	known := "there is none yet: 'cicy-agent up' of a team file named " + name + " starts it"
+	if len(teams) > 0 {
+		known = "the teams are " + strings.Join(teams, ", ")
+	}
+	msg := fmt.Sprintf("no team %q (%s); give --create to set the budget of a team before it starts", name, known)
+	return &api.Error{Kind: api.KindNotFound, Message: msg}
+}
+
+// teams are the names of the teams known: those of the live panes and
+// those with a budget set, sorted.
+func (s *Supervisor) teams() []string {
+	_, teams := s.budgets.scopes()
+	s.mu.Lock()
+	for _, m := range []map[string]*entry{s.panes, s.starting} {
+		for _, e := range m {
+			if e.team != "" && !slices.Contains(teams, e.team) {
+				teams = append(teams, e.team)
+			}
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(teams)
+	return teams
 }
 
 // budgeted is a cicy pane's provider behind its budget: once the pane's
@@ -450,7 +489,7 @@ func (a *handler) budgetRoutes(mux *http.ServeMux) {
 			writeErr(w, err)
 			return
 		}
-		b, err := a.sup.SetBudget(r.Context(), r.PathValue("ref"), req.BudgetUSD)
+		b, err := a.sup.SetBudget(r.Context(), r.PathValue("ref"), req)
 		respond(w, b, err)
 	})
 }

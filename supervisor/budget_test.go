@@ -82,7 +82,18 @@ func (r *budgetRig) spend(id, model string, usd float64) {
 
 func (r *budgetRig) set(ref string, usd *float64) api.Budget {
 	r.t.Helper()
-	b, err := r.s.SetBudget(context.Background(), ref, usd)
+	return r.put(ref, api.BudgetRequest{BudgetUSD: usd})
+}
+
+// create sets the budget of a team that is not known yet.
+func (r *budgetRig) create(ref string, usd *float64) api.Budget {
+	r.t.Helper()
+	return r.put(ref, api.BudgetRequest{BudgetUSD: usd, Create: true})
+}
+
+func (r *budgetRig) put(ref string, req api.BudgetRequest) api.Budget {
+	r.t.Helper()
+	b, err := r.s.SetBudget(context.Background(), ref, req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -259,7 +270,7 @@ func TestBudgetsPersist(t *testing.T) {
 	r := newBudgetRig(t)
 	a := r.pane("a", "demo", 0.5)
 	r.set("team:demo", usd(3))
-	r.set("team:empty", usd(2))
+	r.create("team:empty", usd(2))
 	r.spend(a, sonnet, 0.6)
 	want := r.s.Refusal(a)
 	if want == "" {
@@ -293,8 +304,10 @@ func TestBudgetErrors(t *testing.T) {
 		{"team:", usd(1), api.KindUsage, `"" is not a team name`},
 		{"w-9", usd(1), api.KindNotFound, "no pane w-9"},
 		{"nosuch", nil, api.KindNotFound, "no pane nosuch"},
+		{"team:demo", usd(1), api.KindNotFound, `no team "demo" (there is none yet: 'cicy-agent up' of a team file named demo starts it); give --create`},
+		{"team:demo", nil, api.KindNotFound, `no team "demo" (there is none yet`},
 	} {
-		_, err := r.s.SetBudget(ctx, c.ref, c.usd)
+		_, err := r.s.SetBudget(ctx, c.ref, api.BudgetRequest{BudgetUSD: c.usd})
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Kind != c.kind || !strings.HasPrefix(ae.Message, c.msg) || strings.Contains(ae.Message, "\n") {
 			t.Errorf("SetBudget(%s, %v) = %v; want %s %q", c.ref, c.usd, err, c.kind, c.msg)
@@ -351,24 +364,24 @@ func checkBudgetRoutes(t *testing.T, c *api.Client, id string) {
 	if err != nil || b.Scope != "pane" || b.Name != id || b.Title != "sh" || *b.BudgetUSD != 0.25 || *b.LeftUSD != 0.25 || b.Team != nil {
 		t.Errorf("GET by title: %+v, %v", b, err)
 	}
-	if b, err = c.SetBudget(ctx, "team:demo", usd(5)); err != nil || b.Scope != "team" || *b.BudgetUSD != 5 {
+	if b, err = c.SetBudget(ctx, "team:demo", api.BudgetRequest{BudgetUSD: usd(5), Create: true}); err != nil || b.Scope != "team" || *b.BudgetUSD != 5 {
 		t.Errorf("PUT team: %+v, %v", b, err)
 	}
-	if b, err = c.SetBudget(ctx, id, usd(2)); err != nil || *b.BudgetUSD != 2 {
+	if b, err = c.SetBudget(ctx, id, api.BudgetRequest{BudgetUSD: usd(2)}); err != nil || *b.BudgetUSD != 2 {
 		t.Errorf("PUT pane: %+v, %v", b, err)
 	}
 	all, err := c.Budgets(ctx)
 	if err != nil || len(all) != 2 || all[0].Name != id || all[1].Name != "demo" {
 		t.Errorf("GET all: %+v, %v", all, err)
 	}
-	if b, err = c.SetBudget(ctx, id, nil); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
+	if b, err = c.SetBudget(ctx, id, api.BudgetRequest{}); err != nil || b.BudgetUSD != nil || b.LeftUSD != nil {
 		t.Errorf("PUT null: %+v, %v", b, err)
 	}
 }
 
 func checkBudgetRouteErrors(t *testing.T, c *api.Client, id string) {
 	ctx := context.Background()
-	if _, err := c.SetBudget(ctx, id, usd(0)); err == nil || err.Error() != "a budget must be more than $0 (to remove one, give none)" {
+	if _, err := c.SetBudget(ctx, id, api.BudgetRequest{BudgetUSD: usd(0)}); err == nil || err.Error() != "a budget must be more than $0 (to remove one, give none)" {
 		t.Errorf("PUT 0: %v", err)
 	}
 	if code, body := rawRequest(t, c, "PUT", "/api/budgets/"+id, "application/json", `{"usd": 1}`); code != 400 || !strings.Contains(body, "unknown field") {
@@ -376,6 +389,9 @@ func checkBudgetRouteErrors(t *testing.T, c *api.Client, id string) {
 	}
 	if code, _ := rawRequest(t, c, "GET", "/api/budgets/w-99", "", ""); code != 404 {
 		t.Errorf("GET a missing pane: %d", code)
+	}
+	if code, body := rawRequest(t, c, "PUT", "/api/budgets/team:qa", "application/json", `{"budget_usd": 1}`); code != 404 || !strings.Contains(body, `no team \"qa\" (the teams are demo)`) {
+		t.Errorf("PUT an unknown team: %d %s", code, body)
 	}
 }
 
@@ -444,7 +460,7 @@ func budgetRush(t testing.TB, n int) rush {
 	r.up.hold = 200 * time.Millisecond
 	r.up.then(cannedAnswer{200, `{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":1000}}`})
 	budget := 0.05
-	if _, err := r.s.SetBudget(context.Background(), r.id, &budget); err != nil {
+	if _, err := r.s.SetBudget(context.Background(), r.id, api.BudgetRequest{BudgetUSD: &budget}); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[{"role":"user","content":"go"}]}`

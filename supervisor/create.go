@@ -172,15 +172,11 @@ func normalizeBackend(req *api.CreateRequest) error {
 	return nil
 }
 
-// checkProgram checks that the program a terminal pane runs is there.
+// checkProgram checks that the program a shell pane runs is there (a CLI
+// agent's is found by the supervisor: findAgent).
 func checkProgram(req *api.CreateRequest) error {
-	if isAgent(req.Type) {
-		if req.Provider != "" {
-			return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
-		}
-		if _, err := findAgent(req.Type); err != nil {
-			return err
-		}
+	if isAgent(req.Type) && req.Provider != "" {
+		return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
 	}
 	if req.Type == "shell" {
 		if _, err := exec.LookPath(req.Command[0]); err != nil {

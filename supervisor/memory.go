@@ -78,13 +78,14 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 	return nil
 }
 
-// MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now.
+// MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now,
+// archiving the weakest first when there are more than the store keeps.
 func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 	_, st, err := s.memoryOf(id)
 	if err != nil {
 		return api.ReindexResult{}, err
 	}
-	problems, err := st.RebuildIndex()
+	archived, problems, err := st.Reindex()
 	if err != nil {
 		return api.ReindexResult{}, failedErr("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
 	}
@@ -92,7 +93,7 @@ func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 	if err != nil {
 		return api.ReindexResult{}, failedErr("%v", err)
 	}
-	return api.ReindexResult{Pane: id, Memories: len(ms), Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
+	return api.ReindexResult{Pane: id, Memories: len(ms), Archived: archived, Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
 }
 
 // MemoryFlush recognises the buffered turns now and waits for it.

@@ -20,7 +20,7 @@ import (
 // A shell worker whose program is a POSIX shell runs each task through a
 // small script of ours, so that the task's end, exit status and whole
 // output come from the shell itself, not from its screen going quiet
-// (the README's "Tasks" part). The pane's shell sources the script, which
+// (docs/panes-and-tasks.md, "Tasks of a shell worker"). The pane's shell sources the script, which
 //
 //   - marks the task started,
 //   - runs the task's text — a file of its own, sourced in the shell

@@ -294,6 +294,11 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
+	if isAgent(req.Type) {
+		if _, err := s.findAgent(req.Type); err != nil {
+			return api.CreateResponse{}, err
+		}
+	}
 	if req.Node != "" && req.Node != s.cfg.Node {
 		return api.CreateResponse{}, usageErr("--node %s: this supervisor is node %s, and there is no node %s in its cluster (see 'cicy-agent nodes')", req.Node, s.cfg.Node, req.Node)
 	}

@@ -108,8 +108,8 @@ type Attention struct {
 	ID     string `json:"id"` // the pane to look at
 	State  string `json:"state"`
 	Reason string `json:"reason"`
-	// Kind is waiting, error, unreachable, task_failed, all_done, budget
-	// or upstream.
+	// Kind is one of NeedKinds: waiting, error, unreachable, task_failed,
+	// all_done, budget, upstream or worker-stopped.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -134,6 +134,22 @@ const (
 	// task waits for it: nothing happens until it is restarted.
 	NeedWorkerStopped = "worker-stopped"
 )
+
+// NeedKind is a kind of attention and what it means, as the dashboard's
+// help explains it.
+type NeedKind struct{ Kind, Means string }
+
+// NeedKinds are every kind of attention, in the order they are explained.
+var NeedKinds = []NeedKind{
+	{NeedWaiting, "a pane waits for an answer (a question, a permission)"},
+	{NeedError, "a pane is in error"},
+	{NeedUnreachable, "a pane's node does not answer"},
+	{NeedTaskFailed, "a worker's last task failed"},
+	{NeedAllDone, "all the tasks of a master finished"},
+	{NeedBudget, "a pane's or its team's spend reached its budget"},
+	{NeedUpstream, "a pane's model requests keep failing upstream"},
+	{NeedWorkerStopped, "a task waits for a worker that is not running"},
+}
 
 // FailedTask is a failed task that is its worker's latest finished one: it
 // needs a person until the worker finishes a later task.

@@ -411,7 +411,7 @@ func (s *Store) Upsert(ms []Memory, now time.Time) (stored int, problems []Probl
 		taken[strings.ToLower(m.File)] = true
 		stored++
 	}
-	if err := s.archiveOverflow(); err != nil {
+	if _, err := s.archiveOverflow(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := s.rebuildIndex(); err != nil {
@@ -571,19 +571,38 @@ func (s *Store) archive(name string) error {
 
 // archiveOverflow: more than MaxMemories memories → move the weakest
 // (lowest salience, then oldest Updated — the tail of the index order) to
-// _archive/ until KeepMemories remain. The caller holds the lock.
-func (s *Store) archiveOverflow() error {
+// _archive/ until KeepMemories remain; it returns how many moved. The
+// caller holds the lock.
+func (s *Store) archiveOverflow() (int, error) {
 	ms, _, err := s.List()
 	if err != nil || len(ms) <= MaxMemories {
-		return err
+		return 0, err
 	}
+	moved := 0
 	var errs []error
 	for _, m := range ms[KeepMemories:] {
 		if err := s.archive(m.File); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		moved++
 	}
-	return errors.Join(errs...)
+	return moved, errors.Join(errs...)
+}
+
+// Reindex applies the store's rules to the files as they are — more than
+// MaxMemories (written by hand, say) moves the weakest to _archive/ until
+// KeepMemories remain, as a write does — then rebuilds MEMORY.md. It
+// returns how many it archived and the files it skipped.
+func (s *Store) Reindex() (archived int, problems []Problem, err error) {
+	unlock := s.lock()
+	defer unlock()
+	archived, err = s.archiveOverflow()
+	if err != nil {
+		return archived, nil, err
+	}
+	problems, err = s.rebuildIndex()
+	return archived, problems, err
 }
 
 // RebuildIndex writes MEMORY.md: one line per memory

@@ -349,6 +349,50 @@ func TestArchiveOverflow(t *testing.T) {
 	}
 }
 
+// Memory files added by hand past the limit are brought down to
+// KeepMemories by Reindex, the weakest archived, as a write does.
+func TestReindexArchivesOverflow(t *testing.T) {
+	t.Parallel()
+	s := Open(t.TempDir())
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < MaxMemories+5; i++ {
+		m := Memory{MemID: fmt.Sprintf("fact_%03d", i), Type: "fact", Content: fmt.Sprintf("c%d", i), Salience: 2, Updated: t0.Add(time.Duration(i) * time.Minute)}
+		if i < 10 {
+			m.Salience = 5
+		}
+		m.File = m.MemID + ".md"
+		if err := os.WriteFile(filepath.Join(s.Dir, m.File), format(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archived, probs, err := s.Reindex()
+	if err != nil || len(probs) != 0 || archived != MaxMemories+5-KeepMemories {
+		t.Fatalf("Reindex: %d archived, %v, %v", archived, probs, err)
+	}
+	ms, _, _ := s.List()
+	if len(ms) != KeepMemories {
+		t.Fatalf("%d memories left", len(ms))
+	}
+	// The salience-5 ones and the newest of salience 2 stay; the oldest go.
+	for _, id := range []string{"fact_000", "fact_009", "fact_124", "fact_035"} {
+		if _, err := s.Get(id); err != nil {
+			t.Errorf("%s archived: %v", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, ArchiveDir, "fact_010.md")); err != nil {
+		t.Errorf("the oldest of the weakest is not in %s: %v", ArchiveDir, err)
+	}
+	if n := len(strings.Split(strings.TrimSpace(s.Index()), "\n")); n != KeepMemories {
+		t.Errorf("the index has %d lines", n)
+	}
+	// Within the limit, nothing moves.
+	if archived, _, err := s.Reindex(); archived != 0 || err != nil {
+		t.Errorf("again: %d archived, %v", archived, err)
+	}
+}
+
 func TestCorruptFilesSkipped(t *testing.T) {
 	s := Open(t.TempDir())
 	mustUpsert(t, s, t0, Memory{MemID: "fact_good", Title: "Good", Content: "kept"})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -77,6 +78,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			sub.OnUsageError = onUsageError
 		}
 	}
+	e.completePanes(app.Commands)
 	return app
 }
 
@@ -564,7 +566,7 @@ func (e *env) sendCmd() *cli.Command {
 			&cli.BoolFlag{Name: "no-enter", Usage: "type the text without pressing Enter"},
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait and print the result: a cicy pane's answer, a terminal pane's new output once quiet"},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the turn goes on)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME`, e.g. 90s or 10m (exit 1; the turn goes on)", DefaultText: "0, which means no timeout"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -729,6 +731,13 @@ func (e *env) statusCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "topology and completion: masters, their workers, untracked panes, what needs you",
+		Description: "Each master with how many of its tasks are done, then its workers: state, why, the\n" +
+			"task each works on and for how long, tokens and the share read from the cache. Then the\n" +
+			"workers without a master, the untracked panes (a free-text role), and what needs you:\n" +
+			"one line per pane with its state (or its kind, for budget, upstream and worker-stopped)\n" +
+			"and why. --json gives each its kind:\n" +
+			strings.Join(dashboard.NeedKindLines("  "), "\n") + "\n" +
+			"--watch prints it again each time the team changes, until Ctrl-C.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print it again each time the team changes (with --json: one document per line)"}},
 		Action: func(c *cli.Context) error {

@@ -18,27 +18,34 @@ func (e *env) budgetCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "budget",
 		Usage:     "show or set the spending limit of a pane or a team",
-		ArgsUsage: "[<pane>|team:<name> [<usd>|none]]",
+		ArgsUsage: "[<pane>|team:<name> [<usd>|none]] [--create]",
 		Description: "A budget is in US dollars at the price table (the cost 'usage' shows). A pane's spend is\n" +
 			"the cost of its model calls; a team's is the sum of its live panes' (the team a pane came\n" +
 			"from with 'up': the team file's name). Once a spend reaches its budget, the pane's next\n" +
 			"model request (every team pane's) is refused with an error its agent shows, naming the\n" +
 			"budget and this command, and the pane is in 'status' under needs you (kind budget) until\n" +
 			"the budget is raised. Nothing is sent to the model, and nothing is retried.\n" +
+			"A team's budget is set only for a team there is (a pane of it, or a budget of it), so that\n" +
+			"a mistyped name is refused; --create sets it for a team not started yet.\n" +
 			"Calls of a model with no price cannot be counted: the budget names such models.\n\n" +
 			"Examples:\n" +
-			"  cicy-agent budget                   # every budget set\n" +
-			"  cicy-agent budget w-3               # w-3's budget (and its team's), spend and what is left\n" +
-			"  cicy-agent budget build 2.50        # set the budget of the pane titled build to $2.50\n" +
-			"  cicy-agent budget team:demo 10      # set team demo's budget to $10\n" +
-			"  cicy-agent budget w-3 none          # remove w-3's budget (0 is not a budget)",
+			"  cicy-agent budget                    # every budget set\n" +
+			"  cicy-agent budget w-3                # w-3's budget (and its team's), spend and what is left\n" +
+			"  cicy-agent budget build 2.50         # set the budget of the pane titled build to $2.50\n" +
+			"  cicy-agent budget team:demo 10       # set team demo's budget to $10\n" +
+			"  cicy-agent budget team:qa 5 --create # set the budget of team qa before 'up' starts it\n" +
+			"  cicy-agent budget w-3 none           # remove w-3's budget (0 is not a budget)",
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "create", Usage: "set the budget of a team that is not known yet (no pane of it, no budget of it)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the budget document (a list without arguments) for scripts: docs/http-api.md"},
 		},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 0, 2, "[<pane>|team:<name> [<usd>|none]] [--json]")
+			a, err := args(c, 0, 2, "[<pane>|team:<name> [<usd>|none]] [--create] [--json]")
 			if err != nil {
 				return err
+			}
+			if c.Bool("create") && (len(a) != 2 || !strings.HasPrefix(a[0], api.TeamRef)) {
+				return usagef("--create is for setting a team's budget: cicy-agent budget team:<name> <usd> --create")
 			}
 			if len(a) > 0 {
 				if name, ok := api.TeamName(a[0]); ok {
@@ -67,7 +74,7 @@ func (e *env) budgetCmd() *cli.Command {
 				out = []api.Budget{b}
 			default:
 				var b api.Budget
-				b, err = cl.SetBudget(c.Context, a[0], amount)
+				b, err = cl.SetBudget(c.Context, a[0], api.BudgetRequest{BudgetUSD: amount, Create: c.Bool("create")})
 				out = []api.Budget{b}
 			}
 			if err != nil {

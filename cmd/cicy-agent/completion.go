@@ -1,16 +1,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Shell completion is urfave/cli's: the app answers a command line ending
 // in --generate-bash-completion with the words that may come next
 // (subcommands, or the flags of the command when the word starts with
-// "-"). The bash and zsh scripts below ask it; fish gets the app's own
-// generated completions.
+// "-"; a pane where the command takes one: see completePanes). The bash
+// and zsh scripts below ask it; fish gets the app's own generated
+// completions (commands and flags).
 
 const bashCompletion = `# bash completion for cicy-agent. Load it in this shell with
 #   source <(cicy-agent completion bash)
@@ -80,3 +88,91 @@ func (e *env) completionCmd() *cli.Command {
 		},
 	}
 }
+
+// paneFlags are the flags whose value is a pane.
+var paneFlags = []string{"to", "master", "pane"}
+
+// completePanes makes every command that takes a pane complete one: its
+// first argument (every argument for view's [pane…]) and the value of
+// --to, --master and --pane complete to the panes' ids and one-word
+// titles, asked of the running supervisor. With none running (or none
+// answering within a second) nothing is started and nothing is offered.
+func (e *env) completePanes(cmds []*cli.Command) {
+	for _, c := range cmds {
+		e.completePanes(c.Subcommands)
+		many := strings.HasPrefix(c.ArgsUsage, "[pane…]")
+		first := many || strings.HasPrefix(c.ArgsUsage, "<pane>") || strings.HasPrefix(c.ArgsUsage, "[<pane>") ||
+			strings.HasPrefix(c.ArgsUsage, "<task|pane>")
+		var flags []string
+		for _, f := range c.Flags {
+			if slices.Contains(paneFlags, f.Names()[0]) {
+				flags = append(flags, "--"+f.Names()[0], "-"+f.Names()[0])
+			}
+		}
+		if !first && len(flags) == 0 {
+			continue
+		}
+		def := cli.DefaultCompleteWithFlags(c)
+		c.BashComplete = func(ctx *cli.Context) {
+			// The word before the one completed, as urfave/cli reads it.
+			last := ""
+			if len(os.Args) > 2 {
+				last = os.Args[len(os.Args)-2]
+			}
+			switch {
+			case slices.Contains(flags, last):
+				e.printPanes(ctx)
+			case strings.HasPrefix(last, "-"):
+				def(ctx)
+			case first && (many || ctx.NArg() == 0):
+				e.printPanes(ctx)
+			default:
+				def(ctx)
+			}
+		}
+	}
+}
+
+// printPanes prints the ids of the panes of the running supervisor, and
+// the titles that name one pane and are one shell word (a title with a
+// space is typed quoted, which bash's word list cannot offer); zsh (its script
+// sets $0 to zsh) gets each with what it is.
+func (e *env) printPanes(c *cli.Context) {
+	h, err := home(c)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Context, time.Second)
+	defer cancel()
+	panes, err := api.NewClient(h).List(ctx) // never Ensure: completion starts nothing
+	if err != nil {
+		return
+	}
+	zsh := strings.HasSuffix(os.Getenv("0"), "zsh")
+	titles := map[string]int{}
+	for _, p := range panes {
+		titles[p.Title]++
+	}
+	for _, p := range panes {
+		if zsh {
+			fmt.Fprintf(e.stdout, "%s:%s (%s)\n", p.ID, zshEscape(p.Title), p.Type)
+		} else {
+			fmt.Fprintln(e.stdout, p.ID)
+		}
+	}
+	for _, p := range panes {
+		// A title names a pane only when one pane has it and it does
+		// not read as an id (paneRef).
+		if titles[p.Title] != 1 || p.Title == "" || strings.HasPrefix(p.Title, "w-") || strings.ContainsAny(p.Title, " \t\n'\"\\$`;&|<>()*?[]{}!#~:=") {
+			continue
+		}
+		if zsh {
+			fmt.Fprintf(e.stdout, "%s:%s\n", p.Title, p.ID)
+		} else {
+			fmt.Fprintln(e.stdout, p.Title)
+		}
+	}
+}
+
+// zshEscape makes text safe as a _describe description.
+func zshEscape(s string) string { return strings.ReplaceAll(s, ":", "\\:") }

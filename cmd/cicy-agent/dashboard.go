@@ -27,8 +27,8 @@ func (e *env) dashboardCmd() *cli.Command {
 		Usage: "the live terminal dashboard: panes, topology and completion, recent tasks, a preview",
 		Description: "Updated by the supervisor's event stream, not by polling. Keys: ↑↓ or j/k select,\n" +
 			"Enter attaches (detaching comes back), s sends, d dispatches, c compacts, x kills,\n" +
-			"? help, q quits. Lines marked ! need you (a pane waiting or in error, a failed task,\n" +
-			"a master whose tasks all finished) and ring the bell when they appear.",
+			"? help, q quits. Lines marked ! need you, and ring the bell when they appear; the\n" +
+			"kinds (as 'status' names them):\n" + strings.Join(dashboard.NeedKindLines("  "), "\n"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "bell", Value: true, Usage: "ring the terminal bell when something new needs you (--bell=false: silent)", EnvVars: []string{"CICY_DASHBOARD_BELL"}},
 		},

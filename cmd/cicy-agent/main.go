@@ -43,15 +43,22 @@ func failf(format string, a ...any) error { return &failure{fmt.Sprintf(format, 
 // written any error as one line on stderr.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	var unknown string
-	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
+	var unknown error
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		cmds := app.Commands
+		parent := commandPath(c)
+		if parent != "" {
+			cmds = c.Command.Subcommands
+		}
+		unknown = unknownCommand(name, parent, cmds)
+	}
 	if len(args) == 0 || args[len(args)-1] != "--generate-bash-completion" {
 		// A completion request stays as typed: its flag must be last.
 		args = permuteArgs(app, args)
 	}
 	err := app.Run(args)
-	if unknown != "" && err == nil {
-		err = usagef("unknown command %q; see 'cicy-agent --help'", unknown)
+	if unknown != nil && err == nil {
+		err = unknown
 	}
 	return report(err, stderr)
 }
@@ -88,15 +95,19 @@ func report(err error, stderr io.Writer) int {
 // status 2 instead of a help dump.
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	msg := err.Error()
+	where := "cicy-agent"
+	var flags []cli.Flag
+	if c.Command != nil {
+		flags = c.Command.Flags
+	}
+	if p := commandPath(c); p != "" {
+		where += " " + p
+	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		if !strings.HasPrefix(name, "--") && len(name) > 2 {
 			name = "-" + name // the flag package drops one dash of --name
 		}
-		msg = "unknown flag " + name
-	}
-	where := "cicy-agent"
-	if c.Command != nil && c.Command.Name != "" {
-		where += " " + c.Command.Name
+		msg = unknownFlag(name, flags)
 	}
 	return usagef("%s; see '%s --help'", msg, where)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
 
 // memoryCmd is `memory ls/show/flush/reindex/rm`: a cicy pane's long-term memory,
@@ -109,8 +111,11 @@ func (e *env) memoryCmd() *cli.Command {
 				},
 			},
 			{
-				Name:      "reindex",
-				Usage:     "rebuild MEMORY.md (the index every request carries) from the memory files now; hand edits are also picked up by themselves before the next request",
+				Name:  "reindex",
+				Usage: "rebuild MEMORY.md (the index every request carries) from the memory files now; hand edits are also picked up by themselves before the next request",
+				Description: fmt.Sprintf("More than %d memory files (added by hand, say) are brought down to %d first, as a\n"+
+					"write does: the weakest (lowest salience, then oldest) move to %s/, never deleted.",
+					memory.MaxMemories, memory.KeepMemories, memory.ArchiveDir),
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
@@ -130,6 +135,10 @@ func (e *env) memoryCmd() *cli.Command {
 							noun = "memory"
 						}
 						fmt.Fprintf(e.stdout, "%s rebuilt: it lists %d %s\n", r.Index, r.Memories, noun)
+						if r.Archived > 0 {
+							fmt.Fprintf(e.stdout, "%d archived to %s: more than %d memories, so the weakest moved until %d remain\n",
+								r.Archived, filepath.Join(filepath.Dir(r.Index), memory.ArchiveDir), memory.MaxMemories, memory.KeepMemories)
+						}
 						return nil
 					})
 				},

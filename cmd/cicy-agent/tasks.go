@@ -31,7 +31,7 @@ func (e *env) dispatchCmd() *cli.Command {
 			&cli.StringFlag{Name: "from", Usage: "the master `PANE` it comes from"},
 			&cli.StringFlag{Name: "file", Usage: "read the task from `FILE` (- for stdin) instead of the arguments"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task ends and print its result"},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME` (exit 1; the task goes on); 0 or none: no limit"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME`, e.g. 90s or 10m (exit 1; the task goes on)", DefaultText: "0, which means no timeout"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
@@ -111,7 +111,7 @@ func (e *env) tasksCmd() *cli.Command {
 		Flags: []cli.Flag{jsonFlag, &cli.StringFlag{Name: "pane", Usage: "only the tasks from or to `PANE`"}},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
-				return usagef("unknown tasks subcommand %q; see 'cicy-agent tasks --help'", c.Args().First())
+				return unknownCommand(c.Args().First(), "tasks", c.Command.Subcommands)
 			}
 			cl, err := client(c)
 			if err != nil {
@@ -232,7 +232,7 @@ func (e *env) waitCmd() *cli.Command {
 		Name:      "wait",
 		Usage:     "block until tasks end (exit 1 if any failed or the timeout passed)",
 		ArgsUsage: "<task-id…>",
-		Flags:     []cli.Flag{&cli.DurationFlag{Name: "timeout", Usage: "give up after `TIME`"}},
+		Flags:     []cli.Flag{&cli.DurationFlag{Name: "timeout", Usage: "give up after `TIME`, e.g. 90s or 10m", DefaultText: "0, which means no timeout"}},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() == 0 {
 				return usagef("usage: cicy-agent wait <task-id…> [--timeout D]")

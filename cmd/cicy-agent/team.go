@@ -156,11 +156,11 @@ func (e *env) teamBudget(ctx context.Context, cl *api.Client, team *topology.Tea
 		}
 		return undo, nil
 	}
-	if _, err := cl.SetBudget(ctx, ref, &team.BudgetUSD); err != nil {
+	if _, err := cl.SetBudget(ctx, ref, api.BudgetRequest{BudgetUSD: &team.BudgetUSD, Create: true}); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(e.stderr, "budget of team %s: %s\n", team.Name, api.USD(team.BudgetUSD))
-	return func() { _, _ = cl.SetBudget(context.Background(), ref, nil) }, nil
+	return func() { _, _ = cl.SetBudget(context.Background(), ref, api.BudgetRequest{Create: true}) }, nil
 }
 
 // paneBudget gives a re-used pane the file's budget when it has none; a
@@ -169,7 +169,7 @@ func (e *env) paneBudget(ctx context.Context, cl *api.Client, ex api.PaneInfo, p
 	switch {
 	case p.BudgetUSD == 0:
 	case ex.BudgetUSD == nil:
-		if _, err := cl.SetBudget(ctx, ex.ID, &p.BudgetUSD); err != nil {
+		if _, err := cl.SetBudget(ctx, ex.ID, api.BudgetRequest{BudgetUSD: &p.BudgetUSD}); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "budget of %s %s: %s\n", ex.ID, p.Title, api.USD(p.BudgetUSD))

@@ -14,7 +14,7 @@ import (
 // claude is Claude Code. Its config folder is CLAUDE_CONFIG_DIR; its
 // signals are its hooks.
 var claude = Kind{
-	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", APIs: []string{"anthropic"},
+	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout,
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },

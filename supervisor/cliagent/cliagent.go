@@ -21,8 +21,9 @@ import (
 type Kind struct {
 	Name string
 	// Bin is the program looked up on PATH; Package the npm package that
-	// installs it.
-	Bin, Package string
+	// installs it, and Version the one cicy-agent is tested with (the pin
+	// of scripts/install-clis.sh, which `make clis` runs).
+	Bin, Package, Version string
 	// EnterDelay separates typed text from the Enter that submits it
 	// (Codex turns an Enter that follows a fast paste into a newline).
 	EnterDelay time.Duration
@@ -39,6 +40,9 @@ type Kind struct {
 	// its user-level instructions.
 	guidance func(dir string) string
 }
+
+// Pin is the npm package at the tested version: what to install.
+func (k Kind) Pin() string { return k.Package + "@" + k.Version }
 
 // GuidanceAt is the guidance file the agent reads from its own config
 // folder (under the pane's folder dir): used when the workspace is a git

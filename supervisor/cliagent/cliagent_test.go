@@ -83,6 +83,23 @@ func TestLookupAndNames(t *testing.T) {
 	}
 }
 
+// The pins the missing-CLI error names are those make clis installs
+// (scripts/install-clis.sh): the versions the tests drive.
+func TestPinsMatchInstallScript(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "install-clis.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(b)
+	for _, n := range Names() {
+		k, _ := Lookup(n)
+		if k.Version == "" || !strings.Contains(script, `"`+k.Pin()+`"`) {
+			t.Errorf("%s: pin %s is not in scripts/install-clis.sh", n, k.Pin())
+		}
+	}
+}
+
 // The overrides in lite-config.json come before an agent's built-in rules;
 // a type that is not a CLI agent has only its overrides.
 func TestScreenRules(t *testing.T) {

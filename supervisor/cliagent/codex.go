@@ -17,7 +17,7 @@ import (
 // codex is OpenAI's Codex CLI. Its config folder is CODEX_HOME; its
 // signals are its hooks (in Claude Code's format) and its notify program.
 var codex = Kind{
-	Name: "codex", Bin: "codex", Package: "@openai/codex", APIs: []string{"responses"},
+	Name: "codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout,
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.

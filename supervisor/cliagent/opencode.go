@@ -18,7 +18,7 @@ import (
 // panes; its signals are the events a plugin forwards.
 var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
-	Name: "opencode", Bin: "opencode", Package: "opencode-ai", APIs: []string{"anthropic", "chat"},
+	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: "1.18.33", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
 	toolName: func(tool string) string { return MCPName + "_" + tool },

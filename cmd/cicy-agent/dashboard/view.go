@@ -744,6 +744,20 @@ func (m *Model) footer() string {
 	return st.dim.Render(fit(keys, m.width))
 }
 
+// NeedKindLines are the kinds of needs-you, one per line after indent:
+// the kind (as status names it) and what it means.
+func NeedKindLines(indent string) []string {
+	w := 0
+	for _, k := range topology.NeedKinds {
+		w = max(w, len(k.Kind))
+	}
+	out := make([]string, 0, len(topology.NeedKinds))
+	for _, k := range topology.NeedKinds {
+		out = append(out, fmt.Sprintf("%s%-*s  %s", indent, w, k.Kind, k.Means))
+	}
+	return out
+}
+
 func (m *Model) help() []string {
 	text := []string{
 		"",
@@ -759,11 +773,9 @@ func (m *Model) help() []string {
 		"   ?           this help",
 		"   q  Ctrl-C   quit (the team keeps running)",
 		"",
-		" ! lines need you: a pane waiting for an answer, in error or unreachable",
-		" (its node does not answer), a worker whose last task failed, a master",
-		" whose tasks all finished.",
-		" They ring the bell when they appear (--bell=false: silent).",
+		" ! lines need you, and ring the bell when they appear (--bell=false: silent):",
 	}
+	text = append(text, NeedKindLines("   ")...)
 	out := make([]string, 0, len(text))
 	for _, l := range text {
 		out = append(out, fit(l, m.width))
