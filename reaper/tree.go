@@ -156,16 +156,32 @@ func EndTree(root int) int {
 // so those that outlive the process (adopted by init once it ended) can
 // still be ended: a pane's stop looks while it waits for the program.
 type Tree struct {
-	root int
+	root Proc // as it was when the tree began; PID 0 if it had ended
 	seen map[int]Proc
 }
 
 // NewTree starts remembering the descendants of root.
-func NewTree(root int) *Tree { return &Tree{root: root, seen: map[int]Proc{}} }
+func NewTree(root int) *Tree {
+	p, ok := Stat(root)
+	if !ok || !p.Alive() {
+		p = Proc{}
+	}
+	return &Tree{root: p, seen: map[int]Proc{}}
+}
+
+// same reports whether p still names the process it named (the same pid
+// and start time), alive.
+func same(p Proc) bool {
+	cur, ok := Stat(p.PID)
+	return ok && cur.Start == p.Start && cur.Alive()
+}
 
 // Look adds the descendants of root alive now.
 func (t *Tree) Look() {
-	for _, d := range Descendants(t.root) {
+	if t.root.PID == 0 || !same(t.root) {
+		return // once root ended, its pid may name another process
+	}
+	for _, d := range Descendants(t.root.PID) {
 		t.seen[d.PID] = d
 	}
 }
@@ -174,9 +190,11 @@ func (t *Tree) Look() {
 // start time), with its own descendants, and what root still has.
 func (t *Tree) End() {
 	t.Look()
-	EndTree(t.root)
+	if t.root.PID != 0 && same(t.root) {
+		EndTree(t.root.PID)
+	}
 	for _, p := range t.seen {
-		if cur, ok := Stat(p.PID); !ok || cur.Start != p.Start || !cur.Alive() {
+		if !same(p) {
 			continue // gone, or its pid now names another process
 		}
 		// Its descendants first, while it still holds them.
