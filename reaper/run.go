@@ -132,7 +132,10 @@ func (r *Run) Wait(ctx context.Context) (syscall.WaitStatus, error) {
 	case st = <-got:
 	case <-ctx.Done():
 		r.End()
-		<-got // the reaper is gone, and its end of the pipe with it
+		// The read ends at the reaper's end, or now if End gave up on a
+		// reaper stuck in the kernel.
+		r.status.Close()
+		<-got
 		st.err = ctx.Err()
 	}
 	r.status.Close()
