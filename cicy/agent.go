@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/reaper"
 )
 
 // Provider streams one model call; cicy/provider implements it.
@@ -146,6 +147,9 @@ type Agent struct {
 	mem      memState
 
 	store *memory.Store // long-term memory; safe for concurrent use
+	// procs holds what the shell tool's calls left running (a server in
+	// the background) until the pane closes; safe for concurrent use.
+	procs reaper.Set
 
 	restoredFrom time.Time // updated_at of the current.json this run started from
 }
@@ -299,7 +303,8 @@ func (a *Agent) post(f func()) {
 }
 
 // Close stops the loop, cancelling a running turn (whose tools are
-// killed), and returns once the turn has written its end to disk.
+// killed), and returns once the turn has written its end to disk and
+// every process the pane's shell calls left running has been ended.
 func (a *Agent) Close() {
 	select {
 	case <-a.quit:
@@ -308,6 +313,7 @@ func (a *Agent) Close() {
 	}
 	<-a.done
 	a.jobs.Wait()
+	a.procs.End()
 }
 
 // Status is the pane's state.

@@ -10,18 +10,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/reaper"
 )
 
 // A running shell tool is recorded in .cicy/history/tool.pgid as
-// "<pgid> <leader start time> <marker>": the marker is a random value the
-// command and every process it starts carry in their environment
-// (CICY_TOOL_RUN=<marker>). The tool runs in its own process group, so
-// when the supervisor is killed (kill -9) what it started outlives it; the
-// next start kills the recorded group and every process carrying the
-// marker, whether or not the group's leader is still alive. A pid or
-// group is killed only while a process of it still carries the marker
-// (or, for a record without one, while the leader's start time matches),
-// so a reused pid is left alone.
+// "<pgid> <leader start time> <marker>". The leader is the run's reaper
+// (package reaper), a subreaper that every process of the run stays a
+// descendant of, and which ends them all itself when the supervisor dies,
+// even by kill -9. The record is for what that leaves: the next start
+// kills the reaper's whole tree if the reaper still runs, the recorded
+// group, and every process carrying the marker, a random value the
+// command and every process it starts inherit in their environment
+// (CICY_TOOL_RUN=<marker>). A pid or group is killed only while it is
+// still the run's (the leader's start time matches, or a process of it
+// still carries the marker), so a reused pid is left alone.
 
 // ToolMarkerVar names the environment variable that marks a tool's
 // processes.
@@ -81,13 +84,14 @@ func killLeftoverToolGroup(dir string) bool {
 		return false
 	}
 	leaderOurs := pgid > 1 && procStartTime(pgid) == f[1]
+	killed := leaderOurs && reaper.EndTree(pgid) > 0
 	if len(f) == 2 {
 		// A record from before markers: only a live leader proves the
 		// group is ours.
-		return leaderOurs && syscall.Kill(-pgid, syscall.SIGKILL) == nil
+		groupKilled := leaderOurs && syscall.Kill(-pgid, syscall.SIGKILL) == nil
+		return killed || groupKilled
 	}
 	marker := ToolMarkerVar + "=" + f[2] + "\x00"
-	killed := false
 	// Killing takes a moment and a process may fork meanwhile: repeat
 	// until no process carries the marker (bounded).
 	for range 50 {

@@ -1,6 +1,7 @@
 package cicy
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/reaper"
+	"github.com/cicy-ai/cicy-agent/reaper/reapertest"
 )
 
 // startGroup starts bash -c script in a process group of its own with env
@@ -106,4 +110,32 @@ func TestLeftoverToolProcessesKilledWithoutTheirLeader(t *testing.T) {
 	if !alive(stranger.Process.Pid) {
 		t.Fatal("the stranger was killed")
 	}
+}
+
+// A tool run whose reaper still runs at the next start (the death signal
+// of its supervisor did not end it): the next start ends the reaper's
+// whole tree, even a process that left the group and cleared its
+// environment, so that it carries neither the group nor the marker.
+func TestLeftoverReaperTreeKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	arg := reapertest.Arg(t)
+	run := newToolRun(dir)
+	r, err := reaper.Start(reaper.Spec{Argv: []string{"sh", "-c", "env -i setsid sleep " + arg + " >/dev/null 2>&1 &"}, Env: append(os.Environ(), run.env()...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.End)
+	run.started(r.Pid())
+	if _, err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pid := reapertest.WaitAlive(t, arg)
+	if procGroup(pid) == r.Pid() {
+		t.Fatal("the sleep did not leave the group")
+	}
+	if !killLeftoverToolGroup(dir) {
+		t.Fatal("killLeftoverToolGroup killed nothing")
+	}
+	reapertest.WaitGone(t, arg, "after the next start's cleanup")
 }

@@ -209,7 +209,7 @@ func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
 	case "shell":
 		run := newToolRun(j.a.dir())
 		defer run.done()
-		return tools.ShellWatched(j.ctx, j.a.cfg.Workspace, u.Input, run.env(), run.started)
+		return tools.ShellWatched(j.ctx, j.a.cfg.Workspace, u.Input, tools.Watch{Env: run.env(), Started: run.started, Keep: &j.a.procs})
 	case "skill":
 		return tools.Skill(filepath.Join(j.a.env.Home, "skills"), u.Input)
 	default:

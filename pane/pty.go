@@ -15,6 +15,8 @@ import (
 	"github.com/creack/pty"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"github.com/cicy-ai/cicy-agent/reaper"
 )
 
 // ErrExited is returned for input sent to a pane whose process has ended.
@@ -740,11 +742,15 @@ func paintScreen(emu *vt.Emulator) []byte {
 	return []byte(b.String())
 }
 
-// Stop ends the program, why saying for the exit reason: SIGHUP and SIGTERM to its process group (the
-// hangup a closing terminal would send, and the polite request), then
-// SIGKILL to the group if it has not ended within grace. It returns once
-// the process has been reaped, or after a bounded wait if even SIGKILL does
-// not reap it (a process stuck in the kernel).
+// Stop ends the program, why saying for the exit reason: SIGHUP and
+// SIGTERM to its process group (the hangup a closing terminal would send,
+// and the polite request), then SIGKILL to the group if it has not ended
+// within grace; then every process the program started that still runs,
+// even one that left the group or the session, is killed (the process
+// tree is looked at while the program stops, so one that its parent's end
+// left to init is still known). It returns once the process has been
+// reaped, or after a bounded wait if even SIGKILL does not reap it (a
+// process stuck in the kernel).
 func (p *PTY) Stop(grace time.Duration, why string) {
 	select {
 	case <-p.exited:
@@ -752,14 +758,16 @@ func (p *PTY) Stop(grace time.Duration, why string) {
 	default:
 	}
 	p.stopOnce.Do(func() { p.stopWhy = why; close(p.stopping) })
+	tree := reaper.NewTree(p.pid)
+	tree.Look()
 	_ = syscall.Kill(-p.pid, syscall.SIGHUP)
 	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
+	exited := p.waitExit(grace, tree)
+	// The tree before the program, while the program still holds what it
+	// holds.
+	tree.End()
+	if exited {
 		return
-	case <-t.C:
 	}
 	p.opts.Log.WithField("pid", p.pid).Warnf("Pane did not stop within %s; sending SIGKILL", grace)
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
@@ -767,6 +775,25 @@ func (p *PTY) Stop(grace time.Duration, why string) {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
 		p.opts.Log.WithField("pid", p.pid).Error("Pane process not reaped 5s after SIGKILL")
+	}
+}
+
+// waitExit waits up to grace for the program to end, looking at its
+// process tree meanwhile; it reports whether the program ended.
+func (p *PTY) waitExit(grace time.Duration, tree *reaper.Tree) bool {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	look := time.NewTicker(treeLook)
+	defer look.Stop()
+	for {
+		select {
+		case <-p.exited:
+			return true
+		case <-deadline.C:
+			return false
+		case <-look.C:
+			tree.Look()
+		}
 	}
 }
 

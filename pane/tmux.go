@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/reaper"
 )
 
 // The tmux backend: each pane is a session w-N (window "main") on a tmux
@@ -557,9 +559,15 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	args := []string{"new-session", "-d", "-P", "-F", "#{pane_id}", "-s", name, "-n", "main", "-x", strconv.Itoa(int(opts.Cols)), "-y", strconv.Itoa(int(opts.Rows)), "-c", opts.Dir}
 	// The program runs under sh, which writes its exit status to a file
 	// when it ends, since tmux does not always keep it. sh catches the
-	// signals a stop or a typed Ctrl-C sends to the whole group (a caught
+	// signals a typed Ctrl-C or a stop sends to the whole group (a caught
 	// signal, unlike an ignored one, is back to default in the program), so
-	// it outlives the program and the program gets its grace period.
+	// it outlives the program and the program gets its grace period; a
+	// stop's SIGHUP goes to the program, not to sh (Stop). sh does not
+	// catch SIGHUP: when the pane goes (kill-pane, kill-session,
+	// kill-server, a crashed server) the terminal hangs up, the kernel
+	// sends SIGHUP to sh, the session's leader, and sh's end sends it on to
+	// the program's group, as a closed terminal does. A sh that caught it
+	// lived on with the program, both orphans.
 	//
 	// The pane's environment may hold secrets (a key a CLI agent needs), so
 	// it is not given as -e arguments, which every user sees in ps (the
@@ -573,7 +581,7 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, "--", "sh", "-c", `trap : HUP INT QUIT TERM; . "$1" && rm -f "$1" && shift && "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
+	args = append(args, "--", "sh", "-c", `trap : INT QUIT TERM; . "$1" && rm -f "$1" && shift && "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
 	args = append(args, opts.Argv...)
 	// In one tmux call, before the session exists: keep dead panes, so an
 	// exit status stays readable however fast the program ends, and let
@@ -961,9 +969,14 @@ func (p *TmuxPane) Resize(rows, cols uint16) error {
 	return err
 }
 
-// Stop ends the program (SIGHUP and SIGTERM to its process group, SIGKILL
-// after grace) and removes the session. It holds mu only to read and
-// write the state, never across a signal's wait or a tmux call.
+// Stop ends the program and removes the session: SIGHUP to the processes
+// of its group but the wrapper sh (the hangup a closing terminal would
+// send), SIGTERM to the group (the polite request), SIGKILL after grace;
+// then every process the program started that still runs, even one that
+// left the group or the session, is killed: the pane's process tree is
+// looked at while the program stops, so one that its parent's end left
+// to init is still known. It holds mu only to read and write the state,
+// never across a signal's wait or a tmux call.
 func (p *TmuxPane) Stop(grace time.Duration, why string) {
 	p.mu.Lock()
 	pid, running := p.m.status.PID, p.m.running()
@@ -971,16 +984,8 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 		p.stopWhy = why
 	}
 	p.mu.Unlock()
-	if running && pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGHUP)
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		p.waitDead(ctx)
-		cancel()
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-		p.waitDead(ctx)
-		cancel()
+	if running && pid > 1 {
+		p.endProgram(pid, grace)
 	}
 	if _, err := p.srv.run(context.Background(), "kill-session", "-t", "="+p.name); err != nil {
 		p.opts.Log.WithError(err).Debug("Kill the pane's session")
@@ -999,10 +1004,56 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 	p.exitOnce.Do(func() { close(p.exited) })
 }
 
-// waitDead polls the pane until its program is dead or ctx ends. Each
-// look is a whole tmux call, even when ctx ends meanwhile.
-func (p *TmuxPane) waitDead(ctx context.Context) {
+// endProgram signals the pane's program (its wrapper is pid), waits up to
+// grace for it to end, then kills what is left of its process tree.
+func (p *TmuxPane) endProgram(pid int, grace time.Duration) {
+	tree := reaper.NewTree(pid)
+	tree.Look()
+	hangUp(pid)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	p.waitDead(ctx, lookEvery(tree, treeLook))
+	cancel()
+	// The tree first, while the wrapper still holds what it holds.
+	tree.End()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	p.waitDead(ctx, nil)
+	cancel()
+}
+
+// treeLook is how often a stop looks at the stopping program's process
+// tree (a look reads /proc/*/stat).
+const treeLook = 200 * time.Millisecond
+
+// lookEvery returns a look at tree that looks at most once per every.
+func lookEvery(tree *reaper.Tree, every time.Duration) func() {
+	var last time.Time
+	return func() {
+		if time.Since(last) >= every {
+			tree.Look()
+			last = time.Now()
+		}
+	}
+}
+
+// hangUp sends SIGHUP to the processes of the wrapper's group but the
+// wrapper, which would end at once on it and leave its program no grace.
+func hangUp(wrapper int) {
+	for _, proc := range reaper.Processes() {
+		if proc.PGID == wrapper && proc.PID != wrapper && proc.Alive() {
+			reaper.Kill(proc, syscall.SIGHUP)
+		}
+	}
+}
+
+// waitDead polls the pane until its program is dead or ctx ends, calling
+// look (when not nil) at each poll.
+func (p *TmuxPane) waitDead(ctx context.Context, look func()) {
 	for {
+		if look != nil {
+			look()
+		}
 		infos, err := p.srv.list(context.Background())
 		if err == nil {
 			info, ok := infos[p.name]

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/reaper"
 )
 
 const (
@@ -26,9 +26,9 @@ const (
 	// more would crowd the context window for little benefit.
 	MaxShellOutput = 12000
 
-	// waitDelay is how long Wait may block on the output pipe after the
-	// command exited or was killed: a grandchild that left the process
-	// group (setsid, a daemon) can hold the pipe open forever.
+	// waitDelay is how long a call waits for the output after the command
+	// exited: a process it left running in the background can hold the
+	// pipe open for ever.
 	waitDelay = 5 * time.Second
 )
 
@@ -68,18 +68,30 @@ const sudoRefusal = "error: sudo is not available: this command runs without a t
 
 // Shell runs the shell tool: input is the raw tool_use input, workspace
 // the default working directory. It returns the tool_result content and
-// whether it is an error. It kills the whole process group on timeout or
-// when ctx ends.
+// whether it is an error. Every process the command started is ended when
+// it returns (on timeout or when ctx ends, before).
 func Shell(ctx context.Context, workspace string, input json.RawMessage) (string, bool) {
-	return ShellWatched(ctx, workspace, input, nil, nil)
+	return ShellWatched(ctx, workspace, input, Watch{})
 }
 
-// ShellWatched is Shell with marker (NAME=VALUE entries) added to the
-// command's environment, which every process it starts inherits, and
-// started called with the command's process group id once it runs. The
-// caller records both, so what the command started can be found and
-// killed after a crash of the supervisor left it behind.
-func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, marker []string, started func(pgid int)) (string, bool) {
+// Watch is how a caller follows the processes of a shell call.
+type Watch struct {
+	// Env (NAME=VALUE entries) is added to the command's environment,
+	// which every process it starts inherits unless it clears it.
+	Env []string
+	// Started is called with the run's process group id (its reaper's
+	// pid) once it runs.
+	Started func(pgid int)
+	// Keep holds a run whose command ended but left processes running (a
+	// server in the background) until the caller ends the set; nil: they
+	// are ended when the call returns.
+	Keep *reaper.Set
+}
+
+// ShellWatched is Shell for a caller that follows its processes (w): the
+// caller records Env and the group, so what the command started can be
+// found after a crash of the supervisor, and ends Keep when the pane ends.
+func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, w Watch) (string, bool) {
 	in, err := parseShellInput(input)
 	if err != nil {
 		return "error: " + err.Error(), true
@@ -91,7 +103,7 @@ func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, 
 		return sudoRefusal, true
 	}
 	timeout := shellTimeout(in.Timeout)
-	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, marker, started)
+	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, w)
 }
 
 // parseShellInput decodes the input; an empty input counts as {} so a
@@ -136,33 +148,34 @@ func resolveCwd(workspace, cwd string) string {
 }
 
 // runShell runs the command and formats the result.
-func runShell(ctx context.Context, dir, command string, timeout time.Duration, marker []string, started func(int)) (string, bool) {
+func runShell(ctx context.Context, dir, command string, timeout time.Duration, w Watch) (string, bool) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	out := &headWriter{limit: MaxShellOutput}
-	cmd := exec.CommandContext(tctx, "bash", "-lc", command)
-	cmd.Dir = dir
-	// The model reads whatever the command prints: no provider key.
-	cmd.Env = append(provider.WithoutCredentials(os.Environ()), marker...)
-	// One writer for both streams: exec then uses a single pipe, so the
-	// output keeps the order in which the command wrote it.
-	cmd.Stdout = out
-	cmd.Stderr = out
-	// Its own process group, so a timeout or cancel kills the whole tree;
-	// Pdeathsig so a killed supervisor takes the command with it. What the
-	// command started outlives it (its group has no leader then): the
-	// caller's marker is how the next start finds and kills it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-	cmd.WaitDelay = waitDelay
-
-	err := cmd.Start()
-	if err == nil {
-		if started != nil {
-			started(cmd.Process.Pid)
-		}
-		err = cmd.Wait()
+	// Under a reaper: every process the command starts stays its
+	// descendant, even one that leaves the process group and session
+	// (setsid) and clears its environment (env -i), so a timeout, a cancel
+	// or the pane's end ends them all; the reaper ends them itself if the
+	// supervisor dies. One writer for both streams keeps the order in
+	// which the command wrote. The model reads whatever the command
+	// prints: no provider key in its environment.
+	run, err := reaper.Start(reaper.Spec{
+		Argv: []string{"bash", "-lc", command}, Dir: dir,
+		Env:    append(provider.WithoutCredentials(os.Environ()), w.Env...),
+		Output: out, WaitDelay: waitDelay,
+	})
+	if err != nil {
+		return "error: " + err.Error(), true
+	}
+	if w.Started != nil {
+		w.Started(run.Pid())
+	}
+	ws, err := run.Wait(tctx)
+	if w.Keep != nil && err == nil {
+		w.Keep.Keep(run)
+	} else {
+		run.End()
 	}
 	text := out.String()
 	switch {
@@ -170,43 +183,28 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, m
 		return withHeader("error: command cancelled", text), true
 	case tctx.Err() != nil:
 		return withHeader("error: command timed out after "+timeout.String(), text), true
+	case err != nil:
+		return withHeader("error: "+err.Error(), text), true
 	}
-	return exitResult(err, text)
+	return exitResult(ws, text)
 }
 
-// exitResult formats the result of a command that ran to its end.
-func exitResult(err error, text string) (string, bool) {
-	var exitErr *exec.ExitError
+// exitResult formats the result of a command that ran to its end. A
+// process it left running that held the output past waitDelay is not the
+// command's failure.
+func exitResult(ws syscall.WaitStatus, text string) (string, bool) {
 	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-		// ErrWaitDelay: the command succeeded but left a background
-		// process holding the pipe; that is not the command's failure.
+	case ws.Exited() && ws.ExitStatus() == 0:
 		if text == "" {
 			return "(command succeeded, no output)", false
 		}
 		return text, false
-	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
-		return withHeader(fmt.Sprintf("exit status %d", exitErr.ExitCode()), text), true
-	case errors.As(err, &exitErr):
-		// Killed by a signal: ExitError says which ("signal: killed").
-		return withHeader(exitErr.Error(), text), true
+	case ws.Exited():
+		return withHeader(fmt.Sprintf("exit status %d", ws.ExitStatus()), text), true
 	default:
-		return withHeader("error: "+err.Error(), text), true
+		// Killed by a signal, said as exec says it ("signal: killed").
+		return withHeader("signal: "+ws.Signal().String(), text), true
 	}
-}
-
-// killGroup kills the process group led by pid. A group that is already
-// gone is reported as os.ErrProcessDone, which exec does not treat as a
-// failure of the cancel.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	if err != nil {
-		return fmt.Errorf("kill process group %d: %w", pid, err)
-	}
-	return nil
 }
 
 // withHeader puts a status line above the output.

@@ -1,0 +1,126 @@
+package pane
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/reaper"
+	"github.com/cicy-ai/cicy-agent/reaper/reapertest"
+)
+
+// startTmuxProgram starts script under bash in a tmux pane and returns the
+// pane and the pid of its wrapper sh, which the test kills at its end if
+// it is still there.
+func startTmuxProgram(t *testing.T, s *TmuxServer, script string) (*TmuxPane, int) {
+	t.Helper()
+	o := bashOpts(t)
+	o.Argv = []string{"bash", "--norc", "--noprofile", "-c", script}
+	p, err := s.Start("w-1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the pane's pid", func() bool { return p.Status().PID > 0 })
+	wrapper, ok := reaper.Stat(p.Status().PID)
+	if !ok {
+		t.Fatal("the pane's wrapper is not running")
+	}
+	t.Cleanup(func() { reaper.Kill(wrapper, syscall.SIGKILL) })
+	return p, wrapper.PID
+}
+
+// A CLI pane's wrapper sh and the program under it, with what the program
+// runs in its group, end when the pane goes with its tmux server, or when
+// someone kills the pane's session: the terminal hangs up and the wrapper
+// no longer outlives it (it used to catch SIGHUP, and stay an orphan of
+// init with its program).
+func TestTmuxPaneGoneLeavesNoProcess(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kill func(t *testing.T, s *TmuxServer)
+	}{
+		{"kill-server", func(t *testing.T, s *TmuxServer) {
+			if err := s.KillServer(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"kill-session", func(t *testing.T, s *TmuxServer) {
+			// The server may exit with its last session before it answers.
+			out, err := exec.Command("tmux", "-L", s.Socket, "kill-session", "-t", "=w-1").CombinedOutput()
+			if sess, _ := s.Sessions(); sess["w-1"] {
+				t.Fatalf("tmux kill-session: %v: %s", err, out)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := tmuxServer(t)
+			bg, fg := reapertest.Arg(t), reapertest.Arg(t)
+			_, wrapper := startTmuxProgram(t, s, "sleep "+bg+" & sleep "+fg)
+			reapertest.WaitAlive(t, bg)
+			reapertest.WaitAlive(t, fg)
+			c.kill(t, s)
+			reapertest.PidGone(t, wrapper, "the wrapper sh, after "+c.name)
+			reapertest.WaitGone(t, fg, "the program, after "+c.name)
+			reapertest.WaitGone(t, bg, "the program's background process, after "+c.name)
+		})
+	}
+}
+
+// Stop's SIGHUP and SIGTERM reach the program, which takes its time to
+// end, is given it, and its own exit is what the pane reports: the wrapper
+// sh, which a SIGHUP now ends, is not sent it (it would die at once, and
+// the pane would report sh killed by SIGHUP).
+func TestTmuxStopGivesTheProgramItsGrace(t *testing.T) {
+	t.Parallel()
+	s := tmuxServer(t)
+	dir := t.TempDir()
+	done := filepath.Join(dir, "done")
+	p, _ := startTmuxProgram(t, s, "trap 'sleep 0.3; echo bye > "+done+"; exit 0' HUP TERM; echo ready; while :; do sleep 0.1; done")
+	eventually(t, 15*time.Second, "ready", func() bool { return hasLine(p.Screen(), "ready") })
+	p.Stop(15*time.Second, "stopped")
+	if b, err := os.ReadFile(done); err != nil || string(b) != "bye\n" {
+		t.Fatalf("the program did not end on its own: %q, %v", b, err)
+	}
+	if st := p.Status(); st.Reason != "stopped: exited with code 0" || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("after Stop: %q, want the program's own exit (code 0)", st.Reason)
+	}
+}
+
+// Stop ends what the program started, one that left the group and the
+// session with an empty environment too.
+func TestTmuxStopEndsWhatTheProgramLeftRunning(t *testing.T) {
+	t.Parallel()
+	s := tmuxServer(t)
+	escaped, fg := reapertest.Arg(t), reapertest.Arg(t)
+	p, wrapper := startTmuxProgram(t, s, "env -i setsid sleep "+escaped+" >/dev/null 2>&1 & exec sleep "+fg)
+	reapertest.WaitAlive(t, escaped)
+	reapertest.WaitAlive(t, fg)
+	p.Stop(5*time.Second, "stopped")
+	reapertest.WaitGone(t, fg, "the program, after Stop")
+	reapertest.WaitGone(t, escaped, "the process that left the session, after Stop")
+	reapertest.PidGone(t, wrapper, "the wrapper sh, after Stop")
+}
+
+// The same for a pane on a PTY of this process.
+func TestPTYStopEndsWhatTheProgramLeftRunning(t *testing.T) {
+	t.Parallel()
+	escaped, fg := reapertest.Arg(t), reapertest.Arg(t)
+	p, err := StartPTY(Options{
+		Argv: []string{"bash", "--norc", "--noprofile", "-c", "env -i setsid sleep " + escaped + " >/dev/null 2>&1 & exec sleep " + fg},
+		Env:  os.Environ(),
+		Log:  testLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	reapertest.WaitAlive(t, escaped)
+	reapertest.WaitAlive(t, fg)
+	p.Stop(5*time.Second, "stopped")
+	reapertest.WaitGone(t, fg, "the program, after Stop")
+	reapertest.WaitGone(t, escaped, "the process that left the session, after Stop")
+}
