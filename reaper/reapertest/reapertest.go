@@ -55,13 +55,17 @@ func Pids(arg string) []int {
 	return pids
 }
 
-// WaitAlive waits until a process with arg runs and returns its pid.
+// WaitAlive waits until `sleep` runs with arg and returns its pid: not
+// a program on its way to it (`env … setsid sleep arg` has arg too, and
+// has not left its session yet).
 func WaitAlive(t testing.TB, arg string) int {
 	t.Helper()
 	deadline := time.Now().Add(Wait)
 	for {
-		if pids := Pids(arg); len(pids) > 0 {
-			return pids[0]
+		for _, pid := range Pids(arg) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); string(bytes.TrimSpace(comm)) == "sleep" {
+				return pid
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no process with argument %s started", arg)
