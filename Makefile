@@ -1,4 +1,5 @@
 GO      ?= go
+SHELL   := /bin/bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/cicy-agent
@@ -14,17 +15,20 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cicy-agent
 
 # The whole suite, with the race detector, the real CLI agents included
-# (installed first if missing). CI runs exactly this. The timeout is per
+# (installed first if missing). CI runs exactly this. It prints what go test
+# prints, then the ten slowest tests (scripts/testreport reads go test -json). The timeout is per
 # package: cmd/cicy-agent, which drives the real CLIs, takes 8-10 minutes
 # on two busy cores.
 test: clis
 	$(GO) vet ./...
-	CICY_REQUIRE_CLIS=1 $(GO) test -race -timeout 1200s ./...
+	$(GO) build -o bin/testreport ./scripts/testreport
+	set -o pipefail; CICY_REQUIRE_CLIS=1 $(GO) test -json -race -timeout 1200s ./... | bin/testreport
 
 # The suite without the real CLI agents (their tests skip): no npm needed.
 test-unit:
 	$(GO) vet ./...
-	$(GO) test -race -timeout 900s ./...
+	$(GO) build -o bin/testreport ./scripts/testreport
+	set -o pipefail; $(GO) test -json -race -timeout 900s ./... | bin/testreport
 
 clis:
 	scripts/install-clis.sh
