@@ -2,9 +2,14 @@ package schema
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/cicy-ai/cicy-agent/schema/pgtest"
 )
 
 func migrationNames(ms []migration) string {
@@ -70,5 +75,87 @@ func testTaskNotesTrigger(t *testing.T, reopen func() *Store) {
 	}
 	if n != want {
 		t.Fatalf("0007 recorded %d times on %s, want %d", n, s.Dialect(), want)
+	}
+}
+
+// TestAgentTypeIsText: a database made before 0010, whose table checked
+// the pane type against the five types of then, takes any type after it
+// (the registry checks them), and keeps its panes, their runtime rows and
+// gateway tokens — and the cascade that removes those with their pane.
+func TestAgentTypeIsText(t *testing.T) {
+	t.Run(SQLite, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cicy.db")
+		db, err := sqlx.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_txlock=immediate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		testAgentTypeIsText(t, &conn{DB: db, dialect: SQLite}, func() *Store { return open(t, path) })
+	})
+	t.Run(Postgres, func(t *testing.T) {
+		url := pgtest.Need(t).NewDB(t)
+		db, err := sqlx.Open("pgx", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testAgentTypeIsText(t, &conn{DB: db, dialect: Postgres}, func() *Store {
+			s, err := OpenURL(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+// testAgentTypeIsText makes old's database as it was before 0010, then
+// opens it with every migration (reopen).
+func testAgentTypeIsText(t *testing.T, old *conn, reopen func() *Store) {
+	ctx := context.Background()
+	all, err := migrations(old.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		if m.version < 10 {
+			if err := apply(ctx, old, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO agent_config (pane_id, title, agent_type, workspace, backend, created_at, updated_at, budget_usd, node)
+			VALUES ('w-1', 'lead', 'claude', '/w', 'tmux', 't0', 't1', 2.5, 'n1')`,
+		`INSERT INTO pane_runtime (pane_id, state, since) VALUES ('w-1', 'idle', 't2')`,
+		`INSERT INTO gateway_tokens (pane_id, token_hash, created_at) VALUES ('w-1', 'h', 't3')`,
+		`UPDATE counters SET value = 1 WHERE name = 'pane'`,
+	} {
+		if _, err := old.ExecContext(ctx, old.Rebind(q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.ExecContext(ctx, `INSERT INTO agent_config (pane_id, title, agent_type, workspace, backend, created_at, updated_at)
+		VALUES ('w-2', 'x', 'gemini', '/w', 'tmux', 't0', 't1')`); err == nil {
+		t.Fatal("the old table took a type it did not list: the test does not start where it should")
+	}
+	old.Close()
+	s := reopen()
+	p, err := s.GetPane(ctx, "w-1")
+	if err != nil || p.Type != "claude" || p.Title != "lead" || p.Node != "n1" || !p.BudgetUSD.Valid || p.BudgetUSD.Float64 != 2.5 || p.State.String != "idle" {
+		t.Fatalf("the pane after 0010: %+v, %v", p, err)
+	}
+	tokens, err := s.GatewayTokens(ctx)
+	if err != nil || tokens["h"] != "w-1" {
+		t.Fatalf("tokens after 0010: %v, %v", tokens, err)
+	}
+	if _, err := s.CreatePane(ctx, Pane{Title: "g", Type: "gemini", Workspace: "/w", Backend: "tmux"}, ws); err != nil {
+		t.Fatalf("a type the old table did not list: %v", err)
+	}
+	if err := s.DeletePane(ctx, "w-1"); err != nil {
+		t.Fatal(err)
+	}
+	if tokens, _ := s.GatewayTokens(ctx); len(tokens) != 0 {
+		t.Fatalf("a removed pane's token stayed: %v", tokens)
 	}
 }
