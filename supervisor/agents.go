@@ -55,10 +55,17 @@ func (s *Supervisor) findAgent(typ string) (string, error) {
 	if !ok {
 		return "", usageErr("%s is not a CLI agent", typ)
 	}
+	return FindCLI(k, s.cfg.Getenv)
+}
+
+// FindCLI is where CLI agent k's program is: on PATH, else in CLIDir (what
+// `make clis` installs), with getenv for PATH's siblings. The error says
+// how to install the pinned version.
+func FindCLI(k cliagent.Kind, getenv func(string) string) (string, error) {
 	if path, err := exec.LookPath(k.Bin); err == nil {
 		return path, nil
 	}
-	dir := CLIDir(s.cfg.Getenv)
+	dir := CLIDir(getenv)
 	if dir == "" {
 		return "", failedErr("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs all three)", k.Bin, DefaultCLIDir, k.Pin())
 	}

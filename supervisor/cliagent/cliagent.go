@@ -9,6 +9,8 @@ package cliagent
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,45 @@ type Kind struct {
 
 // Pin is the npm package at the tested version: what to install.
 func (k Kind) Pin() string { return k.Package + "@" + k.Version }
+
+// Signals are the agent's signals of its state besides its screen (which
+// every terminal pane has): "hooks" when it reports its turns itself,
+// "gateway" when its model requests go through the gateway.
+func (k Kind) Signals() []string {
+	var out []string
+	if k.interpret != nil {
+		out = append(out, "hooks")
+	}
+	if len(k.APIs) > 0 {
+		out = append(out, "gateway")
+	}
+	if len(k.rules) > 0 {
+		out = append(out, "screen rules")
+	}
+	return out
+}
+
+// InstalledVersion is the version of the agent's npm package that the
+// program at bin belongs to ("" when it is not found: another kind of
+// install, or a stand-in): the package.json of Package above the
+// program's real path.
+func (k Kind) InstalledVersion(bin string) string {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return ""
+	}
+	for dir := filepath.Dir(real); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err != nil {
+			continue
+		}
+		var pkg struct{ Name, Version string }
+		if json.Unmarshal(b, &pkg) == nil && pkg.Name == k.Package {
+			return pkg.Version
+		}
+	}
+	return ""
+}
 
 // GuidanceAt is the guidance file the agent reads from its own config
 // folder (under the pane's folder dir): used when the workspace is a git

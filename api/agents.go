@@ -1,0 +1,27 @@
+package api
+
+// AgentType is one kind of pane `create --type` takes, as `cicy-agent
+// agents --json` lists it.
+type AgentType struct {
+	// Type is the name create takes: cicy, shell, or a CLI agent.
+	Type string `json:"type"`
+	// Builtin: the pane runs no agent program of its own to install (a
+	// cicy agent's turn loop runs in the supervisor; a shell pane runs
+	// any command).
+	Builtin bool `json:"builtin"`
+	// Program, Package and Version: a CLI agent's program and the npm
+	// package, at the version cicy-agent is tested with.
+	Program string `json:"program,omitempty"`
+	Package string `json:"package,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Path is where the program is found (PATH, else the folder `make
+	// clis` installs into); Installed its package's version there when it
+	// can be read. Missing says how to install it when it is not found.
+	Path      string `json:"path,omitempty"`
+	Installed string `json:"installed,omitempty"`
+	Missing   string `json:"missing,omitempty"`
+	// APIs are the model APIs it speaks ("anthropic", "chat", "responses").
+	APIs []string `json:"apis"`
+	// Signals are where its state comes from besides its screen.
+	Signals []string `json:"signals"`
+}

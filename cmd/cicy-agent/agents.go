@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+)
+
+func (e *env) agentsCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "agents",
+		Usage: "list the kinds of pane create --type takes: each CLI agent's pinned version, whether it is installed, its model APIs and signals",
+		Description: "cicy panes run their turn loop in the supervisor, shell panes any command; a CLI agent's\n" +
+			"program is looked for on PATH, then where 'make clis' installs the pinned versions\n" +
+			"($CICY_CLI_DIR, default ~/.cache/cicy-agent/clis), as the supervisor looks for it. Its\n" +
+			"model APIs are the ones its gateway token is good for; its signals are where its state\n" +
+			"comes from besides its screen: its hooks, its model requests through the gateway, its\n" +
+			"built-in screen rules. Asks no supervisor.",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+				return err
+			}
+			all := agentTypes(os.Getenv)
+			if c.Bool("json") {
+				return printJSON(e.stdout, all)
+			}
+			return printAgents(e.stdout, all)
+		},
+	}
+}
+
+// agentTypes is every kind of pane, the CLI agents looked for with getenv.
+func agentTypes(getenv func(string) string) []api.AgentType {
+	out := []api.AgentType{{Type: "cicy", Builtin: true, APIs: []string{"anthropic", "chat"}, Signals: []string{"turn loop"}}}
+	for _, name := range cliagent.Names() {
+		k, _ := cliagent.Lookup(name)
+		at := api.AgentType{Type: name, Program: k.Bin, Package: k.Package, Version: k.Version, APIs: k.APIs, Signals: k.Signals()}
+		if path, err := supervisor.FindCLI(k, getenv); err == nil {
+			at.Path, at.Installed = path, k.InstalledVersion(path)
+		} else {
+			at.Missing = err.Error()
+		}
+		out = append(out, at)
+	}
+	return append(out, api.AgentType{Type: "shell", Builtin: true, APIs: []string{}, Signals: []string{"exit status"}})
+}
+
+// printAgents is the table of agent types.
+func printAgents(w io.Writer, all []api.AgentType) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tPIN\tINSTALLED\tAPIS\tSIGNALS")
+	for _, a := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Type, orDash(pinOf(a)), installedText(a), orDash(strings.Join(a.APIs, ", ")), strings.Join(a.Signals, ", "))
+	}
+	return tw.Flush()
+}
+
+func pinOf(a api.AgentType) string {
+	if a.Package == "" {
+		return ""
+	}
+	return a.Package + "@" + a.Version
+}
+
+// installedText is where a CLI agent is and at what version: "2.1.332
+// ~/.cache/…/bin/claude", "(not the pin: 2.0.1) …", "no"; built in for
+// cicy and shell.
+func installedText(a api.AgentType) string {
+	switch {
+	case a.Builtin:
+		return "built in"
+	case a.Path == "":
+		return "no (make clis installs it)"
+	case a.Installed == "":
+		return a.Path
+	case a.Installed != a.Version:
+		return a.Installed + " (not the pin) " + a.Path
+	}
+	return a.Installed + " " + a.Path
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
