@@ -41,7 +41,7 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 		return nil, err
 	}
 	if req.AllowAll && !isAgent(req.Type) {
-		return nil, usageErr("--allow-all applies to claude, codex and opencode panes (it maps to their own bypass modes)")
+		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(topology.AgentTypes(), "and"))
 	}
 	if err := checkEnvNames(req); err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func normalizeFields(req *api.CreateRequest) error {
 	}
 	var ok bool
 	if req.Type, ok = topology.PaneType(req.Type); !ok {
-		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices)
+		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices())
 	}
 	if req.RoleTemplate == "" {
 		req.RoleTemplate = defaultTemplate(req.Type, req.Role)

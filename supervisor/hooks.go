@@ -15,6 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Native completion signals of CLI agents (see docs/hooks.md): Claude Code and Codex
@@ -127,7 +128,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 		return api.HookResult{}, notFoundErr(id)
 	}
 	if !isAgent(e.cfg.Type) {
-		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from claude, codex and opencode panes", e.cfg.ID, e.cfg.Type)
+		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(topology.AgentTypes(), "and"))
 	}
 	if req.Agent == "" {
 		req.Agent = e.cfg.Type

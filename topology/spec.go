@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,14 +19,62 @@ import (
 // its own way ("the title", or `"title" in pane "a"`), adds the line of a
 // team file, and says how to fix it in its own terms (a flag or a key).
 
-// PaneTypes are the kinds of pane, in the order messages list them.
-var PaneTypes = []string{"cicy", "claude", "codex", "opencode", "shell"}
+// paneTypes are the kinds of pane: the two built in, cicy and shell, and
+// the CLI agents their registry adds (RegisterPaneType, from package
+// cliagent's files, one per agent).
+var (
+	paneTypesMu sync.Mutex
+	paneTypes   = []string{"cicy", "shell"}
+)
+
+// RegisterPaneType adds a CLI agent's pane type; a name taken twice is a
+// programming error.
+func RegisterPaneType(name string) {
+	paneTypesMu.Lock()
+	defer paneTypesMu.Unlock()
+	if slices.Contains(paneTypes, name) {
+		panic("pane type " + name + " registered twice")
+	}
+	paneTypes = append(paneTypes, name)
+}
+
+// PaneTypes are the kinds of pane in the order messages list them: cicy,
+// the CLI agents by name, shell.
+func PaneTypes() []string {
+	paneTypesMu.Lock()
+	defer paneTypesMu.Unlock()
+	agents := slices.DeleteFunc(slices.Clone(paneTypes), func(t string) bool { return t == "cicy" || t == "shell" })
+	slices.Sort(agents)
+	return append(append([]string{"cicy"}, agents...), "shell")
+}
+
+// AgentTypes are the CLI agents' pane types, by name.
+func AgentTypes() []string {
+	ts := PaneTypes()
+	return ts[1 : len(ts)-1]
+}
+
+// IsAgentType reports whether t is a CLI agent's pane type (not cicy or
+// shell, which run no agent program of their own).
+func IsAgentType(t string) bool { return slices.Contains(AgentTypes(), t) }
+
+// List joins names for a sentence: "a", "a and b", "a, b and c" (conj
+// "and" or "or").
+func List(names []string, conj string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
+}
 
 // DefaultPaneType is the type of a pane that names none.
 const DefaultPaneType = "cicy"
 
 // PaneTypeChoices lists PaneTypes for a message: "cicy, claude, … or shell".
-var PaneTypeChoices = strings.Join(PaneTypes[:len(PaneTypes)-1], ", ") + " or " + PaneTypes[len(PaneTypes)-1]
+func PaneTypeChoices() string { return List(PaneTypes(), "or") }
 
 // Limits of a pane's text fields, in bytes.
 const (
@@ -74,7 +123,7 @@ func PaneType(t string) (string, bool) {
 	if t == "" {
 		t = DefaultPaneType
 	}
-	return t, slices.Contains(PaneTypes, t)
+	return t, slices.Contains(PaneTypes(), t)
 }
 
 // PaneRole fills in the default role, worker.

@@ -7,6 +7,14 @@ import (
 	"testing"
 )
 
+// The CLI agents' registry (package cliagent, which imports this one)
+// registers their types; the tests here stand in for it.
+func init() {
+	for _, name := range []string{"opencode", "claude", "codex"} {
+		RegisterPaneType(name)
+	}
+}
+
 func TestPaneSpecRules(t *testing.T) {
 	if typ, ok := PaneType(""); typ != "cicy" || !ok {
 		t.Errorf(`PaneType("") = %q, %v; want cicy, true`, typ, ok)
@@ -14,8 +22,8 @@ func TestPaneSpecRules(t *testing.T) {
 	if _, ok := PaneType("bash"); ok {
 		t.Error(`PaneType("bash") is a pane type`)
 	}
-	if PaneTypeChoices != "cicy, claude, codex, opencode or shell" {
-		t.Errorf("PaneTypeChoices = %q", PaneTypeChoices)
+	if got := PaneTypeChoices(); got != "cicy, claude, codex, opencode or shell" {
+		t.Errorf("PaneTypeChoices = %q", got)
 	}
 	if r := PaneRole(""); r != RoleWorker {
 		t.Errorf(`PaneRole("") = %q`, r)

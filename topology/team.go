@@ -419,7 +419,7 @@ func (r *paneFields) names(tp *TeamPane) error {
 	}
 	var ok bool
 	if tp.Type, ok = PaneType(tp.Type); !ok {
-		return r.p.errf(line, `"type" %q %s is not a pane type (choose %s)`, tp.Type, r.where, PaneTypeChoices)
+		return r.p.errf(line, `"type" %q %s is not a pane type (choose %s)`, tp.Type, r.where, PaneTypeChoices())
 	}
 	if tp.Role, line, err = r.text("role"); err != nil {
 		return err
@@ -519,8 +519,8 @@ func (r *paneFields) switches(tp *TeamPane) error {
 		return err
 	}
 	v := deref(e.value)
-	if tp.AllowAll && (tp.Type == "cicy" || tp.Type == "shell") {
-		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (claude, codex, opencode) without its permission prompts; a %s pane has none`, r.where, tp.Type)
+	if tp.AllowAll && !IsAgentType(tp.Type) {
+		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (%s) without its permission prompts; a %s pane has none`, r.where, strings.Join(AgentTypes(), ", "), tp.Type)
 	}
 	return nil
 }

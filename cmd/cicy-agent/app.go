@@ -176,7 +176,7 @@ func (e *env) serveCmd() *cli.Command {
 			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
 			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
 			"and ends the home's tmux sessions.\n\n" +
-			"The supervisor also serves the model gateway on 127.0.0.1: the claude, codex and opencode panes\n" +
+			"The supervisor also serves the model gateway on 127.0.0.1: the " + topology.List(topology.AgentTypes(), "and") + " panes\n" +
 			"reach their model through it, each with a key of its own, while the real keys\n" +
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
 			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
@@ -370,12 +370,12 @@ func (e *env) createCmd() *cli.Command {
 		Name:      "create",
 		Usage:     "create and start a pane; prints only its id",
 		ArgsUsage: "<title> [-- argv…]",
-		Description: "Types: cicy (default; headless agent), claude, codex, opencode, shell (any argv).\n" +
+		Description: "Types: cicy (default; headless agent), " + strings.Join(topology.AgentTypes(), ", ") + " (CLI agents), shell (any argv).\n" +
 			"--role is a roster label: 'worker' (default) and 'master' drive the topology; any other\n" +
 			"text makes the pane untracked. A persona is set with --role-template.\n\n" +
 			"Example: cicy-agent create build --type shell -- bash",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "pane `TYPE`: cicy, claude, codex, opencode or shell", Value: "cicy"},
+			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "pane `TYPE`: " + topology.PaneTypeChoices(), Value: "cicy"},
 			&cli.StringFlag{Name: "role", Usage: "roster `LABEL`: worker (default) or master; other text is untracked"},
 			&cli.StringFlag{Name: "role-template", Usage: "role template `SLUG` under memory/agents/ (cicy default: assistant)"},
 			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to"},

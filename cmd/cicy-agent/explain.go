@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 func (e *env) explainCmd() *cli.Command {
@@ -33,7 +35,7 @@ func (e *env) explainCmd() *cli.Command {
 			"Examples: cicy-agent explain w-3\n" +
 			"          cicy-agent screen w-3 > s.txt; cicy-agent explain --type claude --screen s.txt",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "type", Usage: "agent `TYPE` of a saved screen: claude, codex, opencode or shell"},
+			&cli.StringFlag{Name: "type", Usage: "agent `TYPE` of a saved screen: " + topology.List(screenTypes(), "or")},
 			&cli.StringFlag{Name: "screen", Usage: "the saved screen `FILE` (- for stdin)"},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 15, Usage: "with a pane: print the last `N` lines of its screen (0: all)"},
 			jsonFlag,
@@ -163,13 +165,15 @@ func printSignals(w io.Writer, g api.Signals, when func(time.Time) string) {
 		d.HookVsScreen, d.GatewayVsHook, d.GatewayVsScreen)
 }
 
+// screenTypes are the pane types with screen rules: the CLI agents and
+// shell.
+func screenTypes() []string { return append(topology.AgentTypes(), "shell") }
+
 // explainScreen classifies a saved screen with a type's screen rules.
 func (e *env) explainScreen(c *cli.Context) error {
 	typ := c.String("type")
-	switch typ {
-	case "claude", "codex", "opencode", "shell":
-	default:
-		return usagef("unknown type %q (choose claude, codex, opencode or shell)", typ)
+	if types := screenTypes(); !slices.Contains(types, typ) {
+		return usagef("unknown type %q (choose %s)", typ, topology.List(types, "or"))
 	}
 	b, err := readInput(e, c.String("screen"))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // maxHookPayload bounds what a hook reads from its stdin.
@@ -32,7 +33,7 @@ func (e *env) hookCmd() *cli.Command {
 			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.\n" +
 			"What each agent's events mean: docs/hooks.md of the cicy-agent repository.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: claude, codex or opencode (default: the pane's)"},
+			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: " + topology.List(topology.AgentTypes(), "or") + " (default: the pane's)"},
 			&cli.StringFlag{Name: "pane", Usage: "the `PANE` it is about", EnvVars: []string{"CICY_PANE_ID"}},
 		},
 		Action: func(c *cli.Context) error {

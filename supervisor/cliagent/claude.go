@@ -13,6 +13,8 @@ import (
 
 // claude is Claude Code. Its config folder is CLAUDE_CONFIG_DIR; its
 // signals are its hooks.
+func init() { register(claude) }
+
 var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,

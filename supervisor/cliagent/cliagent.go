@@ -17,6 +17,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Kind is one CLI agent.
@@ -163,7 +164,18 @@ type Effect struct {
 	Ignored string     // why nothing happened
 }
 
-var kinds = map[string]Kind{claude.Name: claude, codex.Name: codex, opencode.Name: opencode}
+// kinds are the CLI agents, each registered by its own file.
+var kinds = map[string]Kind{}
+
+// register adds a CLI agent: its file's init calls it. The pane type is
+// then one create and team files take.
+func register(k Kind) {
+	if _, ok := kinds[k.Name]; ok {
+		panic("CLI agent " + k.Name + " registered twice")
+	}
+	kinds[k.Name] = k
+	topology.RegisterPaneType(k.Name)
+}
 
 // Lookup is the CLI agent of a pane type; ok is false when the type is
 // not a CLI agent.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 func TestInterpretHook(t *testing.T) {
@@ -379,6 +380,20 @@ func TestToolName(t *testing.T) {
 	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch"} {
 		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
 			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
+		}
+	}
+}
+
+// TestRegistryIsThePaneTypes: every registered CLI agent is a pane type
+// create and team files take, listed between cicy and shell.
+func TestRegistryIsThePaneTypes(t *testing.T) {
+	want := append(append([]string{"cicy"}, Names()...), "shell")
+	if got := topology.PaneTypes(); !slices.Equal(got, want) {
+		t.Fatalf("pane types %v; want %v", got, want)
+	}
+	for _, n := range Names() {
+		if _, ok := topology.PaneType(n); !ok {
+			t.Errorf("%s is not a pane type", n)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 // codex is OpenAI's Codex CLI. Its config folder is CODEX_HOME; its
 // signals are its hooks (in Claude Code's format) and its notify program.
+func init() { register(codex) }
+
 var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,

@@ -16,6 +16,8 @@ import (
 // opencode is opencode. Its config is the pane's own opencode.json
 // (OPENCODE_CONFIG) and a config folder shared by the home's opencode
 // panes; its signals are the events a plugin forwards.
+func init() { register(opencode) }
+
 var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: "1.18.33", APIs: []string{"anthropic", "chat"},
