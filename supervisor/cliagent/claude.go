@@ -18,7 +18,7 @@ func init() { register(claude) }
 var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout,
+	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
 	// CLAUDE.md in CLAUDE_CONFIG_DIR: its user memory.
 	guidance: func(dir string) string { return filepath.Join(dir, "claude", "CLAUDE.md") },
@@ -281,4 +281,15 @@ func claudeSpinner(l string) bool {
 		word = word[:i]
 	}
 	return strings.HasSuffix(word, "…") && len(word) > len("…")
+}
+
+// claudeAux are Claude Code's side calls. 2.1.332 was seen to send none
+// (one request per turn, no count_tokens); the rules cover the quota probe
+// (max_tokens 1, prompt "quota") and the topic / title prompts older and
+// newer versions send with a small model.
+var claudeAux = []AuxRule{
+	{"quota", func(f *Fingerprint) bool { return f.MaxTokens == 1 && f.LastUser == "quota" }},
+	{"title", systemStarts("Analyze if this message indicates a new conversation topic")},
+	{"title", systemStarts("Summarize this coding conversation")},
+	{"title", systemStarts("Generate a concise")},
 }

@@ -38,6 +38,8 @@ type Kind struct {
 	// APIs are the model APIs the agent speaks through the gateway
 	// ("anthropic", "chat", "responses"): its token is good for those.
 	APIs []string
+	// aux are its side calls' fingerprints (aux.go).
+	aux []AuxRule
 	// guidance is where, in the pane's own folder, the agent reads a
 	// guidance file that is kept out of its workspace (a git worktree):
 	// its user-level instructions.

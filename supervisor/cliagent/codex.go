@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,7 +22,7 @@ func init() { register(codex) }
 var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,
-	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout,
+	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout, aux: codexAux,
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.
 	toolName: func(tool string) string { return "mcp__" + MCPName + "." + tool },
 	// AGENTS.md in CODEX_HOME: its global instructions.
@@ -353,4 +354,33 @@ func codexHints(lines []string) bool {
 		}
 	}
 	return false
+}
+
+// codexAux are Codex's side calls: the TUI's thread-title request, marked
+// in x-codex-turn-metadata (thread_source "thread_title", or a
+// request_kind other than "turn"), whose prompt starts "Generate a
+// concise".
+var codexAux = []AuxRule{
+	{"title", func(f *Fingerprint) bool { return codexMeta(f.Header).ThreadSource == "thread_title" }},
+	{"title", func(f *Fingerprint) bool { return strings.HasPrefix(f.LastUser, "Generate a concise") }},
+	{"compact", func(f *Fingerprint) bool {
+		kind := codexMeta(f.Header).RequestKind
+		return kind != "" && kind != "turn"
+	}},
+}
+
+// codexTurnMeta is the part of Codex's x-codex-turn-metadata header the
+// side-call rules read.
+type codexTurnMeta struct {
+	ThreadSource string `json:"thread_source"`
+	RequestKind  string `json:"request_kind"`
+}
+
+// codexMeta decodes x-codex-turn-metadata; absent or odd, it is empty.
+func codexMeta(h http.Header) codexTurnMeta {
+	var m codexTurnMeta
+	if v := h.Get("X-Codex-Turn-Metadata"); v != "" {
+		_ = json.Unmarshal([]byte(v), &m) // not JSON: no fingerprint
+	}
+	return m
 }

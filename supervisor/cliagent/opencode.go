@@ -22,7 +22,7 @@ var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: "1.18.33", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout,
+	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	toolName: func(tool string) string { return MCPName + "_" + tool },
 	// Next to the pane's opencode.json, named in its "instructions".
 	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
@@ -329,4 +329,14 @@ func opencodeBoxTop(lines []string, below, col int) int {
 func opencodeBoxLine(l string, col int) bool {
 	n := indent(l)
 	return (col < 0 || n == col) && strings.HasPrefix(l[n:], "┃")
+}
+
+// opencodeAux are opencode's side calls: its title agent (system prompt
+// "You are a title generator…", seen with every first prompt on either
+// API) and, from opencode's prompt files (not seen on the wire here), its
+// compaction and summary agents.
+var opencodeAux = []AuxRule{
+	{"title", systemStarts("You are a title generator")},
+	{"compact", systemStarts("You are a helpful AI assistant tasked with summarizing conversations")},
+	{"summary", systemStarts("Summarize what was done in this conversation")},
 }
