@@ -30,8 +30,8 @@ test-unit:
 	$(GO) build -o bin/testreport ./scripts/testreport
 	set -o pipefail; $(GO) test -json -race -timeout 900s ./... | bin/testreport
 
-clis:
-	scripts/install-clis.sh
+clis: build
+	scripts/install-clis.sh $(BIN)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

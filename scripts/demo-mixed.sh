@@ -19,7 +19,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CICY_BIN:-$root/bin/cicy-agent}
-"$root/scripts/install-clis.sh"
+"$root/scripts/install-clis.sh" "$bin"
 export PATH="${CICY_CLI_DIR:-$HOME/.cache/cicy-agent/clis}/node_modules/.bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/cicy-demo-mixed.XXXXXX")
 finish() {

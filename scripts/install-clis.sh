@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
 # Installs the pinned real CLI agents the integration tests drive (about
-# 1.1 GB, ~60 s) into a cache folder, once: Claude Code, Codex, opencode.
-# The folder is $CICY_CLI_DIR, else ~/.cache/cicy-agent/clis; the programs
-# land in its node_modules/.bin. Nothing is installed globally.
+# 1.1 GB, ~60 s) into a cache folder, once. Which agents and which versions
+# is the registry's (supervisor/cliagent, one file per agent): the binary
+# says which pins the folder lacks (cicy-agent agents --missing). The
+# folder is $CICY_CLI_DIR, else ~/.cache/cicy-agent/clis; the programs land
+# in its node_modules/.bin. Nothing is installed globally.
 set -euo pipefail
+bin=${1:-$(cd "$(dirname "$0")/.." && pwd)/bin/cicy-agent}
 dir=${CICY_CLI_DIR:-$HOME/.cache/cicy-agent/clis}
-pins=("@anthropic-ai/claude-code@2.1.332" "@openai/codex@0.171.0" "opencode-ai@1.18.33")
-want="2.1.332 0.171.0 1.18.33"
-
-have() {
-  local bin=$dir/node_modules/.bin
-  [ -x "$bin/claude" ] && [ -x "$bin/codex" ] && [ -x "$bin/opencode" ] || return 1
-  local got
-  got="$("$bin/claude" --version 2>/dev/null | awk '{print $1}') $("$bin/codex" --version 2>/dev/null | awk '{print $2}') $("$bin/opencode" --version 2>/dev/null)"
-  [ "$got" = "$want" ]
-}
-
-if have; then
-  echo "CLI agents ready in $dir ($want)"
+export CICY_CLI_DIR=$dir
+if [ ! -x "$bin" ]; then
+  echo "install-clis: $bin is not built; run make clis (it builds it first)" >&2
+  exit 1
+fi
+mapfile -t pins < <("$bin" agents --missing)
+if [ ${#pins[@]} -eq 0 ]; then
+  echo "CLI agents ready in $dir"
   exit 0
 fi
 if ! command -v npm >/dev/null; then
@@ -29,8 +27,9 @@ echo "Installing ${pins[*]} into $dir …"
 # Claude Code 2.1.332 declares node >=22 but ships a native binary that runs
 # on Node 20; npm only warns.
 npm install --no-audit --no-fund --loglevel=error --prefix "$dir" "${pins[@]}"
-if ! have; then
-  echo "install-clis: the installed versions are not $want" >&2
+mapfile -t left < <("$bin" agents --missing)
+if [ ${#left[@]} -gt 0 ]; then
+  echo "install-clis: still not installed at their pins in $dir: ${left[*]}" >&2
   exit 1
 fi
-echo "CLI agents ready in $dir ($want)"
+echo "CLI agents ready in $dir"

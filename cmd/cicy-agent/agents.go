@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -24,10 +25,17 @@ func (e *env) agentsCmd() *cli.Command {
 			"model APIs are the ones its gateway token is good for; its signals are where its state\n" +
 			"comes from besides its screen: its hooks, its model requests through the gateway, its\n" +
 			"built-in screen rules. Asks no supervisor.",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag,
+			&cli.BoolFlag{Name: "missing", Usage: "print the pins (npm package@version) of the CLI agents not installed at their pin in the folder make clis installs into, one per line (what scripts/install-clis.sh installs)"}},
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+			if _, err := args(c, 0, 0, "[--json] [--missing]"); err != nil {
 				return err
+			}
+			if c.Bool("missing") {
+				for _, pin := range missingPins(os.Getenv) {
+					fmt.Fprintln(e.stdout, pin)
+				}
+				return nil
 			}
 			all := agentTypes(os.Getenv)
 			if c.Bool("json") {
@@ -52,6 +60,21 @@ func agentTypes(getenv func(string) string) []api.AgentType {
 		out = append(out, at)
 	}
 	return append(out, api.AgentType{Type: "shell", Builtin: true, APIs: []string{}, Signals: []string{"exit status"}})
+}
+
+// missingPins are the pins of the CLI agents whose pinned version is not
+// what the folder make clis installs into holds.
+func missingPins(getenv func(string) string) []string {
+	dir := supervisor.CLIDir(getenv)
+	var out []string
+	for _, name := range cliagent.Names() {
+		k, _ := cliagent.Lookup(name)
+		bin := filepath.Join(dir, "node_modules", ".bin", k.Bin)
+		if dir == "" || k.InstalledVersion(bin) != k.Version {
+			out = append(out, k.Pin())
+		}
+	}
+	return out
 }
 
 // printAgents is the table of agent types.

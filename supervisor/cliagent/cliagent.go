@@ -24,8 +24,9 @@ import (
 type Kind struct {
 	Name string
 	// Bin is the program looked up on PATH; Package the npm package that
-	// installs it, and Version the one cicy-agent is tested with (the pin
-	// of scripts/install-clis.sh, which `make clis` runs).
+	// installs it, and Version the one cicy-agent is tested with (what
+	// `make clis` installs: scripts/install-clis.sh asks `cicy-agent
+	// agents --missing`).
 	Bin, Package, Version string
 	// EnterDelay separates typed text from the Enter that submits it
 	// (Codex turns an Enter that follows a fast paste into a newline).
