@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -466,7 +467,7 @@ func (c *cluster) panes(now time.Time) []api.PaneInfo {
 	for _, r := range c.rows {
 		rows = append(rows, r)
 	}
-	nodes, peers := c.nodes, c.peers
+	nodes, peers := c.nodes, maps.Clone(c.peers) // refresh changes c.peers in place
 	c.mu.Unlock()
 	var out []api.PaneInfo
 	live := map[string]bool{}
@@ -574,7 +575,7 @@ func (s *Supervisor) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
 	for _, r := range c.rows {
 		panes[r.Node]++
 	}
-	peers := c.peers
+	peers := maps.Clone(c.peers)
 	c.mu.Unlock()
 	out := []api.NodeInfo{self}
 	for _, n := range rows {
