@@ -179,8 +179,18 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResponse,
 
 // List returns every pane.
 func (c *Client) List(ctx context.Context) ([]PaneInfo, error) {
+	return c.ListFiltered(ctx, PaneFilter{})
+}
+
+// ListFiltered returns the panes that pass f, the filter applied by the
+// supervisor.
+func (c *Client) ListFiltered(ctx context.Context, f PaneFilter) ([]PaneInfo, error) {
 	var out []PaneInfo
-	err := c.do(ctx, http.MethodGet, "/api/panes", nil, &out)
+	path := "/api/panes"
+	if q := f.Query(); len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &out)
 	return out, err
 }
 

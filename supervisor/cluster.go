@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -405,6 +406,13 @@ func (c *cluster) known(id string) (remote, bool) {
 		return remote{}, false
 	}
 	return remote{row: row, node: c.nodes[row.Node], peer: c.peers[row.Node]}, true
+}
+
+// nodeNames are the other nodes' names, as last read.
+func (c *cluster) nodeNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.nodes))
 }
 
 // nodeNamed is another node by name, rereading the nodes when the last

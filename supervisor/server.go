@@ -333,7 +333,17 @@ func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *handler) list(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, a.sup.List(r.Context()))
+	f := api.FilterOf(r.URL.Query())
+	if len(f.Query()) == 0 {
+		writeJSON(w, http.StatusOK, a.sup.List(r.Context()))
+		return
+	}
+	out, err := a.sup.ListFiltered(r.Context(), f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {

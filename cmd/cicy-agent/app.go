@@ -457,21 +457,33 @@ func (e *env) lsCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
 		Usage: "list panes: id, title, type, role, state (with reason), workspace",
-		Flags: []cli.Flag{jsonFlag},
+		Description: "The filters are applied by the supervisor; each may be given more than once (a pane\n" +
+			"matching any of its values passes), and a pane is listed when it passes every filter given.\n\n" +
+			"Example: cicy-agent ls --state busy --state waiting --role worker",
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringSliceFlag{Name: "state", Usage: "only panes in `STATE`: " + topology.List(api.PaneStates, "or")},
+			&cli.StringSliceFlag{Name: "role", Usage: "only panes of `ROLE`: master, worker, or untracked (a label of its own)"},
+			&cli.StringSliceFlag{Name: "team", Usage: "only the panes of team `NAME` (a team file's name)"},
+			&cli.StringSliceFlag{Name: "node", Usage: "only the panes of node `NAME` (see 'cicy-agent nodes')"}},
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
+			if _, err := args(c, 0, 0, "[--state S]… [--role R]… [--team T]… [--node N]… [--json]"); err != nil {
 				return err
 			}
 			cl, err := client(c)
 			if err != nil {
 				return err
 			}
-			panes, err := cl.List(c.Context)
+			f := api.PaneFilter{States: c.StringSlice("state"), Roles: c.StringSlice("role"), Teams: c.StringSlice("team"), Nodes: c.StringSlice("node")}
+			panes, err := cl.ListFiltered(c.Context, f)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, panes)
+			}
+			if len(panes) == 0 && len(f.Query()) > 0 {
+				fmt.Fprintln(e.stderr, "no pane passes the filters")
+				return nil
 			}
 			if len(panes) == 0 {
 				fmt.Fprintln(e.stderr, "no panes; create one with: cicy-agent create <title> --type shell -- bash")
