@@ -109,14 +109,6 @@ func (h *hookLog) promptSince(since time.Time) bool {
 	return !h.prompt.IsZero() && !h.prompt.Before(since)
 }
 
-// heard reports whether the agent ever signalled anything: its hooks
-// work.
-func (h *hookLog) heard() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return !h.lastSeen.IsZero()
-}
-
 // lastPrompt is when the agent's last prompt was submitted; zero before
 // any.
 func (h *hookLog) lastPrompt() time.Time {

@@ -258,13 +258,10 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 		return outbox.Progress{}, false
 	}
 	// A turn too short for any busy look of it to be seen (a loaded
-	// machine; an agent that draws none): on a hook-silent pane, the
-	// screen has been idle again for answerHeld since the typing, nothing
-	// in flight at the gateway, and its transcript holds the typed task
-	// with an answer below it. It was taken up, and its turn is over.
-	// (An agent whose hooks speak says so itself; opencode draws the task
-	// and its answer's header, idle, seconds before it sends the request.)
-	if d.answeredSilently(st, now) {
+	// machine; an agent that draws none): the screen is idle again since
+	// the typing, and its transcript holds the typed task with an answer
+	// below it. It was taken up, and its turn is over.
+	if st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Since.After(d.at) && answeredOnScreen(d.p.Screen(), d.typ, d.typed) {
 		d.confirmed, d.confirmedAt = true, d.at
 		return outbox.Progress{}, false
 	}
@@ -280,20 +277,6 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 	}
 	// A busy look leaves no state change to wake the outbox: look again.
 	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
-}
-
-// answerHeld is how long a hook-silent agent's screen must stay idle,
-// its answer to the typed task on it, before the task counts as taken up
-// and answered with no busy look seen.
-const answerHeld = 2 * time.Second
-
-// answeredSilently reports whether a hook-silent agent answered the typed
-// task without any busy look of it seen (see confirm).
-func (d *cliDelivery) answeredSilently(st pane.Status, now time.Time) bool {
-	return st.State == pane.Idle && st.Cause == pane.CauseScreen &&
-		st.Since.After(d.at) && !now.Before(st.Since.Add(answerHeld)) &&
-		st.Signals.InFlight == 0 && !d.hooks.heard() &&
-		answeredOnScreen(d.p.Screen(), d.typ, d.typed)
 }
 
 // takenAt is when the agent was first seen taking the typed task up.
