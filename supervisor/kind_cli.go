@@ -232,20 +232,6 @@ func transcriptAfter(screen, typ, typed string) string {
 	return outputAfter(strings.Join(l.Lines[s.From:s.To], "\n"), typed)
 }
 
-// answeredOnScreen reports whether the transcript part of an agent's
-// screen holds the typed text (so it left the composer) with something
-// below it.
-func answeredOnScreen(screen, typ, typed string) bool {
-	l := pane.NewLayout(screen, cliagent.Layout(typ))
-	s, ok := l.Find(pane.PartTranscript)
-	if !ok {
-		return false
-	}
-	lines := l.Lines[s.From:s.To]
-	head, _ := typedMarks(typed)
-	return head != "" && lineWith(lines, head, true) >= 0 && outputAfter(strings.Join(lines, "\n"), typed) != ""
-}
-
 // confirm looks for the agent taking the typed task up: its prompt-submit
 // hook, a model request since, a permission question, or a busy screen —
 // the state, or any look of the screen rules since the typing that said
@@ -255,14 +241,6 @@ func answeredOnScreen(screen, typ, typed string) bool {
 func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress, wait bool) {
 	if at, ok := d.takenAt(st); ok {
 		d.confirmed, d.confirmedAt = true, at
-		return outbox.Progress{}, false
-	}
-	// A turn too short for any busy look of it to be seen (a loaded
-	// machine; an agent that draws none): the screen is idle again since
-	// the typing, and its transcript holds the typed task with an answer
-	// below it. It was taken up, and its turn is over.
-	if st.State == pane.Idle && st.Cause == pane.CauseScreen && st.Since.After(d.at) && answeredOnScreen(d.p.Screen(), d.typ, d.typed) {
-		d.confirmed, d.confirmedAt = true, d.at
 		return outbox.Progress{}, false
 	}
 	if !now.Before(d.at.Add(agentConfirm)) {
