@@ -137,14 +137,14 @@ type Agent struct {
 	status  Status
 	queue   []item
 	running bool
-	// turnText is the running turn's message (what Mentions reads while
-	// the history is lent to it).
-	turnText string
-	cancel   context.CancelFunc
-	waiters  []chan TurnResult
-	reply    Reply
-	subs     map[chan Event]struct{}
-	mem      memState
+	// lent is the history as lent to the running turn or compaction,
+	// which only appends past its end: Mentions reads it meanwhile.
+	lent    []wire.Message
+	cancel  context.CancelFunc
+	waiters []chan TurnResult
+	reply   Reply
+	subs    map[chan Event]struct{}
+	mem     memState
 
 	store *memory.Store // long-term memory; safe for concurrent use
 	// procs holds what the shell tool's calls left running (a server in
@@ -551,10 +551,9 @@ func (a *Agent) Mentions(text string) bool {
 		}
 		h := a.hist
 		if a.running {
-			// The history is lent to the turn: its message is the one
-			// to look at (a turn restored from the queue file runs it).
-			found = strings.Contains(a.turnText, text)
-			return
+			// The history is lent to the job, which only appends past
+			// what it was lent (the turn's own message included).
+			h = a.lent
 		}
 		for _, m := range h {
 			if m.Role == wire.RoleUser && strings.Contains(m.JoinedText(), text) {

@@ -90,7 +90,7 @@ func (a *Agent) startCompact(w chan TurnResult) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hist, convID := a.hist, a.convID
-	a.hist, a.running, a.cancel = nil, true, cancel
+	a.hist, a.running, a.cancel, a.lent = nil, true, cancel, hist
 	a.setStatus(Busy, CauseCommand, "compacting")
 	a.jobs.Add(1)
 	go func() {
@@ -98,7 +98,7 @@ func (a *Agent) startCompact(w chan TurnResult) {
 		defer cancel()
 		newHist, res := a.compact(ctx, hist, convID)
 		a.post(func() {
-			a.hist, a.running, a.cancel = newHist, false, nil
+			a.hist, a.running, a.cancel, a.lent = newHist, false, nil, nil
 			if res.Status == TurnCompleted {
 				a.setStatus(Idle, CauseCommand, "compacted")
 			} else {

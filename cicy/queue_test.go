@@ -77,3 +77,40 @@ func TestQueueFileTakenAlready(t *testing.T) {
 		t.Errorf("the queue file is left: %v", err)
 	}
 }
+
+// TestMentionsWhileBusy: while a turn or a compaction holds the history,
+// Mentions still finds every user message of it, not only the running
+// turn's (a master restarted busy with a queued 🔔 line was told again of
+// a task whose line its history held).
+func TestMentionsWhileBusy(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	r := newRig(t, func(n int, rec *apitest.Recorded) apitest.Reply {
+		if n > 0 {
+			select {
+			case <-release:
+			case <-rec.Context.Done():
+			}
+		}
+		return textReply("ok")
+	})
+	a := r.start()
+	earlier := "🔔 [w-2] task 7 → done"
+	if res := r.send(earlier + ": the answer"); res.Status != TurnCompleted {
+		t.Fatal(res)
+	}
+	r.sendAsync("a long turn", "")
+	pollUntil(t, "the second turn's request", func() bool { return r.srv.Len() == 2 })
+	for text, want := range map[string]bool{earlier: true, "a long turn": true, "🔔 [w-2] task 8 → done": false} {
+		if got := a.Mentions(text); got != want {
+			t.Errorf("during a turn, Mentions(%q) = %v, want %v", text, got, want)
+		}
+	}
+	a.Cancel()
+	pollUntil(t, "the turn cancelled", func() bool { return a.Status().State == Idle })
+	r.sendAsync("/compact", "")
+	pollUntil(t, "the compaction's request", func() bool { return r.srv.Len() == 3 })
+	if !a.Mentions(earlier) {
+		t.Errorf("during a compaction, Mentions(%q) = false", earlier)
+	}
+}

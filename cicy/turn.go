@@ -53,7 +53,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 	if err := j.writer.save(j.hist, now); err != nil {
 		a.log.WithError(err).Error("Could not write current.json")
 	}
-	a.hist, a.running, a.cancel, a.waiters, a.turnText = nil, true, cancel, waiters, text
+	a.hist, a.running, a.cancel, a.waiters, a.lent = nil, true, cancel, waiters, j.hist
 	a.reply = j.reply
 	a.setStatus(Busy, CauseTurn, "turn "+j.id)
 	a.broadcast(Event{Kind: "user", Text: text})
@@ -68,7 +68,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 
 // finishTurn takes the history back and tells the waiters. Runs on the loop.
 func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
-	a.hist, a.running, a.cancel, a.model = j.hist, false, nil, j.writer.model
+	a.hist, a.running, a.cancel, a.model, a.lent = j.hist, false, nil, j.writer.model, nil
 	a.reply = j.reply
 	switch res.Status {
 	case TurnCompleted:

@@ -61,11 +61,19 @@ type procNode struct {
 
 // spawnNode starts node name on home in a child process and waits until
 // it answers and has joined.
-func spawnNode(t *testing.T, db, name string, home Home) *procNode {
+func spawnNode(t testing.TB, db, name string, home Home) *procNode {
+	t.Helper()
+	return spawnServe(t, name, home, "CICY_DB="+db, "CICY_NODE="+name,
+		"CICY_LISTEN=127.0.0.1:0", "CICY_CLUSTER_TOKEN="+testClusterToken)
+}
+
+// spawnServe starts a supervisor on home in a child process, with env
+// added to this process's (none: a single supervisor on the home's
+// SQLite), and waits until that process answers (as node name, if set).
+func spawnServe(t testing.TB, name string, home Home, env ...string) *procNode {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnv+"=1", "CICY_HOME="+home.Root, "CICY_DB="+db, "CICY_NODE="+name,
-		"CICY_LISTEN=127.0.0.1:0", "CICY_CLUSTER_TOKEN="+testClusterToken)
+	cmd.Env = append(append(os.Environ(), serveEnv+"=1", "CICY_HOME="+home.Root), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -73,7 +81,7 @@ func spawnNode(t *testing.T, db, name string, home Home) *procNode {
 	n := &procNode{name: name, home: home, c: api.NewClient(home), cmd: cmd}
 	t.Cleanup(func() { n.kill9() })
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if h, err := n.c.Health(context.Background()); err == nil && h.Node == name {
+		if h, err := n.c.Health(context.Background()); err == nil && h.PID == cmd.Process.Pid && (name == "" || h.Node == name) {
 			return n
 		}
 		if time.Now().After(deadline) {

@@ -121,3 +121,87 @@ func TestNotifyBusyMasterAcrossStop(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyMasterKilledMidTurn: a cicy master's turn works on a task's
+// 🔔 line (recorded told) while the next task's line waits in its queue;
+// the supervisor is killed (kill -9). The next supervisor's master runs
+// the queued line at once, and the first line, in its history, must not
+// be taken for one lost with the previous supervisor: the master is told
+// of each task once.
+func TestNotifyMasterKilledMidTurn(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte(notifyRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("CICY_SCRIPT", rules)
+	home := Home{Root: filepath.Join(dir, "home")}
+	n := spawnServe(t, "", home)
+	ctx := context.Background()
+	m := mustCreate(t, n.c, api.CreateRequest{Title: "lead", Role: "master", Provider: "script"})
+	w := mustCreate(t, n.c, api.CreateRequest{Title: "sh", Type: "shell", Master: m.ID, Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	waitPanes(t, n.node(), "the worker idle", func(ps map[string]api.PaneInfo) bool { return ps[w.ID].State == "idle" })
+	// Each task prints "slow <gate>": the master's turn on its line runs
+	// until the gate exists.
+	gate1, gate2 := filepath.Join(dir, "gate1"), filepath.Join(dir, "gate2")
+	first := dispatchTold(t, n.c, m.ID, w.ID, "echo slow "+gate1)
+	second := dispatchTold(t, n.c, m.ID, w.ID, "echo slow "+gate2)
+	if p, err := n.c.Get(ctx, m.ID); err != nil || p.State != "busy" {
+		t.Fatalf("the master while its turn waits for %s: %+v, %v", gate1, p, err)
+	}
+
+	n.kill9()
+	n = spawnServe(t, "", home)
+	// The new master runs the queued line (task 2's) at once; while it
+	// waits for gate2, the recovery has long looked at task 1.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p, err := n.c.Get(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.State == "busy" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the master never ran the queued line after the restart: %+v", p)
+		}
+	}
+	if err := os.WriteFile(gate2, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate1, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := waitTold(t, n.node(), m.ID, second)
+	p, err := n.c.Get(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := notifications(t, p.Workspace, first); got != 1 || ws != 1 {
+		t.Errorf("the master was told of task 1 %d times and of task 2 %d times, want once each", got, ws)
+	}
+}
+
+// dispatchTold dispatches text from master to worker and waits until the
+// task is done and its master recorded told.
+func dispatchTold(t *testing.T, c *api.Client, master, worker, text string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	task, err := c.Dispatch(ctx, api.DispatchRequest{From: master, To: worker, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := c.Task(ctx, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == api.TaskDone && got.NotifiedAt != nil {
+			return task.ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %d: %+v, never done and told", task.ID, got)
+		}
+	}
+}
