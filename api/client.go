@@ -150,14 +150,19 @@ func (c *Client) Ensure(ctx context.Context) error {
 	return c.awaitStart(ctx, report, exited)
 }
 
+// progressAfter is how long a start must take before Progress hears of
+// it.
+const progressAfter = time.Second
+
 // awaitStart waits until the supervisor answers and is ready: a failure
 // it reports (report, when this client started it) is the error. It gives
 // one that does not answer StartTimeout; one that says it is starting
 // gets StallTimeout from each new word of its progress, which goes to
 // Progress.
 func (c *Client) awaitStart(ctx context.Context, report <-chan string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(c.StartTimeout)
-	said, stalled := "", false
+	began := time.Now()
+	deadline := began.Add(c.StartTimeout)
+	said, told, stalled := "", "", false
 	for time.Now().Before(deadline) {
 		if h, err := c.Health(ctx); err == nil {
 			if !h.Starting {
@@ -165,10 +170,12 @@ func (c *Client) awaitStart(ctx context.Context, report <-chan string, exited <-
 			}
 			if h.Restoring != said {
 				said, stalled, deadline = h.Restoring, true, time.Now().Add(max(c.StallTimeout, c.StartTimeout))
-				if c.Progress != nil {
-					c.Progress("the supervisor is starting: " + h.Restoring)
-				}
 			}
+		}
+		// A start that is over within a second is not worth a word.
+		if said != told && c.Progress != nil && time.Since(began) >= progressAfter {
+			told = said
+			c.Progress("the supervisor is starting: " + said)
 		}
 		select {
 		case <-ctx.Done():

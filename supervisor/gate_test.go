@@ -67,7 +67,7 @@ func TestClientWaitsForARestore(t *testing.T) {
 	c.StartTimeout = 500 * time.Millisecond // less than the restore takes: a starting supervisor gets StallTimeout
 	ensured := make(chan error, 1)
 	go func() { ensured <- c.Ensure(context.Background()) }()
-	time.Sleep(time.Second) // the restore takes this long
+	time.Sleep(1500 * time.Millisecond) // the restore takes this long
 	select {
 	case ps := <-listed:
 		t.Fatalf("a request was answered before the panes were restored: %v", ps)
