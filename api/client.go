@@ -40,8 +40,15 @@ type Client struct {
 	http   *http.Client
 	// Executable is the binary started by Ensure (default: this one).
 	Executable string
-	// StartTimeout bounds how long Ensure waits for a new supervisor.
+	// StartTimeout bounds how long Ensure waits for a new supervisor to
+	// answer.
 	StartTimeout time.Duration
+	// StallTimeout bounds how long Ensure waits for the next progress of
+	// a supervisor that answers it is starting (restoring its panes).
+	StallTimeout time.Duration
+	// Progress, if set, is told what a starting supervisor is doing
+	// while Ensure waits for it (for a person: stderr).
+	Progress func(string)
 }
 
 // NewClient returns a client for home; it does not connect yet.
@@ -60,6 +67,7 @@ func NewClient(home Home) *Client {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		StartTimeout: 5 * time.Second,
+		StallTimeout: 2 * time.Minute,
 	}
 }
 
@@ -86,11 +94,19 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 }
 
 // Ensure makes sure a supervisor runs, starting one in the background if
-// none answers, as tmux does, and waiting for it.
+// none answers, as tmux does, and waiting for it — also for one that is
+// starting (restoring its panes), as long as it makes progress.
 func (c *Client) Ensure(ctx context.Context) error {
-	if _, err := c.Health(ctx); err == nil || !errors.Is(err, ErrNotRunning) {
+	h, err := c.Health(ctx)
+	switch {
+	case err == nil && !h.Starting:
+		return nil
+	case err == nil:
+		return c.awaitStart(ctx, nil, nil)
+	case !errors.Is(err, ErrNotRunning):
 		return err
-	} else if _, remote := c.home.(remoteHome); remote {
+	}
+	if _, remote := c.home.(remoteHome); remote {
 		return err // another node's supervisor is not started from here
 	}
 	exe := c.Executable
@@ -131,10 +147,35 @@ func (c *Client) Ensure(ctx context.Context) error {
 		b, _ := io.ReadAll(io.LimitReader(rp, 8<<10))
 		report <- strings.TrimSpace(string(b))
 	}()
-	deadline := time.Now().Add(c.StartTimeout)
+	return c.awaitStart(ctx, report, exited)
+}
+
+// progressAfter is how long a start must take before Progress hears of
+// it.
+const progressAfter = time.Second
+
+// awaitStart waits until the supervisor answers and is ready: a failure
+// it reports (report, when this client started it) is the error. It gives
+// one that does not answer StartTimeout; one that says it is starting
+// gets StallTimeout from each new word of its progress, which goes to
+// Progress.
+func (c *Client) awaitStart(ctx context.Context, report <-chan string, exited <-chan struct{}) error {
+	began := time.Now()
+	deadline := began.Add(c.StartTimeout)
+	said, told, stalled := "", "", false
 	for time.Now().Before(deadline) {
-		if _, err := c.Health(ctx); err == nil {
-			return nil
+		if h, err := c.Health(ctx); err == nil {
+			if !h.Starting {
+				return nil
+			}
+			if h.Restoring != said {
+				said, stalled, deadline = h.Restoring, true, time.Now().Add(max(c.StallTimeout, c.StartTimeout))
+			}
+		}
+		// A start that is over within a second is not worth a word.
+		if said != told && c.Progress != nil && time.Since(began) >= progressAfter {
+			told = said
+			c.Progress("the supervisor is starting: " + said)
 		}
 		select {
 		case <-ctx.Done():
@@ -150,6 +191,9 @@ func (c *Client) Ensure(ctx context.Context) error {
 			// the same home; keep asking until the deadline.
 			exited = nil
 		}
+	}
+	if stalled {
+		return fmt.Errorf("the supervisor has been starting with no progress for %s (%s); see %s", max(c.StallTimeout, c.StartTimeout), said, c.home.Log())
 	}
 	return fmt.Errorf("the supervisor did not answer within %s; see %s", c.StartTimeout, c.home.Log())
 }

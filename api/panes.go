@@ -193,6 +193,11 @@ type Health struct {
 	Cluster string `json:"cluster,omitempty"`
 	// Node is this supervisor's node name.
 	Node string `json:"node,omitempty"`
+	// Starting: the supervisor is restoring its panes and answers only
+	// this; other requests wait until it is ready. Restoring says how far
+	// it is ("restoring 64,000 of 100,000 panes").
+	Starting  bool   `json:"starting,omitempty"`
+	Restoring string `json:"restoring,omitempty"`
 }
 
 // StatusResponse is `status --json`.

@@ -50,7 +50,7 @@ func serveUntil(t testing.TB, h Home, cfg Config) (*api.Client, func() error) {
 	t.Cleanup(func() { _ = stop() })
 	c := api.NewClient(h)
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		if _, herr := c.Health(context.Background()); herr == nil {
+		if h, herr := c.Health(context.Background()); herr == nil && !h.Starting {
 			return c, stop
 		}
 		select {

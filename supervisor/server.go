@@ -53,7 +53,9 @@ func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
 }
 
 // Serve runs the supervisor until ctx is cancelled or a client asks it to
-// shut down, then stops every pane and returns.
+// shut down, then stops every pane and returns. Its socket answers from
+// the start: while the panes are restored, health says so and other
+// requests wait (gate).
 func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
@@ -67,50 +69,31 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer unlock()
-
-	store, err := openStore(ctx, cfg)
+	ln, err := listenSocket(h)
 	if err != nil {
+		return err
+	}
+	defer os.Remove(h.PIDFile())
+	defer os.Remove(h.Socket())
+	g := newGate(api.Health{Version: cfg.Version, Home: h.Root, Node: cfg.Node})
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(ln) }()
+	defer srv.Close() // a start that failed: the held requests were answered
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	sup, store, cln, err := start(ctx, &cfg, g)
+	if err != nil {
+		g.fail(err)
 		return err
 	}
 	defer store.Close()
-	sup, err := New(ctx, cfg, store)
-	if err != nil {
-		return err
-	}
 	defer sup.Close()
-
-	// We hold the lock, so a socket file left here is stale.
-	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale socket: %w", err)
-	}
-	cln, err := joinCluster(sup, &cfg)
-	if err != nil {
-		return err
-	}
 	if cln != nil {
 		defer cln.Close()
 	}
-	ln, err := net.Listen("unix", h.Socket())
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", h.Socket(), err)
-	}
-	defer os.Remove(h.Socket())
-	if err := os.Chmod(h.Socket(), 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("restrict the socket: %w", err)
-	}
-	if err := os.WriteFile(h.PIDFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("write pid file: %w", err)
-	}
-	defer os.Remove(h.PIDFile())
-
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	handler := newAPI(sup, cfg, stop)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ln) }()
+	g.ready(handler)
 	var tcp *http.Server
 	if cln != nil {
 		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, handler, cfg.Log), ReadHeaderTimeout: 10 * time.Second}
@@ -140,6 +123,57 @@ func Serve(ctx context.Context, cfg Config) error {
 		_ = tcp.Close()
 	}
 	return nil
+}
+
+// listenSocket listens on the home's socket (a file left there is stale:
+// the caller holds the home's lock), the user's alone, and writes the pid
+// file.
+func listenSocket(h Home) (net.Listener, error) {
+	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	ln, err := net.Listen("unix", h.Socket())
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", h.Socket(), err)
+	}
+	if err := os.Chmod(h.Socket(), 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("restrict the socket: %w", err)
+	}
+	if err := os.WriteFile(h.PIDFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("write pid file: %w", err)
+	}
+	return ln, nil
+}
+
+// start opens the store, makes the supervisor (restoring its panes, their
+// progress told to g) and joins its cluster; on an error nothing is left
+// open.
+func start(ctx context.Context, cfg *Config, g *gate) (*Supervisor, *schema.Store, net.Listener, error) {
+	store, err := openStore(ctx, *cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	told := cfg.Restoring
+	cfg.Restoring = func(done, total int) {
+		g.restoring(done, total)
+		if told != nil {
+			told(done, total)
+		}
+	}
+	sup, err := New(ctx, *cfg, store)
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	cln, err := joinCluster(sup, cfg)
+	if err != nil {
+		sup.Close()
+		store.Close()
+		return nil, nil, nil, err
+	}
+	return sup, store, cln, nil
 }
 
 // joinCluster opens the cluster API's listener, if one is asked for

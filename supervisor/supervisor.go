@@ -76,6 +76,9 @@ type Config struct {
 	Fresh bool
 	// Ready, if set, is called once the supervisor answers on its socket.
 	Ready func()
+	// Restoring, if set, is told how many of the stored panes New has
+	// restored, every 1,000 and at the end.
+	Restoring func(done, total int)
 	// BodyTimeout bounds how long a request's body may take to arrive
 	// (default 10 s, like the header's).
 	BodyTimeout time.Duration
@@ -199,13 +202,16 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.pruneWorktrees(ctx, rows)
-	for _, r := range rows {
+	for i, r := range rows {
 		e, err := s.load(ctx, r)
 		if err != nil {
 			s.gw.Close()
 			return nil, err
 		}
 		s.panes[r.ID] = e
+		if cfg.Restoring != nil && ((i+1)%1000 == 0 || i+1 == len(rows)) {
+			cfg.Restoring(i+1, len(rows))
+		}
 	}
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()

@@ -105,6 +105,7 @@ func client(c *cli.Context) (*api.Client, error) {
 		return nil, err
 	}
 	cl := api.NewClient(h)
+	cl.Progress = func(msg string) { fmt.Fprintln(c.App.ErrWriter, msg) }
 	if err := cl.Ensure(c.Context); err != nil {
 		return nil, err
 	}
