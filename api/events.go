@@ -12,7 +12,7 @@ import (
 // Event is one line of the team's event stream (GET /api/events): a
 // snapshot on connect, then what changed. Fields may be added.
 type Event struct {
-	// Type is snapshot, pane, state, pane_removed, task or summary.
+	// Type is snapshot, pane, state, pane_removed, task, summary or home.
 	Type string    `json:"type"`
 	At   time.Time `json:"at"`
 	// Snapshot: everything, first on every stream.
@@ -30,6 +30,8 @@ type Event struct {
 	// Summary: the task counts per master and the standing failures,
 	// whenever a task changes (summary).
 	Summary *TaskSummary `json:"summary,omitempty"`
+	// Home: what needs a person about the home changed (home).
+	Home *HomeInfo `json:"home,omitempty"`
 }
 
 // PaneStatus is a pane's state, why it has it, and since when: a state
@@ -49,6 +51,8 @@ type Snapshot struct {
 	// Tasks are the open tasks and the latest finished ones (RecentTasks).
 	Tasks   []TaskInfo  `json:"tasks"`
 	Summary TaskSummary `json:"summary"`
+	// Home is what needs a person about the home as a whole.
+	Home HomeInfo `json:"home"`
 }
 
 // TaskSummary is what the topology needs of all tasks.

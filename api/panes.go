@@ -173,6 +173,10 @@ type SendResult struct {
 	Status string `json:"status"`
 	Answer string `json:"answer"`
 	Error  string `json:"error,omitempty"`
+	// Unsaved says why the turn's history or usage was not written ("disk
+	// full: …"); the turn is then failed even when it has its answer,
+	// which is kept in memory and written at the next chance.
+	Unsaved string `json:"unsaved,omitempty"`
 }
 
 // ScreenResponse is a pane's current screen.
@@ -198,6 +202,27 @@ type Health struct {
 	// it is ("restoring 64,000 of 100,000 panes").
 	Starting  bool   `json:"starting,omitempty"`
 	Restoring string `json:"restoring,omitempty"`
+	// NeedsYou is what needs a person about the home as a whole (its disk
+	// is full: kind disk-full); absent when nothing does.
+	NeedsYou []topology.Attention `json:"needs_you,omitempty"`
+}
+
+// HomeInfo is what needs a person about a supervisor's home as a whole,
+// not one pane.
+type HomeInfo struct {
+	// DiskFull says what cannot be written for lack of space ("disk full:
+	// …"), "" while writes succeed.
+	DiskFull string `json:"disk_full,omitempty"`
+	// Node is the node whose home it is.
+	Node string `json:"node,omitempty"`
+}
+
+// Needs is the home's part of needs-you.
+func (h HomeInfo) Needs() []topology.Attention {
+	if h.DiskFull == "" {
+		return nil
+	}
+	return []topology.Attention{topology.DiskFull(h.Node, h.DiskFull)}
 }
 
 // StatusResponse is `status --json`.

@@ -21,10 +21,10 @@ func CurrentTasks(tasks []TaskInfo) map[string]TaskInfo {
 }
 
 // TeamStatus is the status view (see docs/http-api.md) of panes in display order, given
-// the tasks in flight (those delivered are their workers' current tasks)
-// and the task summary. The supervisor and the stream's subscribers build
-// it the same way.
-func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Time) topology.Status {
+// the tasks in flight (those delivered are their workers' current tasks),
+// the task summary and the home (its needs come first). The supervisor
+// and the stream's subscribers build it the same way.
+func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, home HomeInfo, now time.Time) topology.Status {
 	current := CurrentTasks(tasks)
 	queued := map[string][]int64{}
 	for _, t := range tasks {
@@ -55,5 +55,9 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, now time.Ti
 		}
 		ps = append(ps, tp)
 	}
-	return topology.Build(ps, sum.Counts, sum.Failed)
+	st := topology.Build(ps, sum.Counts, sum.Failed)
+	if needs := home.Needs(); len(needs) > 0 {
+		st.NeedsYou = append(needs, st.NeedsYou...)
+	}
+	return st
 }

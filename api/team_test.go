@@ -14,7 +14,7 @@ func TestTeamStatusCarriesNodes(t *testing.T) {
 	st := TeamStatus([]PaneInfo{
 		{ID: "w-1", Role: "master", State: "idle", Node: "a", CacheHit: -1},
 		{ID: "w-2", Role: "worker", Master: &lead, State: "unreachable", Reason: "node b does not answer: timeout", Node: "b", CacheHit: -1},
-	}, nil, TaskSummary{}, time.Now())
+	}, nil, TaskSummary{}, HomeInfo{}, time.Now())
 	if len(st.Masters) != 1 || st.Masters[0].Node != "a" || len(st.Masters[0].Workers) != 1 || st.Masters[0].Workers[0].Node != "b" {
 		t.Fatalf("masters = %+v", st.Masters)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,8 +63,15 @@ type Env struct {
 	// OnStatus is called (on the agent's loop; it must not block) after
 	// every state change.
 	OnStatus func(Status)
+	// OnWrite, if set, is called after each write of the history
+	// (current.json, its journal, reply.json) with its error, nil when it
+	// succeeded: the supervisor's view of a full disk. It must not block.
+	OnWrite func(error)
 
 	headMemories bool // see Prompt.headMemories
+	// writeFault, if set, fails the history's writes it returns an error
+	// for, before they are made (tests: a full disk).
+	writeFault func(path string) error
 }
 
 // PaneConfig is the agent_config of a cicy pane.
@@ -101,6 +109,12 @@ type TurnResult struct {
 	Status string // completed | failed | cancelled
 	Answer string
 	Error  string // one sentence when failed
+	// Unsaved is one sentence when the turn's history or the usage of its
+	// model calls could not be written ("disk full: …" when the disk is
+	// the cause): the answer is kept in memory and written at the next
+	// turn or retry, the usage queued by the ledger. "" when all was
+	// written.
+	Unsaved string
 }
 
 // Outcome markers: a failed or cancelled turn leaves one of these as the
@@ -152,6 +166,15 @@ type Agent struct {
 	procs reaper.Set
 
 	restoredFrom time.Time // updated_at of the current.json this run started from
+
+	// unsaved: the history in memory is not all on disk (a write failed);
+	// saveTimer writes it again after saveBackoff (see unsaved.go).
+	unsaved     bool
+	saveTimer   Timer
+	saveBackoff time.Duration
+	// held are the messages of turns the history on disk does not hold
+	// yet: the queue file keeps them until it does.
+	held []item
 }
 
 // Start restores the pane's conversation from disk and starts its loop. A
@@ -245,7 +268,7 @@ func (a *Agent) restore() (string, error) {
 	if err := a.save(); err != nil {
 		return "", err
 	}
-	if err := writeJSONAtomic(filepath.Join(a.dir(), "reply.json"), a.reply); err != nil {
+	if err := a.writeReplyFile(a.reply); err != nil {
 		return "", err
 	}
 	return "restored; the turn in flight at the last stop was interrupted", nil
@@ -253,12 +276,12 @@ func (a *Agent) restore() (string, error) {
 
 // save writes current.json from the history (the caller owns it).
 func (a *Agent) save() error {
-	return saveCurrent(a.dir(), a.cfg.ID, a.convID, a.model, a.hist, a.env.Now())
+	return a.saveCurrent(a.convID, a.model, a.hist)
 }
 
-func saveCurrent(dir, id, convID, model string, hist []wire.Message, now time.Time) error {
-	w := historyWriter{dir: dir, agentID: id, convID: convID, model: model}
-	return w.save(hist, now)
+func (a *Agent) saveCurrent(convID, model string, hist []wire.Message) error {
+	w := historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: convID, model: model, fault: a.env.writeFault}
+	return w.save(hist, a.env.Now())
 }
 
 func (a *Agent) loop() {
@@ -274,6 +297,7 @@ func (a *Agent) loop() {
 			if a.mem.timer != nil {
 				a.mem.timer.Stop()
 			}
+			a.lastSave()
 			for ch := range a.subs {
 				close(ch)
 			}
@@ -387,7 +411,7 @@ func (a *Agent) Send(text, from string, wait bool) (<-chan TurnResult, error) {
 // is in the queue file or the history from then on, whatever stops the
 // process. One the disk does not take is refused.
 func (a *Agent) enqueue(it item) error {
-	if err := saveQueue(a.dir(), append(a.queue[:len(a.queue):len(a.queue)], it)); err != nil {
+	if err := saveQueue(a.dir(), slices.Concat(a.held, a.queue, []item{it})); err != nil {
 		return fmt.Errorf("pane %s could not keep the message: %w", a.cfg.ID, err)
 	}
 	a.queue = append(a.queue, it)
@@ -422,14 +446,22 @@ func (a *Agent) next() {
 		}
 		n++
 	}
+	taken := a.queue[:n]
 	a.queue = a.queue[n:]
-	a.startTurn(strings.Join(texts, "\n"), waiters)
+	if !a.startTurn(strings.Join(texts, "\n"), waiters) {
+		// The history on disk does not hold the messages: the queue file
+		// keeps them until a write of the history succeeds.
+		for _, it := range taken {
+			a.held = append(a.held, item{text: it.text})
+		}
+	}
 }
 
 // keepQueue writes the queue file after messages left the queue (their
-// turn has put them in the history).
+// turn has put them in the history, or they are held until it is
+// written).
 func (a *Agent) keepQueue() {
-	if err := saveQueue(a.dir(), a.queue); err != nil {
+	if err := saveQueue(a.dir(), slices.Concat(a.held, a.queue)); err != nil {
 		a.log.WithError(err).Error("Could not write the message queue")
 	}
 }

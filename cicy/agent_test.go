@@ -55,6 +55,8 @@ type rig struct {
 	srv   *apitest.Server
 	a     *Agent
 	usage *usageSink
+	// tweak, if set, changes the agent's Env before it starts.
+	tweak func(*Env)
 }
 
 // usageSink records the usage records of an agent.
@@ -95,7 +97,7 @@ func newRig(t *testing.T, handle func(n int, r *apitest.Recorded) apitest.Reply)
 func (r *rig) env() Env {
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	return Env{
+	env := Env{
 		Home: r.home,
 		NewProvider: func(name string) (Provider, error) {
 			if name != "anthropic" {
@@ -113,6 +115,10 @@ func (r *rig) env() Env {
 		Log:    logrus.NewEntry(logger),
 		Usage:  r.usage,
 	}
+	if r.tweak != nil {
+		r.tweak(&env)
+	}
+	return env
 }
 
 // start starts the agent; at cleanup a running turn is cancelled and the
@@ -228,7 +234,8 @@ func (r *rig) writeMemory(text string) {
 // Start.
 func (r *rig) writeHistory(convID string, msgs []wire.Message) {
 	r.t.Helper()
-	if err := saveCurrent(HistoryDir(r.ws), r.cfg.ID, convID, "", msgs, time.Unix(1700000000, 0)); err != nil {
+	w := historyWriter{dir: HistoryDir(r.ws), agentID: r.cfg.ID, convID: convID}
+	if err := w.save(msgs, time.Unix(1700000000, 0)); err != nil {
 		r.t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package cicy
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -61,8 +60,10 @@ func (a *Agent) clear() TurnResult {
 	a.reply = Reply{ConversationID: a.convID, Status: TurnCompleted, StartedAt: a.env.Now(), UpdatedAt: a.env.Now(), ToolCalls: []ToolCall{}}
 	err := a.save()
 	if err == nil {
-		err = writeJSONAtomic(filepath.Join(a.dir(), "reply.json"), a.reply)
+		err = a.writeReplyFile(a.reply)
 	}
+	a.wrote(err)
+	a.markUnsaved(err)
 	if err != nil {
 		return TurnResult{Status: TurnFailed, Error: err.Error()}
 	}
@@ -145,7 +146,7 @@ func (a *Agent) compact(ctx context.Context, hist []wire.Message, convID string)
 		return fail("the summary came back empty")
 	}
 	out := append([]wire.Message{{Role: wire.RoleUser, Content: []wire.Block{wire.Text(summaryPrefix + summary)}}}, hist[cut:]...)
-	if err := saveCurrent(a.dir(), a.cfg.ID, convID, s.model, out, a.env.Now()); err != nil {
+	if err := a.saveCurrent(convID, s.model, out); err != nil {
 		return fail(err.Error())
 	}
 	return out, TurnResult{Status: TurnCompleted, Answer: fmt.Sprintf("compacted: %d messages folded into a summary, %d kept", cut, len(hist)-cut)}

@@ -225,7 +225,12 @@ type historyWriter struct {
 	dir, agentID, convID, model string
 	enc                         [][]byte // JSON of hist[i] as a wire.Message (no display id)
 	written                     int      // messages on disk (current.json + journal)
+	// fault, if set, fails a write before it is made (tests: a full disk).
+	fault func(path string) error
 }
+
+// check is the fault hook's error for a write of path (nil without one).
+func (w *historyWriter) check(path string) error { return faultAt(w.fault, path) }
 
 func (w *historyWriter) encode(hist []wire.Message) error {
 	if len(w.enc) > len(hist) {
@@ -254,13 +259,20 @@ func (w *historyWriter) appendRound(hist []wire.Message, now time.Time) error {
 	for i := w.written; i < len(w.enc); i++ {
 		buf = append(appendWithID(buf, i+1, w.enc[i]), '\n')
 	}
-	f, err := os.OpenFile(filepath.Join(w.dir, journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	path := filepath.Join(w.dir, journalName)
+	if err := w.check(path); err != nil {
+		return fmt.Errorf("write the history journal: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the history journal: %w", err)
 	}
 	_, werr := f.Write(buf)
 	serr := f.Sync()
 	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		// The journal may end in a torn line now: the next write is a
+		// full one, which removes it.
+		w.written = 0
 		return fmt.Errorf("write the history journal: %w", err)
 	}
 	w.written = len(hist)
@@ -291,7 +303,11 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 		buf = appendWithID(buf, i+1, b)
 	}
 	buf = append(buf, "]}\n"...)
-	if err := WriteFileAtomic(filepath.Join(w.dir, "current.json"), buf); err != nil {
+	path := filepath.Join(w.dir, "current.json")
+	if err := w.check(path); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(path, buf); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(w.dir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -32,6 +32,11 @@ type turnJob struct {
 	hist   []wire.Message
 	reply  Reply
 	writer historyWriter
+	// saveErr is how the last write of the history failed (nil once one
+	// succeeded); usageErr how the last of usageLost usage records did.
+	saveErr   error
+	usageErr  error
+	usageLost int
 }
 
 func newTurnID() string {
@@ -40,19 +45,25 @@ func newTurnID() string {
 	return "t" + hex.EncodeToString(b)
 }
 
-// startTurn lends the history to a new turn goroutine. Runs on the loop.
-func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
+// startTurn lends the history to a new turn goroutine; it reports
+// whether the history on disk holds the turn's message (else the queue
+// file must keep it). Runs on the loop.
+func (a *Agent) startTurn(text string, waiters []chan TurnResult) bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := a.env.Now()
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
-	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model}
+	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model, fault: a.env.writeFault}
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
 	// The message goes into the history on disk before the turn starts:
-	// from here on, the history holds it, not the queue file.
+	// from here on, the history holds it, not the queue file. This full
+	// write also puts on disk what an earlier turn could not write.
 	j.hist = balance(appendUser(a.hist, wire.Text(text)))
-	if err := j.writer.save(j.hist, now); err != nil {
-		a.log.WithError(err).Error("Could not write current.json")
+	j.saveErr = j.writer.save(j.hist, now)
+	if j.saveErr != nil {
+		a.log.WithError(j.saveErr).Error("Could not write current.json")
 	}
+	a.wrote(j.saveErr)
+	a.markUnsaved(j.saveErr)
 	a.hist, a.running, a.cancel, a.waiters, a.lent = nil, true, cancel, waiters, j.hist
 	a.reply = j.reply
 	a.setStatus(Busy, CauseTurn, "turn "+j.id)
@@ -64,19 +75,25 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) {
 		cancel()
 		a.post(func() { a.finishTurn(j, res) })
 	}()
+	return j.saveErr == nil
 }
 
 // finishTurn takes the history back and tells the waiters. Runs on the loop.
 func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
 	a.hist, a.running, a.cancel, a.model, a.lent = j.hist, false, nil, j.writer.model, nil
 	a.reply = j.reply
+	a.markUnsaved(j.saveErr)
+	unsaved := ""
+	if res.Unsaved != "" {
+		unsaved = "; not saved: " + res.Unsaved
+	}
 	switch res.Status {
 	case TurnCompleted:
-		a.setStatus(Idle, CauseTurn, "turn "+j.id+" done")
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" done"+unsaved)
 	case TurnCancelled:
-		a.setStatus(Idle, CauseTurn, "turn "+j.id+" cancelled")
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" cancelled"+unsaved)
 	default:
-		a.setStatus(Idle, CauseTurn, "turn "+j.id+" failed: "+res.Error)
+		a.setStatus(Idle, CauseTurn, "turn "+j.id+" failed: "+res.Error+unsaved)
 	}
 	a.broadcast(Event{Kind: "turn_end", Status: res.Status, Text: res.Answer})
 	if res.Status == TurnCompleted {
@@ -165,17 +182,24 @@ func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
 		return nil, err
 	}
 	j.reply.Usage.Add(resp.Usage)
-	j.a.recordUsage(UsageRecord{PaneID: j.a.cfg.ID, ConversationID: j.convID, TurnID: j.id, Model: s.model, Usage: resp.Usage, Latency: time.Since(start)})
+	if err := j.a.recordUsage(UsageRecord{PaneID: j.a.cfg.ID, ConversationID: j.convID, TurnID: j.id, Model: s.model, Usage: resp.Usage, Latency: time.Since(start)}); err != nil {
+		j.usageErr = err
+		j.usageLost++
+	}
 	return resp, nil
 }
 
-func (a *Agent) recordUsage(r UsageRecord) {
+// recordUsage hands a model call's usage to the ledger; an error means
+// the ledger does not hold it (yet).
+func (a *Agent) recordUsage(r UsageRecord) error {
 	if a.env.Usage == nil {
-		return
+		return nil
 	}
-	if err := a.env.Usage.RecordUsage(context.Background(), r); err != nil {
+	err := a.env.Usage.RecordUsage(context.Background(), r)
+	if err != nil {
 		a.log.WithError(err).Warn("Could not record usage")
 	}
+	return err
 }
 
 // runTools answers every tool_use, in order, whatever happens.
@@ -222,38 +246,51 @@ func firstLine(s string) string {
 	return clip.Bytes(line, 200)
 }
 
-// persist writes current.json in full and reply.json; a write failure is
-// logged, not fatal: the turn goes on and the next write tries again.
+// persist writes current.json in full and reply.json: the turn's end. A
+// write failure does not stop the turn; it is in the turn's result
+// (Unsaved) and the loop writes the history again later.
 func (j *turnJob) persist() {
-	if err := j.writer.save(j.hist, j.a.env.Now()); err != nil {
+	err := j.writer.save(j.hist, j.a.env.Now())
+	if err != nil {
 		j.a.log.WithError(err).Error("Could not write current.json")
 	}
-	j.writeReply()
+	j.saveErr = errors.Join(err, j.writeReply())
+	j.a.wrote(j.saveErr)
 }
 
 // persistRound puts a round's messages on disk (the journal) and
-// reply.json.
+// reply.json; a failure waits for the turn's end, which writes it all.
 func (j *turnJob) persistRound() {
-	if err := j.writer.appendRound(j.hist, j.a.env.Now()); err != nil {
+	err := j.writer.appendRound(j.hist, j.a.env.Now())
+	if err != nil {
 		j.a.log.WithError(err).Error("Could not write the round to the history journal")
 	}
-	j.writeReply()
+	j.saveErr = errors.Join(err, j.writeReply())
+	j.a.wrote(j.saveErr)
 }
 
-func (j *turnJob) writeReply() {
+func (j *turnJob) writeReply() error {
 	j.reply.UpdatedAt = j.a.env.Now()
-	if err := writeJSONAtomic(filepath.Join(j.a.dir(), "reply.json"), j.reply); err != nil {
+	err := j.a.writeReplyFile(j.reply)
+	if err != nil {
 		j.a.log.WithError(err).Error("Could not write reply.json")
 	}
 	r := j.reply
 	r.ToolCalls = append([]ToolCall(nil), j.reply.ToolCalls...)
 	j.a.post(func() { j.a.reply = r })
+	return err
+}
+
+// result is r with what of the turn was not written.
+func (j *turnJob) result(r TurnResult) TurnResult {
+	r.Unsaved = unsavedText(j.a.cfg.ID, j.saveErr, j.usageLost, j.usageErr)
+	return r
 }
 
 func (j *turnJob) complete() TurnResult {
 	j.reply.Status = TurnCompleted
 	j.persist()
-	return TurnResult{Status: TurnCompleted, Answer: j.reply.Answer}
+	return j.result(TurnResult{Status: TurnCompleted, Answer: j.reply.Answer})
 }
 
 // fail ends the turn with the failed marker; the detail goes to the log,
@@ -261,12 +298,12 @@ func (j *turnJob) complete() TurnResult {
 func (j *turnJob) fail(detail string) TurnResult {
 	j.a.log.WithField("turn", j.id).Warnf("Turn failed: %s", detail)
 	j.endWith(markerFailed, TurnFailed)
-	return TurnResult{Status: TurnFailed, Error: detail}
+	return j.result(TurnResult{Status: TurnFailed, Error: detail})
 }
 
 func (j *turnJob) cancelled() TurnResult {
 	j.endWith(markerCancelled, TurnCancelled)
-	return TurnResult{Status: TurnCancelled, Error: "cancelled"}
+	return j.result(TurnResult{Status: TurnCancelled, Error: "cancelled"})
 }
 
 func (j *turnJob) endWith(marker, status string) {

@@ -22,14 +22,18 @@ type UsageRow struct {
 	CreatedAt      string `db:"created_at"`
 }
 
-// AddUsage records one model call.
+// AddUsage records one model call, at u.CreatedAt when set (a row that
+// waited to be written keeps the time of its call), else now. A disk too
+// full to take it is an error that matches syscall.ENOSPC.
 func (s *Store) AddUsage(ctx context.Context, u UsageRow) error {
-	u.CreatedAt = Now()
+	if u.CreatedAt == "" {
+		u.CreatedAt = Now()
+	}
 	_, err := s.db.NamedExecContext(ctx, `INSERT INTO usage
 		(pane_id, conversation_id, turn_id, aux, model, input_tokens, output_tokens, cache_read, cache_creation, latency_ms, created_at)
 		VALUES (:pane_id, :conversation_id, :turn_id, :aux, :model, :input_tokens, :output_tokens, :cache_read, :cache_creation, :latency_ms, :created_at)`, u)
 	if err != nil {
-		return fmt.Errorf("record usage: %w", err)
+		return fmt.Errorf("record usage: %w", markFull(err))
 	}
 	return nil
 }

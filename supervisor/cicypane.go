@@ -46,6 +46,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 		Usage:    usageSink{s},
 		Team:     teamTools{s},
 		OnStatus: func(cicy.Status) { s.tasks.PaneChanged(); s.paneChanged(id) },
+		OnWrite:  func(err error) { s.disk.note("the history of "+id, err) },
 		Log:      s.log,
 		Now:      time.Now,
 	})

@@ -101,6 +101,7 @@ const (
 	keyPane    = "pane:"
 	keyTask    = "task:"
 	keySummary = "summary"
+	keyHome    = "home"
 )
 
 // paneChanged publishes a pane's change (state, usage, creation, removal).
@@ -197,59 +198,69 @@ func (s *Supervisor) build(ctx context.Context, keys []string, local bool) []api
 		}
 	}
 	for _, k := range keys {
-		if local && (k == keySummary || strings.HasPrefix(k, keyTask)) {
-			continue // the other nodes read the tasks from the database
+		if local && (k == keySummary || k == keyHome || strings.HasPrefix(k, keyTask)) {
+			continue // the other nodes read the tasks from the database, and have homes of their own
 		}
-		switch {
-		case strings.HasPrefix(k, keyState):
-			id := k[len(keyState):]
-			if full[id] {
-				continue
-			}
-			e, err := s.get(id)
-			if err != nil {
-				if ev, ok := s.elsewhere(id, local, now); ok {
-					out = append(out, ev)
-				}
-				continue
-			}
-			st := e.status()
-			if !st.Running() {
-				st.PID = 0 // as ls shows it
-			}
-			out = append(out, api.Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)})
-		case k == keySummary:
-			sum, err := s.taskSummary(ctx)
-			if err != nil {
-				s.log.WithError(err).Warn("Could not sum the tasks for the event stream")
-				continue
-			}
-			out = append(out, api.Event{Type: "summary", At: now, Summary: &sum})
-		case strings.HasPrefix(k, keyPane):
-			id := k[len(keyPane):]
-			e, err := s.get(id)
-			if err != nil {
-				if ev, ok := s.elsewhere(id, local, now); ok {
-					out = append(out, ev)
-				}
-				continue
-			}
-			pi := s.describe(e)
-			out = append(out, api.Event{Type: "pane", At: now, Pane: &pi})
-		case strings.HasPrefix(k, keyTask):
-			n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
-			t, err := s.store.GetTask(ctx, n)
-			if err != nil {
-				if !errors.Is(err, schema.ErrNotFound) {
-					s.log.WithError(err).Warn("Could not read a task for the event stream")
-				}
-				continue
-			}
-			ti := s.taskInfo(t)
-			out = append(out, api.Event{Type: "task", At: now, Task: &ti})
+		if ev, ok := s.event(ctx, k, full, local, now); ok {
+			out = append(out, ev)
 		}
 	}
 	return out
+}
+
+// event is the current value of one dirty key, if it has one to send.
+func (s *Supervisor) event(ctx context.Context, k string, full map[string]bool, local bool, now time.Time) (api.Event, bool) {
+	switch {
+	case strings.HasPrefix(k, keyState):
+		id := k[len(keyState):]
+		if full[id] {
+			return api.Event{}, false
+		}
+		e, err := s.get(id)
+		if err != nil {
+			return s.elsewhere(id, local, now)
+		}
+		st := e.status()
+		if !st.Running() {
+			st.PID = 0 // as ls shows it
+		}
+		return api.Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)}, true
+	case k == keyHome:
+		home := s.Home()
+		return api.Event{Type: "home", At: now, Home: &home}, true
+	case k == keySummary:
+		sum, err := s.taskSummary(ctx)
+		if err != nil {
+			s.log.WithError(err).Warn("Could not sum the tasks for the event stream")
+			return api.Event{}, false
+		}
+		return api.Event{Type: "summary", At: now, Summary: &sum}, true
+	case strings.HasPrefix(k, keyPane):
+		id := k[len(keyPane):]
+		e, err := s.get(id)
+		if err != nil {
+			return s.elsewhere(id, local, now)
+		}
+		pi := s.describe(e)
+		return api.Event{Type: "pane", At: now, Pane: &pi}, true
+	case strings.HasPrefix(k, keyTask):
+		return s.taskEvent(ctx, k, now)
+	}
+	return api.Event{}, false
+}
+
+// taskEvent is the event of a task's key.
+func (s *Supervisor) taskEvent(ctx context.Context, k string, now time.Time) (api.Event, bool) {
+	n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
+	t, err := s.store.GetTask(ctx, n)
+	if err != nil {
+		if !errors.Is(err, schema.ErrNotFound) {
+			s.log.WithError(err).Warn("Could not read a task for the event stream")
+		}
+		return api.Event{}, false
+	}
+	ti := s.taskInfo(t)
+	return api.Event{Type: "task", At: now, Task: &ti}, true
 }
 
 // elsewhere is the event for a pane that is not this node's: another
@@ -266,7 +277,7 @@ func (s *Supervisor) elsewhere(id string, local bool, now time.Time) (api.Event,
 
 // Snapshot is the whole team now: panes, recent tasks, task summary.
 func (s *Supervisor) Snapshot(ctx context.Context) (api.Snapshot, error) {
-	snap := api.Snapshot{Panes: s.List(ctx), Tasks: []api.TaskInfo{}}
+	snap := api.Snapshot{Panes: s.List(ctx), Tasks: []api.TaskInfo{}, Home: s.Home()}
 	tasks, err := s.store.RecentTasks(ctx, api.RecentTasks)
 	if err != nil {
 		return api.Snapshot{}, err

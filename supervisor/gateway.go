@@ -229,9 +229,10 @@ func (s *Supervisor) cliTurn(id string) string {
 }
 
 // record is the ledger: every model call, of a cicy pane's turn loop or
-// through the gateway, is stored and added to its pane's totals.
+// through the gateway, is added to its pane's totals and stored; a row
+// the store refuses waits in memory and is written again (see ledger).
 func (s *Supervisor) record(ctx context.Context, row schema.UsageRow) error {
 	s.addUsage(row.PaneID, row.Model, schema.UsageTotal{InputTokens: row.InputTokens, OutputTokens: row.OutputTokens,
 		CacheRead: row.CacheRead, CacheCreation: row.CacheCreation})
-	return s.store.AddUsage(ctx, row)
+	return s.ledger.add(ctx, row)
 }

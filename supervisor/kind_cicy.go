@@ -71,10 +71,27 @@ func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*api.
 	}
 	select {
 	case r := <-ch:
-		return &api.SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}, nil
+		return sendResult(r), nil
 	case <-ctx.Done():
 		return nil, failedErr("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
 	}
+}
+
+// sendResult is a turn's result as send --wait answers it. A turn whose
+// history or usage was not written is failed, with its answer and why:
+// a client that sees "completed" may trust that nothing waits in memory.
+func sendResult(r cicy.TurnResult) *api.SendResult {
+	res := &api.SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}
+	if r.Unsaved == "" {
+		return res
+	}
+	res.Unsaved = r.Unsaved
+	if r.Status == cicy.TurnCompleted {
+		res.Status, res.Error = cicy.TurnFailed, r.Unsaved
+	} else {
+		res.Error += "; " + r.Unsaved
+	}
+	return res
 }
 
 func (p *cicyKind) Stop(_ time.Duration, why string) pane.Status {

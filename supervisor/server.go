@@ -358,7 +358,8 @@ func decode(r *http.Request, v any) error {
 }
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr, Node: a.sup.cfg.Node})
+	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr, Node: a.sup.cfg.Node,
+		NeedsYou: a.sup.homeNeeds()})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {

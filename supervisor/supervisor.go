@@ -97,6 +97,9 @@ type Config struct {
 	// Scrub removes the supervisor's secrets from text that leaves it
 	// (default: NewScrubber of Getenv and the cluster secret).
 	Scrub *provider.Scrubber
+	// LedgerRetry is how often usage rows the database refused are
+	// written again (default 2 s).
+	LedgerRetry time.Duration
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -127,6 +130,9 @@ type Supervisor struct {
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
+
+	ledger *ledger    // usage rows to the store, queued while it refuses them
+	disk   *diskWatch // whether the home's writes fail for lack of space
 
 	budgets budgetBook
 	held    heldBudget // the worst cost of the model requests in flight (Reserve)
@@ -159,6 +165,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if s.usage, err = store.UsageByModel(ctx); err != nil {
 		return nil, err
 	}
+	s.disk = newDiskWatch(func() { s.events.publish(keyHome) })
+	s.ledger = newLedger(store, cfg.Log, cfg.LedgerRetry, func(err error) { s.disk.note("the ledger", err) })
 	s.cl = newCluster(s, cfg.Node, cfg.Listen)
 	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
 	// A node settles its own workers' tasks and tells its own masters.
@@ -206,6 +214,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		e, err := s.load(ctx, r)
 		if err != nil {
 			s.gw.Close()
+			s.ledger.close()
 			return nil, err
 		}
 		s.panes[r.ID] = e
@@ -919,7 +928,7 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 	for _, t := range append(delivered, queued...) {
 		tasks = append(tasks, s.taskInfo(t))
 	}
-	return api.TeamStatus(s.List(ctx), tasks, sum, time.Now()), nil
+	return api.TeamStatus(s.List(ctx), tasks, sum, s.Home(), time.Now()), nil
 }
 
 // Close stops every pane (in parallel, each with its grace period) and
@@ -950,6 +959,7 @@ func (s *Supervisor) Close() {
 	if err := s.gw.Close(); err != nil {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}
+	s.ledger.close() // after the panes and the gateway: no call comes after it
 	s.tmux.Close()
 }
 

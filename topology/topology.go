@@ -103,13 +103,13 @@ type Untracked struct {
 // Attention is something that needs a person: a pane waiting for an
 // answer, in error or unreachable, a worker whose last task failed, a
 // master whose tasks are all finished, a pane whose budget is reached or
-// whose model requests keep failing upstream.
+// whose model requests keep failing upstream, a home whose disk is full.
 type Attention struct {
-	ID     string `json:"id"` // the pane to look at
+	ID     string `json:"id"` // the pane to look at, or HomeID
 	State  string `json:"state"`
 	Reason string `json:"reason"`
 	// Kind is one of NeedKinds: waiting, error, unreachable, task_failed,
-	// all_done, budget, upstream or worker-stopped.
+	// all_done, budget, upstream, worker-stopped or disk-full.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -133,6 +133,9 @@ const (
 	// NeedWorkerStopped is a worker that is not running (exited) while a
 	// task waits for it: nothing happens until it is restarted.
 	NeedWorkerStopped = "worker-stopped"
+	// NeedDiskFull is the home (id HomeID, state disk-full) whose writes
+	// fail for lack of space, until they succeed again.
+	NeedDiskFull = "disk-full"
 )
 
 // NeedKind is a kind of attention and what it means, as the dashboard's
@@ -149,6 +152,16 @@ var NeedKinds = []NeedKind{
 	{NeedBudget, "a pane's or its team's spend reached its budget"},
 	{NeedUpstream, "a pane's model requests keep failing upstream"},
 	{NeedWorkerStopped, "a task waits for a worker that is not running"},
+	{NeedDiskFull, "the home's disk is full: a turn's history or usage could not be written"},
+}
+
+// HomeID is the id of an attention about the home, not one pane.
+const HomeID = "home"
+
+// DiskFull is the attention of a home whose writes fail for lack of
+// space; reason says what cannot be written.
+func DiskFull(node, reason string) Attention {
+	return Attention{ID: HomeID, State: NeedDiskFull, Kind: NeedDiskFull, Reason: reason, Node: node}
 }
 
 // FailedTask is a failed task that is its worker's latest finished one: it

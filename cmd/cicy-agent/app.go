@@ -613,7 +613,8 @@ func (e *env) sendCmd() *cli.Command {
 	}
 }
 
-// printResult prints a turn's answer; a failed or cancelled turn is exit 1.
+// printResult prints a turn's answer; a failed or cancelled turn is exit
+// 1, and so is one whose history or usage could not be written.
 func (e *env) printResult(c *cli.Context, res *api.SendResult) error {
 	if c.Bool("json") {
 		if err := printJSON(e.stdout, res); err != nil {
@@ -622,10 +623,14 @@ func (e *env) printResult(c *cli.Context, res *api.SendResult) error {
 	} else if res.Answer != "" {
 		fmt.Fprintln(e.stdout, res.Answer)
 	}
-	switch res.Status {
-	case "completed":
+	switch {
+	case res.Status == "completed":
 		return nil
-	case "cancelled":
+	case res.Unsaved != "" && res.Error == res.Unsaved:
+		return failf("%s", res.Unsaved) // the turn itself went well
+	case res.Status == "cancelled" && res.Unsaved != "":
+		return failf("the turn was cancelled; %s", res.Unsaved)
+	case res.Status == "cancelled":
 		return failf("the turn was cancelled")
 	default:
 		return failf("the turn failed: %s", res.Error)
@@ -822,7 +827,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 		fmt.Fprintln(tw, "needs you:")
 		for _, n := range st.NeedsYou {
 			what := n.State
-			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream || n.Kind == topology.NeedWorkerStopped {
+			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream || n.Kind == topology.NeedWorkerStopped || n.Kind == topology.NeedDiskFull {
 				what = n.Kind // the pane's state is not the news
 			}
 			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), what, n.Reason)
@@ -856,6 +861,9 @@ func (e *env) versionCmd() *cli.Command {
 					fmt.Fprintf(e.stdout, "running supervisor: %s (pid %d)\n", hl.Version, hl.PID)
 				}
 				fmt.Fprintf(e.stdout, "model gateway: %s\n", hl.Gateway)
+				for _, n := range hl.NeedsYou {
+					fmt.Fprintf(e.stdout, "needs you: %s\n", n.Reason)
+				}
 			}
 			return nil
 		},

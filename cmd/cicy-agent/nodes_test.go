@@ -62,7 +62,7 @@ w-3  b     notes  shell  notes   idle                                          -
 // on more than one node.
 func TestStatusNodes(t *testing.T) {
 	var one, two bytes.Buffer
-	printStatus(&one, api.TeamStatus(nodePanes("a"), nil, api.TaskSummary{}, time.Now()))
+	printStatus(&one, api.TeamStatus(nodePanes("a"), nil, api.TaskSummary{}, api.HomeInfo{}, time.Now()))
 	checkTable(t, "status on one node", one.String(), `
 master w-1  lead   cicy   idle                                          tasks 0/0 done
   w-2       alice  shell  unreachable  node b does not answer: timeout  task -
@@ -71,7 +71,7 @@ untracked (role is a label; not in completion tracking):
 needs you:
   w-2  unreachable  node b does not answer: timeout
 `[1:])
-	printStatus(&two, api.TeamStatus(nodePanes("b"), nil, api.TaskSummary{}, time.Now()))
+	printStatus(&two, api.TeamStatus(nodePanes("b"), nil, api.TaskSummary{}, api.HomeInfo{}, time.Now()))
 	checkTable(t, "status on two nodes", two.String(), `
 master w-1  lead   cicy   node a  idle                                          tasks 0/0 done
   w-2       alice  shell  node b  unreachable  node b does not answer: timeout  task -

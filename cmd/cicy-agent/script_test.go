@@ -103,6 +103,8 @@ func TestScripts(t *testing.T) {
 			case "pg": // PostgreSQL's server programs (Debian's postgresql)
 				found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 				return len(found) > 0, nil
+			case "tmpfs": // root, allowed to mount a tmpfs
+				return canMountTmpfs(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -128,6 +130,7 @@ func TestScripts(t *testing.T) {
 			"nofilewith":      cmdNoFileWith,
 			"morecalls":       cmdMoreCalls,
 			"fakesaw":         cmdFakeSaw,
+			"tinyhome":        cmdTinyHome,
 		},
 	})
 }

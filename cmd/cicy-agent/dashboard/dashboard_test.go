@@ -339,6 +339,33 @@ func TestUpstreamFailuresNeedYou(t *testing.T) {
 	}
 }
 
+// TestDiskFullNeedsYou: a home whose disk is full is listed like the
+// other needs-you kinds (and rings); a write that succeeds clears it.
+func TestDiskFullNeedsYou(t *testing.T) {
+	var bell bytes.Buffer
+	m := NewModel(Options{Now: func() time.Time { return t0 }, Bell: true, BellOut: &bell})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	_, cmd := m.Update(eventsMsg{fixture()})
+	run(m, cmd)
+	home := api.HomeInfo{DiskFull: "disk full: the ledger cannot be written (record usage: database or disk is full (13))"}
+	_, cmd = m.Update(eventsMsg{{Type: "home", Home: &home}})
+	run(m, cmd)
+	if m.bells != 1 {
+		t.Fatalf("disk full: bells %d, want 1", m.bells)
+	}
+	if !strings.Contains(plain(m), "! home — disk full: the ledger cannot be written") {
+		t.Fatalf("the full disk is not listed:\n%s", plain(m))
+	}
+	if got, want := m.needs(m.team.Status(t0), 10)[0], st.bad.Render(fit("! home — "+home.DiskFull, m.width)); got != want {
+		t.Fatalf("styled %q, want the error style %q", got, want)
+	}
+	_, cmd = m.Update(eventsMsg{{Type: "home", Home: &api.HomeInfo{}}})
+	run(m, cmd)
+	if strings.Contains(plain(m), "disk full") {
+		t.Fatalf("a write that succeeded did not clear it:\n%s", plain(m))
+	}
+}
+
 // panicky is a client whose event stream blows up when told to.
 type panicky struct {
 	fakeBackend

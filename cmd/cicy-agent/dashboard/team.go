@@ -20,6 +20,8 @@ type Team struct {
 	Panes   []api.PaneInfo // in id order
 	Tasks   map[int64]api.TaskInfo
 	Summary api.TaskSummary
+	// Home is what needs a person about the home as a whole.
+	Home api.HomeInfo
 	// Synced is false until the first snapshot.
 	Synced bool
 }
@@ -40,6 +42,7 @@ func (t *Team) Apply(ev api.Event) {
 			t.Tasks[k.ID] = k
 		}
 		t.Summary = ev.Snapshot.Summary
+		t.Home = ev.Snapshot.Home
 		t.Synced = true
 	case "pane":
 		if ev.Pane == nil {
@@ -68,6 +71,10 @@ func (t *Team) Apply(ev api.Event) {
 	case "summary":
 		if ev.Summary != nil {
 			t.Summary = *ev.Summary
+		}
+	case "home":
+		if ev.Home != nil {
+			t.Home = *ev.Home
 		}
 	}
 }
@@ -104,7 +111,7 @@ func (t *Team) Pane(id string) (api.PaneInfo, bool) {
 
 // Status is the topology view, built as the supervisor builds it.
 func (t *Team) Status(now time.Time) topology.Status {
-	return api.TeamStatus(t.Panes, t.open(), t.Summary, now)
+	return api.TeamStatus(t.Panes, t.open(), t.Summary, t.Home, now)
 }
 
 // Current maps each worker to the task it works on now.

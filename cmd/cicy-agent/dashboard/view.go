@@ -481,7 +481,7 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 		}
 		style := st.warn
 		switch n.Kind {
-		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream, topology.NeedWorkerStopped:
+		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream, topology.NeedWorkerStopped, topology.NeedDiskFull:
 			style = st.bad
 		case topology.NeedAllDone:
 			style = st.good.Bold(true)

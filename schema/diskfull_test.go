@@ -1,0 +1,90 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestAddUsageKeepsItsTime: a row that waited to be written keeps the time
+// of its call.
+func TestAddUsageKeepsItsTime(t *testing.T) {
+	t.Parallel()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "cicy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := "2026-12-01T10:00:00Z"
+	if err := s.AddUsage(context.Background(), UsageRow{PaneID: "w-1", Model: "m", CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := s.db.GetContext(context.Background(), &got, `SELECT created_at FROM usage`); err != nil || got != at {
+		t.Fatalf("created_at = %q, %v; want %s", got, err, at)
+	}
+}
+
+// TestAddUsageDiskFull: SQLite on a real, full disk (a tiny tmpfs) refuses
+// a usage row with an error that matches ENOSPC, as a file write's does.
+func TestAddUsageDiskFull(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m,mode=0700"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	}()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(dir, "cicy.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fillDisk(t, dir)
+	for i := 0; ; i++ {
+		err := s.AddUsage(ctx, UsageRow{PaneID: "w-1", Model: fmt.Sprintf("model-%0200d", i)})
+		if err == nil {
+			if i > 10000 {
+				t.Fatal("10000 rows went into a full disk")
+			}
+			continue
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("AddUsage on a full disk: %v; want an error matching ENOSPC", err)
+		}
+		return
+	}
+}
+
+// fillDisk writes a file into dir until its file system is full.
+func fillDisk(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// fullRules script a cicy pane: "fill PATH" runs a tool that fills the
+// disk PATH is on; anything else is answered "I got: …".
+const fullRules = `rules:
+  - match: {tool_result: true}
+    reply: {text: filled}
+  - match: {last_user: 'fill (\S+)'}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'head -c 100000000 /dev/zero > {{1}} 2>/dev/null; true'}
+  - reply: {text: "I got: {{last_user}}"}
+`
+
+// faultStore is the real store whose usage writes fail as on a full disk
+// while full is set.
+type faultStore struct {
+	*schema.Store
+	full atomic.Bool
+}
+
+func (f *faultStore) AddUsage(ctx context.Context, u schema.UsageRow) error {
+	if f.full.Load() {
+		return fmt.Errorf("record usage: %w", syscall.ENOSPC)
+	}
+	return f.Store.AddUsage(ctx, u)
+}
+
+// fullDiskSupervisor starts a supervisor on a home at root whose store is
+// wrapped in a faultStore, with the scripted model.
+func fullDiskSupervisor(t *testing.T, root string, retry time.Duration) (*Supervisor, *faultStore, http.Handler) {
+	t.Helper()
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(fullRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	h := Home{Root: root}
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := schema.Open(context.Background(), h.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	fs := &faultStore{Store: store}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	getenv := func(k string) string { return map[string]string{"CICY_SCRIPT": rules}[k] }
+	cfg := Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv, LedgerRetry: retry}
+	s, err := New(context.Background(), cfg, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); _ = s.tmux.KillServer() })
+	return s, fs, newAPI(s, cfg, func() {})
+}
+
+// ledgerCalls is how many of pane's calls the database holds.
+func ledgerCalls(t *testing.T, store *schema.Store, pane string) int64 {
+	t.Helper()
+	groups, err := store.UsageGroups(context.Background(), schema.UsageQuery{By: schema.ByPane, Pane: pane})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, g := range groups {
+		n += g.Calls
+	}
+	return n
+}
+
+// homeNeed is the home's disk-full attention in the status view, if any.
+func homeNeed(t *testing.T, s *Supervisor) (topology.Attention, bool) {
+	t.Helper()
+	st, err := s.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.NeedsYou {
+		if n.Kind == topology.NeedDiskFull {
+			return n, true
+		}
+	}
+	return topology.Attention{}, false
+}
+
+// healthNeeds is what GET /api/health says needs you.
+func healthNeeds(t *testing.T, h http.Handler) []topology.Attention {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/health", nil))
+	var hl api.Health
+	if err := json.Unmarshal(rec.Body.Bytes(), &hl); err != nil {
+		t.Fatalf("health: %v: %s", err, rec.Body)
+	}
+	return hl.NeedsYou
+}
+
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestLedgerQueuesRefusedUsage: a usage row the store refuses (a full
+// disk) waits and arrives in the ledger once the store takes it again;
+// the turn that made the call ends with "disk full: …"; status, health
+// and the event stream's snapshot show the home's disk full, and clear
+// once a write succeeds.
+func TestLedgerQueuesRefusedUsage(t *testing.T) {
+	s, fs, h := fullDiskSupervisor(t, filepath.Join(t.TempDir(), "home"), 20*time.Millisecond)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.full.Store(true)
+	res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello", Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "failed" || res.Answer != "I got: hello" || res.Error != res.Unsaved ||
+		!strings.HasPrefix(res.Unsaved, "disk full: the usage of 1 model call of this turn is not in the ledger yet") {
+		t.Fatalf("send --wait = %+v; want failed, with its answer and the disk full sentence", res)
+	}
+	need, ok := homeNeed(t, s)
+	if !ok || need.ID != topology.HomeID || !strings.HasPrefix(need.Reason, "disk full: the ledger cannot be written") {
+		t.Fatalf("status needs you: %+v (found %v); want the home's disk full", need, ok)
+	}
+	if hn := healthNeeds(t, h); len(hn) != 1 || hn[0].Kind != topology.NeedDiskFull {
+		t.Fatalf("health needs you: %+v; want disk-full", hn)
+	}
+	if snap, err := s.Snapshot(ctx); err != nil || !strings.HasPrefix(snap.Home.DiskFull, "disk full: ") {
+		t.Fatalf("the snapshot's home = %+v, %v", snap.Home, err)
+	}
+	if n := ledgerCalls(t, fs.Store, p.ID); n != 0 {
+		t.Fatalf("the ledger has %d calls while the store refuses them", n)
+	}
+	fs.full.Store(false)
+	pollFor(t, "the waiting row in the ledger", func() bool { return ledgerCalls(t, fs.Store, p.ID) == 1 })
+	pollFor(t, "disk full to clear", func() bool { _, ok := homeNeed(t, s); return !ok })
+	if hn := healthNeeds(t, h); len(hn) != 0 {
+		t.Fatalf("health still needs you: %+v", hn)
+	}
+	if s.ledger.pending() != 0 {
+		t.Fatalf("%d rows still wait", s.ledger.pending())
+	}
+}
+
+// TestLedgerShutdownWritesWaitingRows: the stop tries the waiting rows
+// once more (no retry comes before it here).
+func TestLedgerShutdownWritesWaitingRows(t *testing.T) {
+	s, fs, _ := fullDiskSupervisor(t, filepath.Join(t.TempDir(), "home"), time.Hour)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.full.Store(true)
+	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello", Wait: true}); err != nil {
+		t.Fatal(err)
+	}
+	fs.full.Store(false)
+	s.Close()
+	if n := ledgerCalls(t, fs.Store, p.ID); n != 1 {
+		t.Fatalf("the ledger has %d calls after the stop; want the one that waited", n)
+	}
+}
+
+// mountTinyDisk mounts a tmpfs of size bytes at a new folder; the test
+// is skipped where that is not allowed (not root, no mount rights).
+func mountTinyDisk(t *testing.T, size int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestDiskFullRealHome: a home on a real, tiny disk that a cicy turn's
+// own tool fills: the turn ends with "disk full: …", status shows the
+// home's disk full; once the filler is gone the next turn writes the
+// kept history and the home no longer needs you.
+func TestDiskFullRealHome(t *testing.T) {
+	root := mountTinyDisk(t, 8<<20)
+	s, _, _ := fullDiskSupervisor(t, root, 20*time.Millisecond)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(root, "filler")
+	res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "fill " + filler, Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "failed" || res.Answer != "filled" || !strings.HasPrefix(res.Unsaved, "disk full: the history of "+p.ID+" could not be written") {
+		t.Fatalf("send --wait = %+v; want failed with its answer and the disk full sentence", res)
+	}
+	if need, ok := homeNeed(t, s); !ok || !strings.Contains(need.Reason, "the history of "+p.ID) {
+		t.Fatalf("status needs you: %+v (found %v); want the home's disk full", need, ok)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Send(ctx, p.ID, api.SendRequest{Text: "hello", Wait: true})
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("the turn after the disk was freed = %+v, %v", res, err)
+	}
+	pollFor(t, "disk full to clear", func() bool { _, ok := homeNeed(t, s); return !ok })
+	e, err := s.get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(cicy.HistoryDir(e.cfg.Workspace), "current.json"))
+	if err != nil || !strings.Contains(string(b), `"filled"`) {
+		t.Fatalf("current.json lacks the kept answer: %v\n%s", err, b)
+	}
+}
