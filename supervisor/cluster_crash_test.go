@@ -72,14 +72,8 @@ func spawnNode(t testing.TB, db, name string, home Home) *procNode {
 // SQLite), and waits until that process answers (as node name, if set).
 func spawnServe(t testing.TB, name string, home Home, env ...string) *procNode {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), serveEnv+"=1", "CICY_HOME="+home.Root), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n := &procNode{name: name, home: home, c: api.NewClient(home), cmd: cmd}
-	t.Cleanup(func() { n.kill9() })
+	n := startServeProcess(t, name, home, env...)
+	cmd := n.cmd
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if h, err := n.c.Health(context.Background()); err == nil && h.PID == cmd.Process.Pid && (name == "" || h.Node == name) {
 			return n
@@ -89,6 +83,21 @@ func spawnServe(t testing.TB, name string, home Home, env ...string) *procNode {
 			t.Fatalf("node %s did not start:\n%s", name, log)
 		}
 	}
+}
+
+// startServeProcess starts a supervisor on home in a child process, as
+// spawnServe does, without waiting for it.
+func startServeProcess(t testing.TB, name string, home Home, env ...string) *procNode {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), serveEnv+"=1", "CICY_HOME="+home.Root), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := &procNode{name: name, home: home, c: api.NewClient(home), cmd: cmd}
+	t.Cleanup(func() { n.kill9() })
+	return n
 }
 
 // kill9 kills the node's process group at once, as a crash would.

@@ -257,6 +257,19 @@ func (r *truthRig) needs(kind string) (topology.Attention, bool) {
 	return topology.Attention{}, false
 }
 
+// awaitNeeds is needs(kind) once it is there (want) or gone (!want), or
+// after 10 s: the gateway records a request's outcome as its answer ends,
+// which the client may have read a moment before.
+func (r *truthRig) awaitNeeds(kind string, want bool) (topology.Attention, bool) {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, ok := r.needs(kind)
+		if ok == want || time.Now().After(deadline) {
+			return n, ok
+		}
+	}
+}
+
 // TestCLIResultFromTheWire: the gateway's last answer of the turn is the
 // task's result, over the hook's message; without a request the hook's;
 // a turn whose last request failed upstream fails the task with the
@@ -310,13 +323,13 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	// A second failure in a row: the pane needs you, kind upstream, with
 	// the error; a success clears it.
 	r.request()
-	n, ok := r.needs(topology.NeedUpstream)
+	n, ok := r.awaitNeeds(topology.NeedUpstream, true)
 	if !ok || !strings.Contains(n.Reason, "2 model requests in a row failed") || !strings.Contains(n.Reason, "429") || strings.Contains(n.Reason, "sk-ant-REAL") {
 		t.Fatalf("needs you: %+v, %v", n, ok)
 	}
 	r.up.then(textAnswer("back"))
 	r.request()
-	if n, ok := r.needs(topology.NeedUpstream); ok {
+	if n, ok := r.awaitNeeds(topology.NeedUpstream, false); ok {
 		t.Fatalf("a success did not clear it: %+v", n)
 	}
 }

@@ -1,0 +1,167 @@
+package supervisor
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// BenchmarkRestart measures a restart of a supervisor holding many cicy
+// panes (on the scripted model), each one a turn loop it restores with
+// its history: the supervisor runs in a process of its own on the home's
+// SQLite, is started, and is measured until
+//
+//   - socket: its socket answers health (saying it is starting);
+//   - ready: health says it is ready (every pane restored);
+//   - ls: the first `ls` of every pane has come back;
+//
+// then it is shut down (stop: the shutdown request until the process
+// has exited). The panes are made once: one by the API, the others
+// copied from its rows, and a first start (not measured) makes their
+// folders, as their first start would have.
+func BenchmarkRestart(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("panes=%d", n), func(b *testing.B) { benchRestart(b, n) })
+	}
+}
+
+func benchRestart(b *testing.B, n int) {
+	benchEnv(b)
+	h := Home{Root: filepath.Join(b.TempDir(), "home")}
+	seedCicyPanes(b, h, n)
+	restartOnce(b, h, n) // the panes' folders are made
+	var socket, ready, ls, stop []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t := restartOnce(b, h, n)
+		socket, ready, ls, stop = append(socket, t[0]), append(ready, t[1]), append(ls, t[2]), append(stop, t[3])
+	}
+	b.StopTimer()
+	reportPercentiles(b, "socket", socket)
+	reportPercentiles(b, "ready", ready)
+	reportPercentiles(b, "ls", ls)
+	reportPercentiles(b, "stop", stop)
+	b.ReportMetric(0, "ns/op")
+}
+
+// restartOnce starts the supervisor, waits for it and lists its panes,
+// then shuts it down: the times to the socket, ready, ls, and of the
+// stop.
+func restartOnce(b *testing.B, h Home, n int) [4]time.Duration {
+	b.Helper()
+	began := time.Now()
+	p := startServeProcess(b, "", h)
+	var socket time.Duration
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		hl, err := p.c.Health(context.Background())
+		if err == nil && hl.PID == p.cmd.Process.Pid {
+			if socket == 0 {
+				socket = time.Since(began)
+			}
+			if !hl.Starting {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the supervisor was not ready within 10 minutes: %v %+v", err, hl)
+		}
+	}
+	ready := time.Since(began)
+	ps, err := p.c.List(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ls := time.Since(began)
+	if len(ps) != n {
+		b.Fatalf("ls lists %d panes, want %d", len(ps), n)
+	}
+	for _, pi := range ps {
+		if pi.State == "error" || pi.State == "exited" {
+			b.Fatalf("pane %s is %s: %s", pi.ID, pi.State, pi.Reason)
+		}
+	}
+	stopped := time.Now()
+	if err := p.c.Shutdown(context.Background(), 5*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		b.Fatalf("the supervisor's exit: %v", err)
+	}
+	return [4]time.Duration{socket, ready, ls, time.Since(stopped)}
+}
+
+// seedCicyPanes makes n cicy panes in h: one through the API, the rest
+// copies of its rows (ids w-2 … w-n, each with a workspace of its own).
+func seedCicyPanes(b *testing.B, h Home, n int) {
+	b.Helper()
+	c, stop := serveUntil(b, h, Config{})
+	if _, err := c.Create(context.Background(), api.CreateRequest{Title: "p1", Type: "cicy", Provider: "script"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", h.DB())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	cols := tableColumns(b, db, "agent_config")
+	sel := make([]string, len(cols))
+	for i, col := range cols {
+		switch col {
+		case "pane_id":
+			sel[i] = "'w-' || i"
+		case "title":
+			sel[i] = "'p' || i"
+		case "workspace":
+			sel[i] = "replace(workspace, '" + string(filepath.Separator) + "w-1', '" + string(filepath.Separator) + "w-' || i)"
+		default:
+			sel[i] = col
+		}
+	}
+	rt := tableColumns(b, db, "pane_runtime")
+	rtSel := strings.Replace(strings.Join(rt, ", "), "pane_id", "'w-' || i", 1)
+	gen := "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+	for _, q := range []string{
+		gen + "INSERT INTO agent_config (" + strings.Join(cols, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM agent_config, n WHERE pane_id = 'w-1'",
+		gen + "INSERT INTO pane_runtime (" + strings.Join(rt, ", ") + ") SELECT " + rtSel + " FROM pane_runtime, n WHERE pane_id = 'w-1'",
+		"UPDATE counters SET value = ? WHERE name = 'pane'",
+	} {
+		if _, err := db.Exec(q, n); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+	var ws string
+	if err := db.QueryRow("SELECT workspace FROM agent_config WHERE pane_id = 'w-2'").Scan(&ws); err != nil || filepath.Base(ws) != "w-2" {
+		b.Fatalf("the copied pane's workspace is %q (%v)", ws, err)
+	}
+}
+
+// tableColumns are a SQLite table's column names, in order.
+func tableColumns(b *testing.B, db *sql.DB, table string) []string {
+	b.Helper()
+	rows, err := db.Query("SELECT name FROM pragma_table_info(?)", table)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			b.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil || len(cols) == 0 {
+		b.Fatalf("the columns of %s: %v", table, err)
+	}
+	return cols
+}
