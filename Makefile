@@ -54,11 +54,12 @@ demo-cluster: build
 
 # Benchmarks whose figures are written down in BENCHMARKS.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -skip 'TmuxOutputState|Worktree|TaskCommitRecord|KillNine' -benchtime 300x ./supervisor/
+	$(GO) test -run '^$$' -bench . -skip 'TmuxOutputState|Worktree|TaskCommitRecord|KillNine|Restart' -benchtime 300x ./supervisor/
 	$(GO) test -run '^$$' -bench 'WorktreeCreate|TaskCommitRecord' -benchtime 50x ./supervisor/
 	$(GO) test -run '^$$' -bench WorktreeTwentyWorkers -benchtime 1x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench TmuxOutputState -benchtime 30x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench KillNine -benchtime 1x -timeout 1800s ./supervisor/
+	$(GO) test -run '^$$' -bench Restart -benchtime 3x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench 'Throughput|Ceiling' -benchtime 2x ./pane/
 	$(GO) test -run '^$$' -bench EventToScreen -benchtime 200x ./cmd/cicy-agent/dashboard/
 	scripts/bench-idle-cpu.sh
