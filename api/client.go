@@ -238,6 +238,39 @@ func (c *Client) ListFiltered(ctx context.Context, f PaneFilter) ([]PaneInfo, er
 	return out, err
 }
 
+// ListEach calls fn with each pane passing f (none: every pane) as the
+// supervisor's answer brings it, without holding the whole list: the
+// first of 100,000 panes is there long before the last. An error of fn
+// ends the list.
+func (c *Client) ListEach(ctx context.Context, f PaneFilter, fn func(PaneInfo) error) error {
+	path := "/api/panes"
+	if q := f.Query(); len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	body, err := c.stream(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("read the supervisor's answer: not a list of panes (%v)", err)
+	}
+	for dec.More() {
+		var p PaneInfo
+		if err := dec.Decode(&p); err != nil {
+			return fmt.Errorf("read the supervisor's answer: %w", err)
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("read the supervisor's answer: %w", err)
+	}
+	return nil
+}
+
 // Get returns one pane.
 func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
 	var out PaneInfo

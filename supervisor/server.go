@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -370,7 +371,7 @@ func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
 func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 	f := api.FilterOf(r.URL.Query())
 	if len(f.Query()) == 0 {
-		writeJSON(w, http.StatusOK, a.sup.List(r.Context()))
+		writeList(w, a.sup.List(r.Context()))
 		return
 	}
 	out, err := a.sup.ListFiltered(r.Context(), f)
@@ -378,7 +379,35 @@ func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, out)
+}
+
+// writeList answers a JSON array of panes written as it is encoded, a
+// few hundred at a time, so a client shows the first of 100,000 panes
+// while the rest are still on their way (api.Client.ListEach).
+func writeList(w http.ResponseWriter, panes []api.PaneInfo) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	flusher, _ := w.(http.Flusher)
+	_ = bw.WriteByte('[')
+	for i, p := range panes {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		if enc.Encode(p) != nil {
+			return // a client gone away
+		}
+		if i%256 == 255 && flusher != nil {
+			if bw.Flush() != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+	_, _ = bw.WriteString("]\n")
+	_ = bw.Flush()
 }
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {

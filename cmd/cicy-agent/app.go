@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
@@ -475,22 +476,27 @@ func (e *env) lsCmd() *cli.Command {
 				return err
 			}
 			f := api.PaneFilter{States: c.StringSlice("state"), Roles: c.StringSlice("role"), Teams: c.StringSlice("team"), Nodes: c.StringSlice("node")}
-			panes, err := cl.ListFiltered(c.Context, f)
-			if err != nil {
-				return err
-			}
 			if c.Bool("json") {
+				panes, err := cl.ListFiltered(c.Context, f)
+				if err != nil {
+					return err
+				}
 				return printJSON(e.stdout, panes)
 			}
-			if len(panes) == 0 && len(f.Query()) > 0 {
+			t := newPaneTable(e.stdout, func() bool {
+				ns, err := cl.Nodes(c.Context)
+				return err == nil && len(ns) > 1
+			})
+			if err := cl.ListEach(c.Context, f, t.add); err != nil {
+				return err
+			}
+			switch {
+			case t.rows == 0 && len(f.Query()) > 0:
 				fmt.Fprintln(e.stderr, "no pane passes the filters")
-				return nil
-			}
-			if len(panes) == 0 {
+			case t.rows == 0:
 				fmt.Fprintln(e.stderr, "no panes; create one with: cicy-agent create <title> --type shell -- bash")
-				return nil
 			}
-			return printPanes(e.stdout, panes)
+			return t.flush()
 		},
 	}
 }
@@ -498,18 +504,125 @@ func (e *env) lsCmd() *cli.Command {
 // printPanes is the table of ls, with a NODE column when the panes run on
 // more than one node.
 func printPanes(w io.Writer, panes []api.PaneInfo) error {
-	nodes := make([]string, len(panes))
-	for i, p := range panes {
+	t := newPaneTable(w, nil)
+	for _, p := range panes {
+		if err := t.add(p); err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
+
+// tableBlock is how many rows of ls are laid out together before any is
+// printed; the rows after them keep their column widths.
+const tableBlock = 500
+
+// paneTable prints the table of ls as the panes arrive: the first
+// tableBlock rows are laid out as one table (as text/tabwriter would:
+// each column as wide as its widest cell, two spaces apart), then each
+// row after them is printed at once in those columns, a wider cell
+// pushing the rest of its row right, as ps does. The NODE column is
+// there when the first rows span nodes, or, when there are more, when
+// severalNodes says the home has several.
+type paneTable struct {
+	w            io.Writer
+	severalNodes func() bool
+	block        []api.PaneInfo
+	widths       []int // set once the first block is printed
+	many         bool
+	rows         int
+}
+
+func newPaneTable(w io.Writer, severalNodes func() bool) *paneTable {
+	return &paneTable{w: w, severalNodes: severalNodes}
+}
+
+// add takes the next pane.
+func (t *paneTable) add(p api.PaneInfo) error {
+	t.rows++
+	if t.widths != nil {
+		return t.line(t.cells(p))
+	}
+	t.block = append(t.block, p)
+	if len(t.block) < tableBlock {
+		return nil
+	}
+	return t.layout(true)
+}
+
+// flush prints what is held.
+func (t *paneTable) flush() error {
+	if t.widths != nil || len(t.block) == 0 {
+		return nil
+	}
+	return t.layout(false)
+}
+
+// layout prints the heading and the first block, setting the widths.
+func (t *paneTable) layout(more bool) error {
+	nodes := make([]string, len(t.block))
+	for i, p := range t.block {
 		nodes[i] = p.Node
 	}
-	many := topology.SpansNodes(nodes...)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\t"+nodeHead(many)+"TITLE\tTYPE\tROLE\tSTATE\tREASON\tTOKENS\tCACHE\tWORKSPACE")
-	for _, p := range panes {
-		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, nodeCell(many, p.Node), clip.Runes(p.Title, 24), p.Type, clip.Runes(p.Role, 16),
-			p.State, clip.Runes(p.Reason, 40), tokens(p.Usage), percent(p.CacheHit), p.Workspace)
+	t.many = topology.SpansNodes(nodes...) || (more && t.severalNodes != nil && t.severalNodes())
+	head := append([]string{"ID"}, nodeHeads(t.many)...)
+	rows := [][]string{append(head, "TITLE", "TYPE", "ROLE", "STATE", "REASON", "TOKENS", "CACHE", "WORKSPACE")}
+	for _, p := range t.block {
+		rows = append(rows, t.cells(p))
 	}
-	return tw.Flush()
+	t.widths = make([]int, len(rows[0])-1) // the last column is not padded
+	for _, r := range rows {
+		for i := range t.widths {
+			t.widths[i] = max(t.widths[i], utf8.RuneCountInString(r[i]))
+		}
+	}
+	t.block = nil
+	for _, r := range rows {
+		if err := t.line(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// line prints one row in the table's columns.
+func (t *paneTable) line(cells []string) error {
+	var b strings.Builder
+	for i, c := range cells {
+		b.WriteString(c)
+		if i < len(t.widths) {
+			b.WriteString(strings.Repeat(" ", max(t.widths[i]-utf8.RuneCountInString(c), 0)+2))
+		}
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+// cells are a pane's row.
+func (t *paneTable) cells(p api.PaneInfo) []string {
+	r := []string{p.ID}
+	if t.many {
+		r = append(r, nodeLabel(p.Node))
+	}
+	return append(r, clip.Runes(p.Title, 24), p.Type, clip.Runes(p.Role, 16), p.State, clip.Runes(p.Reason, 40),
+		tokens(p.Usage), percent(p.CacheHit), p.Workspace)
+}
+
+// nodeHeads is the NODE column's heading, when there is one.
+func nodeHeads(many bool) []string {
+	if !many {
+		return nil
+	}
+	return []string{"NODE"}
+}
+
+// nodeLabel is a NODE cell.
+func nodeLabel(node string) string {
+	if node == "" {
+		return "-"
+	}
+	return clip.Runes(node, 16)
 }
 
 // nodeHead is the NODE column's heading and nodeCell its cell (with the
@@ -525,10 +638,7 @@ func nodeCell(many bool, node string) string {
 	if !many {
 		return ""
 	}
-	if node == "" {
-		node = "-"
-	}
-	return clip.Runes(node, 16) + "\t"
+	return nodeLabel(node) + "\t"
 }
 
 // usageCell is "12.3k tok 91% cached", or "" for a pane with no usage.
