@@ -18,6 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/reaper"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Provider streams one model call; cicy/provider implements it.
@@ -92,7 +93,7 @@ func (c PaneConfig) guidance() string {
 	if c.Guidance != "" {
 		return c.Guidance
 	}
-	return filepath.Join(c.Workspace, GuidanceFile("cicy"))
+	return filepath.Join(c.Workspace, topology.GuidanceFile(topology.DefaultPaneType))
 }
 
 // Event is what viewers of a cicy pane see, in order.

@@ -129,24 +129,11 @@ func readOptional(path string) (string, error) {
 	return string(b), nil
 }
 
-// GuidanceFile names the guidance file of an agent type.
-func GuidanceFile(agentType string) string {
-	if agentType == "claude" {
-		return "CLAUDE.md"
-	}
-	return "AGENTS.md"
-}
-
-// WriteGuidance writes the pane's guidance file from global.md and the
-// template's role.md, with the placeholders substituted, only if the file
-// does not exist yet (a user's edits survive).
-func WriteGuidance(home, workspace, paneID, agentType string, t *Template) error {
-	return WriteGuidanceAt(home, filepath.Join(workspace, GuidanceFile(agentType)), workspace, paneID, agentType, t)
-}
-
-// WriteGuidanceAt is WriteGuidance to a file at path that is not in the
-// workspace (a pane whose workspace is a git worktree keeps it out of
-// the work).
+// WriteGuidanceAt writes the pane's guidance file at path from global.md
+// and the template's role.md, with the placeholders substituted, only if
+// the file does not exist yet (a user's edits survive). The file is the
+// workspace's, or one kept out of it (a pane whose workspace is a git
+// worktree keeps it out of the work).
 func WriteGuidanceAt(home, path, workspace, paneID, agentType string, t *Template) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
@@ -175,13 +162,9 @@ func WriteGuidanceAt(home, path, workspace, paneID, agentType string, t *Templat
 	return nil
 }
 
-// RoleBody is the identity injected as the <role> block: the guidance file
-// without a leading frontmatter, trimmed. A missing file gives "".
-func RoleBody(workspace, agentType string) (string, error) {
-	return RoleBodyAt(filepath.Join(workspace, GuidanceFile(agentType)))
-}
-
-// RoleBodyAt is RoleBody of the guidance file at path.
+// RoleBodyAt is the identity injected as the <role> block: the guidance
+// file at path without a leading frontmatter, trimmed. A missing file
+// gives "".
 func RoleBodyAt(path string) (string, error) {
 	s, err := readOptional(path)
 	if err != nil {

@@ -20,8 +20,6 @@ import (
 // seeding, hooks, screen rules — is in package cliagent; this file starts
 // them from a pane's config.
 
-// isAgent reports whether a pane type is a CLI agent.
-func isAgent(typ string) bool { _, ok := cliagent.Lookup(typ); return ok }
 
 // CLIDirVar names the folder `make clis` (scripts/install-clis.sh)
 // installs the pinned CLI agents into; without it, DefaultCLIDir under the
@@ -186,7 +184,7 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 	if err := cicy.WriteGuidanceAt(home, path, ws, id, req.Type, tmpl); err != nil {
 		return err
 	}
-	if statErr == nil || !isAgent(req.Type) || req.Role != topology.RoleMaster {
+	if statErr == nil || !topology.IsAgentType(req.Type) || req.Role != topology.RoleMaster {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -198,7 +196,7 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 	if err != nil {
 		return fmt.Errorf("find this program for the team guidance: %w", err)
 	}
-	k, _ := cliagent.Lookup(req.Type) // isAgent found it
+	k, _ := cliagent.Lookup(req.Type) // a CLI agent, as asked above
 	tool := func(name string) string { return "`" + k.ToolName(name) + "`" }
 	if _, err := fmt.Fprintf(f, teamGuidance, tool("workers"), tool("dispatch"), tool("task_status"), tool("wait"), tool("diff"), tool("merge"), cliagent.ShellQuote(self)); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // usageSink records a cicy pane's model calls in the ledger.
@@ -65,7 +66,7 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	if t, ok := e.kind().(turnLoop); ok {
 		return e, t.agent(), nil
 	}
-	if e.cfg.Type == "cicy" {
+	if topology.InProcess(e.cfg.Type) {
 		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.status().Reason, e.cfg.ID)
 	}
 	return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)

@@ -40,7 +40,7 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if err := normalizeBackend(req); err != nil {
 		return nil, err
 	}
-	if req.AllowAll && !isAgent(req.Type) {
+	if req.AllowAll && !topology.IsAgentType(req.Type) {
 		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(topology.AgentTypes(), "and"))
 	}
 	if err := checkEnvNames(req); err != nil {
@@ -109,11 +109,11 @@ func normalizeFields(req *api.CreateRequest) error {
 // pane has none.
 func defaultTemplate(typ, role string) string {
 	switch {
-	case typ == "cicy":
+	case topology.InProcess(typ):
 		return "assistant"
-	case isAgent(typ) && role == topology.RoleMaster:
+	case topology.IsAgentType(typ) && role == topology.RoleMaster:
 		return "coordinator"
-	case isAgent(typ):
+	case topology.IsAgentType(typ):
 		return "engineer"
 	}
 	return ""
@@ -148,7 +148,7 @@ func normalizeLinks(req *api.CreateRequest) error {
 // tmux (when it is there: its panes outlive the supervisor) or pty for a
 // terminal pane.
 func normalizeBackend(req *api.CreateRequest) error {
-	if req.Type == "cicy" {
+	if topology.InProcess(req.Type) {
 		if req.Backend != "" && req.Backend != "inproc" {
 			return usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
 		}
@@ -175,10 +175,10 @@ func normalizeBackend(req *api.CreateRequest) error {
 // checkProgram checks that the program a shell pane runs is there (a CLI
 // agent's is found by the supervisor: findAgent).
 func checkProgram(req *api.CreateRequest) error {
-	if isAgent(req.Type) && req.Provider != "" {
+	if topology.IsAgentType(req.Type) && req.Provider != "" {
 		return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
 	}
-	if req.Type == "shell" {
+	if topology.RunsShellTasks(req.Type) {
 		if _, err := exec.LookPath(req.Command[0]); err != nil {
 			return usageErr("command %q was not found or is not executable", req.Command[0])
 		}
@@ -195,7 +195,7 @@ func checkEnvNames(req *api.CreateRequest) error {
 			return usageErr("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
 		case !topology.EnvNameRe.MatchString(n):
 			return usageErr("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
-		case isAgent(req.Type) && slices.Contains(provider.ProviderKeys, n):
+		case topology.IsAgentType(req.Type) && slices.Contains(provider.ProviderKeys, n):
 			return usageErr("a %s pane reaches its model through cicy-agent's gateway with a key of its own; --env %s would hand it the real key: leave it out", req.Type, n)
 		case !slices.Contains(names, n):
 			names = append(names, n)

@@ -127,7 +127,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	if !ok {
 		return api.HookResult{}, notFoundErr(id)
 	}
-	if !isAgent(e.cfg.Type) {
+	if !topology.IsAgentType(e.cfg.Type) {
 		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(topology.AgentTypes(), "and"))
 	}
 	if req.Agent == "" {

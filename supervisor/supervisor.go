@@ -210,21 +210,30 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.pruneWorktrees(ctx, rows)
-	for i, r := range rows {
-		e, err := s.load(ctx, r)
-		if err != nil {
-			s.gw.Close()
-			s.ledger.close()
-			return nil, err
-		}
-		s.panes[r.ID] = e
-		if cfg.Restoring != nil && ((i+1)%1000 == 0 || i+1 == len(rows)) {
-			cfg.Restoring(i+1, len(rows))
-		}
+	if err := s.restore(ctx, rows, cfg.Restoring); err != nil {
+		s.gw.Close()
+		s.ledger.close()
+		return nil, err
 	}
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
 	return s, nil
+}
+
+// restore makes the entries of the stored panes, telling told (if set)
+// how many are done every 1,000 and at the end.
+func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(done, total int)) error {
+	for i, r := range rows {
+		e, err := s.load(ctx, r)
+		if err != nil {
+			return err
+		}
+		s.panes[r.ID] = e
+		if told != nil && ((i+1)%1000 == 0 || i+1 == len(rows)) {
+			told(i+1, len(rows))
+		}
+	}
+	return nil
 }
 
 // load makes the entry of a stored pane. A tmux session outlives the
@@ -236,13 +245,13 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	e := newEntry(r, statusFromRuntime(r.Runtime))
 	var lost string
 	switch {
-	case r.Backend == "tmux" || r.Type == "cicy":
+	case r.Backend == "tmux" || topology.InProcess(r.Type):
 		k, err := s.launch(e, true)
 		if err == nil {
 			e.set(k)
 			return e, nil
 		}
-		if r.Type == "cicy" {
+		if topology.InProcess(r.Type) {
 			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
 			return e, nil
 		}
@@ -310,7 +319,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if isAgent(req.Type) {
+	if topology.IsAgentType(req.Type) {
 		if _, err := s.findAgent(req.Type); err != nil {
 			return api.CreateResponse{}, err
 		}
@@ -489,7 +498,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	if err := s.ensureWorktree(e.cfg); err != nil {
 		return nil, err
 	}
-	if e.cfg.Type == "cicy" {
+	if topology.InProcess(e.cfg.Type) {
 		return s.startAgent(e.cfg)
 	}
 	agent, isCLI := cliagent.Lookup(e.cfg.Type)

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // gitTimeout bounds one worktree operation (a commit of a large tree, a
@@ -88,7 +88,7 @@ func worktreeErr(err error, dir string) error {
 // holds only the work), the agent's own config folder (a CLI agent's
 // user-level instructions) or the .cicy folder git ignores there (cicy).
 func (h Home) guidanceFile(id, typ, ws string, inWorktree bool) string {
-	name := cicy.GuidanceFile(typ)
+	name := topology.GuidanceFile(typ)
 	if !inWorktree {
 		return filepath.Join(ws, name)
 	}

@@ -19,23 +19,56 @@ import (
 // its own way ("the title", or `"title" in pane "a"`), adds the line of a
 // team file, and says how to fix it in its own terms (a flag or a key).
 
-// paneTypes are the kinds of pane: the two built in, cicy and shell, and
-// the CLI agents their registry adds (RegisterPaneType, from package
-// cliagent's files, one per agent).
-var (
-	paneTypesMu sync.Mutex
-	paneTypes   = []string{"cicy", "shell"}
+// The two pane types built in: a cicy pane is a turn loop inside the
+// supervisor, a shell pane a program in a terminal whose tasks are shell
+// commands. Every other type is a CLI agent, registered by its own file
+// in package cliagent. The questions about a type are asked here
+// (InProcess, RunsShellTasks, IsAgentType, GuidanceFile), never by
+// comparing its name elsewhere.
+const (
+	cicyType  = "cicy"
+	shellType = "shell"
 )
 
-// RegisterPaneType adds a CLI agent's pane type; a name taken twice is a
+// paneTypes are the kinds of pane: the two built in and the CLI agents
+// their registry adds (RegisterPaneType); guidance is each type's
+// guidance file name.
+var (
+	paneTypesMu sync.Mutex
+	paneTypes   = []string{cicyType, shellType}
+	guidance    = map[string]string{}
+)
+
+// RegisterPaneType adds a CLI agent's pane type and the name of the
+// guidance file it reads in its workspace; a name taken twice is a
 // programming error.
-func RegisterPaneType(name string) {
+func RegisterPaneType(name, guidanceFile string) {
 	paneTypesMu.Lock()
 	defer paneTypesMu.Unlock()
 	if slices.Contains(paneTypes, name) {
 		panic("pane type " + name + " registered twice")
 	}
 	paneTypes = append(paneTypes, name)
+	guidance[name] = guidanceFile
+}
+
+// InProcess reports whether a pane of type t runs inside the supervisor
+// (a cicy turn loop) rather than as a program in a terminal.
+func InProcess(t string) bool { return t == cicyType }
+
+// RunsShellTasks reports whether a pane of type t is a shell whose tasks
+// are shell commands (not an agent's prompts).
+func RunsShellTasks(t string) bool { return t == shellType }
+
+// GuidanceFile is the name of the guidance file a pane of type t reads
+// in its workspace: its agent's own (CLAUDE.md) or AGENTS.md.
+func GuidanceFile(t string) string {
+	paneTypesMu.Lock()
+	defer paneTypesMu.Unlock()
+	if g := guidance[t]; g != "" {
+		return g
+	}
+	return "AGENTS.md"
 }
 
 // PaneTypes are the kinds of pane in the order messages list them: cicy,
@@ -43,9 +76,9 @@ func RegisterPaneType(name string) {
 func PaneTypes() []string {
 	paneTypesMu.Lock()
 	defer paneTypesMu.Unlock()
-	agents := slices.DeleteFunc(slices.Clone(paneTypes), func(t string) bool { return t == "cicy" || t == "shell" })
+	agents := slices.DeleteFunc(slices.Clone(paneTypes), func(t string) bool { return t == cicyType || t == shellType })
 	slices.Sort(agents)
-	return append(append([]string{"cicy"}, agents...), "shell")
+	return append(append([]string{cicyType}, agents...), shellType)
 }
 
 // AgentTypes are the CLI agents' pane types, by name.
@@ -71,7 +104,7 @@ func List(names []string, conj string) string {
 }
 
 // DefaultPaneType is the type of a pane that names none.
-const DefaultPaneType = "cicy"
+const DefaultPaneType = cicyType
 
 // PaneTypeChoices lists PaneTypes for a message: "cicy, claude, … or shell".
 func PaneTypeChoices() string { return List(PaneTypes(), "or") }

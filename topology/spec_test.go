@@ -10,8 +10,28 @@ import (
 // The CLI agents' registry (package cliagent, which imports this one)
 // registers their types; the tests here stand in for it.
 func init() {
-	for _, name := range []string{"opencode", "claude", "codex"} {
-		RegisterPaneType(name)
+	for name, guidance := range map[string]string{"opencode": "AGENTS.md", "claude": "CLAUDE.md", "codex": "AGENTS.md"} {
+		RegisterPaneType(name, guidance)
+	}
+}
+
+// TestPaneTypeQuestions: what is asked of a pane type is answered by the
+// registry: where it runs, whether its tasks are shell commands, whether
+// it is a CLI agent, and its guidance file.
+func TestPaneTypeQuestions(t *testing.T) {
+	for _, c := range []struct {
+		typ                   string
+		inProcess, shell, cli bool
+		guidance              string
+	}{
+		{"cicy", true, false, false, "AGENTS.md"},
+		{"shell", false, true, false, "AGENTS.md"},
+		{"claude", false, false, true, "CLAUDE.md"},
+		{"codex", false, false, true, "AGENTS.md"},
+	} {
+		if InProcess(c.typ) != c.inProcess || RunsShellTasks(c.typ) != c.shell || IsAgentType(c.typ) != c.cli || GuidanceFile(c.typ) != c.guidance {
+			t.Errorf("%s: in process %v, shell tasks %v, CLI agent %v, guidance %s", c.typ, InProcess(c.typ), RunsShellTasks(c.typ), IsAgentType(c.typ), GuidanceFile(c.typ))
+		}
 	}
 }
 

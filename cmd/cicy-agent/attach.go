@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // detachKey is Ctrl-Q, as in claude-squad.
@@ -35,7 +36,7 @@ func (e *env) attachCmd() *cli.Command {
 				info, _ = api.NewClient(h).Get(c.Context, id)
 				here, _ = api.NewClient(h).Health(c.Context)
 			}
-			if info.Type != "cicy" && info.Node != "" && here.Node != "" && info.Node != here.Node {
+			if !topology.InProcess(info.Type) && info.Node != "" && here.Node != "" && info.Node != here.Node {
 				// Another node's terminal: its supervisor says how to
 				// attach there.
 				cl, err := client(c)
@@ -48,7 +49,7 @@ func (e *env) attachCmd() *cli.Command {
 				}
 				return err
 			}
-			if info.Type == "cicy" {
+			if topology.InProcess(info.Type) {
 				// A cicy pane is a chat, not a terminal: no tty needed.
 				cl, err := client(c)
 				if err != nil {

@@ -79,7 +79,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		return fmt.Sprintf("%s (%s ago)", t.Local().Format("15:04:05"), now.Sub(t).Round(time.Second))
 	}
 	fmt.Fprintf(w, "%s %q: %s pane", p.ID, p.Title, p.Type)
-	if p.Backend != "" && p.Type != "cicy" {
+	if p.Backend != "" && !topology.InProcess(p.Type) {
 		fmt.Fprintf(w, " (%s)", p.Backend)
 	}
 	fmt.Fprintln(w)
@@ -88,7 +88,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	fmt.Fprintf(w, "signal:  %s: %s\n", x.Signal.Kind, x.Signal.Detail)
 	if h := x.LastHook; h != nil {
 		fmt.Fprintf(w, "hook:    last %s at %s; screen rules may overrule it from %s\n", h.Event, when(h.At), h.ScreenRulesFrom.Local().Format("15:04:05"))
-	} else if p.Type != "cicy" && p.Type != "shell" {
+	} else if topology.IsAgentType(p.Type) {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
 	if g := p.Signals; g != nil {
@@ -194,7 +194,7 @@ func (e *env) explainScreen(c *cli.Context) error {
 	switch {
 	case v.Rule != "":
 		fmt.Fprintf(e.stdout, "%s\nline %d: %q\n", v.Note, v.LineNo, v.Line)
-	case typ == "shell":
+	case topology.RunsShellTasks(typ):
 		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
 	default:
 		fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)

@@ -177,7 +177,7 @@ func register(k Kind) {
 		panic("CLI agent " + k.Name + " registered twice")
 	}
 	kinds[k.Name] = k
-	topology.RegisterPaneType(k.Name)
+	topology.RegisterPaneType(k.Name, filepath.Base(k.guidance("")))
 }
 
 // Lookup is the CLI agent of a pane type; ok is false when the type is

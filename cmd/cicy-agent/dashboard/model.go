@@ -319,7 +319,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		p, ok := m.team.Pane(m.selected)
 		switch {
 		case !ok:
-		case p.Type != "cicy":
+		case !topology.InProcess(p.Type):
 			m.say("", fmt.Errorf("%s is a %s pane; c compacts cicy panes", p.ID, p.Type))
 		default:
 			id := p.ID

@@ -691,7 +691,7 @@ func (m *Model) tasks() []string {
 func (m *Model) previewLines(h int) []string {
 	p, _ := m.team.Pane(m.selected)
 	title := p.ID + " " + p.Title + " · " + p.State
-	if p.Type == "cicy" {
+	if topology.InProcess(p.Type) {
 		title += " · reply"
 	} else {
 		title += " · screen"

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// TestPaneTypesAskedOfTheRegistry: outside the registry (topology's
+// spec.go, package cliagent's one file per agent) no code names a pane
+// type to decide what to do — no `x.Type == "cicy"`, no `case "claude":`
+// on a type — and the old isAgent is gone: it asks the registry
+// (topology.InProcess, RunsShellTasks, IsAgentType, GuidanceFile;
+// cliagent.Lookup). So a new agent is one file, and no switch elsewhere
+// forgets it.
+func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
+	t.Parallel()
+	types := topology.PaneTypes()
+	if !slices.Contains(types, "claude") {
+		t.Fatalf("the CLI agents are not registered: %v", types)
+	}
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "node_modules"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		if rel == filepath.Join("topology", "spec.go") || strings.HasPrefix(rel, filepath.Join("supervisor", "cliagent")+string(filepath.Separator)) {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, at := range typeNamings(f, types) {
+			t.Errorf("%s: %s: ask the registry (topology.InProcess, RunsShellTasks, IsAgentType, cliagent.Lookup)", fset.Position(at.pos), at.what)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type naming struct {
+	pos  token.Pos
+	what string
+}
+
+// typeNamings are the places in f that compare a pane type with a type's
+// name, switch on a type with a case naming one, or call isAgent.
+func typeNamings(f *ast.File, types []string) []naming {
+	var out []naming
+	isName := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return false
+		}
+		s, err := strconv.Unquote(lit.Value)
+		return err == nil && slices.Contains(types, s)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.BinaryExpr:
+			if (x.Op == token.EQL || x.Op == token.NEQ) && (isTypeExpr(x.X) && isName(x.Y) || isTypeExpr(x.Y) && isName(x.X)) {
+				out = append(out, naming{x.Pos(), "a pane type compared with a type's name"})
+			}
+		case *ast.SwitchStmt:
+			if x.Tag != nil && isTypeExpr(x.Tag) {
+				for _, s := range x.Body.List {
+					if cc, ok := s.(*ast.CaseClause); ok && slices.ContainsFunc(cc.List, isName) {
+						out = append(out, naming{cc.Pos(), "a case naming a pane type"})
+					}
+				}
+			}
+		case *ast.CallExpr:
+			if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "isAgent" {
+				out = append(out, naming{x.Pos(), "isAgent"})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// isTypeExpr reports whether e reads like a pane type: x.Type,
+// x.AgentType, or a variable typ, agentType or paneType.
+func isTypeExpr(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name == "Type" || x.Sel.Name == "AgentType"
+	case *ast.Ident:
+		return x.Name == "typ" || x.Name == "agentType" || x.Name == "paneType"
+	}
+	return false
+}
