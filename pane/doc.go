@@ -31,7 +31,15 @@
 // `list-panes -a` when tmux reports a change (and slowly as a safety net),
 // and a pane's methods ask tmux (capture-pane, send-keys,
 // paste-buffer). Its state machine is guarded by a mutex held only while
-// the machine moves. Every one-off tmux command goes through a TmuxRunner
-// (tmuxrun.go), which gives it a deadline; the control-mode client is one
-// long-lived tmux process of its own, restarted when it ends.
+// the machine moves.
+//
+// Every tmux command run as a process of its own (new-session,
+// send-keys, capture-pane, list-panes, link-window, kill-session, …) goes
+// through a TmuxRunner (tmuxrun.go), which gives it a deadline and names
+// the command that failed. The control-mode client does not: it is one
+// long-lived `tmux -C attach-session` started directly (startCtl), and
+// the few commands the poller writes to its input (refresh-client to
+// subscribe to dying panes, and to pause and continue a pane that floods
+// output) have no deadline of their own. When the client ends, the poller
+// follows the panes by its sweeps and starts it again with a backoff.
 package pane

@@ -16,28 +16,57 @@
 //	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
 //	           GET /api/events clients (dashboard, status --watch)
 //
-//	tasks      POST /api/tasks, a cicy master's dispatch tool ──▶ task rows ──▶ outbox (package outbox):
+//	tasks      POST /api/tasks, a master's dispatch tool ──▶ task rows ──▶ outbox (package outbox):
 //	           Decide(open tasks, the panes' views, deliveries in flight) ──▶ actions, executed through
 //	           the adapters (outbox.Pane): a cicy worker gets a 📮 message, a shell or CLI agent worker
-//	           has it typed; the adapter's delivery says when it ended; 🔔 to the master the same way
+//	           has it typed; the adapter's delivery says when it ended and with what result: a cicy
+//	           turn's reply; a CLI agent's last model answer as the gateway saw it (answers.go),
+//	           else its hook's last message, else its screen; a POSIX shell's exit status and
+//	           output (shelltask.go: each task runs through a small script of ours); 🔔 to the
+//	           master the same way
 //
 //	models     CLI agents reach their model through the gateway (package gateway, gateway.go):
-//	           a token per pane, the real keys added there, usage and cost into the ledger,
+//	           a token per pane, the real keys added there, usage and cost into the ledger
+//	           (ledger.go: rows the database refuses wait in memory and are written again),
 //	           budgets held per request (budget.go); CLI masters lead through the team tools
-//	           (teamtools.go), which `cicy-agent mcp` serves them over MCP; cicy agents call
-//	           their provider in process
+//	           (teamtools.go: dispatch, workers, task_status, diff, merge, and wait), which
+//	           `cicy-agent mcp` serves them over MCP; cicy agents call their provider in process
 //
-//	nodes      with PostgreSQL the supervisor is one node of a cluster (cluster.go, peer.go):
-//	           it renews its lease, follows the other nodes' panes through their event streams,
-//	           forwards requests about their panes (forward.go) over the cluster API (listen.go)
+//	agents     what differs between Claude Code, Codex and opencode is in package cliagent,
+//	           one file per agent: its config folder seeded with its native completion signals
+//	           wired to `cicy-agent hook`, what each signal means, the model APIs it speaks
+//	           through the gateway, its screen rules
 //
-//	work       a --worktree worker runs in a git worktree of its own (worktrees.go, spares.go,
-//	           package worktree); each task it ends done is a commit; diff and merge (worktreeapi.go)
+//	nodes      with PostgreSQL (serve --db) the supervisor is one node of a cluster (cluster.go,
+//	           peer.go): it holds its node on the database, owns the panes it started, renews its
+//	           lease, follows the other nodes' panes through their event streams, forwards
+//	           requests about their panes (forward.go) over the cluster API (listen.go: serve
+//	           --listen, a bearer secret, TLS when given a certificate); its outbox sees its own
+//	           workers' and masters' tasks (schema.Store.ForNode) and is woken by the database's
+//	           task notes
+//
+//	work       a --worktree worker runs in a git worktree of its own on its own branch
+//	           (worktrees.go, package worktree), made from a spare checked out ahead when there is
+//	           one (spares.go); each task it ends done is a commit, recorded with the task; diff
+//	           and merge (worktreeapi.go)
 //
 // One supervisor runs per CICY_HOME, guarded by a lock file; a client
 // command that finds no supervisor answering starts one in the background,
-// as tmux does. On start the supervisor lists every pane of the database:
-// a tmux pane's session outlived it and is adopted; a PTY pane could not,
-// so one that was running is shown exited with the reason and comes back
-// with restart; a cicy pane starts again from its history on disk.
+// as tmux does. Its socket answers at once: while the panes are restored,
+// a gate (gate.go) answers GET /api/health saying it is starting and how
+// far the restore is, and holds every other request until the supervisor
+// is ready or could not start. A SQLite database that is missing or empty
+// while the home still holds its panes' folders or tmux sessions is
+// refused unless serve --fresh (lostdb.go). On start the supervisor lists
+// the panes of its node: a tmux pane's session outlived it and is adopted;
+// a PTY pane could not, so one that was running is shown exited with the
+// reason and comes back with restart; a cicy pane starts again from its
+// history on disk.
+//
+// A stop ends a pane's whole process tree, read from /proc while the
+// program stops (package reaper), so a child that outlived its parent is
+// ended too; a cicy agent's shell tool runs each command under a reaper
+// process. A write the home's disk refused for lack of space (the
+// ledger's, a cicy pane's history) makes the home need a person until
+// that writer's next write succeeds (disk.go).
 package supervisor
