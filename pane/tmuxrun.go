@@ -15,8 +15,10 @@ import (
 // must not hang its caller.
 const DefaultTmuxTimeout = 5 * time.Second
 
-// TmuxRunner runs tmux commands: every tmux call of this program goes
-// through one, so each has a deadline and says which command failed.
+// TmuxRunner runs tmux commands: every tmux command this program runs as
+// a process of its own goes through one, so each has a deadline and says
+// which command failed. The control-mode client (tmuxctl.go), one
+// long-lived `tmux -C`, does not.
 type TmuxRunner struct {
 	// Args come before every command's own: the server's socket, its
 	// configuration.
