@@ -64,6 +64,7 @@ func waitFor(t *testing.T, what string, cond func() bool, dump func() string) {
 // typed keys reach the pane, the pane's size follows the terminal, and
 // Ctrl-Q detaches, leaving the pane running.
 func TestAttachInATerminal(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	t.Cleanup(func() { cliRun(t, home, "shutdown") })
 	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "pty", "--", "bash", "--norc", "--noprofile"))
@@ -113,6 +114,7 @@ func bytesCopy(dst *syncBuf, src *os.File) (int64, error) {
 // TestAttachTmuxPane: attach on a tmux pane runs tmux attach on the
 // home's private server; typed keys reach the pane and Ctrl-Q detaches.
 func TestAttachTmuxPane(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	t.Cleanup(func() {
 		cliRun(t, home, "shutdown")

@@ -103,6 +103,7 @@ var rowRe = regexp.MustCompile(`(?m)^[▸ ] (w-\d+)\s+\S+\s+\S+\s+\S+\s+(startin
 // master's bar reaches its total, a pane is selected, attached and
 // detached back; status --watch follows the same events.
 func TestDashboardWithDemoTeam(t *testing.T) {
+	t.Parallel()
 	home, dir, env := demoHome(t)
 	tm := newTestTmux(t)
 	var args []string
@@ -215,6 +216,7 @@ func TestDashboardWithDemoTeam(t *testing.T) {
 // TestView tiles the demo team in a tmux window, each tile attached;
 // closing the view leaves the panes running.
 func TestView(t *testing.T) {
+	t.Parallel()
 	_, dir, env := demoHome(t)
 	runCicy(t, env, "up", filepath.Join(dir, "demo.yaml"), "--wait", "--timeout", "90s")
 	tm := newTestTmux(t)

@@ -34,6 +34,7 @@ import (
 // that the real key reached the upstream but no pane, and that a request
 // without a pane's token is refused.
 func TestGatewayRealCLIs(t *testing.T) {
+	t.Parallel()
 	if !haveCLIs() {
 		t.Skip("the real CLI agents are not installed (make clis)")
 	}

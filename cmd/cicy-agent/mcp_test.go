@@ -139,6 +139,7 @@ func mustCall(t *testing.T, c *mcpclient.Client, tool string, args any) (string,
 // wait that returns it done, refusals as tool errors, and an unknown tool
 // or bad input as protocol errors after which it still answers.
 func TestMCPServer(t *testing.T) {
+	t.Parallel()
 	env := mcpTeam(t)
 
 	// Claude Code asks for 2026-07-28 (server/discover) and falls back to
@@ -313,6 +314,7 @@ func (r *rawMCP) recv() map[string]any {
 // server stops at the end of its input; and without a pane it refuses to
 // start, with nothing on stdout.
 func TestMCPServerRaw(t *testing.T) {
+	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CICY_") }), "CICY_HOME="+home, "CICY_PANE_ID=w-1")
 	r := startRawMCP(t, env)

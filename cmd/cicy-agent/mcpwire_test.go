@@ -53,6 +53,7 @@ type mcpMaster struct {
 // another master), which comes back as a tool error. No call asks for
 // permission.
 func TestCLIMastersLeadThroughMCP(t *testing.T) {
+	t.Parallel()
 	if !haveCLIs() {
 		t.Skip("the real CLI agents are not installed (make clis)")
 	}

@@ -14,6 +14,7 @@ import (
 // record_test.go) and checks the built-in rules give the recorded state,
 // decided by a part of the agent's layout other than the transcript.
 func TestScreenCorpus(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/screens/*/*/*.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestScreenCorpus(t *testing.T) {
 
 // An override in lite-config.json comes first; a bad one is a clear error.
 func TestExplainOverride(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, "db"), 0o755); err != nil {
 		t.Fatal(err)
