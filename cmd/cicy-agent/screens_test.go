@@ -7,12 +7,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
-// TestScreenCorpus runs `cicy-agent explain` on every screen recorded from
-// the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
-// record_test.go) and checks the built-in rules give the recorded state,
-// decided by a part of the agent's layout other than the transcript.
+// TestScreenCorpus checks the built-in rules on every screen recorded
+// from the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
+// record_test.go): each gives the recorded state, decided by a part of
+// the agent's layout other than the transcript. The verdicts are those of
+// `cicy-agent explain` (supervisor.ScreenVerdict, in this process); the
+// command itself is run on the first screen of each agent and state and
+// must say the same.
 func TestScreenCorpus(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("testdata/screens/*/*/*.txt")
@@ -27,22 +33,23 @@ func TestScreenCorpus(t *testing.T) {
 	for _, f := range files {
 		parts := strings.Split(filepath.ToSlash(f), "/")
 		agent, want := parts[2], parts[3]
-		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "explain", "--type", agent, "--screen", f, "--json")
-		cmd.Env = append(os.Environ(), "CICY_HOME="+home)
-		out, err := cmd.Output()
+		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Errorf("%s: explain failed: %v", f, err)
-			continue
+			t.Fatal(err)
 		}
-		var v struct{ State, Rule, Part, Line string }
-		if err := json.Unmarshal(out, &v); err != nil {
-			t.Fatalf("%s: %v\n%s", f, err, out)
+		v, err := supervisor.ScreenVerdict(home, agent, string(b))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
 		}
 		if v.State != want {
 			t.Errorf("%s: the rules say %s (rule %q, line %q), recorded as %s", f, v.State, v.Rule, v.Line, want)
 		}
 		if v.Part == "" || v.Part == "transcript" {
 			t.Errorf("%s: rule %q decided from the part %q (the whole screen when empty)", f, v.Rule, v.Part)
+		}
+		if seen[agent+"/"+want] == 0 {
+			explainAgrees(t, home, agent, f, v)
 		}
 		seen[agent+"/"+want]++
 	}
@@ -52,6 +59,26 @@ func TestScreenCorpus(t *testing.T) {
 				t.Errorf("no %s screen of %s in the corpus", st, agent)
 			}
 		}
+	}
+}
+
+// explainAgrees runs `cicy-agent explain --type agent --screen f --json`
+// and checks it gives the verdict v.
+func explainAgrees(t *testing.T, home, agent, f string, v api.RulesVerdict) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "explain", "--type", agent, "--screen", f, "--json")
+	cmd.Env = append(os.Environ(), "CICY_HOME="+home)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("%s: explain failed: %v", f, err)
+		return
+	}
+	var got api.RulesVerdict
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v\n%s", f, err, out)
+	}
+	if got.State != v.State || got.Rule != v.Rule || got.Part != v.Part || got.LineNo != v.LineNo {
+		t.Errorf("%s: explain says %s by %q in %q (line %d); the rules here %s by %q in %q (line %d)", f, got.State, got.Rule, got.Part, got.LineNo, v.State, v.Rule, v.Part, v.LineNo)
 	}
 }
 
