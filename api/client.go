@@ -157,23 +157,23 @@ const progressAfter = time.Second
 // awaitStart waits until the supervisor answers and is ready: a failure
 // it reports (report, when this client started it) is the error. It gives
 // one that does not answer StartTimeout; one that says it is starting
-// gets StallTimeout from each new word of its progress, which goes to
-// Progress.
+// gets StallTimeout from then and from each new word of its progress,
+// which goes to Progress (once there are panes restored to tell of).
 func (c *Client) awaitStart(ctx context.Context, report <-chan string, exited <-chan struct{}) error {
 	began := time.Now()
 	deadline := began.Add(c.StartTimeout)
-	said, told, stalled := "", "", false
+	said, told, starting := "", "", false
 	for time.Now().Before(deadline) {
 		if h, err := c.Health(ctx); err == nil {
 			if !h.Starting {
 				return nil
 			}
-			if h.Restoring != said {
-				said, stalled, deadline = h.Restoring, true, time.Now().Add(max(c.StallTimeout, c.StartTimeout))
+			if !starting || h.Restoring != said {
+				said, starting, deadline = h.Restoring, true, time.Now().Add(max(c.StallTimeout, c.StartTimeout))
 			}
 		}
 		// A start that is over within a second is not worth a word.
-		if said != told && c.Progress != nil && time.Since(began) >= progressAfter {
+		if said != told && said != "" && c.Progress != nil && time.Since(began) >= progressAfter {
 			told = said
 			c.Progress("the supervisor is starting: " + said)
 		}
@@ -192,7 +192,10 @@ func (c *Client) awaitStart(ctx context.Context, report <-chan string, exited <-
 			exited = nil
 		}
 	}
-	if stalled {
+	if starting {
+		if said == "" {
+			said = "opening its database"
+		}
 		return fmt.Errorf("the supervisor has been starting with no progress for %s (%s); see %s", max(c.StallTimeout, c.StartTimeout), said, c.home.Log())
 	}
 	return fmt.Errorf("the supervisor did not answer within %s; see %s", c.StartTimeout, c.home.Log())

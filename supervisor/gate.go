@@ -79,11 +79,12 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	next.ServeHTTP(w, r)
 }
 
-// progress is the restore's progress for people.
+// progress is the restore's progress for people, "" until the first
+// panes are restored (a home with none has nothing worth telling).
 func (g *gate) progress() string {
 	total := g.total.Load()
 	if total == 0 {
-		return "opening its database and restoring its panes"
+		return ""
 	}
 	return fmt.Sprintf("restoring %s of %s panes", thousands(g.done.Load()), thousands(total))
 }
