@@ -31,5 +31,6 @@
 // upstream response at all.
 //
 // With the scripted model (CICY_PROVIDER=script) the upstream is
-// [NewScriptTransport]: the script rules answer in every API, offline.
+// [NewScriptTransport]: the script rules answer in every API, offline,
+// encoded by cicy/llmserve.
 package gateway

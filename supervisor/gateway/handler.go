@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 )
 
 // DefaultMaxBodiesInFlight bounds the request bytes the gateway holds at
@@ -133,7 +133,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.inflight.Done()
 
-	key := fakellm.Route(r.URL.Path)
+	key := llmserve.Route(r.URL.Path)
 	rt, ok := routes[key]
 	switch {
 	case !ok && key == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
