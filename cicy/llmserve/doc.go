@@ -32,4 +32,8 @@
 // [Observer] is told when each request begins and ends, which tool calls
 // reached the client under which ids, and which errors asked for a retry.
 // The handler records nothing itself.
+//
+// [WriteError] is the one table of error bodies: the error type (and
+// OpenAI code) the real APIs give each HTTP status, in either API's shape.
+// The handler's own errors and the gateway's use it.
 package llmserve
