@@ -56,3 +56,49 @@ func deps(t *testing.T, pkg string) []string {
 	}
 	return list
 }
+
+// TestProductImportsNoTestHelper: the cicy-agent binary carries none of
+// the test helpers: the fake LLM server (cicy/fakellm), the API and
+// Postgres test harnesses (cicy/apitest, schema/pgtest), the reaper's
+// test double (reaper/reapertest), nor any package named like one (a last
+// path element ending in "test" or starting with "test" or "fake", or a
+// package under a testdata or testutil folder).
+func TestProductImportsNoTestHelper(t *testing.T) {
+	const product = module + "/cmd/cicy-agent"
+	for _, dep := range deps(t, product) {
+		if !strings.HasPrefix(dep, module+"/") {
+			continue // the standard library and third-party modules
+		}
+		if isTestHelper(strings.TrimPrefix(dep, module+"/")) {
+			t.Errorf("%s imports the test helper %s", product, dep)
+		}
+	}
+}
+
+// isTestHelper reports whether the module package at path (relative to the
+// module) is a test helper by its name or its folder.
+func isTestHelper(path string) bool {
+	elems := strings.Split(path, "/")
+	last := elems[len(elems)-1]
+	if strings.HasSuffix(last, "test") || strings.HasPrefix(last, "test") || strings.HasPrefix(last, "fake") {
+		return true
+	}
+	for _, e := range elems {
+		if e == "testdata" || e == "testutil" {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIsTestHelper(t *testing.T) {
+	for path, want := range map[string]bool{
+		"cicy/fakellm": true, "cicy/apitest": true, "schema/pgtest": true, "reaper/reapertest": true,
+		"scripts/testreport": true, "x/testdata/helper": true,
+		"cicy/llmserve": false, "supervisor/gateway": false, "cicy/provider": false, "reaper": false,
+	} {
+		if got := isTestHelper(path); got != want {
+			t.Errorf("isTestHelper(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
-// Package fakellm is a fake LLM HTTP server for integration tests that drive
-// the real Claude Code, Codex and opencode CLIs offline. It speaks, on one
-// loopback port:
+// Package fakellm is a fake LLM HTTP server, for tests only: integration
+// tests drive the real Claude Code, Codex and opencode CLIs offline against
+// it. No product code imports it (api/deps_test.go checks the cicy-agent
+// binary). It serves, on one loopback port, the APIs of cicy/llmserve:
 //
 //   - the Anthropic Messages API: POST /v1/messages (streamed SSE and plain
 //     JSON; the ?beta=true query Claude Code adds is ignored) and
@@ -17,9 +18,10 @@
 // clients' work is at the moment: model requests in flight, tool calls
 // answered whose results have not come back, a retry it asked for.
 //
-// The server is steered by directives written in the prompt. They are read
-// only from the last text part of the last user message, never from tool
-// results or from system text:
+// The server's answers are those of an llmserve model steered by
+// directives written in the prompt. They are read only from the last text
+// part of the last user message, never from tool results or from system
+// text:
 //
 //	[[delay=N]]         hold the turn N seconds (a float) after the first
 //	                    stream event, before any content
@@ -46,13 +48,8 @@
 // "fake-llm saw the tool result: …" and ends the turn. Requests that offer
 // no tools (title generators, summaries) never get delays or tool calls, and
 // requests that ask for JSON-schema structured output get the smallest
-// object that fits the schema.
-//
-// [NewHandler] serves the same APIs with the answers of a [Model] instead
-// of the directives (cicy's scripted model behind the gateway is one); it
-// records nothing. A model sees each request in the Messages API's shape
-// ([Query]) and answers text and any number of tool calls, with usage,
-// which the handler encodes in the client's API, streamed or not.
+// object that fits the schema. Token counts are about a token per four
+// bytes of the request body.
 //
 // Typical use:
 //

@@ -13,7 +13,7 @@ const (
 
 // fillJSON is the smallest JSON value that fits a (simple) JSON schema, as
 // text. An empty or unusable schema gets "{}".
-func fillJSON(schema rawJSON) string {
+func fillJSON(schema json.RawMessage) string {
 	var s map[string]any
 	_ = json.Unmarshal(schema, &s) // a bad schema is treated as no schema
 	v := fillSchema(s, 0)

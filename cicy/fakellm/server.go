@@ -2,11 +2,7 @@ package fakellm
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,15 +11,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 )
 
-const (
-	defaultModel  = "fake-model"
-	maxBodyBytes  = 64 << 20 // far above any real agent request
-	maxRawLogged  = 20000    // bytes of a non-JSON body kept in the record
-	requestIDHdr  = "request-id"
-	xRequestIDHdr = "x-request-id"
-)
+const maxRawLogged = 20000 // bytes of a non-JSON body kept in the record
 
 // Server is a running fake LLM server. Its methods are safe for concurrent
 // use.
@@ -32,8 +24,8 @@ type Server struct {
 	URL string
 
 	srv   *http.Server
-	h     Handler  // without a model: the directives' answers
-	watch *watcher // the clients' outstanding work: [Server.Truth]
+	h     *llmserve.Handler // answers from the directives
+	watch *watcher          // the clients' outstanding work: [Server.Truth]
 
 	mu   sync.Mutex // guards reqs and log
 	reqs []Request
@@ -62,14 +54,20 @@ func Start(addr string, log io.Writer) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakellm: listen on %s: %w", addr, err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), log: log, watch: &watcher{}}
-	s.h.watch = s.watch
+	s := newServer(log)
+	s.URL = "http://" + ln.Addr().String()
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.handle),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() { _ = s.srv.Serve(ln) }() // returns http.ErrServerClosed on Close
 	return s, nil
+}
+
+// newServer is a server not yet listening.
+func newServer(log io.Writer) *Server {
+	w := &watcher{}
+	return &Server{log: log, watch: w, h: llmserve.NewHandler("fake-llm", directives{w})}
 }
 
 // Close stops the server and cuts any request still in progress.
@@ -97,58 +95,9 @@ func (s *Server) Requests() []Request {
 
 // handle records a request and answers it.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	body, bodyErr := readBody(w, r)
+	body, bodyErr := llmserve.ReadBody(w, r)
 	s.record(r, body, bodyErr)
-	s.h.serve(w, r, body, bodyErr)
-}
-
-// errUnsupportedEncoding marks a request body in a Content-Encoding the
-// server cannot undo.
-var errUnsupportedEncoding = errors.New("unsupported Content-Encoding")
-
-// readBody reads the whole request body and undoes its Content-Encoding.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		return raw, fmt.Errorf("read body: %w", err)
-	}
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	if len(raw) == 0 || enc == "" || enc == "identity" {
-		return raw, nil
-	}
-	out, err := decode(enc, raw)
-	if err != nil {
-		return raw, fmt.Errorf("decode %s body: %w", enc, err)
-	}
-	return out, nil
-}
-
-// decode undoes one Content-Encoding.
-func decode(enc string, raw []byte) ([]byte, error) {
-	var rd io.ReadCloser
-	var err error
-	switch enc {
-	case "gzip", "x-gzip":
-		rd, err = gzip.NewReader(bytes.NewReader(raw))
-	case "deflate":
-		// RFC 9110 deflate is zlib-wrapped, but some clients send raw
-		// DEFLATE; accept both.
-		rd, err = zlib.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			rd, err = flate.NewReader(bytes.NewReader(raw)), nil
-		}
-	default:
-		return nil, fmt.Errorf("%w %q", errUnsupportedEncoding, enc)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	out, err := io.ReadAll(io.LimitReader(rd, maxBodyBytes))
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	s.h.ServeBody(w, r, body, bodyErr)
 }
 
 // record appends r to the request list and the log.
@@ -174,7 +123,7 @@ func recordedBody(body []byte, err error) json.RawMessage {
 	var v any
 	switch {
 	case err != nil:
-		v = obj{"_error": err.Error(), "_len": len(body)}
+		v = map[string]any{"_error": err.Error(), "_len": len(body)}
 	case len(body) == 0:
 		return nil
 	case json.Valid(body):
@@ -182,9 +131,9 @@ func recordedBody(body []byte, err error) json.RawMessage {
 		if json.Compact(&buf, body) == nil {
 			return buf.Bytes()
 		}
-		v = obj{"_raw": truncateBytes(body, maxRawLogged)}
+		v = map[string]any{"_raw": truncateBytes(body, maxRawLogged)}
 	default:
-		v = obj{"_raw": truncateBytes(body, maxRawLogged)}
+		v = map[string]any{"_raw": truncateBytes(body, maxRawLogged)}
 	}
 	out, _ := json.Marshal(v) // maps of strings and ints always marshal
 	return out
@@ -223,28 +172,4 @@ func logLine(rec Request) []byte {
 		return []byte(fmt.Sprintf("{\"error\":%q}\n", err.Error()))
 	}
 	return buf.Bytes()
-}
-
-// tokens is a plausible token count for a JSON document: about one token
-// per four bytes, at least one.
-func tokens(b []byte) int {
-	return max(1, len(b)/4)
-}
-
-// modelList is the GET /v1/models answer, readable by OpenAI and Anthropic
-// clients alike.
-func modelList() obj {
-	names := []string{defaultModel, "claude-sonnet-4-5", "claude-haiku-4-5", "gpt-5", "gpt-5-codex"}
-	now := time.Now().Unix()
-	data := make([]obj, 0, len(names))
-	for _, m := range names {
-		data = append(data, obj{
-			"id": m, "object": "model", "created": now, "owned_by": "fake",
-			"type": "model", "display_name": m, "created_at": "2025-01-01T00:00:00Z",
-		})
-	}
-	return obj{
-		"object": "list", "data": data, "has_more": false,
-		"first_id": names[0], "last_id": names[len(names)-1],
-	}
 }

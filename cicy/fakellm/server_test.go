@@ -26,7 +26,7 @@ func TestRequestsInOrderAndLog(t *testing.T) {
 		} `json:"data"`
 	}
 	decodeBody(t, resp, &models)
-	if len(models.Data) == 0 || models.Data[0].ID != defaultModel {
+	if len(models.Data) == 0 || models.Data[0].ID != "fake-model" {
 		t.Errorf("models = %+v", models)
 	}
 	postJSON(t, s.URL+"/v1/chat/completions", chatBody(params{prompt: "one"}))
@@ -227,7 +227,7 @@ func TestChatStreamWithoutUsage(t *testing.T) {
 
 // TestDelayHonoursDisconnect checks a held turn ends when the client goes.
 func TestDelayHonoursDisconnect(t *testing.T) {
-	s := &Server{}
+	s := newServer(nil)
 	for _, a := range apis {
 		for _, stream := range []bool{false, true} {
 			body := mustJSON(t, a.body(params{prompt: "[[delay=30]]", tools: true, stream: stream}))

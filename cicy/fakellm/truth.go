@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -36,8 +37,8 @@ type Call struct {
 // Truth returns what the server knows of its clients' work now.
 func (s *Server) Truth() Truth { return s.watch.now() }
 
-// watcher keeps a [Server]'s [Truth]. Its methods are safe for concurrent
-// use; a nil watcher (a [Handler] of [NewHandler]) does nothing.
+// watcher keeps a [Server]'s [Truth] as its handler's
+// [llmserve.Observer]. Its methods are safe for concurrent use.
 type watcher struct {
 	mu         sync.Mutex
 	inFlight   int
@@ -46,14 +47,11 @@ type watcher struct {
 	retryUntil time.Time
 }
 
-// begin counts a model request in flight and settles the calls whose
+// Begin counts a model request in flight and settles the calls whose
 // results it carries; any pending retry has come.
-func (w *watcher) begin(api string, req *request) {
-	if w == nil {
-		return
-	}
+func (w *watcher) Begin(q *llmserve.Query) {
 	var answered []string
-	for _, m := range conversation(api, req).Messages {
+	for _, m := range q.Request.Messages {
 		for _, b := range m.Content {
 			if b.Type == wire.TypeToolResult {
 				answered = append(answered, b.ToolUseID)
@@ -70,33 +68,27 @@ func (w *watcher) begin(api string, req *request) {
 	w.order = slices.DeleteFunc(w.order, func(id string) bool { _, ok := w.calls[id]; return !ok })
 }
 
-// end counts a model request answered (or abandoned).
-func (w *watcher) end() {
-	if w == nil {
-		return
-	}
+// End counts a model request answered (or abandoned).
+func (w *watcher) End(*llmserve.Query) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.inFlight--
 }
 
-// called records a tool call delivered to a client.
-func (w *watcher) called(id string, c toolCall) {
-	if w == nil {
-		return
-	}
+// Delivered records a tool call delivered to a client.
+func (w *watcher) Delivered(id, name string, args map[string]any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.calls == nil {
 		w.calls = map[string]Call{}
 	}
-	w.calls[id] = Call{ID: id, Name: c.name, Args: maps.Clone(c.args)}
+	w.calls[id] = Call{ID: id, Name: name, Args: maps.Clone(args)}
 	w.order = append(w.order, id)
 }
 
-// retry records an error answer that told the client to come back after d.
-func (w *watcher) retry(d time.Duration) {
-	if w == nil || d <= 0 {
+// Retry records an error answer that told the client to come back after d.
+func (w *watcher) Retry(d time.Duration) {
+	if d <= 0 {
 		return
 	}
 	w.mu.Lock()

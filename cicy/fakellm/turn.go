@@ -1,13 +1,18 @@
 package fakellm
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
+	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
 const (
@@ -18,15 +23,61 @@ const (
 	maxDelay        = 24 * time.Hour
 )
 
-// turn is what the server needs to know about one model request, whatever
-// its API.
+// directives is the server's [llmserve.Model]: it answers from the
+// directives in the prompt, and keeps the server's [Truth] as the
+// handler's [llmserve.Observer].
+type directives struct{ *watcher }
+
+// Answer is the reply the directives decide, or the [[status]] error.
+func (directives) Answer(_ context.Context, q *llmserve.Query) (*wire.Response, error) {
+	t := turnOf(q)
+	if code := t.status(); code != 0 {
+		msg := fmt.Sprintf("fake-llm status directive %d", code)
+		if code == http.StatusUnauthorized {
+			// As some proxies do: the refused credential, echoed.
+			msg += ": invalid x-api-key " + q.Header.Get("x-api-key") + " / authorization " + q.Header.Get("Authorization")
+		}
+		return nil, &wire.APIError{Status: code, Message: msg, RetryAfterSeconds: t.retryAfter()}
+	}
+	q.Hold(t.delay())
+	a := t.answer()
+	in := tokens(q.Body)
+	read, write := t.cache(in)
+	return &wire.Response{Content: a.content(), Usage: wire.Usage{
+		InputTokens:              int64(in - read - write),
+		OutputTokens:             int64(a.outTokens()),
+		CacheReadInputTokens:     int64(read),
+		CacheCreationInputTokens: int64(write),
+	}}, nil
+}
+
+// CountTokens is about a token per four bytes of the body.
+func (directives) CountTokens(q *llmserve.Query) int64 { return int64(tokens(q.Body)) }
+
+// tokens is a plausible token count for a JSON document: about one token
+// per four bytes, at least one.
+func tokens(b []byte) int {
+	return max(1, len(b)/4)
+}
+
+// turn is what the directives need to know about one model request,
+// whatever its API.
 type turn struct {
-	prompt     string // the last user text; directives come only from here
-	afterTool  bool   // the conversation ends with a tool result
-	toolResult string // the text of that result
-	tools      []tool
-	structured bool    // the request asks for JSON-schema output
-	schema     rawJSON // that schema
+	q           *llmserve.Query // makes the tool calls
+	prompt      string          // the last user text; directives come only from here
+	afterTool   bool            // the conversation ends with a tool result
+	toolResult  string          // the text of that result
+	offersTools bool
+	structured  bool            // the request asks for JSON-schema output
+	schema      json.RawMessage // that schema
+}
+
+// turnOf reads q.
+func turnOf(q *llmserve.Query) turn {
+	result, afterTool := q.ToolResult()
+	schema, structured := q.Schema()
+	return turn{q: q, prompt: q.Prompt(), afterTool: afterTool, toolResult: result,
+		offersTools: len(q.Tools()) > 0, structured: structured, schema: schema}
 }
 
 // answer is the server's reply to a turn: a text or one tool call.
@@ -39,8 +90,24 @@ type answer struct {
 type toolCall struct {
 	name string
 	args map[string]any
-	// namespace and leaf: see tool.
-	namespace, leaf string
+}
+
+// content is the answer's text or tool_use block.
+func (a answer) content() []wire.Block {
+	if a.call == nil {
+		return []wire.Block{{Type: wire.TypeText, Text: a.text}}
+	}
+	return []wire.Block{{Type: wire.TypeToolUse, Name: a.call.name, Input: json.RawMessage(a.call.argsJSON())}}
+}
+
+// outTokens is about a token per four bytes of the answer's text or call,
+// at least one.
+func (a answer) outTokens() int {
+	n := len(a.text)
+	if a.call != nil {
+		n += len(a.call.name) + len(a.call.argsJSON())
+	}
+	return max(1, n/4)
 }
 
 // argsJSON is the call's arguments as a JSON object.
@@ -92,7 +159,7 @@ func (t *turn) cache(in int) (read, write int) {
 // tools and are neither a tool follow-up nor structured-output requests are
 // held.
 func (t *turn) delay() time.Duration {
-	if len(t.tools) == 0 || t.afterTool || t.structured {
+	if !t.offersTools || t.afterTool || t.structured {
 		return 0
 	}
 	secs, err := strconv.ParseFloat(parseDirectives(t.prompt)["delay"], 64)
@@ -117,8 +184,8 @@ func (t *turn) answer() answer {
 		}
 	}
 	if cmd, ok := d["shell"]; ok {
-		if c := t.shellCall(cmd, shellDesc); c != nil {
-			return answer{call: c}
+		if name, args, ok := t.q.ShellCall(cmd, shellDesc); ok {
+			return answer{call: &toolCall{name: name, args: args}}
 		}
 	}
 	if reply, ok := d["reply"]; ok {
@@ -132,65 +199,17 @@ func (t *turn) answer() answer {
 // are passed as {"input": TEXT}.
 func (t *turn) toolDirective(spec string) *toolCall {
 	name, rest, _ := strings.Cut(strings.TrimSpace(spec), " ")
-	tl := t.tool(name)
-	if tl == nil {
-		return nil
-	}
 	args := map[string]any{}
 	if rest = strings.TrimSpace(rest); rest != "" {
 		if err := json.Unmarshal([]byte(rest), &args); err != nil || args == nil {
 			args = map[string]any{"input": rest}
 		}
 	}
-	return tl.call(args)
-}
-
-// shellCall is a call of the request's shell tool that runs cmd, in that
-// tool's own shape (with desc as the description a tool requires), or nil
-// if the request offers no shell tool.
-func (t *turn) shellCall(cmd, desc string) *toolCall {
-	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell"} {
-		tl := t.tool(name)
-		if tl == nil {
-			continue
-		}
-		args := map[string]any{"command": cmd}
-		switch name {
-		case "exec_command":
-			args = map[string]any{"cmd": cmd}
-		case "shell":
-			args = map[string]any{"command": []string{"bash", "-lc", cmd}}
-		case "Bash", "bash":
-			if tl.required["description"] {
-				args["description"] = desc
-			}
-		}
-		return tl.call(args)
+	input, ok := t.q.ToolCall(name, args)
+	if !ok {
+		return nil
 	}
-	return nil
-}
-
-// tool is the offered tool called name, or nil.
-func (t *turn) tool(name string) *tool {
-	for i := range t.tools {
-		if t.tools[i].name == name {
-			return &t.tools[i]
-		}
-	}
-	return nil
-}
-
-// call is a call of tl with args, keeping only the arguments its schema
-// declares (all of them if it declares none).
-func (tl *tool) call(args map[string]any) *toolCall {
-	if len(tl.props) > 0 {
-		for k := range args {
-			if !tl.props[k] {
-				delete(args, k)
-			}
-		}
-	}
-	return &toolCall{name: tl.name, args: args, namespace: tl.namespace, leaf: tl.leaf}
+	return &toolCall{name: name, args: input}
 }
 
 // directiveRE matches one [[key=value]] directive; "]]" ends the value.
@@ -219,25 +238,4 @@ func truncateRunes(s string, n int) string {
 		n--
 	}
 	return s
-}
-
-// pieces splits s into about n stream deltas, on rune boundaries.
-func pieces(s string, n int) []string {
-	r := []rune(s)
-	if len(r) == 0 {
-		return []string{""}
-	}
-	step := (len(r) + n - 1) / n
-	var out []string
-	for i := 0; i < len(r); i += step {
-		out = append(out, string(r[i:min(i+step, len(r))]))
-	}
-	return out
-}
-
-// isInjectedContext reports whether a Responses user text is context Codex
-// injects (<environment_context>, <user_instructions>, …) rather than a
-// prompt.
-func isInjectedContext(text string) bool {
-	return strings.HasPrefix(strings.TrimLeftFunc(text, unicode.IsSpace), "<")
 }

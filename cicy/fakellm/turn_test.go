@@ -1,8 +1,7 @@
 package fakellm
 
 import (
-	"slices"
-	"strings"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -20,7 +19,7 @@ func TestFillJSON(t *testing.T) {
 			`{"l":[0,0],"missing":null,"n":-2}`},
 		{`{"type":"string","maxLength":0}`, `""`},
 	} {
-		if got := fillJSON(rawJSON(c.schema)); got != c.want {
+		if got := fillJSON(json.RawMessage(c.schema)); got != c.want {
 			t.Errorf("fillJSON(%s) = %s, want %s", c.schema, got, c.want)
 		}
 	}
@@ -40,7 +39,6 @@ func TestParseDirectives(t *testing.T) {
 }
 
 func TestTurnStatusAndDelay(t *testing.T) {
-	tools := []tool{{name: "bash"}}
 	for _, c := range []struct {
 		prompt string
 		status int
@@ -51,7 +49,7 @@ func TestTurnStatusAndDelay(t *testing.T) {
 		{"[[status=abc]] [[delay=NaN]]", 0, 0},
 		{"[[delay=1e300]]", 0, maxDelay},
 	} {
-		tr := turn{prompt: c.prompt, tools: tools}
+		tr := turn{prompt: c.prompt, offersTools: true}
 		if got := tr.status(); got != c.status {
 			t.Errorf("%q: status %d, want %d", c.prompt, got, c.status)
 		}
@@ -64,16 +62,7 @@ func TestTurnStatusAndDelay(t *testing.T) {
 	}
 }
 
-func TestPieces(t *testing.T) {
-	for _, s := range []string{"", "a", "héllo wörld", strings.Repeat("ü", 10)} {
-		p := pieces(s, 3)
-		if strings.Join(p, "") != s || len(p) > 3 || len(p) == 0 {
-			t.Errorf("pieces(%q) = %q", s, p)
-		}
-	}
-	if got := pieces("abcdefg", 3); !slices.Equal(got, []string{"abc", "def", "g"}) {
-		t.Errorf("pieces = %q", got)
-	}
+func TestTruncateRunes(t *testing.T) {
 	if got := truncateRunes("héllo", 2); got != "hé" {
 		t.Errorf("truncateRunes = %q", got)
 	}

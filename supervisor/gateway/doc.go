@@ -31,5 +31,7 @@
 // upstream response at all.
 //
 // With the scripted model (CICY_PROVIDER=script) the upstream is
-// [NewScriptTransport]: the script rules answer in every API, offline.
+// [NewScriptTransport]: the script rules answer in every API, offline,
+// encoded by cicy/llmserve. The gateway's own errors take their bodies
+// from llmserve's one table ([llmserve.WriteError]).
 package gateway

@@ -14,16 +14,18 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 )
 
 // API names a wire format the gateway serves.
 type API string
 
-// The wire formats.
+// The wire formats, named as llmserve names them.
 const (
-	Anthropic API = "anthropic" // Anthropic Messages
-	Chat      API = "chat"      // OpenAI Chat Completions
-	Responses API = "responses" // OpenAI Responses
+	Anthropic API = llmserve.APIAnthropic // Anthropic Messages
+	Chat      API = llmserve.APIChat      // OpenAI Chat Completions
+	Responses API = llmserve.APIResponses // OpenAI Responses
 )
 
 // Default upstream base URLs, used when [Upstreams] leaves one empty.

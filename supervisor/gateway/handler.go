@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
+	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 )
 
 // DefaultMaxBodiesInFlight bounds the request bytes the gateway holds at
@@ -133,7 +133,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.inflight.Done()
 
-	key := fakellm.Route(r.URL.Path)
+	key := llmserve.Route(r.URL.Path)
 	rt, ok := routes[key]
 	switch {
 	case !ok && key == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
@@ -141,10 +141,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	case !ok:
-		writeError(w, guessAPI(r), http.StatusNotFound, fmt.Sprintf("cicy gateway: no route for %s %s", r.Method, r.URL.Path))
+		llmserve.WriteError(w, string(guessAPI(r)), http.StatusNotFound, fmt.Sprintf("cicy gateway: no route for %s %s", r.Method, r.URL.Path))
 		return
 	case r.Method != http.MethodPost:
-		writeError(w, rt.api, http.StatusMethodNotAllowed, fmt.Sprintf("cicy gateway: %s needs POST", r.URL.Path))
+		llmserve.WriteError(w, string(rt.api), http.StatusMethodNotAllowed, fmt.Sprintf("cicy gateway: %s needs POST", r.URL.Path))
 		return
 	}
 	x := &exchange{g: g, w: w, r: r, route: rt, start: time.Now()}
@@ -166,19 +166,19 @@ func (x *exchange) serve() {
 	pane, reason := x.pane()
 	if reason != "" {
 		x.g.refused.Log(x.g.log, "local", x.r.URL.Path, "refused a request: "+reason)
-		writeError(x.w, x.route.api, http.StatusUnauthorized, "cicy gateway: "+reason)
+		llmserve.WriteError(x.w, string(x.route.api), http.StatusUnauthorized, "cicy gateway: "+reason)
 		return
 	}
 	x.call.Pane = pane
 	if !x.g.cfg.Panes.Speaks(pane, x.route.api) {
 		x.g.log.WithFields(map[string]any{"pane": pane, "path": clipPath(x.r.URL.Path)}).Info("refused a request: its pane does not speak this API")
-		writeError(x.w, x.route.api, http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
+		llmserve.WriteError(x.w, string(x.route.api), http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
 		return
 	}
 	body, room, err := x.readBody()
 	defer room.release()
 	if err != nil {
-		writeError(x.w, x.route.api, http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
+		llmserve.WriteError(x.w, string(x.route.api), http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
 		return
 	}
 	body, inject := x.inspect(body)
@@ -234,7 +234,7 @@ func (x *exchange) overBudget(bodyBytes int) (release func(), refused bool) {
 		code = http.StatusPaymentRequired
 	}
 	x.w.Header().Set("X-Should-Retry", "false") // the Anthropic and OpenAI SDKs heed it
-	writeError(x.w, x.route.api, code, why)
+	llmserve.WriteError(x.w, string(x.route.api), code, why)
 	if x.call.Aux == "" {
 		x.g.cfg.Budget.Refused(x.call.Pane, why)
 	}
@@ -317,7 +317,7 @@ func (x *exchange) forward(body []byte, inject bool) {
 func (x *exchange) fail(code int, msg string) {
 	x.call.Status, x.call.Err = code, msg
 	x.g.log.WithFields(map[string]any{"pane": x.call.Pane, "api": x.call.API}).Warn(msg)
-	writeError(x.w, x.route.api, code, msg)
+	llmserve.WriteError(x.w, string(x.route.api), code, msg)
 }
 
 // plainErr is err without the request URL a *url.Error adds.

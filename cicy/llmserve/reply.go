@@ -1,4 +1,4 @@
-package fakellm
+package llmserve
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
-// reply is an answer in the terms every API's encoder takes.
+// reply is a model's answer in the terms every API's encoder takes.
 type reply struct {
 	text  string
 	calls []toolCall
@@ -25,24 +25,6 @@ type usage struct {
 
 // prompt is the whole prompt, as the OpenAI APIs count it.
 func (u usage) prompt() int { return u.input + u.cacheRead + u.cacheWrite }
-
-// reply is the directives' answer as a reply (usage not yet filled).
-func (a answer) reply() reply {
-	if a.call != nil {
-		return reply{calls: []toolCall{*a.call}}
-	}
-	return reply{text: a.text}
-}
-
-// outTokens is about a token per four bytes of the reply's text and
-// calls, at least one.
-func (rp reply) outTokens() int {
-	n := len(rp.text)
-	for _, c := range rp.calls {
-		n += len(c.name) + len(c.argsJSON())
-	}
-	return max(1, n/4)
-}
 
 // stopReason is the reply's Anthropic stop_reason.
 func (rp reply) stopReason() string {
@@ -72,9 +54,10 @@ func (rp reply) finishReason() string {
 // has text, or nothing else.
 func (rp reply) hasText() bool { return rp.text != "" || len(rp.calls) == 0 }
 
-// replyOf is a model's response as a reply: its text blocks joined by
-// blank lines, its tool_use blocks as calls.
-func replyOf(resp *wire.Response) reply {
+// replyOf is a model's response to the turn as a reply: its text blocks
+// joined by blank lines, its tool_use blocks as calls; a call of a member
+// of a Responses namespace tool names the namespace and the member apart.
+func (t *turn) replyOf(resp *wire.Response) reply {
 	rp := reply{stop: resp.StopReason, model: resp.Model, usage: usage{
 		input:      int(resp.Usage.InputTokens),
 		output:     int(resp.Usage.OutputTokens),
@@ -89,7 +72,11 @@ func replyOf(resp *wire.Response) reply {
 				texts = append(texts, b.Text)
 			}
 		case wire.TypeToolUse:
-			rp.calls = append(rp.calls, toolCall{name: b.Name, args: argsOf(b.Input)})
+			c := toolCall{name: b.Name, args: argsOf(b.Input)}
+			if tl := t.tool(b.Name); tl != nil {
+				c.namespace, c.leaf = tl.namespace, tl.leaf
+			}
+			rp.calls = append(rp.calls, c)
 		}
 	}
 	rp.text = strings.Join(texts, "\n\n")

@@ -1,4 +1,4 @@
-package fakellm
+package llmserve
 
 import (
 	"math"
@@ -15,17 +15,40 @@ type apiError struct {
 	retryAfter float64
 }
 
-// fail answers e in the error shape of the API route belongs to: OpenAI's
-// for Chat Completions and Responses, Anthropic's otherwise.
+// WriteError answers HTTP status code with msg in the error shape of api
+// (APIAnthropic, APIChat or APIResponses): Anthropic's
+// {"type":"error","error":{"type":…,"message":…}} or OpenAI's
+// {"error":{"message":…,"type":…,"param":null,"code":…}}, with the error
+// type and code the real APIs give that status.
+func WriteError(w http.ResponseWriter, api string, code int, msg string) {
+	writeJSON(w, code, errorBody(api, apiError{code: code, msg: msg}))
+}
+
+// fail answers e in the error shape of the API route belongs to, with a
+// request id, and a Retry-After when e has one.
 func (h *Handler) fail(w http.ResponseWriter, route string, e apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatFloat(math.Ceil(e.retryAfter), 'f', -1, 64))
 	}
-	if route == "/chat/completions" || route == "/responses" {
-		h.writeJSON(w, e.code, openAIError(e))
-		return
+	h.writeJSON(w, e.code, errorBody(apiOf(route), e))
+}
+
+// apiOf is the API whose error shape suits route: OpenAI's for Chat
+// Completions and Responses, Anthropic's otherwise.
+func apiOf(route string) string {
+	if api, ok := modelAPIs[route]; ok {
+		return api.name
 	}
-	h.writeJSON(w, e.code, anthropicError(e))
+	return APIAnthropic
+}
+
+// errorBody is e in the error shape of api: OpenAI's for Chat Completions
+// and Responses, Anthropic's otherwise.
+func errorBody(api string, e apiError) obj {
+	if api == APIChat || api == APIResponses {
+		return openAIError(e)
+	}
+	return anthropicError(e)
 }
 
 // anthropicError is an Anthropic API error body.
@@ -37,11 +60,14 @@ func anthropicError(e apiError) obj {
 	return obj{"type": "error", "error": obj{"type": kind, "message": e.msg}}
 }
 
-// anthropicKind is Anthropic's error type for an HTTP status.
+// anthropicKind is Anthropic's error type for an HTTP status, as its API
+// documents them.
 func anthropicKind(code int) string {
 	switch {
 	case code == http.StatusUnauthorized:
 		return "authentication_error"
+	case code == http.StatusPaymentRequired:
+		return "billing_error"
 	case code == http.StatusForbidden:
 		return "permission_error"
 	case code == http.StatusNotFound:
@@ -58,14 +84,14 @@ func anthropicKind(code int) string {
 	return "api_error"
 }
 
-// openAIError is an OpenAI API error body.
+// openAIError is an OpenAI API error body: type invalid_request_error
+// (code invalid_api_key for a 401), requests with code
+// rate_limit_exceeded for a 429, server_error from 500 on.
 func openAIError(e apiError) obj {
 	kind, errCode := "invalid_request_error", any(nil)
 	switch {
 	case e.code == http.StatusUnauthorized:
 		errCode = "invalid_api_key"
-	case e.code == http.StatusNotFound:
-		errCode = "not_found"
 	case e.code == http.StatusTooManyRequests:
 		kind, errCode = "requests", "rate_limit_exceeded"
 	case e.code >= 500:

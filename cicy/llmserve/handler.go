@@ -1,4 +1,4 @@
-package fakellm
+package llmserve
 
 import (
 	"context"
@@ -21,24 +21,44 @@ const (
 	APIResponses = "responses" // OpenAI Responses
 )
 
-// Model decides the answers of a [Handler] in place of the directives: a
-// program standing in for an LLM, such as cicy's scripted model.
+// Model decides the answers of a [Handler]: a program standing in for an
+// LLM, such as cicy's scripted model or a test fake.
 type Model interface {
 	// Answer is the reply to q: its text blocks, joined by blank lines,
 	// and its tool_use blocks, in the API's own shape, with its stop
 	// reason (Anthropic's terms) and usage (Anthropic's additive shape).
-	// A *wire.APIError is answered with its status, type and message in
-	// the API's error shape; any other error as a 500.
+	// A tool_use naming a member of a Responses namespace tool as
+	// <namespace>__<tool> calls that member. A *wire.APIError is answered
+	// with its status, type, message and retry-after in the API's error
+	// shape; any other error as a 500.
 	Answer(ctx context.Context, q *Query) (*wire.Response, error)
 	// CountTokens is the input_tokens answer to POST
 	// /v1/messages/count_tokens.
 	CountTokens(q *Query) int64
 }
 
+// Observer is told what a [Handler] does with the model requests it
+// answers: a test server's ground truth of what its clients wait for. A
+// [Model] that is also an Observer is told.
+type Observer interface {
+	// Begin: model request q is being answered; it comes before the
+	// model sees q.
+	Begin(q *Query)
+	// End: the answer to q is written, or abandoned.
+	End(q *Query)
+	// Delivered: the answer's tool call of name with args reached the
+	// client under id, once the whole answer is written.
+	Delivered(id, name string, args map[string]any)
+	// Retry: an error answer told the client to retry after d.
+	Retry(d time.Duration)
+}
+
 // Query is one model request, as a [Model] sees it.
 type Query struct {
 	API    string      // APIAnthropic, APIChat or APIResponses
 	Header http.Header // the request's headers
+	// Body is the request body, its Content-Encoding undone.
+	Body []byte
 	// Request is the request in the Messages API's shape, the shape of
 	// cicy's own requests: system text, tools, and messages of text,
 	// tool_use and tool_result blocks (cache_control kept). The OpenAI
@@ -50,13 +70,56 @@ type Query struct {
 	Request *wire.Request
 
 	turn turn
+	hold time.Duration
+}
+
+// Prompt is the newest prompt: the last non-blank text part of the last
+// user message that has one, never a tool result or system text. In a
+// Responses request the context Codex injects as user messages
+// (<environment_context>, <user_instructions>, …) is not a prompt.
+func (q *Query) Prompt() string { return q.turn.prompt }
+
+// ToolResult is the text of the tool result the conversation ends with;
+// ok is false when it ends otherwise (a system message after the result
+// does not count).
+func (q *Query) ToolResult() (text string, ok bool) { return q.turn.toolResult, q.turn.afterTool }
+
+// Schema is the JSON schema the request asks the answer to follow
+// (Anthropic's output_config, Chat Completions' response_format,
+// Responses' text.format); ok is false when it asks for no
+// structured output.
+func (q *Query) Schema() (schema json.RawMessage, ok bool) {
+	return json.RawMessage(q.turn.schema), q.turn.structured
+}
+
+// Tools are the names of the tools the request offers; a member of a
+// Responses namespace tool (Codex offers an MCP server's tools as one) is
+// <namespace>__<tool>.
+func (q *Query) Tools() []string {
+	names := make([]string, len(q.turn.tools))
+	for i, t := range q.turn.tools {
+		names[i] = t.name
+	}
+	return names
+}
+
+// ToolCall is the input of a call of the offered tool name (as [Query.Tools]
+// names it) with args: args less the keys the tool's schema does not
+// declare (none when it declares none). ok is false when the request
+// offers no tool name.
+func (q *Query) ToolCall(name string, args map[string]any) (input map[string]any, ok bool) {
+	tl := q.turn.tool(name)
+	if tl == nil {
+		return nil, false
+	}
+	return tl.call(args).args, true
 }
 
 // ShellCall is a call of the shell tool the request offers (Claude Code's
 // Bash, Codex's exec_command or shell, opencode's bash) that runs command,
-// with the arguments in that tool's own shape, as the [[shell=CMD]]
-// directive makes, and description as the description the tool may
-// require; ok is false when the request offers none.
+// with the arguments in that tool's own shape, and description as the
+// description the tool may require; ok is false when the request offers
+// none.
 func (q *Query) ShellCall(command, description string) (name string, input map[string]any, ok bool) {
 	c := q.turn.shellCall(command, description)
 	if c == nil {
@@ -65,37 +128,48 @@ func (q *Query) ShellCall(command, description string) (name string, input map[s
 	return c.name, c.args, true
 }
 
+// Hold has the handler hold the answer d before its content: after a
+// stream's opening events (the message start, the role, the response
+// created), or before a whole answer. A client that goes away ends the
+// wait, and nothing more is written.
+func (q *Query) Hold(d time.Duration) { q.hold = d }
+
 // Handler serves the model APIs listed in the package doc, answering from
-// a [Model], or from the directives when it has none. Unlike [Server] it
-// records nothing. It is safe for concurrent use.
+// a [Model]. It records nothing. It is safe for concurrent use.
 type Handler struct {
 	name  string // starts the handler's own error messages
-	model Model  // nil: the directives
+	model Model
+	obs   Observer // nil: none
 	ids   atomic.Uint64
-	watch *watcher // a Server's truth; nil: none kept
 }
 
 // NewHandler returns a handler whose answers come from m; name (e.g.
 // "cicy scripted model") starts the error messages of its own, such as a
 // route it does not serve.
-func NewHandler(name string, m Model) *Handler { return &Handler{name: name, model: m} }
+func NewHandler(name string, m Model) *Handler {
+	h := &Handler{name: name, model: m}
+	h.obs, _ = m.(Observer)
+	return h
+}
 
 // who starts the handler's own error messages.
 func (h *Handler) who() string {
 	if h.name == "" {
-		return "fake-llm"
+		return "llmserve"
 	}
 	return h.name
 }
 
 // ServeHTTP answers one request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	h.serve(w, r, body, err)
+	body, err := ReadBody(w, r)
+	h.ServeBody(w, r, body, err)
 }
 
-// serve routes a request whose body has been read.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, body []byte, bodyErr error) {
+// ServeBody answers r whose body [ReadBody] has read already, as body and
+// bodyErr: a body that could not be read or decoded is answered 400, 413
+// or 415.
+func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte, bodyErr error) {
 	route := Route(r.URL.Path)
 	if bodyErr != nil {
 		code := http.StatusBadRequest
@@ -156,20 +230,21 @@ var modelAPIs = map[string]modelAPI{
 	"/responses":        {APIResponses, responsesTurn, (*exchange).responses},
 }
 
-// countTokens answers POST /v1/messages/count_tokens: about a token per
-// four bytes of the body, or the model's count.
+// countTokens answers POST /v1/messages/count_tokens with the model's
+// count.
 func (h *Handler) countTokens(w http.ResponseWriter, r *http.Request, body []byte) {
-	if h.model == nil {
-		h.writeJSON(w, http.StatusOK, obj{"input_tokens": tokens(body)})
-		return
-	}
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
 		h.fail(w, "/messages/count_tokens", apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("%s: bad request body: %v", h.who(), err)})
 		return
 	}
-	q := &Query{API: APIAnthropic, Header: r.Header, Request: conversation(APIAnthropic, &req), turn: anthropicTurn(&req)}
+	q := newQuery(APIAnthropic, r, body, &req, anthropicTurn(&req))
 	h.writeJSON(w, http.StatusOK, obj{"input_tokens": h.model.CountTokens(q)})
+}
+
+// newQuery is the query of a request of api.
+func newQuery(api string, r *http.Request, body []byte, req *request, t turn) *Query {
+	return &Query{API: api, Header: r.Header, Body: body, Request: conversation(api, req), turn: t}
 }
 
 // answer answers a request to one of the model APIs: an error, or the
@@ -182,18 +257,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, a
 			return
 		}
 	}
-	h.watch.begin(api.name, &req)
-	defer h.watch.end()
-	x := &exchange{h: h, w: w, r: r, req: &req, turn: api.turn(&req)}
-	var fail *apiError
-	if h.model == nil {
-		fail = x.directives(tokens(body))
-	} else {
-		fail = x.fromModel(api.name)
+	q := newQuery(api.name, r, body, &req, api.turn(&req))
+	if h.obs != nil {
+		h.obs.Begin(q)
+		defer h.obs.End(q)
 	}
-	if fail != nil {
+	x := &exchange{h: h, w: w, r: r, req: &req, turn: q.turn}
+	if fail := x.fromModel(q); fail != nil {
 		h.fail(w, route, *fail)
-		h.watch.retry(time.Duration(fail.retryAfter * float64(time.Second)))
+		if h.obs != nil && fail.retryAfter > 0 {
+			h.obs.Retry(time.Duration(fail.retryAfter * float64(time.Second)))
+		}
 		return
 	}
 	api.encode(x)
@@ -210,27 +284,8 @@ type exchange struct {
 	delay time.Duration // held after the stream's first event
 }
 
-// directives decides the reply from the prompt's directives, or the
-// [[status]] error.
-func (x *exchange) directives(inTokens int) *apiError {
-	if code := x.turn.status(); code != 0 {
-		msg := fmt.Sprintf("fake-llm status directive %d", code)
-		if code == http.StatusUnauthorized {
-			// As some proxies do: the refused credential, echoed.
-			msg += ": invalid x-api-key " + x.r.Header.Get("x-api-key") + " / authorization " + x.r.Header.Get("Authorization")
-		}
-		return &apiError{code: code, msg: msg, retryAfter: x.turn.retryAfter()}
-	}
-	x.delay = x.turn.delay()
-	x.reply = x.turn.answer().reply()
-	read, write := x.turn.cache(inTokens)
-	x.reply.usage = usage{input: inTokens - read - write, output: x.reply.outTokens(), cacheRead: read, cacheWrite: write}
-	return nil
-}
-
 // fromModel asks the handler's model for the reply.
-func (x *exchange) fromModel(api string) *apiError {
-	q := &Query{API: api, Header: x.r.Header, Request: conversation(api, x.req), turn: x.turn}
+func (x *exchange) fromModel(q *Query) *apiError {
 	resp, err := x.h.model.Answer(x.r.Context(), q)
 	if err != nil {
 		var ae *wire.APIError
@@ -239,15 +294,20 @@ func (x *exchange) fromModel(api string) *apiError {
 		}
 		return &apiError{code: http.StatusInternalServerError, msg: err.Error()}
 	}
-	x.reply = replyOf(resp)
+	x.reply = x.turn.replyOf(resp)
+	x.delay = q.hold
 	return nil
 }
 
-// delivered tells the server's truth that the reply's calls reached the
-// client under ids, once the whole answer is written.
+// delivered tells the observer that the reply's calls reached the client
+// under ids, once the whole answer is written.
 func (x *exchange) delivered(ids []string) {
+	if x.h.obs == nil {
+		return
+	}
 	for i, id := range ids {
-		x.h.watch.called(id, x.reply.calls[i])
+		c := x.reply.calls[i]
+		x.h.obs.Delivered(id, c.name, c.args)
 	}
 }
 
@@ -263,8 +323,8 @@ func (x *exchange) modelName() string {
 	return defaultModel
 }
 
-// hold waits out the turn's [[delay]]. It reports false if the client went
-// away first, in which case nothing more should be written.
+// hold waits out the query's [Query.Hold]. It reports false if the client
+// went away first, in which case nothing more should be written.
 func (x *exchange) hold() bool {
 	if x.delay <= 0 {
 		return true
@@ -284,8 +344,15 @@ func (h *Handler) newID(prefix string) string {
 	return fmt.Sprintf("%s_%d%08x", prefix, h.ids.Add(1), rand.Uint32())
 }
 
-// writeJSON answers v as a JSON document with status code.
+// writeJSON answers v as a JSON document with status code and a fresh
+// request id.
 func (h *Handler) writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set(requestIDHdr, h.newID("req"))
+	writeJSON(w, code, v)
+}
+
+// writeJSON answers v as a JSON document with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		code = http.StatusInternalServerError
@@ -294,7 +361,6 @@ func (h *Handler) writeJSON(w http.ResponseWriter, code int, v any) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", fmt.Sprint(len(data)))
-	hd.Set(requestIDHdr, h.newID("req"))
 	w.WriteHeader(code)
 	_, _ = w.Write(data) // the client may be gone; nothing to do about it
 }

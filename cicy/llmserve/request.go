@@ -1,4 +1,4 @@
-package fakellm
+package llmserve
 
 import (
 	"encoding/json"
