@@ -20,7 +20,6 @@ import (
 // seeding, hooks, screen rules — is in package cliagent; this file starts
 // them from a pane's config.
 
-
 // CLIDirVar names the folder `make clis` (scripts/install-clis.sh)
 // installs the pinned CLI agents into; without it, DefaultCLIDir under the
 // home folder.
