@@ -225,10 +225,14 @@ func (r shellRun) output() (string, error) {
 // reads the typed line), how long an ended task's output may take to be
 // passed on, and how long tee's end may precede the exit status before
 // the task counts as interrupted (Ctrl-C stops the script before it
-// writes the status).
+// writes the status). The output reaches its file only when tee and tail
+// end, which on a loaded machine took more than 300 ms after the status
+// (a task's result was empty): an ended task waits up to shellTeeWait for
+// them; only a task whose background child keeps the output open waits
+// it all.
 const (
 	shellStartWait     = 10 * time.Second
-	shellTeeWait       = 300 * time.Millisecond
+	shellTeeWait       = 2 * time.Second
 	shellInterruptWait = 2 * time.Second
 	shellPoll          = 10 * time.Millisecond
 )

@@ -244,3 +244,24 @@ func TestShellTaskDash(t *testing.T) {
 		t.Fatalf("dash keeps the shell's state: %s %q result %q", got.Status, got.Error, got.Result)
 	}
 }
+
+// TestShellTaskSlowTee: the output reaches its file only when tee and
+// tail end; on a loaded machine they ended more than 300 ms after the
+// exit status and the task's result was empty. Here tail takes a second
+// to start: the result is still the whole output.
+func TestShellTaskSlowTee(t *testing.T) {
+	realTail, err := exec.LookPath("tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	slow := "#!/bin/sh\nsleep 1\nexec " + realTail + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "tail"), []byte(slow), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s, id := shellWorker(t, "pty")
+	if got := runShellTask(t, s, id, "echo slow-tee-output"); got.Status != schema.TaskDone || got.Result != "slow-tee-output" {
+		t.Fatalf("with a slow tail: %s %q", got.Status, got.Result)
+	}
+}
