@@ -164,7 +164,9 @@ func TestNotifyMasterKilledMidTurn(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the master never ran the queued line after the restart: %+v", p)
+			log, _ := os.ReadFile(home.Log())
+			queue, _ := os.ReadFile(filepath.Join(cicy.HistoryDir(p.Workspace), "queue.json"))
+			t.Fatalf("the master never ran the queued line after the restart: %+v\nqueue.json: %s\nthe supervisors' log:\n%s", p, queue, log)
 		}
 	}
 	if err := os.WriteFile(gate2, nil, 0o600); err != nil {
