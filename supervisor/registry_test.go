@@ -10,26 +10,21 @@ import (
 )
 
 // TestStubbornPaneStallsNobody: while a pane whose program ignores SIGTERM
-// is being killed (its grace period runs), ls and status still answer
-// within 100 ms — the registry's readers never wait for a pane's stop (the
-// old registry made them wait the whole grace period). A loaded machine
-// can stall any call for a moment, so the kill is tried up to three times:
-// one kill with every call under 100 ms shows nothing waits for it, and a
-// call that waits for the kill fails at once.
+// is being killed (its grace period runs), ls and status still answer —
+// the registry's readers never wait for a pane's stop (the old registry
+// made them wait the whole grace period). A call that takes half the
+// grace period waited for the kill and fails; how fast the calls are is
+// not a test's business (a loaded machine stalls any call for a moment),
+// so the grace period is long enough that no stall comes near it.
 func TestStubbornPaneStallsNobody(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	const grace = 2 * time.Second
+	const grace = 4 * time.Second
 	c := startServerWith(t, Config{StopGrace: grace})
 	mustCreate(t, c, api.CreateRequest{Title: "other", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
-	for try := 1; ; try++ {
-		calls, slowest := killWhileListing(t, c, grace)
-		t.Logf("kill %d: %d calls during it, the slowest %s", try, calls, slowest)
-		if slowest <= 100*time.Millisecond {
-			break
-		}
-		if try == 3 {
-			t.Fatalf("in each of %d kills a call took over 100 ms (the last: %s)", try, slowest)
-		}
+	calls, slowest := killWhileListing(t, c, grace)
+	t.Logf("%d calls during the kill, the slowest %s", calls, slowest)
+	if calls < 2 {
+		t.Fatalf("only %d calls were made while the pane was being killed", calls)
 	}
 	ps, err := c.List(context.Background())
 	if err != nil {
