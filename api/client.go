@@ -233,12 +233,16 @@ func (c *Client) List(ctx context.Context) ([]PaneInfo, error) {
 // supervisor.
 func (c *Client) ListFiltered(ctx context.Context, f PaneFilter) ([]PaneInfo, error) {
 	var out []PaneInfo
-	path := "/api/panes"
-	if q := f.Query(); len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	err := c.do(ctx, http.MethodGet, path, nil, &out)
+	err := c.do(ctx, http.MethodGet, panesPath(f), nil, &out)
 	return out, err
+}
+
+// panesPath is GET /api/panes with f's query.
+func panesPath(f PaneFilter) string {
+	if q := f.Query(); len(q) > 0 {
+		return "/api/panes?" + q.Encode()
+	}
+	return "/api/panes"
 }
 
 // ListEach calls fn with each pane passing f (none: every pane) as the
@@ -246,11 +250,7 @@ func (c *Client) ListFiltered(ctx context.Context, f PaneFilter) ([]PaneInfo, er
 // first of 100,000 panes is there long before the last. An error of fn
 // ends the list.
 func (c *Client) ListEach(ctx context.Context, f PaneFilter, fn func(PaneInfo) error) error {
-	path := "/api/panes"
-	if q := f.Query(); len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	body, err := c.stream(ctx, path)
+	body, err := c.stream(ctx, panesPath(f))
 	if err != nil {
 		return err
 	}

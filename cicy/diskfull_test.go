@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/schema/disktest"
 )
 
 // fullDisk fails the history's writes with ENOSPC while it is full, and
@@ -205,33 +207,11 @@ func TestUnsavedUsage(t *testing.T) {
 	}
 }
 
-// mountTinyDisk mounts a tmpfs of size bytes at a new folder; the test
-// is skipped where that is not allowed (not root, no mount rights).
-func mountTinyDisk(t *testing.T, size int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // TestFullDiskReal: the same on a real full disk, a tiny tmpfs that the
 // turn's own tool fills: the turn ends with "disk full: …"; once the
 // filler is gone, the next turn writes the kept answer.
 func TestFullDiskReal(t *testing.T) {
-	ws := mountTinyDisk(t, 256<<10)
+	ws := disktest.Tiny(t, 256<<10)
 	filler := filepath.Join(ws, "filler")
 	// The answer is longer than the page the tool's own record frees
 	// when it ends.

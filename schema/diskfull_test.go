@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/schema/disktest"
 )
 
 // TestAddUsageKeepsItsTime: a row that waited to be written keeps the time
@@ -33,21 +35,7 @@ func TestAddUsageKeepsItsTime(t *testing.T) {
 // a usage row with an error that matches ENOSPC, as a file write's does.
 func TestAddUsageDiskFull(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m,mode=0700"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	defer func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-	}()
+	dir := disktest.Tiny(t, 2<<20)
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(dir, "cicy.db"))
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/schema/disktest"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -59,20 +57,10 @@ func fullDiskSupervisor(t *testing.T, root string, retry time.Duration) (*Superv
 		t.Fatal(err)
 	}
 	t.Setenv("HOME", t.TempDir())
-	h := Home{Root: root}
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := schema.Open(context.Background(), h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	h, store := openTestHome(t, root)
 	fs := &faultStore{Store: store}
-	l := logrus.New()
-	l.SetOutput(io.Discard)
 	getenv := func(k string) string { return map[string]string{"CICY_SCRIPT": rules}[k] }
-	cfg := Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv, LedgerRetry: retry}
+	cfg := Config{Home: h, Log: quietLog(), Getenv: getenv, LedgerRetry: retry}
 	s, err := New(context.Background(), cfg, fs)
 	if err != nil {
 		t.Fatal(err)
@@ -196,34 +184,12 @@ func TestLedgerShutdownWritesWaitingRows(t *testing.T) {
 	}
 }
 
-// mountTinyDisk mounts a tmpfs of size bytes at a new folder; the test
-// is skipped where that is not allowed (not root, no mount rights).
-func mountTinyDisk(t *testing.T, size int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // TestDiskFullRealHome: a home on a real, tiny disk that a cicy turn's
 // own tool fills: the turn ends with "disk full: …", status shows the
 // home's disk full; once the filler is gone the next turn writes the
 // kept history and the home no longer needs you.
 func TestDiskFullRealHome(t *testing.T) {
-	root := mountTinyDisk(t, 8<<20)
+	root := disktest.Tiny(t, 8<<20)
 	s, _, _ := fullDiskSupervisor(t, root, 20*time.Millisecond)
 	ctx := context.Background()
 	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})

@@ -2,14 +2,11 @@ package supervisor
 
 import (
 	"context"
-	"io"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 )
@@ -33,12 +30,10 @@ func TestClientWaitsForARestore(t *testing.T) {
 	var once sync.Once
 	let := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(let)
-	l := logrus.New()
-	l.SetOutput(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- Serve(ctx, Config{Home: h, Version: "test", Log: logrus.NewEntry(l),
+		served <- Serve(ctx, Config{Home: h, Version: "test", Log: quietLog(),
 			Restoring: func(done, total int) { <-release }})
 	}()
 	t.Cleanup(func() { let(); cancel(); <-served })

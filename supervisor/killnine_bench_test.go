@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -19,8 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -166,9 +163,7 @@ func runKillNine(tb testing.TB, size killNineSize) killNineResult {
 		k.mu.Lock()
 		k.n.kill9()
 		k.mu.Unlock()
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		_ = pane.NewTmuxServer(k.home.Root, logrus.NewEntry(l)).KillServer()
+		_ = pane.NewTmuxServer(k.home.Root, quietLog()).KillServer()
 	})
 	k.createTeam()
 	seed := time.Now().UnixNano()

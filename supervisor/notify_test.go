@@ -2,14 +2,11 @@ package supervisor
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -38,18 +35,8 @@ const notifyRules = `rules:
 // after the first stopped: a restart).
 func openSupervisor(t *testing.T, root string, getenv func(string) string) *Supervisor {
 	t.Helper()
-	h := Home{Root: root}
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := schema.Open(context.Background(), h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	s, err := New(context.Background(), Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv}, store)
+	h, store := openTestHome(t, root)
+	s, err := New(context.Background(), Config{Home: h, Log: quietLog(), Getenv: getenv}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

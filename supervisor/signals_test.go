@@ -53,19 +53,9 @@ func newStandInSupervisor(t testing.TB, getenv func(string) string, script strin
 // newTestSupervisor starts a supervisor of its own home.
 func newTestSupervisor(t testing.TB, getenv func(string) string) (*Supervisor, http.Handler) {
 	t.Helper()
-	h := Home{Root: filepath.Join(t.TempDir(), "home")}
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	h, store := openTestHome(t, filepath.Join(t.TempDir(), "home"))
 	ctx := context.Background()
-	store, err := schema.Open(ctx, h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	cfg := Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv}
+	cfg := Config{Home: h, Log: quietLog(), Getenv: getenv}
 	s, err := New(ctx, cfg, store)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +65,29 @@ func newTestSupervisor(t testing.TB, getenv func(string) string) (*Supervisor, h
 		_ = s.tmux.KillServer()
 	})
 	return s, newAPI(s, cfg, func() {})
+}
+
+// openTestHome prepares the home at root and opens its SQLite store,
+// closed when the test ends.
+func openTestHome(t testing.TB, root string) (Home, *schema.Store) {
+	t.Helper()
+	h := Home{Root: root}
+	if err := h.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := schema.Open(context.Background(), h.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return h, store
+}
+
+// quietLog is a log that writes nowhere.
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
 }
 
 // lsJSON is what `ls --json` shows of pane id: the API's pane list,

@@ -501,18 +501,6 @@ func (e *env) lsCmd() *cli.Command {
 	}
 }
 
-// printPanes is the table of ls, with a NODE column when the panes run on
-// more than one node.
-func printPanes(w io.Writer, panes []api.PaneInfo) error {
-	t := newPaneTable(w, nil)
-	for _, p := range panes {
-		if err := t.add(p); err != nil {
-			return err
-		}
-	}
-	return t.flush()
-}
-
 // tableBlock is how many rows of ls are laid out together before any is
 // printed; the rows after them keep their column widths.
 const tableBlock = 500

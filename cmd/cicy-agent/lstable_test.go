@@ -3,12 +3,24 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"text/tabwriter"
 
 	"github.com/cicy-ai/cicy-agent/api"
 )
+
+// printPanes is the table of ls for panes, as ls prints it.
+func printPanes(w io.Writer, panes []api.PaneInfo) error {
+	t := newPaneTable(w, nil)
+	for _, p := range panes {
+		if err := t.add(p); err != nil {
+			return err
+		}
+	}
+	return t.flush()
+}
 
 // TestLsTableAsTabwriter: up to a block of rows, the streamed table of ls
 // is laid out exactly as text/tabwriter lays out the same cells (wide
