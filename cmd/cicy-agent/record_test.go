@@ -40,6 +40,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 var (
@@ -64,7 +65,7 @@ func TestRecordScreens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, agent := range []string{"claude", "codex", "opencode"} {
+	for _, agent := range cliagent.Names() {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			recordAgent(t, agent, out)

@@ -22,6 +22,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // binDir holds the real cicy-agent binary, built once by TestMain, so the
@@ -63,7 +64,7 @@ func testMain(m *testing.M) int {
 	}
 	cliDir = filepath.Join(cliDir, "node_modules", ".bin")
 	if !haveCLIs() && os.Getenv("CICY_REQUIRE_CLIS") == "1" {
-		fmt.Fprintf(os.Stderr, "CICY_REQUIRE_CLIS=1 but claude, codex and opencode are not all in %s (run make clis)\n", cliDir)
+		fmt.Fprintf(os.Stderr, "CICY_REQUIRE_CLIS=1 but %s are not all in %s (run make clis)\n", strings.Join(cliagent.Names(), ", "), cliDir)
 		return 1
 	}
 	srv, err := fakellm.Start("127.0.0.1:0", nil)
@@ -81,10 +82,12 @@ var (
 	fakeSrv         *fakellm.Server
 )
 
-// haveCLIs reports whether the real CLI agents are installed.
+// haveCLIs reports whether the real CLI agents, every one the registry
+// has, are installed.
 func haveCLIs() bool {
-	for _, b := range []string{"claude", "codex", "opencode"} {
-		if _, err := os.Stat(filepath.Join(cliDir, b)); err != nil {
+	for _, name := range cliagent.Names() {
+		k, _ := cliagent.Lookup(name)
+		if _, err := os.Stat(filepath.Join(cliDir, k.Bin)); err != nil {
 			return false
 		}
 	}
@@ -211,8 +214,8 @@ func logSources(out, work, home string) {
 	}
 	defer f.Close()
 	for _, t := range tasks {
-		if typ := types[t.To]; (typ == "claude" || typ == "codex" || typ == "opencode") && (t.Status == schema.TaskDone || t.Status == schema.TaskFailed) {
-			fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", filepath.Base(work), typ, t.Status, t.Source)
+		if _, cli := cliagent.Lookup(types[t.To]); cli && (t.Status == schema.TaskDone || t.Status == schema.TaskFailed) {
+			fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", filepath.Base(work), types[t.To], t.Status, t.Source)
 		}
 	}
 }
