@@ -10,7 +10,7 @@ import (
 // of cicy's own requests: the system text, the tools, and messages of
 // text, tool_use and tool_result blocks (cache_control kept). The OpenAI
 // APIs are mapped onto it: system and developer messages and the
-// Responses instructions become system blocks, an assistant's tool calls
+// Responses instructions and Gemini's systemInstruction become system blocks, an assistant's tool calls
 // tool_use blocks whose id is the call's id, and tool outputs the
 // tool_result blocks of a user message. Parts of other kinds (images,
 // reasoning) are left out.
@@ -31,6 +31,14 @@ func conversation(api string, req *request) *wire.Request {
 		for _, it := range inputItems(req.Input) {
 			addResponsesItem(c, it)
 		}
+	case APIGemini:
+		c.Tools = wireTools(geminiDecls(req.Tools))
+		if si := req.SystemInstruction; si != nil && si.text() != "" {
+			c.System = []wire.Block{{Type: wire.TypeText, Text: si.text()}}
+		}
+		for _, gc := range req.Contents {
+			addGeminiContent(c, gc)
+		}
 	}
 	return c
 }
@@ -39,13 +47,7 @@ func conversation(api string, req *request) *wire.Request {
 func wireTools(specs []toolSpec) []wire.Tool {
 	var out []wire.Tool
 	for _, sp := range specs {
-		schema := sp.InputSchema
-		if len(schema) == 0 {
-			schema = sp.Parameters
-		}
-		if len(schema) == 0 {
-			schema = sp.Function.Parameters
-		}
+		schema := sp.schema()
 		out = append(out, wire.Tool{
 			Name:         firstNonEmpty(sp.Name, sp.Function.Name, sp.Type),
 			Description:  firstNonEmpty(sp.Description, sp.Function.Description),

@@ -68,6 +68,18 @@ func TestConversation(t *testing.T) {
 				"assistant text: ok", `assistant tool_use: c1 exec_command {"cmd":"ls"}`, `assistant tool_use: c2 apply_patch {"input":"*** Begin Patch"}`, "--",
 				"user tool_result: c1 a.txt", "user tool_result: c2 done", "--"}},
 		{APIResponses, `{"input":"just this"}`, []string{"user text: just this", "--"}},
+		{APIGemini, `{"systemInstruction":{"parts":[{"text":"You are Gemini CLI."}]},"contents":[
+			{"role":"user","parts":[{"text":"<session_context/>"}]},
+			{"role":"user","parts":[{"text":"run it"}]},
+			{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"ok"},
+				{"functionCall":{"id":"c1","name":"run_shell_command","args":{"command":"ls"}}},
+				{"functionCall":{"name":"read_file","args":{"file_path":"a"}}}]},
+			{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"a.txt"}}},
+				{"functionResponse":{"name":"read_file","response":{"error":"no such file"}}}]}],
+			"tools":[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":{"type":"object"}}]},{"googleSearch":{}}]}`,
+			[]string{"system: You are Gemini CLI.", "user text: <session_context/>", "--", "user text: run it", "--",
+				"assistant text: ok", `assistant tool_use: c1 run_shell_command {"command":"ls"}`, `assistant tool_use: read_file read_file {"file_path":"a"}`, "--",
+				"user tool_result: c1 a.txt", "user tool_result: read_file no such file", "--"}},
 	} {
 		var req request
 		if err := json.Unmarshal([]byte(c.body), &req); err != nil {

@@ -1,5 +1,6 @@
 // Package llmserve serves the LLM wire APIs — Anthropic Messages, OpenAI
-// Chat Completions, OpenAI Responses, streamed and not — with a [Model]'s
+// Chat Completions, OpenAI Responses, Gemini generateContent, streamed and
+// not — with a [Model]'s
 // answers. cicy's scripted model behind the gateway is served by it
 // (supervisor/gateway's NewScriptTransport), and so is the test fake
 // cicy/fakellm. A [Handler] answers:
@@ -10,6 +11,9 @@
 //   - the OpenAI Chat Completions API: POST /v1/chat/completions (streamed,
 //     with a usage chunk when stream_options.include_usage is set, and plain);
 //   - the OpenAI Responses API: POST /v1/responses (streamed and plain);
+//   - the Gemini API: POST /v1beta/models/<model>:generateContent, its
+//     :streamGenerateContent (an event stream of whole responses, data
+//     only; ?alt=sse and ?key= are ignored) and :countTokens;
 //   - GET /v1/models (one list that suits both OpenAI and Anthropic clients)
 //     and HEAD / (a preflight some Claude Code versions send).
 //
@@ -34,6 +38,7 @@
 // The handler records nothing itself.
 //
 // [WriteError] is the one table of error bodies: the error type (and
-// OpenAI code) the real APIs give each HTTP status, in either API's shape.
+// OpenAI code, or Google status) the real APIs give each HTTP status, in
+// each API's shape.
 // The handler's own errors and the gateway's use it.
 package llmserve

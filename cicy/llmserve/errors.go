@@ -16,10 +16,11 @@ type apiError struct {
 }
 
 // WriteError answers HTTP status code with msg in the error shape of api
-// (APIAnthropic, APIChat or APIResponses): Anthropic's
-// {"type":"error","error":{"type":…,"message":…}} or OpenAI's
-// {"error":{"message":…,"type":…,"param":null,"code":…}}, with the error
-// type and code the real APIs give that status.
+// (APIAnthropic, APIChat, APIResponses or APIGemini): Anthropic's
+// {"type":"error","error":{"type":…,"message":…}}, OpenAI's
+// {"error":{"message":…,"type":…,"param":null,"code":…}} or Google's
+// {"error":{"code":…,"message":…,"status":…}}, with the error type, code
+// or status the real APIs give that status.
 func WriteError(w http.ResponseWriter, api string, code int, msg string) {
 	writeJSON(w, code, errorBody(api, apiError{code: code, msg: msg}))
 }
@@ -34,19 +35,26 @@ func (h *Handler) fail(w http.ResponseWriter, route string, e apiError) {
 }
 
 // apiOf is the API whose error shape suits route: OpenAI's for Chat
-// Completions and Responses, Anthropic's otherwise.
+// Completions and Responses, Gemini's for its methods, Anthropic's
+// otherwise.
 func apiOf(route string) string {
 	if api, ok := modelAPIs[route]; ok {
 		return api.name
+	}
+	if IsGeminiRoute(route) {
+		return APIGemini
 	}
 	return APIAnthropic
 }
 
 // errorBody is e in the error shape of api: OpenAI's for Chat Completions
-// and Responses, Anthropic's otherwise.
+// and Responses, Google's for Gemini, Anthropic's otherwise.
 func errorBody(api string, e apiError) obj {
-	if api == APIChat || api == APIResponses {
+	switch api {
+	case APIChat, APIResponses:
 		return openAIError(e)
+	case APIGemini:
+		return geminiError(e)
 	}
 	return anthropicError(e)
 }

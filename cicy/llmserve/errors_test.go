@@ -29,6 +29,14 @@ func TestWriteError(t *testing.T) {
 		{APIChat, 404, `{"error":{"code":null,"message":"m","param":null,"type":"invalid_request_error"}}`},
 		{APIResponses, 429, `{"error":{"code":"rate_limit_exceeded","message":"m","param":null,"type":"requests"}}`},
 		{APIResponses, 502, `{"error":{"code":null,"message":"m","param":null,"type":"server_error"}}`},
+		{APIGemini, 400, `{"error":{"code":400,"message":"m","status":"INVALID_ARGUMENT"}}`},
+		{APIGemini, 401, `{"error":{"code":401,"message":"m","status":"UNAUTHENTICATED"}}`},
+		{APIGemini, 403, `{"error":{"code":403,"message":"m","status":"PERMISSION_DENIED"}}`},
+		{APIGemini, 404, `{"error":{"code":404,"message":"m","status":"NOT_FOUND"}}`},
+		{APIGemini, 429, `{"error":{"code":429,"message":"m","status":"RESOURCE_EXHAUSTED"}}`},
+		{APIGemini, 500, `{"error":{"code":500,"message":"m","status":"INTERNAL"}}`},
+		{APIGemini, 503, `{"error":{"code":503,"message":"m","status":"UNAVAILABLE"}}`},
+		{APIGemini, 504, `{"error":{"code":504,"message":"m","status":"DEADLINE_EXCEEDED"}}`},
 	} {
 		rec := httptest.NewRecorder()
 		WriteError(rec, c.api, c.code, "m")
@@ -55,5 +63,21 @@ func TestFailKeepsTypeAndRetryAfter(t *testing.T) {
 	}
 	if rec.Header().Get("request-id") == "" {
 		t.Error("no request-id")
+	}
+}
+
+// A Gemini route's own errors come in Google's shape, a model's status
+// name kept when it is spelled as one.
+func TestFailGeminiShape(t *testing.T) {
+	h := NewHandler("test", nil)
+	rec := httptest.NewRecorder()
+	h.fail(rec, Route("/v1beta/models/g:streamGenerateContent"), apiError{code: http.StatusServiceUnavailable, kind: "overloaded_error", msg: "m"})
+	if got, want := rec.Body.String(), `{"error":{"code":503,"message":"m","status":"UNAVAILABLE"}}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	rec = httptest.NewRecorder()
+	h.fail(rec, Route("/v1beta/models/g:countTokens"), apiError{code: http.StatusTooManyRequests, kind: "RESOURCE_EXHAUSTED", msg: "quota"})
+	if got, want := rec.Body.String(), `{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }

@@ -19,6 +19,7 @@ const (
 	APIAnthropic = "anthropic" // Anthropic Messages
 	APIChat      = "chat"      // OpenAI Chat Completions
 	APIResponses = "responses" // OpenAI Responses
+	APIGemini    = "gemini"    // Gemini generateContent
 )
 
 // Model decides the answers of a [Handler]: a program standing in for an
@@ -55,7 +56,7 @@ type Observer interface {
 
 // Query is one model request, as a [Model] sees it.
 type Query struct {
-	API    string      // APIAnthropic, APIChat or APIResponses
+	API    string      // APIAnthropic, APIChat, APIResponses or APIGemini
 	Header http.Header // the request's headers
 	// Body is the request body, its Content-Encoding undone.
 	Body []byte
@@ -193,6 +194,8 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte,
 		h.fail(w, route, apiError{code: http.StatusNotFound, msg: fmt.Sprintf("%s: no %s %s", h.who(), r.Method, r.URL.Path)})
 	case route == "/messages/count_tokens":
 		h.countTokens(w, r, body)
+	case route == geminiCountTokens:
+		h.geminiCountTokens(w, r, body)
 	default:
 		if api, ok := modelAPIs[route]; ok {
 			h.answer(w, r, route, api, body)
@@ -203,12 +206,21 @@ func (h *Handler) ServeBody(w http.ResponseWriter, r *http.Request, body []byte,
 }
 
 // Route reduces a URL path to the route it names: no trailing slash and
-// no /v1 prefix, so "/v1/messages/" and "/messages" are both "/messages".
-// The gateway routes by it too, so both serve the same paths.
+// no /v1 (or Gemini's /v1beta) prefix, so "/v1/messages/" and "/messages"
+// are both "/messages"; a Gemini model method
+// "/v1beta/models/<model>:<method>" is "/models:<method>" whatever the
+// model ([GeminiModel] names it). The gateway routes by it too, so both
+// serve the same paths.
 func Route(path string) string {
 	p := strings.TrimRight(path, "/")
-	if p == "/v1" || strings.HasPrefix(p, "/v1/") {
-		p = p[len("/v1"):]
+	for _, v := range []string{"/v1beta", "/v1"} {
+		if p == v || strings.HasPrefix(p, v+"/") {
+			p = p[len(v):]
+			break
+		}
+	}
+	if _, method, ok := geminiMethod(p); ok {
+		return "/models:" + method
 	}
 	if p == "" {
 		return "/"
@@ -228,6 +240,8 @@ var modelAPIs = map[string]modelAPI{
 	"/messages":         {APIAnthropic, anthropicTurn, (*exchange).anthropic},
 	"/chat/completions": {APIChat, chatTurn, (*exchange).chat},
 	"/responses":        {APIResponses, responsesTurn, (*exchange).responses},
+	geminiGenerate:      {APIGemini, geminiTurn, (*exchange).gemini},
+	geminiStream:        {APIGemini, geminiTurn, (*exchange).gemini},
 }
 
 // countTokens answers POST /v1/messages/count_tokens with the model's
@@ -256,6 +270,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, a
 			h.fail(w, route, apiError{code: http.StatusBadRequest, msg: fmt.Sprintf("%s: bad request body: %v", h.who(), err)})
 			return
 		}
+	}
+	if api.name == APIGemini { // the model and the streaming are in the path
+		req.Model, req.Stream = GeminiModel(r.URL.Path), route == geminiStream
 	}
 	q := newQuery(api.name, r, body, &req, api.turn(&req))
 	if h.obs != nil {

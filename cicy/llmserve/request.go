@@ -8,7 +8,7 @@ import (
 )
 
 // request holds the fields of a model request the server looks at, for all
-// three APIs at once; every other key is ignored.
+// four APIs at once; every other key is ignored.
 type request struct {
 	Model        string     `json:"model"`
 	Stream       bool       `json:"stream"`
@@ -35,6 +35,12 @@ type request struct {
 	Text struct {
 		Format jsonFormat `json:"format"`
 	} `json:"text"` // Responses
+
+	// Gemini: the conversation, the system instruction, the output
+	// settings (its model is in the path, its streaming in the method).
+	Contents          []geminiContent `json:"contents"`
+	SystemInstruction *geminiContent  `json:"systemInstruction"`
+	GenerationConfig  geminiConfig    `json:"generationConfig"`
 }
 
 // rawJSON is a JSON value kept undecoded; unlike json.RawMessage it stays
@@ -200,6 +206,20 @@ type toolSpec struct {
 	// Tools are the members of a Responses "namespace" tool (Codex offers
 	// each MCP server's tools as one).
 	Tools []toolSpec `json:"tools"`
+	// FunctionDeclarations are the functions of a Gemini tool, whose
+	// schema is parametersJsonSchema or parameters.
+	FunctionDeclarations []toolSpec `json:"functionDeclarations"`
+	ParametersJSONSchema rawJSON    `json:"parametersJsonSchema"`
+}
+
+// schema is the tool's input schema, in whichever API's field it is.
+func (sp *toolSpec) schema() rawJSON {
+	for _, s := range []rawJSON{sp.InputSchema, sp.Parameters, sp.Function.Parameters, sp.ParametersJSONSchema} {
+		if len(s) > 0 {
+			return s
+		}
+	}
+	return nil
 }
 
 // tool is an offered tool, reduced to what the server needs.
@@ -231,14 +251,7 @@ func toolsOf(specs []toolSpec) []tool {
 			Properties map[string]json.RawMessage `json:"properties"`
 			Required   []string                   `json:"required"`
 		}
-		raw := sp.InputSchema
-		if len(raw) == 0 {
-			raw = sp.Parameters
-		}
-		if len(raw) == 0 {
-			raw = sp.Function.Parameters
-		}
-		if json.Unmarshal(raw, &schema) == nil {
+		if json.Unmarshal(sp.schema(), &schema) == nil {
 			t.props = make(map[string]bool, len(schema.Properties))
 			for k := range schema.Properties {
 				t.props[k] = true
@@ -272,6 +285,12 @@ func (r *request) structuredSchema() (rawJSON, bool) {
 		return r.ResponseFormat.JSONSchema.Schema, true
 	case r.OutputConfig.Format.Type == "json_schema":
 		return r.OutputConfig.Format.Schema, true
+	case r.GenerationConfig.ResponseMimeType == "application/json":
+		g := r.GenerationConfig
+		if len(g.ResponseJSONSchema) > 0 {
+			return g.ResponseJSONSchema, true
+		}
+		return g.ResponseSchema, true
 	}
 	return nil, false
 }
