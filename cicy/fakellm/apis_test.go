@@ -34,12 +34,21 @@ type result struct {
 type api struct {
 	name               string
 	path               string
+	streamPath         string // the path of a streamed request, when not path
 	stopText, stopTool string
 	shellTool          string
 	shellArgs          func(cmd string) map[string]any
 	body               func(p params) map[string]any
 	parse              func(t *testing.T, resp *http.Response, stream bool) result
 	errorType          func(t *testing.T, resp *http.Response) string
+}
+
+// pathFor is the path of a request, streamed or not.
+func (a api) pathFor(stream bool) string {
+	if stream && a.streamPath != "" {
+		return a.streamPath
+	}
+	return a.path
 }
 
 var apis = []api{
@@ -65,6 +74,16 @@ var apis = []api{
 		shellTool: "exec_command",
 		shellArgs: func(cmd string) map[string]any { return map[string]any{"cmd": cmd} },
 		body:      responsesBody, parse: parseResponses, errorType: openAIErrorType,
+	},
+	{
+		name: "gemini", path: "/v1beta/models/gemini-2.5-pro:generateContent",
+		streamPath: "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+		stopText:   "STOP", stopTool: "STOP",
+		shellTool: "run_shell_command",
+		shellArgs: func(cmd string) map[string]any {
+			return map[string]any{"command": cmd, "description": shellDesc}
+		},
+		body: geminiBody, parse: parseGemini, errorType: geminiErrorType,
 	},
 }
 
@@ -541,4 +560,145 @@ func parseResponses(t *testing.T, resp *http.Response, stream bool) result {
 		t.Errorf("deltas add up to %q, done event says %q", deltas, argsOut)
 	}
 	return r
+}
+
+// ------------------------------------------------------------------ Gemini
+
+// geminiShell is Gemini CLI's run_shell_command tool, trimmed.
+var geminiShell = m{
+	"name": "run_shell_command", "description": "Runs a shell command",
+	"parametersJsonSchema": schemaOf(m{
+		"command":     m{"type": "string"},
+		"description": m{"type": "string"},
+		"dir_path":    m{"type": "string"},
+	}, "command"),
+}
+
+var geminiRead = m{
+	"name": "read_file", "parametersJsonSchema": schemaOf(m{"file_path": m{"type": "string"}}, "file_path"),
+}
+
+func geminiText(role, text string) m {
+	return m{"role": role, "parts": []any{m{"text": text}}}
+}
+
+func geminiBody(p params) map[string]any {
+	contents := []any{
+		geminiText("user", "<session_context>\nThis is the Gemini CLI. [[reply=not me]]\n</session_context>"),
+		geminiText("user", p.prompt),
+	}
+	if p.toolResult != "" {
+		contents = append(contents,
+			m{"role": "model", "parts": []any{
+				m{"text": "thinking [[reply=not me]]", "thought": true},
+				m{"functionCall": m{"id": "call_1", "name": "run_shell_command", "args": m{"command": "echo sample"}}}}},
+			m{"role": "user", "parts": []any{
+				m{"functionResponse": m{"id": "call_1", "name": "run_shell_command", "response": m{"output": p.toolResult}}}}})
+	}
+	body := m{
+		"contents":          contents,
+		"systemInstruction": m{"parts": []any{m{"text": "You are Gemini CLI."}}},
+		"generationConfig":  m{"temperature": 1, "thinkingConfig": m{"includeThoughts": true}},
+	}
+	if p.tools {
+		body["tools"] = []any{m{"functionDeclarations": []any{geminiRead, geminiShell}}}
+	}
+	if p.schema != nil {
+		body["generationConfig"] = m{"responseMimeType": "application/json", "responseJsonSchema": p.schema}
+	}
+	return body
+}
+
+// geminiResponse is a GenerateContentResponse, whole or one chunk of a
+// stream.
+type geminiResponse struct {
+	Candidates []struct {
+		Content struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text         string `json:"text"`
+				FunctionCall *struct {
+					ID   string         `json:"id"`
+					Name string         `json:"name"`
+					Args map[string]any `json:"args"`
+				} `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	UsageMetadata *struct {
+		PromptTokenCount     int `json:"promptTokenCount"`
+		CandidatesTokenCount int `json:"candidatesTokenCount"`
+	} `json:"usageMetadata"`
+}
+
+// add takes one response (a chunk) into r; it reports whether it was the
+// last (it has the finishReason).
+func (g geminiResponse) add(t *testing.T, r *result) bool {
+	t.Helper()
+	if len(g.Candidates) != 1 || g.Candidates[0].Content.Role != "model" {
+		t.Fatalf("response = %+v", g)
+	}
+	c := g.Candidates[0]
+	for _, p := range c.Content.Parts {
+		r.text += p.Text
+		if fc := p.FunctionCall; fc != nil {
+			if fc.ID == "" {
+				t.Errorf("function call without id: %+v", fc)
+			}
+			r.tool, r.args = fc.Name, fc.Args
+		}
+	}
+	if c.FinishReason == "" {
+		return false
+	}
+	r.stop = c.FinishReason
+	if g.UsageMetadata == nil {
+		t.Fatalf("the last response has no usageMetadata")
+	}
+	r.inTokens, r.outTokens = g.UsageMetadata.PromptTokenCount, g.UsageMetadata.CandidatesTokenCount
+	return true
+}
+
+func parseGemini(t *testing.T, resp *http.Response, stream bool) result {
+	t.Helper()
+	var r result
+	if !stream {
+		var g geminiResponse
+		decodeBody(t, resp, &g)
+		if !g.add(t, &r) {
+			t.Errorf("answer without finishReason")
+		}
+		return r
+	}
+	events := readSSE(t, resp)
+	for i, e := range events {
+		if e.name != "" {
+			t.Errorf("event %d has a name %q", i, e.name)
+		}
+		var g geminiResponse
+		if err := json.Unmarshal([]byte(e.data), &g); err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		if last := g.add(t, &r); last != (i == len(events)-1) {
+			t.Errorf("chunk %d of %d has finishReason %v", i, len(events), last)
+		}
+	}
+	return r
+}
+
+func geminiErrorType(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var body struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Status  string `json:"status"`
+		} `json:"error"`
+	}
+	decodeBody(t, resp, &body)
+	if body.Error.Message == "" || body.Error.Code != resp.StatusCode {
+		t.Errorf("error body = %+v", body)
+	}
+	return body.Error.Status
 }

@@ -1,5 +1,5 @@
 // Package fakellm is a fake LLM HTTP server, for tests only: integration
-// tests drive the real Claude Code, Codex and opencode CLIs offline against
+// tests drive the real Claude Code, Codex, opencode and Gemini CLIs offline against
 // it. No product code imports it (api/deps_test.go checks the cicy-agent
 // binary). It serves, on one loopback port, the APIs of cicy/llmserve:
 //
@@ -9,6 +9,8 @@
 //   - the OpenAI Chat Completions API: POST /v1/chat/completions (streamed,
 //     with a usage chunk when stream_options.include_usage is set, and plain);
 //   - the OpenAI Responses API: POST /v1/responses (streamed and plain);
+//   - the Gemini API: POST /v1beta/models/<model>:generateContent,
+//     :streamGenerateContent (?alt=sse) and :countTokens;
 //   - GET /v1/models (one list that suits both OpenAI and Anthropic clients)
 //     and HEAD / (a preflight some Claude Code versions send).
 //
@@ -29,7 +31,7 @@
 //	                    TEXT is a line break, \\ a backslash
 //	[[shell=CMD]]       answer a call of the shell tool the request offers
 //	                    (Claude Bash, Codex exec_command or shell, opencode
-//	                    bash) that runs CMD
+//	                    bash, Qwen Code run_shell_command) that runs CMD
 //	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments;
 //	                    a member of a Responses namespace tool (Codex offers
 //	                    an MCP server's tools as one) is NAME
@@ -39,8 +41,9 @@
 //	                    written to it, in each API's own usage fields
 //	[[status=N]]        fail with HTTP status N (400-599) and an error body in
 //	                    the API's own shape; a 401's message echoes the
-//	                    x-api-key and Authorization headers it got, as some
-//	                    proxies do (to test that nothing shows them)
+//	                    x-api-key, x-goog-api-key and Authorization headers
+//	                    it got, as some proxies do (to test that nothing
+//	                    shows them)
 //	[[retry=N]]         with [[status]]: a Retry-After of N seconds
 //
 // Tool calls carry only the argument keys the tool's schema declares. Once

@@ -31,7 +31,7 @@ func forEachAPI(t *testing.T, f func(t *testing.T, a api, stream bool)) {
 // ask sends one request built from p and parses the 200 answer.
 func ask(t *testing.T, s *Server, a api, p params) result {
 	t.Helper()
-	resp := postJSON(t, s.URL+a.path, a.body(p))
+	resp := postJSON(t, s.URL+a.pathFor(p.stream), a.body(p))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -109,16 +109,16 @@ func TestToolResultDirectivesIgnored(t *testing.T) {
 func TestStatusDirective(t *testing.T) {
 	s := startServer(t, nil)
 	forEachAPI(t, func(t *testing.T, a api, stream bool) {
-		resp := postJSON(t, s.URL+a.path, a.body(params{prompt: "[[status=529]]", tools: true, stream: stream}))
+		resp := postJSON(t, s.URL+a.pathFor(stream), a.body(params{prompt: "[[status=529]]", tools: true, stream: stream}))
 		if resp.StatusCode != 529 {
 			t.Fatalf("status %d, want 529", resp.StatusCode)
 		}
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		want := "server_error"
-		if a.name == "anthropic" {
-			want = "overloaded_error"
+		want := map[string]string{"anthropic": "overloaded_error", "gemini": "UNAVAILABLE"}[a.name]
+		if want == "" {
+			want = "server_error"
 		}
 		if got := a.errorType(t, resp); got != want {
 			t.Errorf("error type %q, want %q", got, want)
@@ -192,7 +192,7 @@ func TestGzipBody(t *testing.T) {
 		zw := gzip.NewWriter(&zipped)
 		zw.Write(body)
 		zw.Close()
-		resp := send(t, http.MethodPost, s.URL+a.path, zipped.Bytes(), map[string]string{"Content-Encoding": "gzip"})
+		resp := send(t, http.MethodPost, s.URL+a.pathFor(stream), zipped.Bytes(), map[string]string{"Content-Encoding": "gzip"})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
@@ -225,13 +225,18 @@ func TestCacheDirectiveInUsage(t *testing.T) {
 	s := startServer(t, nil)
 	for _, a := range apis {
 		t.Run(a.name, func(t *testing.T) {
-			resp := postJSON(t, s.URL+a.path, a.body(params{prompt: "[[cache=7/3]]", tools: true}))
+			resp := postJSON(t, s.URL+a.pathFor(false), a.body(params{prompt: "[[cache=7/3]]", tools: true}))
 			var body struct {
-				Usage map[string]any `json:"usage"`
+				Usage         map[string]any `json:"usage"`
+				UsageMetadata map[string]any `json:"usageMetadata"`
 			}
 			decodeBody(t, resp, &body)
 			u := body.Usage
 			switch a.name {
+			case "gemini":
+				if u := body.UsageMetadata; u["cachedContentTokenCount"] != 7.0 {
+					t.Errorf("usage %v", u)
+				}
 			case "anthropic":
 				if u["cache_read_input_tokens"] != 7.0 || u["cache_creation_input_tokens"] != 3.0 {
 					t.Errorf("usage %v", u)

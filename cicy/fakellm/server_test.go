@@ -232,7 +232,7 @@ func TestDelayHonoursDisconnect(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			body := mustJSON(t, a.body(params{prompt: "[[delay=30]]", tools: true, stream: stream}))
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			req := httptest.NewRequestWithContext(ctx, http.MethodPost, a.path, bytes.NewReader(body))
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, a.pathFor(stream), bytes.NewReader(body))
 			rec := httptest.NewRecorder()
 			start := time.Now()
 			s.handle(rec, req)

@@ -40,7 +40,7 @@ func TestTruth(t *testing.T) {
 		go func() {
 			defer close(done)
 			body := mustJSON(t, a.body(params{prompt: "[[delay=30]]", tools: true, stream: stream}))
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+a.path, bytes.NewReader(body))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+a.pathFor(stream), bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -66,14 +66,14 @@ func TestTruth(t *testing.T) {
 		for _, fake := range []string{`"toolu_1"`, `"call_1"`} {
 			body = bytes.ReplaceAll(body, []byte(fake), []byte(`"`+tr.Calls[0].ID+`"`))
 		}
-		resp := send(t, http.MethodPost, s.URL+a.path, body, map[string]string{"Content-Type": "application/json"})
+		resp := send(t, http.MethodPost, s.URL+a.pathFor(stream), body, map[string]string{"Content-Type": "application/json"})
 		resp.Body.Close()
 		if tr := s.Truth(); len(tr.Calls) != 0 {
 			t.Fatalf("after the call's result: %+v", tr)
 		}
 
 		// An error that asks for a retry is pending until the next request.
-		resp = postJSON(t, s.URL+a.path, a.body(params{prompt: "[[status=503]] [[retry=30]]", tools: true, stream: stream}))
+		resp = postJSON(t, s.URL+a.pathFor(stream), a.body(params{prompt: "[[status=503]] [[retry=30]]", tools: true, stream: stream}))
 		resp.Body.Close()
 		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "30" {
 			t.Fatalf("status %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))

@@ -35,7 +35,8 @@ func (directives) Answer(_ context.Context, q *llmserve.Query) (*wire.Response, 
 		msg := fmt.Sprintf("fake-llm status directive %d", code)
 		if code == http.StatusUnauthorized {
 			// As some proxies do: the refused credential, echoed.
-			msg += ": invalid x-api-key " + q.Header.Get("x-api-key") + " / authorization " + q.Header.Get("Authorization")
+			msg += ": invalid x-api-key " + q.Header.Get("x-api-key") + " / authorization " + q.Header.Get("Authorization") +
+				" / x-goog-api-key " + q.Header.Get("x-goog-api-key")
 		}
 		return nil, &wire.APIError{Status: code, Message: msg, RetryAfterSeconds: t.retryAfter()}
 	}
