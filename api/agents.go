@@ -20,7 +20,7 @@ type AgentType struct {
 	Path      string `json:"path,omitempty"`
 	Installed string `json:"installed,omitempty"`
 	Missing   string `json:"missing,omitempty"`
-	// APIs are the model APIs it speaks ("anthropic", "chat", "responses").
+	// APIs are the model APIs it speaks ("anthropic", "chat", "responses", "gemini").
 	APIs []string `json:"apis"`
 	// Signals are where its state comes from besides its screen.
 	Signals []string `json:"signals"`

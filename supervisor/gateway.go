@@ -54,8 +54,9 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		port = "0"
 	}
 	g, err := gateway.New(gateway.Config{
-		Addr:       net.JoinHostPort("127.0.0.1", port),
-		Upstreams:  gateway.Upstreams{Anthropic: s.cfg.Getenv("ANTHROPIC_BASE_URL"), OpenAI: s.cfg.Getenv("OPENAI_BASE_URL")},
+		Addr: net.JoinHostPort("127.0.0.1", port),
+		Upstreams: gateway.Upstreams{Anthropic: s.cfg.Getenv("ANTHROPIC_BASE_URL"), OpenAI: s.cfg.Getenv("OPENAI_BASE_URL"),
+			Gemini: s.cfg.Getenv("GOOGLE_GEMINI_BASE_URL")},
 		Credential: s.cfg.Getenv,
 		Panes:      gatewayPanes{s},
 		Usage:      gatewayLedger{s},

@@ -588,7 +588,7 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 
 // upstreamVars name the real model upstreams in the supervisor's
 // environment; a CLI agent's pane gets the gateway's URLs instead.
-var upstreamVars = []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"}
+var upstreamVars = []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"}
 
 // paneEnv is the environment of a pane's process: the supervisor's own
 // (environ) without the provider credentials, plus those of pass the

@@ -15,10 +15,11 @@ import (
 // password and cluster secret. This list is the one place that says which
 // variables a tool, a shell pane or the private tmux server must never be
 // given, and whose values are scrubbed from error and log text.
-var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "CICY_DB", "PGPASSWORD", "CICY_CLUSTER_TOKEN"}
+var Credentials = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+	"CICY_DB", "PGPASSWORD", "CICY_CLUSTER_TOKEN"}
 
 // ProviderKeys are the Credentials that are a model provider's key.
-var ProviderKeys = Credentials[:3]
+var ProviderKeys = Credentials[:5]
 
 // IsCredential reports whether name is one of Credentials.
 func IsCredential(name string) bool { return slices.Contains(Credentials, name) }

@@ -85,7 +85,7 @@ func TestScrubber(t *testing.T) {
 	if strings.Contains(wrapped.Error(), "sk-ant") || !errors.Is(wrapped, context.Canceled) {
 		t.Fatalf("Error: %v (is Canceled: %v)", wrapped, errors.Is(wrapped, context.Canceled))
 	}
-	env := provider.WithoutCredentials([]string{"A=1", "ANTHROPIC_API_KEY=x", "OPENAI_API_KEY=y", "ANTHROPIC_AUTH_TOKEN=z", "ANTHROPIC_BASE_URL=u"})
+	env := provider.WithoutCredentials([]string{"A=1", "ANTHROPIC_API_KEY=x", "OPENAI_API_KEY=y", "ANTHROPIC_AUTH_TOKEN=z", "ANTHROPIC_BASE_URL=u", "GEMINI_API_KEY=g", "GOOGLE_API_KEY=k"})
 	if strings.Join(env, " ") != "A=1 ANTHROPIC_BASE_URL=u" {
 		t.Fatalf("WithoutCredentials: %v", env)
 	}

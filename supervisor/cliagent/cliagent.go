@@ -37,7 +37,7 @@ type Kind struct {
 	rules      pane.Rules               // built-in screen rules, in order
 	layout     pane.Parser              // finds the parts of its screen the rules look at
 	// APIs are the model APIs the agent speaks through the gateway
-	// ("anthropic", "chat", "responses"): its token is good for those.
+	// ("anthropic", "chat", "responses", "gemini"): its token is good for those.
 	APIs []string
 	// aux are its side calls' fingerprints (aux.go).
 	aux []AuxRule

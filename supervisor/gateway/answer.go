@@ -152,18 +152,19 @@ func (c *content) read(api API, t *answerText) (tools int) {
 }
 
 // errorText is an error object's type and message, as upstreams send them
-// ({"type","message"} or OpenAI's {"code","message"}), or raw when it is
-// not one.
+// ({"type","message"}, OpenAI's {"code","message"} or Google's
+// {"status","message"}), or raw when it is not one.
 func errorText(raw []byte) string {
 	var e struct {
 		Type    string `json:"type"`
+		Status  string `json:"status"`
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw, &e) != nil || e.Message == "" {
 		return strings.TrimSpace(clip.Bytes(string(raw), 300))
 	}
-	kind := e.Type
+	kind := firstSet(e.Type, e.Status)
 	if kind == "" || kind == "error" {
 		if s, ok := e.Code.(string); ok {
 			kind = s

@@ -96,6 +96,29 @@ func opencode(prompt string, stream, usage bool) shape {
 	return shape{name: name, api: Chat, path: "/v1/chat/completions", header: h, body: body}
 }
 
+// geminiCLI is a Gemini CLI main-loop request (generateContent; the
+// stream is in the method, the model in the path).
+func geminiCLI(prompt string, stream bool) shape {
+	h := http.Header{}
+	h.Set("x-goog-api-key", paneToken)
+	h.Set("x-goog-api-client", "google-genai-sdk/1.30.0 gl-node/v20.20.2")
+	h.Set("User-Agent", "GeminiCLI-tui/0.61.0/gemini-2.5-pro (linux; x64; terminal)")
+	path := "/v1beta/models/gemini-2.5-pro:generateContent"
+	if stream {
+		path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+	}
+	return shape{name: "gemini", api: Gemini, path: path, header: h, body: m{
+		"contents": []m{
+			{"role": "user", "parts": []m{{"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}}},
+			{"role": "user", "parts": []m{{"text": prompt}}},
+		},
+		"systemInstruction": m{"role": "user", "parts": []m{{"text": "You are Gemini CLI, an interactive CLI agent"}}},
+		"tools": []m{{"functionDeclarations": []m{{"name": "run_shell_command", "parametersJsonSchema": m{
+			"type": "object", "properties": m{"command": m{"type": "string"}}, "required": []string{"command"}}}}}},
+		"generationConfig": m{"temperature": 1, "thinkingConfig": m{"includeThoughts": true}},
+	}}
+}
+
 // want is usage in the additive shape.
 type want struct {
 	model                          string
@@ -134,6 +157,15 @@ func reported(t *testing.T, api API, raw []byte) want {
 			o, _ := obj.(m)
 			if mdl, _ := o["model"].(string); mdl != "" {
 				w.model = mdl
+			}
+			if mdl, _ := o["modelVersion"].(string); mdl != "" {
+				w.model = mdl
+			}
+			if u, ok := o["usageMetadata"].(m); ok {
+				prompt, _ := num(u["promptTokenCount"])
+				cached, _ := num(u["cachedContentTokenCount"])
+				w.out, _ = num(u["candidatesTokenCount"])
+				w.in, w.cacheRead = prompt-cached, cached
 			}
 			if u, ok := o["usage"].(m); ok {
 				w.apply(api, u)

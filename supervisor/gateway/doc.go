@@ -1,14 +1,20 @@
 // Package gateway is the local AI gateway: an HTTP server on 127.0.0.1
-// that the CLI agents (Claude Code, Codex, opencode) use as their model API.
+// that the CLI agents (Claude Code, Codex, opencode, Gemini CLI) use as
+// their model API.
 // It serves
 //
 //   - Anthropic Messages: POST /v1/messages (Claude Code adds ?beta=true)
 //     and POST /v1/messages/count_tokens;
 //   - OpenAI Chat Completions: POST /v1/chat/completions;
 //   - OpenAI Responses: POST /v1/responses (and /v1/responses/compact);
+//   - Gemini: POST /v1beta/models/<model>:generateContent,
+//     :streamGenerateContent and :countTokens, forwarded on the client's
+//     own path (less any ?key=) to GOOGLE_GEMINI_BASE_URL with the real
+//     GEMINI_API_KEY (or GOOGLE_API_KEY) as x-goog-api-key;
 //
 // streaming and not; the /v1 prefix is optional. Each request must carry a
-// pane's token as its key (x-api-key, or Authorization: Bearer); the
+// pane's token as its key (x-api-key, Authorization: Bearer, or Gemini's
+// x-goog-api-key or ?key=); the
 // gateway maps it to the pane ([Panes]), drops it, and forwards the request
 // to the configured upstream with the real credential and an X-Cicy-Pane
 // header. A request without a known token is refused 401 in the API's own
@@ -22,7 +28,8 @@
 //
 // Usage is read from what the upstream reports (Anthropic message_start and
 // message_delta, the Chat Completions usage chunk, the Responses
-// response.completed event, or a plain body's usage) and handed to
+// response.completed event, Gemini's usageMetadata, or a plain body's
+// usage) and handed to
 // [Recorder] as one [Call] per request, in Anthropic's additive shape:
 // input tokens exclude cache reads. Side calls of the CLIs (token counting,
 // title generation, quota probes) are flagged with an aux kind; see aux.go

@@ -26,21 +26,26 @@ const (
 	Anthropic API = llmserve.APIAnthropic // Anthropic Messages
 	Chat      API = llmserve.APIChat      // OpenAI Chat Completions
 	Responses API = llmserve.APIResponses // OpenAI Responses
+	Gemini    API = llmserve.APIGemini    // Gemini generateContent
 )
 
 // Default upstream base URLs, used when [Upstreams] leaves one empty.
 const (
 	DefaultAnthropicURL = "https://api.anthropic.com"
 	DefaultOpenAIURL    = "https://api.openai.com/v1"
+	DefaultGeminiURL    = "https://generativelanguage.googleapis.com"
 )
 
 // Upstreams are the base URLs requests are forwarded to, spelled as the
 // ANTHROPIC_BASE_URL and OPENAI_BASE_URL settings are: the Anthropic one
 // without /v1 (the gateway appends /v1/messages), the OpenAI one with it
-// (the gateway appends /chat/completions or /responses).
+// (the gateway appends /chat/completions or /responses), and the Gemini
+// one as GOOGLE_GEMINI_BASE_URL is, without a version (the gateway appends
+// the client's /v1beta/models/<model>:<method>).
 type Upstreams struct {
 	Anthropic string
 	OpenAI    string
+	Gemini    string
 }
 
 // Panes maps a pane's secret token to the pane's id, and says which APIs
@@ -111,7 +116,8 @@ type Config struct {
 	Addr      string
 	Upstreams Upstreams
 	// Credential returns the value of a credential setting by name
-	// (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY), or "".
+	// (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY,
+	// GEMINI_API_KEY, GOOGLE_API_KEY), or "".
 	// It is called for each request, so a changed key applies at once.
 	Credential func(name string) string
 	Panes      Panes    // required
@@ -169,8 +175,12 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Upstreams.OpenAI == "" {
 		cfg.Upstreams.OpenAI = DefaultOpenAIURL
 	}
+	if cfg.Upstreams.Gemini == "" {
+		cfg.Upstreams.Gemini = DefaultGeminiURL
+	}
 	cfg.Upstreams.Anthropic = strings.TrimRight(cfg.Upstreams.Anthropic, "/")
 	cfg.Upstreams.OpenAI = strings.TrimRight(cfg.Upstreams.OpenAI, "/")
+	cfg.Upstreams.Gemini = strings.TrimRight(cfg.Upstreams.Gemini, "/")
 	if cfg.Credential == nil {
 		cfg.Credential = func(string) string { return "" }
 	}

@@ -34,6 +34,7 @@ func TestPassThroughAndUsage(t *testing.T) {
 			codex("say hi [[cache=30]]", stream),
 			opencode("say hi [[cache=20]]", stream, true),
 			opencode("say hi [[cache=10]]", stream, false),
+			geminiCLI("say hi [[cache=15]]", stream),
 		} {
 			n++
 			name := sh.name + map[bool]string{false: "/plain", true: "/stream"}[stream]
@@ -102,15 +103,25 @@ func checkUpstreamRequest(t *testing.T, rg *rig, sh shape) {
 	if got := r.Header.Get("X-Cicy-Pane"); got != paneID {
 		t.Errorf("X-Cicy-Pane %q", got)
 	}
-	if sh.api == Anthropic {
+	switch sh.api {
+	case Anthropic:
 		if r.Header.Get("X-Api-Key") != anthKey || r.Header.Get("Authorization") != "" {
 			t.Errorf("upstream auth: x-api-key set %v, authorization %q", r.Header.Get("X-Api-Key") != "", r.Header.Get("Authorization"))
 		}
 		if r.Path != "/v1/messages?beta=true" {
 			t.Errorf("upstream path %q", r.Path)
 		}
-	} else if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.Header.Get("X-Api-Key") != "" {
-		t.Errorf("upstream auth wrong")
+	case Gemini:
+		if r.Header.Get("X-Goog-Api-Key") != geminiKey || r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
+			t.Errorf("upstream auth wrong")
+		}
+		if r.Path != sh.path {
+			t.Errorf("upstream path %q, want %q", r.Path, sh.path)
+		}
+	default:
+		if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.Header.Get("X-Api-Key") != "" {
+			t.Errorf("upstream auth wrong")
+		}
 	}
 	for k, vs := range r.Header {
 		for _, v := range vs {
@@ -187,10 +198,11 @@ func TestAuxSideCalls(t *testing.T) {
 
 func TestRefusedWithoutToken(t *testing.T) {
 	rg := startRig(t, nil)
-	for _, sh := range []shape{claudeCode("hi", true), codex("hi", true), opencode("hi", false, true)} {
+	for _, sh := range []shape{claudeCode("hi", true), codex("hi", true), opencode("hi", false, true), geminiCLI("hi", true)} {
 		for _, tok := range []string{"", "wrong-token"} {
 			h := sh.header.Clone()
 			h.Del("x-api-key")
+			h.Del("x-goog-api-key")
 			h.Del("Authorization")
 			if tok != "" {
 				h.Set("Authorization", "Bearer "+tok)
@@ -207,10 +219,14 @@ func TestRefusedWithoutToken(t *testing.T) {
 				Error struct {
 					Type    string `json:"type"`
 					Message string `json:"message"`
+					Status  string `json:"status"`
 				} `json:"error"`
 			}
 			if err := json.Unmarshal(got, &e); err != nil || e.Error.Message == "" {
 				t.Fatalf("error body %s: %v", got, err)
+			}
+			if (sh.api == Gemini) != (e.Error.Status == "UNAUTHENTICATED") {
+				t.Errorf("%s: error shape %s", sh.name, got)
 			}
 			if (sh.api == Anthropic) != (e.Type == "error" && e.Error.Type == "authentication_error") {
 				t.Errorf("%s: error shape %s", sh.name, got)
@@ -255,7 +271,7 @@ func TestAuthTokenCredentialAndHeaders(t *testing.T) {
 
 func TestUpstreamErrorPassesThrough(t *testing.T) {
 	rg := startRig(t, nil)
-	for i, sh := range []shape{claudeCode("[[status=529]]", true), codex("[[status=500]]", true), opencode("[[status=429]]", true, false)} {
+	for i, sh := range []shape{claudeCode("[[status=529]]", true), codex("[[status=500]]", true), opencode("[[status=429]]", true, false), geminiCLI("[[status=503]]", true)} {
 		resp, got := rg.post(t, sh.path, sh.header, sh.body)
 		sent := rg.tap.body(t, i+1)
 		if resp.StatusCode < 400 || !bytes.Equal(got, sent) {
@@ -265,7 +281,7 @@ func TestUpstreamErrorPassesThrough(t *testing.T) {
 			t.Errorf("recorded status %d", c.Status)
 		}
 	}
-	if n := len(rg.tap.fake.Requests()); n != 3 {
+	if n := len(rg.tap.fake.Requests()); n != 4 {
 		t.Errorf("upstream saw %d requests: the gateway retried", n)
 	}
 }
@@ -274,8 +290,8 @@ func TestUpstreamErrorPassesThrough(t *testing.T) {
 // as some proxies do) never shows the real key to the client.
 func TestEchoedKeyTakenOutOfErrors(t *testing.T) {
 	const key = "sk-ant-REAL-echoed-0123456789"
-	rg := startRig(t, map[string]string{"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key})
-	for i, sh := range []shape{claudeCode("[[status=401]]", true), codex("[[status=401]]", false)} {
+	rg := startRig(t, map[string]string{"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key, "GEMINI_API_KEY": key})
+	for i, sh := range []shape{claudeCode("[[status=401]]", true), codex("[[status=401]]", false), geminiCLI("[[status=401]]", true)} {
 		resp, got := rg.post(t, sh.path, sh.header, sh.body)
 		sent := rg.tap.body(t, i+1)
 		if !bytes.Contains(sent, []byte(key)) {

@@ -96,7 +96,7 @@ const maxBody = 64 << 20
 // route is one served path.
 type route struct {
 	api  API
-	path string // appended to the upstream base URL
+	path string // appended to the upstream base URL ("": the client's path, Gemini's)
 	aux  string // the aux kind every request on this route has, or ""
 }
 
@@ -107,6 +107,10 @@ var routes = map[string]route{
 	"/chat/completions":      {Chat, "/chat/completions", ""},
 	"/responses":             {Responses, "/responses", ""},
 	"/responses/compact":     {Responses, "/responses/compact", "compact"},
+	// Gemini: /v1beta/models/<model>:<method>, its model in the path.
+	"/models:generateContent":       {Gemini, "", ""},
+	"/models:streamGenerateContent": {Gemini, "", ""},
+	"/models:countTokens":           {Gemini, "", "count_tokens"},
 }
 
 // exchange is one request going through the gateway.
@@ -153,10 +157,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // guessAPI is the API whose error shape suits a request that matched no
-// route: Anthropic's if it carries Anthropic's headers, else OpenAI's.
+// route: Anthropic's if it carries Anthropic's headers, Google's if it
+// carries a Gemini key, else OpenAI's.
 func guessAPI(r *http.Request) API {
-	if r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "" {
+	switch {
+	case r.Header.Get("x-api-key") != "" || r.Header.Get("anthropic-version") != "":
 		return Anthropic
+	case r.Header.Get("x-goog-api-key") != "" || r.URL.Query().Has("key"):
+		return Gemini
 	}
 	return Chat
 }
@@ -244,20 +252,30 @@ func (x *exchange) overBudget(bodyBytes int) (release func(), refused bool) {
 // pane is the pane whose token the request carries, or the reason it is
 // refused. The reason never quotes the token.
 func (x *exchange) pane() (id, reason string) {
-	tok := x.r.Header.Get("x-api-key")
+	tok := tokenOf(x.r)
 	if tok == "" {
-		if a := x.r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			tok = strings.TrimSpace(a[7:])
-		}
-	}
-	if tok == "" {
-		return "", "no pane token (send it as x-api-key or Authorization: Bearer)"
+		return "", "no pane token (send it as x-api-key, Authorization: Bearer, x-goog-api-key or ?key=)"
 	}
 	id, ok := x.g.cfg.Panes.Pane(tok)
 	if !ok {
 		return "", "unknown pane token"
 	}
 	return id, ""
+}
+
+// tokenOf is the key a request carries: x-api-key, Authorization:
+// Bearer, or Gemini's x-goog-api-key or ?key=.
+func tokenOf(r *http.Request) string {
+	if tok := r.Header.Get("x-api-key"); tok != "" {
+		return tok
+	}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:])
+	}
+	if tok := r.Header.Get("x-goog-api-key"); tok != "" {
+		return tok
+	}
+	return r.URL.Query().Get("key")
 }
 
 // inspect reads what the gateway needs from the request body: the model,
@@ -274,7 +292,11 @@ func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 		return body, false
 	}
 	x.call.Model, x.call.Stream = req.Model, req.Stream
-	x.maxTokens = max(req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens)
+	if x.route.api == Gemini { // the model and the streaming are in the path
+		x.call.Model = llmserve.GeminiModel(x.r.URL.Path)
+		x.call.Stream = llmserve.Route(x.r.URL.Path) == "/models:streamGenerateContent"
+	}
+	x.maxTokens = max(req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens, req.GenerationConfig.MaxOutputTokens)
 	if x.call.Aux == "" {
 		x.call.Aux = auxKind(x.r.Header, req)
 	}
@@ -330,14 +352,25 @@ func plainErr(err error) string {
 }
 
 // upstreamURL is the URL the request goes to: the API's base URL, the
-// route's path and the client's query (Claude Code's ?beta=true).
+// route's path (a Gemini request's own path) and the client's query
+// (Claude Code's ?beta=true, Gemini's ?alt=sse) less any ?key=, the pane
+// token.
 func (x *exchange) upstreamURL() string {
-	base := x.g.cfg.Upstreams.OpenAI
-	if x.route.api == Anthropic {
+	base, path := x.g.cfg.Upstreams.OpenAI, x.route.path
+	switch x.route.api {
+	case Anthropic:
 		base = x.g.cfg.Upstreams.Anthropic
+	case Gemini:
+		base, path = x.g.cfg.Upstreams.Gemini, x.r.URL.EscapedPath()
 	}
-	u := base + x.route.path
-	if x.r.URL.RawQuery != "" {
+	u := base + path
+	q := x.r.URL.Query()
+	if q.Has("key") {
+		q.Del("key")
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+	} else if x.r.URL.RawQuery != "" {
 		u += "?" + x.r.URL.RawQuery
 	}
 	return u

@@ -25,6 +25,7 @@ const (
 	paneID    = "w-7"
 	anthKey   = "sk-ant-REAL-KEY-never-in-a-pane"
 	openaiKey = "sk-REAL-OPENAI-never-in-a-pane"
+	geminiKey = "AIza-REAL-GEMINI-never-in-a-pane"
 )
 
 // panes maps tokens to pane ids.
@@ -238,7 +239,7 @@ type rig struct {
 func startRig(t *testing.T, creds map[string]string) *rig {
 	t.Helper()
 	tp := startTap(t)
-	return startRigTo(t, tp, Upstreams{Anthropic: tp.url, OpenAI: tp.url + "/v1"}, creds)
+	return startRigTo(t, tp, Upstreams{Anthropic: tp.url, OpenAI: tp.url + "/v1", Gemini: tp.url}, creds)
 }
 
 func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *rig {
@@ -250,7 +251,7 @@ func startRigTo(t *testing.T, tp *tap, up Upstreams, creds map[string]string) *r
 func startRigCfg(t testing.TB, tp *tap, up Upstreams, creds map[string]string, tweak func(*Config)) *rig {
 	t.Helper()
 	if creds == nil {
-		creds = map[string]string{"ANTHROPIC_API_KEY": anthKey, "OPENAI_API_KEY": openaiKey}
+		creds = map[string]string{"ANTHROPIC_API_KEY": anthKey, "OPENAI_API_KEY": openaiKey, "GEMINI_API_KEY": geminiKey}
 	}
 	logs := &syncBuf{}
 	l := logrus.New()
@@ -274,7 +275,7 @@ func startRigCfg(t testing.TB, tp *tap, up Upstreams, creds map[string]string, t
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // runs after the gateway is closed
-		for _, secret := range []string{paneToken, anthKey, openaiKey} {
+		for _, secret := range []string{paneToken, anthKey, openaiKey, geminiKey} {
 			if strings.Contains(logs.b.String(), secret) {
 				t.Errorf("a log line holds a secret:\n%s", logs.b.String())
 			}

@@ -35,7 +35,8 @@ func copyEndToEnd(dst, src http.Header) {
 }
 
 // upstreamHeader fills h, the upstream request's headers: the client's
-// end-to-end headers without its key, its X-Cicy-* headers or its
+// end-to-end headers without its key (x-api-key, x-goog-api-key or
+// Authorization), its X-Cicy-* headers or its
 // Accept-Encoding, then the real credential, X-Cicy-Pane and
 // Accept-Encoding: identity (the gateway reads the bytes it relays).
 func (x *exchange) upstreamHeader(h http.Header) {
@@ -46,20 +47,36 @@ func (x *exchange) upstreamHeader(h http.Header) {
 		}
 	}
 	h.Del("X-Api-Key")
+	h.Del("X-Goog-Api-Key")
 	h.Del("Authorization")
 	h.Del("Content-Length")
 	h.Set("Accept-Encoding", "identity")
 	h.Set("X-Cicy-Pane", x.call.Pane)
 	cred := x.g.cfg.Credential
-	if x.route.api == Anthropic {
+	switch x.route.api {
+	case Anthropic:
 		if k := cred("ANTHROPIC_API_KEY"); k != "" {
 			h.Set("X-Api-Key", k)
 		} else if t := cred("ANTHROPIC_AUTH_TOKEN"); t != "" {
 			h.Set("Authorization", "Bearer "+t)
 		}
-		return
+	case Gemini:
+		if k := firstSet(cred("GEMINI_API_KEY"), cred("GOOGLE_API_KEY")); k != "" {
+			h.Set("X-Goog-Api-Key", k)
+		}
+	default:
+		if k := cred("OPENAI_API_KEY"); k != "" {
+			h.Set("Authorization", "Bearer "+k)
+		}
 	}
-	if k := cred("OPENAI_API_KEY"); k != "" {
-		h.Set("Authorization", "Bearer "+k)
+}
+
+// firstSet is the first of vs that is not empty, or "".
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
 	}
+	return ""
 }

@@ -105,8 +105,77 @@ func (m *meter) event(raw []byte) (drop bool) {
 		return m.chatChunk(data)
 	case Responses:
 		m.responsesEvent(name, data)
+	case Gemini:
+		m.geminiResponse(data)
 	}
 	return false
+}
+
+// geminiResponse reads a Gemini response, one chunk of a stream or a
+// whole answer: its text (thoughts aside), its function calls, its end
+// (a finishReason), its model and usage (each chunk's usageMetadata
+// replaces the earlier one), an error.
+func (m *meter) geminiResponse(data []byte) {
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string          `json:"text"`
+					Thought      bool            `json:"thought"`
+					FunctionCall json.RawMessage `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+		UsageMetadata *geminiUsage    `json:"usageMetadata"`
+		ModelVersion  string          `json:"modelVersion"`
+		Error         json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &r) != nil {
+		return
+	}
+	if len(r.Error) > 0 && !bytes.Equal(r.Error, []byte("null")) {
+		m.errMsg = errorText(r.Error)
+	}
+	if r.ModelVersion != "" {
+		m.model = r.ModelVersion
+	}
+	if r.UsageMetadata != nil {
+		m.tok = r.UsageMetadata.tokens()
+	}
+	if len(r.Candidates) == 0 {
+		return
+	}
+	c := r.Candidates[0] // the agents ask for one candidate
+	for _, p := range c.Content.Parts {
+		switch {
+		case len(p.FunctionCall) > 0:
+			m.tools++
+		case !p.Thought:
+			m.text.add(p.Text)
+		}
+	}
+	m.complete = m.complete || c.FinishReason != ""
+}
+
+// geminiUsage is Gemini's usageMetadata: the prompt count includes the
+// cached part; thoughts are billed as output.
+type geminiUsage struct {
+	PromptTokenCount        int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
+	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
+}
+
+// tokens is the usage in the additive shape.
+func (u *geminiUsage) tokens() tokens {
+	prompt := u.PromptTokenCount + u.ToolUsePromptTokenCount
+	return tokens{
+		input:     max(prompt-u.CachedContentTokenCount, 0),
+		output:    u.CandidatesTokenCount + u.ThoughtsTokenCount,
+		cacheRead: u.CachedContentTokenCount,
+	}
 }
 
 // responsesEvent reads a Responses stream event: text deltas, the final
@@ -261,6 +330,12 @@ func (m *meter) chatChunk(data []byte) (drop bool) {
 
 // body reads the usage and the answer of a plain answer.
 func (m *meter) body() {
+	if m.api == Gemini {
+		m.text.reset()
+		m.geminiResponse(m.plain)
+		m.complete = true
+		return
+	}
 	var a struct {
 		plainAnswer
 		content

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// request is what the gateway reads from a model request, for all three
+// request is what the gateway reads from a model request, for all four
 // APIs at once; every other key is left alone.
 type request struct {
 	Model               string          `json:"model"`
@@ -20,12 +20,29 @@ type request struct {
 	Instructions        json.RawMessage `json:"instructions"`          // Responses
 	Messages            []message       `json:"messages"`              // Anthropic, Chat Completions
 	Input               json.RawMessage `json:"input"`                 // Responses: a string or items
+
+	// Gemini: its conversation (contents of parts), its system
+	// instruction, its output limit. Its model is in the path.
+	Contents          []message `json:"contents"`
+	SystemInstruction *message  `json:"systemInstruction"`
+	GenerationConfig  struct {
+		MaxOutputTokens int `json:"maxOutputTokens"`
+	} `json:"generationConfig"`
 }
 
-// message is a message or a Responses input item.
+// message is a message, a Responses input item or a Gemini content.
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string or a list of parts
+	Parts   json.RawMessage `json:"parts"`   // Gemini: a list of parts
+}
+
+// content is the message's content, or a Gemini content's parts.
+func (m message) content() json.RawMessage {
+	if len(m.Content) == 0 {
+		return m.Parts
+	}
+	return m.Content
 }
 
 // parseRequest decodes a request body.
@@ -48,14 +65,17 @@ func (r *request) includeUsage() bool {
 }
 
 // systemTexts are the request's system prompt parts: Anthropic's system
-// blocks, Responses instructions, and the text of system and developer
-// messages.
+// blocks, Responses instructions, Gemini's system instruction, and the
+// text of system and developer messages.
 func (r *request) systemTexts() []string {
 	out := texts(r.System)
 	out = append(out, texts(r.Instructions)...)
+	if r.SystemInstruction != nil {
+		out = append(out, texts(r.SystemInstruction.content())...)
+	}
 	for _, m := range r.messages() {
 		if m.Role == "system" || m.Role == "developer" {
-			out = append(out, texts(m.Content)...)
+			out = append(out, texts(m.content())...)
 		}
 	}
 	return out
@@ -69,7 +89,7 @@ func (r *request) lastUserText() string {
 		if ms[i].Role != "user" {
 			continue
 		}
-		ts := texts(ms[i].Content)
+		ts := texts(ms[i].content())
 		for j := len(ts) - 1; j >= 0; j-- {
 			if strings.TrimSpace(ts[j]) != "" {
 				return ts[j]
@@ -79,9 +99,12 @@ func (r *request) lastUserText() string {
 	return ""
 }
 
-// messages are the request's messages, or its Responses input items (a
-// string input is one user message).
+// messages are the request's messages, its Gemini contents, or its
+// Responses input items (a string input is one user message).
 func (r *request) messages() []message {
+	if len(r.Contents) > 0 {
+		return r.Contents
+	}
 	if len(r.Messages) > 0 || len(r.Input) == 0 {
 		return r.Messages
 	}

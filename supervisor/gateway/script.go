@@ -147,11 +147,7 @@ func (t scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	in := req.Clone(req.Context())
 	in.Body = io.NopCloser(bytes.NewReader(body))
-	for key, rt := range routes {
-		if strings.HasSuffix(in.URL.Path, rt.path) {
-			in.URL.Path = key // whatever the upstream base URL's path
-		}
-	}
+	in.URL.Path = scriptPath(in.URL.Path)
 	in.Header.Del("X-Cicy-Aux")
 	if r, err := parseRequest(body); err == nil {
 		if kind := auxKind(req.Header, r); kind != "" {
@@ -172,6 +168,20 @@ func (t scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(w.body.Len()),
 		Request:       req,
 	}, nil
+}
+
+// scriptPath is the route of an upstream path, whatever the upstream base
+// URL's path: a Gemini model method keeps its /models/<model>:<method>.
+func scriptPath(p string) string {
+	if i := strings.LastIndex(p, "/models/"); i >= 0 && llmserve.IsGeminiRoute(llmserve.Route(p[i:])) {
+		return p[i:]
+	}
+	for key, rt := range routes {
+		if rt.path != "" && strings.HasSuffix(p, rt.path) {
+			return key
+		}
+	}
+	return p
 }
 
 // answerBuffer is an http.ResponseWriter that keeps the answer.

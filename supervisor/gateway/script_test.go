@@ -135,6 +135,43 @@ func readAnswer(t *testing.T, api API, raw []byte) answer {
 		}
 	case Responses:
 		a = responsesOutput(t, d.Output)
+	case Gemini:
+		a.add(geminiAnswer(t, string(raw)))
+	}
+	return a
+}
+
+// add appends b's text and calls to a.
+func (a *answer) add(b answer) {
+	a.text += b.text
+	a.calls = append(a.calls, b.calls...)
+}
+
+// geminiAnswer reads one Gemini response, whole or a chunk of a stream.
+func geminiAnswer(t *testing.T, doc string) answer {
+	t.Helper()
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string
+					FunctionCall *struct {
+						Name string
+						Args m
+					} `json:"functionCall"`
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(doc), &r); err != nil || len(r.Candidates) != 1 {
+		t.Fatalf("gemini answer %s: %v", doc, err)
+	}
+	var a answer
+	for _, p := range r.Candidates[0].Content.Parts {
+		a.text += p.Text
+		if p.FunctionCall != nil {
+			a.calls = append(a.calls, toolCall{p.FunctionCall.Name, p.FunctionCall.Args})
+		}
 	}
 	return a
 }
@@ -180,6 +217,10 @@ func readStream(t *testing.T, api API, raw []byte) answer {
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok || line == "[DONE]" {
+			continue
+		}
+		if api == Gemini {
+			a.add(geminiAnswer(t, line))
 			continue
 		}
 		var ev struct {
@@ -233,7 +274,9 @@ func readStream(t *testing.T, api API, raw []byte) answer {
 		}
 	}
 	for i := range a.calls {
-		a.calls[i].args = argsJSON(t, args[i].String())
+		if b := args[i]; b != nil {
+			a.calls[i].args = argsJSON(t, b.String())
+		}
 	}
 	return a
 }
@@ -244,6 +287,7 @@ func scriptShapes(prompt string) []shape {
 		claudeCode(prompt, false), claudeCode(prompt, true),
 		codex(prompt, false), codex(prompt, true),
 		opencode(prompt, false, true), opencode(prompt, true, true), opencode(prompt, true, false),
+		geminiCLI(prompt, false), geminiCLI(prompt, true),
 	}
 }
 
@@ -257,6 +301,7 @@ func TestScriptShellCall(t *testing.T) {
 		"codex":         {"exec_command", m{"cmd": "cd 'sub dir' && echo hi > f.txt"}},
 		"opencode":      {"bash", m{"command": "cd 'sub dir' && echo hi > f.txt"}},
 		"chat-no-usage": {"bash", m{"command": "cd 'sub dir' && echo hi > f.txt"}},
+		"gemini":        {"run_shell_command", m{"command": "cd 'sub dir' && echo hi > f.txt"}},
 	}
 	for i, sh := range scriptShapes("please make a file") {
 		resp, raw := rg.post(t, sh.path, sh.header, sh.body)
@@ -306,7 +351,11 @@ func TestScriptToolResult(t *testing.T) {
 	oc.body["messages"] = append(oc.body["messages"].([]m),
 		m{"role": "assistant", "content": nil, "tool_calls": []m{{"id": "call_1", "type": "function", "function": m{"name": "bash", "arguments": `{"command":"ls"}`}}}},
 		m{"role": "tool", "tool_call_id": "call_1", "content": "f.txt"})
-	for _, sh := range []shape{claude, cx, oc} {
+	gm := geminiCLI("make a file", true)
+	gm.body["contents"] = append(gm.body["contents"].([]m),
+		m{"role": "model", "parts": []m{{"functionCall": m{"name": "run_shell_command", "args": m{"command": "ls"}}}}},
+		m{"role": "user", "parts": []m{{"functionResponse": m{"name": "run_shell_command", "response": m{"output": "f.txt"}}}}})
+	for _, sh := range []shape{claude, cx, oc, gm} {
 		resp, raw := rg.post(t, sh.path, sh.header, sh.body)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", sh.name, resp.StatusCode, raw)
@@ -354,7 +403,11 @@ func TestScriptErrors(t *testing.T) {
 		if resp.StatusCode != 529 {
 			t.Fatalf("%s: status %d: %s", sh.name, resp.StatusCode, raw)
 		}
-		if got := errorOf(t, sh.api, raw); got != "overloaded_error: scripted overload" {
+		want := "overloaded_error: scripted overload"
+		if sh.api == Gemini {
+			want = "UNAVAILABLE: scripted overload" // Google's status for a 529
+		}
+		if got := errorOf(t, sh.api, raw); got != want {
 			t.Errorf("%s: error %q", sh.name, got)
 		}
 	}
@@ -375,13 +428,16 @@ func errorOf(t *testing.T, api API, raw []byte) string {
 	t.Helper()
 	var e struct {
 		Type  string `json:"type"`
-		Error struct{ Type, Message string }
+		Error struct{ Type, Message, Status string }
 	}
 	if err := json.Unmarshal(raw, &e); err != nil {
 		t.Fatalf("error body %s: %v", raw, err)
 	}
-	if (api == Anthropic) != (e.Type == "error") {
+	if (api == Anthropic) != (e.Type == "error") || (api == Gemini) != (e.Error.Status != "") {
 		t.Errorf("%s error in the wrong shape: %s", api, raw)
+	}
+	if api == Gemini {
+		return e.Error.Status + ": " + e.Error.Message
 	}
 	return e.Error.Type + ": " + e.Error.Message
 }
@@ -402,7 +458,7 @@ func TestScriptCountTokensAndCache(t *testing.T) {
 		t.Fatalf("count_tokens: %s (%v)", raw, err)
 	}
 	calls := 1
-	for _, sh := range []shape{claudeCode("say hi", false), codex("say hi", true), opencode("say hi", false, true)} {
+	for _, sh := range []shape{claudeCode("say hi", false), codex("say hi", true), opencode("say hi", false, true), geminiCLI("say hi", true)} {
 		for round := range 2 {
 			rg.post(t, sh.path, sh.header, sh.body)
 			calls++
