@@ -71,7 +71,8 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		"CICY_HOME="+home, "CICY_SCRIPT="+rules,
 		"PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL="+fake.URL, "ANTHROPIC_API_KEY=sk-ant-mcp-test-0123456789",
-		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789")
+		"OPENAI_BASE_URL="+fake.URL+"/v1", "OPENAI_API_KEY=sk-mcp-test-0123456789",
+		"GOOGLE_GEMINI_BASE_URL="+fake.URL, "GEMINI_API_KEY=sk-mcp-test-0123456789")
 	serveHome(t, env, home)
 
 	mcpName := func(tool string) string { return "mcp__cicy__" + tool } // Codex: namespace mcp__cicy, tool <tool>
@@ -80,6 +81,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		{agent: "codex", args: []string{"--model", "fake-model"}, path: "/v1/responses", tool: mcpName},
 		{agent: "opencode", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: func(tool string) string { return "cicy_" + tool }},
 		{agent: "qwen", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: mcpName},
+		{agent: "gemini", args: []string{"--model", "fake-model"}, path: "/v1beta/models/", tool: func(tool string) string { return "mcp_cicy_" + tool }},
 	}
 	for _, m := range masters {
 		m.gate = filepath.Join(dir, m.agent+".gate")
@@ -404,7 +406,8 @@ func (l mcpLead) toldOnce(waited, waited2, belled map[*mcpMaster]string) {
 // checkOffered checks each agent's model requests offered the team tools
 // under the agent's own name: Claude Code mcp__cicy__dispatch (loaded up
 // front, not deferred behind tool search), Codex the tool dispatch of the
-// namespace mcp__cicy, opencode cicy_dispatch, Qwen Code mcp__cicy__dispatch.
+// namespace mcp__cicy, opencode cicy_dispatch, Qwen Code mcp__cicy__dispatch,
+// Gemini CLI mcp_cicy_dispatch (a function declaration).
 func checkOffered(t *testing.T, reqs []fakellm.Request) {
 	t.Helper()
 	type spec struct {
@@ -417,6 +420,9 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		Decls []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
 	}
 	offered := map[string]bool{}
 	for _, r := range reqs {
@@ -436,10 +442,16 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 				offered["opencode"] = true
 			case r.Path == "/v1/chat/completions" && s.Function.Name == "mcp__cicy__dispatch":
 				offered["qwen"] = true
+			case strings.HasPrefix(r.Path, "/v1beta/models/") && slices.ContainsFunc(s.Decls, func(d struct {
+				Name string `json:"name"`
+			}) bool {
+				return d.Name == "mcp_cicy_dispatch"
+			}):
+				offered["gemini"] = true
 			}
 		}
 	}
-	for _, agent := range []string{"claude", "codex", "opencode", "qwen"} {
+	for _, agent := range []string{"claude", "codex", "opencode", "qwen", "gemini"} {
 		if !offered[agent] {
 			t.Errorf("%s never offered the team tools to its model", agent)
 		}

@@ -108,7 +108,7 @@ const (
 )
 
 // questionTools are the tools by which a model asks the person a question.
-var questionTools = []string{"AskUserQuestion", "question", "request_user_input", "ask_user_question"}
+var questionTools = []string{"AskUserQuestion", "question", "request_user_input", "ask_user_question", "ask_user"}
 
 type recorder struct {
 	t      *testing.T
@@ -321,6 +321,10 @@ func (r *recorder) offered(names ...string) string {
 				Function struct {
 					Name string `json:"name"`
 				} `json:"function"`
+				// Gemini: a tool of function declarations.
+				Decls []struct {
+					Name string `json:"name"`
+				} `json:"functionDeclarations"`
 			} `json:"tools"`
 		}
 		if json.Unmarshal(reqs[i].Body, &body) != nil || len(body.Tools) == 0 {
@@ -329,6 +333,9 @@ func (r *recorder) offered(names ...string) string {
 		var have []string
 		for _, tl := range body.Tools {
 			have = append(have, tl.Name+tl.Function.Name)
+			for _, d := range tl.Decls {
+				have = append(have, d.Name)
+			}
 		}
 		for _, n := range names {
 			if slices.Contains(have, n) {
@@ -367,7 +374,8 @@ func recordAgent(t *testing.T, agent, out string) {
 	r := &recorder{t: t, home: home, agent: agent, out: out, socket: pane.NewTmuxServer(home, nil).Socket, srv: srv, gone: map[string]bool{}}
 	r.env = append(os.Environ(), "CICY_HOME="+home, "PATH="+cliDir+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=sk-ant-cicy-record-0123456789",
-		"OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-cicy-record")
+		"OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-cicy-record",
+		"GOOGLE_GEMINI_BASE_URL="+srv.URL, "GEMINI_API_KEY=sk-cicy-record")
 	t.Cleanup(func() {
 		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "shutdown")
 		cmd.Env = r.env
@@ -489,6 +497,8 @@ func recordQuestion(r *recorder, id string) {
 	switch name {
 	case "AskUserQuestion", "ask_user_question":
 		q["multiSelect"] = false
+	case "ask_user":
+		q["type"], q["multiSelect"] = "choice", false
 	case "request_user_input":
 		q["id"] = "color"
 	}
@@ -657,6 +667,8 @@ func recordAskForms(r *recorder, id string) {
 	switch name {
 	case "AskUserQuestion":
 		q["multiSelect"] = true
+	case "ask_user":
+		q["type"], q["multiSelect"] = "choice", true
 	case "question":
 		q["multiple"] = true
 	case "request_user_input":

@@ -46,6 +46,13 @@ func TestInterpretHook(t *testing.T) {
 		{agent: "qwen", event: "Notification", payload: `{"notification_type":"permission_prompt"}`, state: pane.Waiting},
 		{agent: "qwen", event: "PermissionRequest", payload: `{"tool_name":"run_shell_command"}`, state: pane.Waiting},
 		{agent: "qwen", event: "notify", payload: `{}`, ignored: true},
+		{agent: "gemini", event: "SessionStart", payload: `{"source":"startup"}`, ignored: true},
+		{agent: "gemini", event: "BeforeAgent", payload: `{"prompt":"make it"}`, state: pane.Busy, prompt: true},
+		{agent: "gemini", event: "BeforeTool", payload: `{"tool_name":"run_shell_command"}`, state: pane.Busy},
+		{agent: "gemini", event: "AfterAgent", payload: `{"prompt":"make it","prompt_response":"made","stop_hook_active":false}`, state: pane.Idle, end: true, result: "made"},
+		{agent: "gemini", event: "Notification", payload: `{"notification_type":"ToolPermission","message":"Tool Confirm Shell Command requires execution"}`, state: pane.Waiting},
+		{agent: "gemini", event: "Notification", payload: `{"notification_type":"Other"}`, ignored: true},
+		{agent: "gemini", event: "Stop", payload: `{}`, ignored: true},
 		{agent: "claude", event: "Stop", payload: `not json`, state: pane.Idle, end: true},
 		{agent: "claude", event: "NewEvent", payload: `{}`, ignored: true},
 	}
@@ -77,7 +84,7 @@ func TestInterpretOtherAgents(t *testing.T) {
 }
 
 func TestLookupAndNames(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode", "qwen"}) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "gemini", "opencode", "qwen"}) {
 		t.Fatalf("Names() = %v", got)
 	}
 	for _, n := range Names() {
@@ -215,6 +222,10 @@ func TestPrepare(t *testing.T) {
 		{"qwen", map[string]string{
 			"qwen/settings.json": `"command": "'/opt/my cicy' hook --agent qwen Stop"`},
 			[]string{"OPENAI_BASE_URL=" + gw + "/v1", "OPENAI_API_KEY=" + token, "OPENAI_MODEL=m"}},
+		{"gemini", map[string]string{
+			"gemini/.gemini/settings.json":      `"command": "'/opt/my cicy' hook --agent gemini AfterAgent"`,
+			"gemini/.gemini/trustedFolders.json": `"TRUST_FOLDER"`},
+			[]string{"GOOGLE_GEMINI_BASE_URL=" + gw, "GEMINI_API_KEY=" + token}},
 	} {
 		k, _ := Lookup(c.agent)
 		root := t.TempDir()
@@ -313,6 +324,7 @@ func TestPrepareMCP(t *testing.T) {
 					"default_tools_approval_mode = \"approve\"\ntool_timeout_sec = 7200\n",
 				"opencode": `{"allow":"allow","server":{"command":["/opt/my cicy","mcp"],"enabled":true,"environment":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"type":"local"}}`,
 				"qwen":     `{"allow":null,"server":{"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"trust":true}}`,
+				"gemini":   `{"allow":null,"server":{"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"trust":true}}`,
 			}[agent]
 			if got != want {
 				t.Errorf("%s master: seeded\n%s\nwant\n%s", agent, got, want)
@@ -370,11 +382,11 @@ func seededMCP(t *testing.T, agent, dir string) string {
 		if len(cfg.MCP) > 1 {
 			server = cfg.MCP
 		}
-	case "qwen": // trusted: its calls need no permission
+	case "qwen", "gemini": // trusted: its calls need no permission
 		var settings struct {
 			MCPServers map[string]any `json:"mcpServers"`
 		}
-		read("qwen/settings.json", &settings)
+		read(map[string]string{"qwen": "qwen/settings.json", "gemini": "gemini/.gemini/settings.json"}[agent], &settings)
 		server = settings.MCPServers["cicy"]
 	}
 	if server == nil && allow == nil {
@@ -389,7 +401,7 @@ func seededMCP(t *testing.T, agent, dir string) string {
 
 // Each agent shows the model the team tools under its own naming.
 func TestToolName(t *testing.T) {
-	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "qwen": "mcp__cicy__dispatch"} {
+	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "qwen": "mcp__cicy__dispatch", "gemini": "mcp_cicy_dispatch"} {
 		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
 			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
 		}

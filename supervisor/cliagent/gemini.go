@@ -16,7 +16,9 @@ func init() { register(gemini) }
 
 var gemini = Kind{
 	Name: "gemini", Bin: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", APIs: []string{"gemini"},
-	EnterDelay: 200 * time.Millisecond,
+	// Its paste guard turns an Enter that comes right after a paste into a
+	// newline.
+	EnterDelay: 500 * time.Millisecond,
 	prepare:    prepareGemini, interpret: interpretGemini, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
 	// An MCP tool is offered as mcp_<server>_<tool>.
 	toolName: func(tool string) string { return "mcp_" + MCPName + "_" + tool },
@@ -33,13 +35,14 @@ var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Be
 // classifier request of its own (its "auto" model).
 const geminiModel = "gemini-2.5-pro"
 
-// geminiHookTimeout bounds one hook run (Gemini CLI counts in ms).
-const geminiHookTimeout = 10 * time.Second
+// geminiHookTimeout bounds one hook run (Gemini CLI counts in ms): its
+// own default, as a loaded machine was seen to take more than 10 s.
+const geminiHookTimeout = 60 * time.Second
 
 // prepareGemini seeds GEMINI_CLI_HOME: the gateway's key as its auth
 // method (no sign-in dialog), the workspace trusted (no trust dialog; its
-// hooks run only in a trusted folder), the hooks wired without their
-// on-screen notices, the approval mode ("default" asks before a tool that
+// hooks run only in a trusted folder), the hooks wired (their on-screen
+// notice while one runs says busy, "esc to cancel"), the approval mode ("default" asks before a tool that
 // changes anything, "yolo" runs every tool), a named model, no update
 // check, usage statistics, telemetry, tips or banner, and a master's team
 // tools (see geminiMCP). The gateway is its Gemini endpoint.
@@ -61,7 +64,7 @@ func prepareGemini(a Setup) ([]string, []string, error) {
 		"model":       map[string]any{"name": model},
 		"ui":          map[string]any{"hideTips": true, "hideBanner": true},
 		"tools":       map[string]any{"useRipgrep": false},
-		"hooksConfig": map[string]any{"enabled": true, "notifications": false},
+		"hooksConfig": map[string]any{"enabled": true},
 		"hooks":       geminiHooks(a.Self),
 	}
 	if a.MCP != nil {
@@ -151,8 +154,8 @@ var geminiRules = pane.Rules{
 	{Name: "gemini-question", State: pane.Waiting, Part: pane.PartDialog, Match: `Enter to (select|confirm|submit)|● \d+\.`},
 	{Name: "gemini-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `esc to cancel`},
 	{Name: "gemini-menu", State: pane.Idle, Part: pane.PartMenu, Match: `\S`},
-	{Name: "gemini-idle-status", State: pane.Idle, Part: pane.PartStatus, Match: `\? for shortcuts`},
 	{Name: "gemini-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `sandbox|/model`},
+	{Name: "gemini-idle-status", State: pane.Idle, Part: pane.PartStatus, Match: `\? for shortcuts`},
 	{Name: "gemini-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^ [>*!] `},
 }
 
@@ -183,7 +186,7 @@ func geminiLayout(lines []string) []pane.Span {
 			continue
 		}
 		draft := p + 1
-		for draft < end && (pane.Blank(lines[draft]) || strings.HasPrefix(lines[draft], "     ")) {
+		for draft < end && (pane.Blank(lines[draft]) || strings.HasPrefix(lines[draft], "   ")) {
 			draft++
 		}
 		foot := draft

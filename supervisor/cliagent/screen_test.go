@@ -32,7 +32,7 @@ var pastedWords = []string{
 }
 
 // answerMark is how each agent starts an answer in its transcript.
-var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     ", "qwen": "  ◆︎ "}
+var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     ", "qwen": "  ◆︎ ", "gemini": "✦ "}
 
 func readScreen(t testing.TB, path string) []string {
 	t.Helper()
@@ -102,10 +102,16 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			case "opencode":
 				first++ // under the box's first, empty line
 				indentBy = orig[first][:strings.Index(orig[first], "┃")+len("┃")] + "  "
+			case "gemini":
+				first = geminiPromptBelow(orig, co.From, co.To) // under the rule and the mode's line
+				indentBy = "   "
 			}
 			prompt := strings.TrimRight(orig[first], " ")
 			if agent == "claude" || agent == "codex" || agent == "qwen" {
 				prompt = string([]rune(prompt)[:1]) + " " // the prompt glyph, the placeholder or old draft gone
+			}
+			if agent == "gemini" {
+				prompt = prompt[:3] // " > ", the placeholder gone
 			}
 			// Drafts of a few lines, so that the composer stays on an 80×24 screen.
 			for chunk := range slices.Chunk(pastedWords, 4) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/cicy/fakellm"
 )
 
 // dropUsageChunk removes the Chat Completions usage-only chunk from raw
@@ -103,26 +105,7 @@ func checkUpstreamRequest(t *testing.T, rg *rig, sh shape) {
 	if got := r.Header.Get("X-Cicy-Pane"); got != paneID {
 		t.Errorf("X-Cicy-Pane %q", got)
 	}
-	switch sh.api {
-	case Anthropic:
-		if r.Header.Get("X-Api-Key") != anthKey || r.Header.Get("Authorization") != "" {
-			t.Errorf("upstream auth: x-api-key set %v, authorization %q", r.Header.Get("X-Api-Key") != "", r.Header.Get("Authorization"))
-		}
-		if r.Path != "/v1/messages?beta=true" {
-			t.Errorf("upstream path %q", r.Path)
-		}
-	case Gemini:
-		if r.Header.Get("X-Goog-Api-Key") != geminiKey || r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
-			t.Errorf("upstream auth wrong")
-		}
-		if r.Path != sh.path {
-			t.Errorf("upstream path %q, want %q", r.Path, sh.path)
-		}
-	default:
-		if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.Header.Get("X-Api-Key") != "" {
-			t.Errorf("upstream auth wrong")
-		}
-	}
+	checkUpstreamAuth(t, sh, r)
 	for k, vs := range r.Header {
 		for _, v := range vs {
 			if strings.Contains(v, paneToken) {
@@ -429,5 +412,31 @@ func TestPreflightAndUnknownRoute(t *testing.T) {
 	resp, got := rg.post(t, "/v1/embeddings", http.Header{"Authorization": {"Bearer " + paneToken}}, m{})
 	if resp.StatusCode != http.StatusNotFound || !bytes.Contains(got, []byte(`"error"`)) {
 		t.Errorf("unknown route: %d %s", resp.StatusCode, got)
+	}
+}
+
+// checkUpstreamAuth checks the upstream request r carries the real key in
+// the API's header, and the path the client asked for.
+func checkUpstreamAuth(t *testing.T, sh shape, r fakellm.Request) {
+	t.Helper()
+	switch sh.api {
+	case Anthropic:
+		if r.Header.Get("X-Api-Key") != anthKey || r.Header.Get("Authorization") != "" {
+			t.Errorf("upstream auth: x-api-key set %v, authorization %q", r.Header.Get("X-Api-Key") != "", r.Header.Get("Authorization"))
+		}
+		if r.Path != "/v1/messages?beta=true" {
+			t.Errorf("upstream path %q", r.Path)
+		}
+	case Gemini:
+		if r.Header.Get("X-Goog-Api-Key") != geminiKey || r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" {
+			t.Errorf("upstream auth wrong")
+		}
+		if r.Path != sh.path {
+			t.Errorf("upstream path %q, want %q", r.Path, sh.path)
+		}
+	default:
+		if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.Header.Get("X-Api-Key") != "" {
+			t.Errorf("upstream auth wrong")
+		}
 	}
 }

@@ -210,6 +210,9 @@ func argsJSON(t *testing.T, s string) m {
 // from response.completed).
 func readStream(t *testing.T, api API, raw []byte) answer {
 	t.Helper()
+	if api == Gemini {
+		return readGeminiStream(t, raw)
+	}
 	var a answer
 	args := map[int]*strings.Builder{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -217,10 +220,6 @@ func readStream(t *testing.T, api API, raw []byte) answer {
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok || line == "[DONE]" {
-			continue
-		}
-		if api == Gemini {
-			a.add(geminiAnswer(t, line))
 			continue
 		}
 		var ev struct {
@@ -274,8 +273,19 @@ func readStream(t *testing.T, api API, raw []byte) answer {
 		}
 	}
 	for i := range a.calls {
-		if b := args[i]; b != nil {
-			a.calls[i].args = argsJSON(t, b.String())
+		a.calls[i].args = argsJSON(t, args[i].String())
+	}
+	return a
+}
+
+// readGeminiStream reassembles a Gemini stream: each event is a response
+// of its own.
+func readGeminiStream(t *testing.T, raw []byte) answer {
+	t.Helper()
+	var a answer
+	for _, line := range strings.Split(string(raw), "\n") {
+		if data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: "); ok {
+			a.add(geminiAnswer(t, data))
 		}
 	}
 	return a
