@@ -223,7 +223,7 @@ func TestPrepare(t *testing.T) {
 			"qwen/settings.json": `"command": "'/opt/my cicy' hook --agent qwen Stop"`},
 			[]string{"OPENAI_BASE_URL=" + gw + "/v1", "OPENAI_API_KEY=" + token, "OPENAI_MODEL=m"}},
 		{"gemini", map[string]string{
-			"gemini/.gemini/settings.json":      `"command": "'/opt/my cicy' hook --agent gemini AfterAgent"`,
+			"gemini/.gemini/settings.json":       `"command": "'/opt/my cicy' hook --agent gemini AfterAgent"`,
 			"gemini/.gemini/trustedFolders.json": `"TRUST_FOLDER"`},
 			[]string{"GOOGLE_GEMINI_BASE_URL=" + gw, "GEMINI_API_KEY=" + token}},
 	} {
