@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/pane"
 )
@@ -152,7 +153,7 @@ func interpretGemini(event string, payload []byte) Effect {
 var geminiRules = pane.Rules{
 	{Name: "gemini-confirm", State: pane.Waiting, Part: pane.PartDialog, Match: `Allow execution|Allow once|Apply this change|Waiting for user confirmation`},
 	{Name: "gemini-question", State: pane.Waiting, Part: pane.PartDialog, Match: `Enter to (select|confirm|submit)|● \d+\.`},
-	{Name: "gemini-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `esc to cancel`},
+	{Name: "gemini-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `esc to cancel|^ [\x{2801}-\x{28FF}] `},
 	{Name: "gemini-menu", State: pane.Idle, Part: pane.PartMenu, Match: `\S`},
 	{Name: "gemini-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `sandbox|/model`},
 	{Name: "gemini-idle-status", State: pane.Idle, Part: pane.PartStatus, Match: `\? for shortcuts`},
@@ -169,7 +170,7 @@ var geminiRules = pane.Rules{
 // question replaces the composer: a box from its ╭ corner to the bottom.
 const (
 	geminiBelowMax  = 30 // lines from the composer's rule to the bottom at most
-	geminiPromptGap = 4  // lines from the rule to the prompt at most
+	geminiPromptGap = 6  // lines from the rule to the prompt at most (a narrow screen wraps the mode line)
 	geminiStatusMax = 3  // lines of the status block at most
 	geminiDialogMax = 40 // lines of a dialog at most
 )
@@ -219,16 +220,30 @@ func geminiFooter(l string) bool {
 	return strings.HasPrefix(l, " workspace (") || strings.HasPrefix(l, " ~") || strings.HasPrefix(l, " /")
 }
 
-// geminiStatus is where the status block right above the composer (whose
-// rule is up) starts; up when there is none.
+// geminiStatus is where the status right above the composer (whose rule
+// is up) starts: its topmost spinner line (a braille glyph at column 1; a
+// narrow screen cuts its "esc to cancel" off, and wraps "? for shortcuts"
+// under it or leaves it out), hint line or hook notice, blank lines
+// between them; up when there is none. A transcript line ends it.
 func geminiStatus(lines []string, up int) int {
-	top := max(blockAbove(lines, up), up-geminiStatusMax)
-	for i := up - 1; i >= top; i-- {
-		if l := lines[i]; strings.Contains(l, "esc to cancel") || strings.Contains(l, "? for shortcuts") {
-			return i
+	top := up
+	for i := up - 1; i >= 0 && i >= up-geminiStatusMax; i-- {
+		l := lines[i]
+		switch {
+		case geminiSpinner(l) || strings.HasPrefix(strings.TrimLeft(l, " "), "? for shortcuts") || strings.HasPrefix(l, "  Executing Hook"):
+			top = i
+		case !pane.Blank(l):
+			return top
 		}
 	}
-	return up
+	return top
+}
+
+// geminiSpinner reports whether a line is the spinner's: a space, a
+// braille glyph, a space.
+func geminiSpinner(l string) bool {
+	r, n := utf8.DecodeRuneInString(strings.TrimPrefix(l, " "))
+	return strings.HasPrefix(l, " ") && r > 0x2800 && r <= 0x28FF && strings.HasPrefix(l[1+n:], " ")
 }
 
 // geminiDialog is where the dialog that ends at end starts: the ╭ corner
