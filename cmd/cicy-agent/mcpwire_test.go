@@ -42,6 +42,11 @@ type mcpMaster struct {
 	tool             func(string) string
 	id, cicyW, shell string
 	gate             string // the file that lets its workers' tasks end
+	// refusal is what its screen shows of a refused team tool call, when
+	// not the refusal's words: Gemini CLI hands the model the error under
+	// a preamble ("MCP tool 'dispatch' reported tool error …"), which is
+	// all of it the fake model quotes back.
+	refusal string
 }
 
 // sent reports whether the master's model request is r: its API's path,
@@ -88,7 +93,8 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		{agent: "codex", args: []string{"--model", "fake-model"}, path: "/v1/responses", tool: mcpName},
 		{agent: "opencode", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: func(tool string) string { return "cicy_" + tool }},
 		{agent: "qwen", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: mcpName},
-		{agent: "gemini", args: []string{"--model", "fake-model"}, path: "/v1beta/models/", tool: func(tool string) string { return "mcp_cicy_" + tool }},
+		{agent: "gemini", args: []string{"--model", "fake-model"}, path: "/v1beta/models/", tool: func(tool string) string { return "mcp_cicy_" + tool },
+			refusal: "reported tool error"},
 	}
 	for _, m := range masters {
 		m.gate = filepath.Join(dir, m.agent+".gate")
@@ -374,8 +380,12 @@ func (l mcpLead) refusalShown() {
 		}) {
 			l.t.Errorf("claude: the refusal did not reach the model as a tool error")
 		}
+		shown := "is a master"
+		if m.refusal != "" {
+			shown = m.refusal
+		}
 		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(runCicy(l.t, l.env, "screen", m.id), "is a master") {
+		for !strings.Contains(runCicy(l.t, l.env, "screen", m.id), shown) {
 			if time.Now().After(deadline) {
 				l.t.Errorf("%s's screen does not show the refusal:\n%s", m.agent, runCicy(l.t, l.env, "screen", m.id))
 				break
