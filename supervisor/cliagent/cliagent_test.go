@@ -38,6 +38,14 @@ func TestInterpretHook(t *testing.T) {
 		{agent: "opencode", event: "session.idle", payload: `{"last_assistant_message":"fine"}`, state: pane.Idle, end: true, result: "fine"},
 		{agent: "opencode", event: "permission.asked", payload: `{"permission":"bash"}`, state: pane.Waiting},
 		{agent: "opencode", event: "permission.replied", payload: `{"reply":"once"}`, state: pane.Busy},
+		{agent: "pi", event: "session_start", payload: `{"reason":"startup"}`, state: pane.Idle},
+		{agent: "pi", event: "agent_start", payload: `{}`, state: pane.Busy, prompt: true},
+		{agent: "pi", event: "tool_execution_start", payload: `{"tool":"bash"}`, state: pane.Busy},
+		{agent: "pi", event: "agent_end", payload: `{"last_assistant_message":"made it","stop_reason":"stop"}`, state: pane.Idle, end: true, result: "made it"},
+		{agent: "pi", event: "agent_end", payload: `{"last_assistant_message":"","stop_reason":"error","error":"400 bad"}`, state: pane.Idle, end: true, failed: "the agent's turn failed: 400 bad"},
+		{agent: "pi", event: "permission_asked", payload: `{"tool":"bash"}`, state: pane.Waiting},
+		{agent: "pi", event: "permission_replied", payload: `{"tool":"bash","allowed":true}`, state: pane.Busy},
+		{agent: "pi", event: "turn_end", payload: `{}`, ignored: true},
 		{agent: "claude", event: "Stop", payload: `not json`, state: pane.Idle, end: true},
 		{agent: "claude", event: "NewEvent", payload: `{}`, ignored: true},
 	}
@@ -69,7 +77,7 @@ func TestInterpretOtherAgents(t *testing.T) {
 }
 
 func TestLookupAndNames(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode"}) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode", "pi"}) {
 		t.Fatalf("Names() = %v", got)
 	}
 	for _, n := range Names() {
@@ -204,6 +212,11 @@ func TestPrepare(t *testing.T) {
 			"opencode/opencode.json":                                  `"baseURL": "` + gw + `/v1"`,
 			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`},
 			[]string{"OPENAI_API_KEY=" + token}},
+		{"pi", map[string]string{
+			"pi/models.json":              `"baseUrl": "` + gw + `/v1"`,
+			"pi/settings.json":            `"defaultModel": "m"`,
+			"pi/extensions/cicy-agent.js": `const BIN = "/opt/my cicy";`},
+			[]string{"CICY_GATEWAY_TOKEN=" + token, "PI_OFFLINE=1"}},
 	} {
 		k, _ := Lookup(c.agent)
 		root := t.TempDir()
@@ -286,7 +299,14 @@ func TestPrepareMCP(t *testing.T) {
 			if master {
 				s.MCP = srv
 			}
-			if _, _, err := k.Prepare(s); err != nil {
+			_, _, err := k.Prepare(s)
+			if master && agent == "pi" { // no MCP client: never a master
+				if err == nil || !strings.Contains(err.Error(), "not a master") {
+					t.Errorf("pi master: %v, want a refusal", err)
+				}
+				continue
+			}
+			if err != nil {
 				t.Fatalf("%s: %v", agent, err)
 			}
 			got := seededMCP(t, agent, s.Dir)
@@ -348,6 +368,8 @@ func seededMCP(t *testing.T, agent, dir string) string {
 			return string(b)
 		}
 		return ""
+	case "pi":
+		return "" // no MCP client
 	case "opencode":
 		var cfg struct {
 			MCP        map[string]any `json:"mcp"`
@@ -371,7 +393,7 @@ func seededMCP(t *testing.T, agent, dir string) string {
 
 // Each agent shows the model the team tools under its own naming.
 func TestToolName(t *testing.T) {
-	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch"} {
+	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "pi": "dispatch"} {
 		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
 			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
 		}
