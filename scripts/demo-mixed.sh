@@ -2,7 +2,7 @@
 # The offline mixed team (make demo-mixed): a cicy coordinator gets a goal
 # on a small git repository (a copy of examples/demo-repo, the tool tally
 # with `make test`) and dispatches one change each to a Claude Code, a
-# Codex, an opencode and a cicy engineer, each working in its own git
+# Codex, an opencode, a cicy engineer and a Qwen Code, each working in its own git
 # worktree on its own branch. The CLI agents are the real, pinned programs
 # (installed first if missing, as make clis does), each talking to the
 # supervisor's gateway in its own API; with the scripted model the gateway
@@ -12,8 +12,8 @@
 # back to its worker, which rebases and resolves it, merges that too and
 # runs the tests on the result. Runs in a fresh home and a temporary
 # folder; prints every task as it moves, then main's history, the tests'
-# verdict and the cost table. Exits 0 when the goal is done, all four
-# changes are on main and make test passes there; 1 with the reason if not.
+# verdict and the cost table. Exits 0 when the goal is done, every
+# worker's change is on main and make test passes there; 1 with the reason if not.
 # The temporary folder is removed at the end, also when the demo fails or
 # is interrupted; KEEP=1 keeps it, with the team running, and says where.
 set -euo pipefail
@@ -50,9 +50,9 @@ export CICY_HOME="$work/home"
 export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
 # Offline by design: no key reaches the supervisor, and on the scripted
 # model its gateway calls no upstream. OPENAI_BASE_URL only makes opencode
-# speak OpenAI Chat Completions (as for a supervisor set up for OpenAI), so
-# the team uses all three APIs: Claude Code Anthropic Messages, Codex
-# OpenAI Responses.
+# speak OpenAI Chat Completions (as for a supervisor set up for OpenAI), as
+# Qwen Code does, so the team uses all three APIs: Claude Code Anthropic
+# Messages, Codex OpenAI Responses.
 unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY
 export OPENAI_BASE_URL=https://api.openai.com/v1
 echo "demo folder: $work (provider: script; the project: $repo; removed at the end unless KEEP=1)"
@@ -65,11 +65,13 @@ echo "The tasks and the change each left (cicy-agent tasks):"
 echo
 echo "main after the team's work (git log --graph --oneline main):"
 git -C "$repo" log --graph --oneline main
-# A worker's change is on main when its branch has a commit and main
-# holds all of it (read before down, which removes merged worktrees).
+# Each worker has a branch; its change is on main when the branch has a
+# commit and main holds all of it (read before down, which removes merged
+# worktrees).
 first=$(git -C "$repo" rev-list --max-parents=0 main)
-on=0 open=
+n=0 on=0 open=
 for b in $(git -C "$repo" for-each-ref --format='%(refname:short)' refs/heads/cicy/); do
+  n=$((n + 1))
   if ! git -C "$repo" merge-base --is-ancestor "$b" main; then
     open="$open $b"
   elif [ "$(git -C "$repo" rev-list --count "$first..$b")" -gt 0 ]; then
@@ -77,9 +79,9 @@ for b in $(git -C "$repo" for-each-ref --format='%(refname:short)' refs/heads/ci
   fi
 done
 echo
-echo "changes on main: $on of 4${open:+ (not merged:$open)}"
-if [ "$on" -ne 4 ] || [ -n "$open" ]; then
-  status=1 why="${why:+$why; }$on of 4 changes are on main${open:+, not merged:$open}"
+echo "changes on main: $on of $n${open:+ (not merged:$open)}"
+if [ "$n" -eq 0 ] || [ "$on" -ne "$n" ] || [ -n "$open" ]; then
+  status=1 why="${why:+$why; }$on of $n changes are on main${open:+, not merged:$open}"
 fi
 echo "make test on main:"
 if ! make -s -C "$repo" test; then
@@ -93,4 +95,4 @@ if [ "$status" -ne 0 ]; then
   echo "demo-mixed FAILED after $((SECONDS - started)) s: ${why:-see above}" >&2
   exit 1
 fi
-echo "demo-mixed done in $((SECONDS - started)) s: the four changes are merged into main and make test passes."
+echo "demo-mixed done in $((SECONDS - started)) s: all $n changes are merged into main and make test passes."

@@ -29,7 +29,7 @@
 //	                    TEXT is a line break, \\ a backslash
 //	[[shell=CMD]]       answer a call of the shell tool the request offers
 //	                    (Claude Bash, Codex exec_command or shell, opencode
-//	                    bash) that runs CMD
+//	                    bash, Qwen Code run_shell_command) that runs CMD
 //	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments;
 //	                    a member of a Responses namespace tool (Codex offers
 //	                    an MCP server's tools as one) is NAME

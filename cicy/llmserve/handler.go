@@ -116,7 +116,8 @@ func (q *Query) ToolCall(name string, args map[string]any) (input map[string]any
 }
 
 // ShellCall is a call of the shell tool the request offers (Claude Code's
-// Bash, Codex's exec_command or shell, opencode's bash) that runs command,
+// Bash, Codex's exec_command or shell, opencode's bash, Qwen Code's
+// run_shell_command) that runs command,
 // with the arguments in that tool's own shape, and description as the
 // description the tool may require; ok is false when the request offers
 // none.

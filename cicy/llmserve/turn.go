@@ -37,7 +37,7 @@ func (c *toolCall) argsJSON() string {
 // tool's own shape (with desc as the description a tool requires), or nil
 // if the request offers no shell tool.
 func (t *turn) shellCall(cmd, desc string) *toolCall {
-	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell"} {
+	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell", "run_shell_command"} {
 		tl := t.tool(name)
 		if tl == nil {
 			continue
@@ -48,8 +48,8 @@ func (t *turn) shellCall(cmd, desc string) *toolCall {
 			args = map[string]any{"cmd": cmd}
 		case "shell":
 			args = map[string]any{"command": []string{"bash", "-lc", cmd}}
-		case "Bash", "bash":
-			if tl.required["description"] {
+		case "Bash", "bash", "run_shell_command":
+			if tl.required["description"] || name == "run_shell_command" {
 				args["description"] = desc
 			}
 		}

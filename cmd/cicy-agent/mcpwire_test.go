@@ -44,7 +44,7 @@ type mcpMaster struct {
 	gate             string // the file that lets its workers' tasks end
 }
 
-// The real Claude Code, Codex and opencode as masters, not --allow-all,
+// The real Claude Code, Codex, opencode and Qwen Code as masters, not --allow-all,
 // each with a cicy worker and a shell worker, lead through the cicy MCP
 // server their seeded configs run: dispatch to both workers, workers,
 // wait (the tasks end only while the wait is running, so its answer is
@@ -79,6 +79,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		{agent: "claude", path: "/v1/messages", tool: mcpName},
 		{agent: "codex", args: []string{"--model", "fake-model"}, path: "/v1/responses", tool: mcpName},
 		{agent: "opencode", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: func(tool string) string { return "cicy_" + tool }},
+		{agent: "qwen", args: []string{"--model", "fake-model"}, path: "/v1/chat/completions", tool: mcpName},
 	}
 	for _, m := range masters {
 		m.gate = filepath.Join(dir, m.agent+".gate")
@@ -403,7 +404,7 @@ func (l mcpLead) toldOnce(waited, waited2, belled map[*mcpMaster]string) {
 // checkOffered checks each agent's model requests offered the team tools
 // under the agent's own name: Claude Code mcp__cicy__dispatch (loaded up
 // front, not deferred behind tool search), Codex the tool dispatch of the
-// namespace mcp__cicy, opencode cicy_dispatch.
+// namespace mcp__cicy, opencode cicy_dispatch, Qwen Code mcp__cicy__dispatch.
 func checkOffered(t *testing.T, reqs []fakellm.Request) {
 	t.Helper()
 	type spec struct {
@@ -433,10 +434,12 @@ func checkOffered(t *testing.T, reqs []fakellm.Request) {
 				offered["codex"] = true
 			case r.Path == "/v1/chat/completions" && s.Function.Name == "cicy_dispatch":
 				offered["opencode"] = true
+			case r.Path == "/v1/chat/completions" && s.Function.Name == "mcp__cicy__dispatch":
+				offered["qwen"] = true
 			}
 		}
 	}
-	for _, agent := range []string{"claude", "codex", "opencode"} {
+	for _, agent := range []string{"claude", "codex", "opencode", "qwen"} {
 		if !offered[agent] {
 			t.Errorf("%s never offered the team tools to its model", agent)
 		}

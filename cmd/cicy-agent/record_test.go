@@ -108,7 +108,7 @@ const (
 )
 
 // questionTools are the tools by which a model asks the person a question.
-var questionTools = []string{"AskUserQuestion", "question", "request_user_input"}
+var questionTools = []string{"AskUserQuestion", "question", "request_user_input", "ask_user_question"}
 
 type recorder struct {
 	t      *testing.T
@@ -410,7 +410,8 @@ func recordBasics(r *recorder, id string) {
 		r.save(id, "busy", "thinking-"+tag+"-b")
 		r.waitTruth(id, "idle", 60*time.Second)
 		r.save(id, "idle", "answered-"+tag)
-		r.turn(id, "run it [[shell=sleep 6; echo slept]]")
+		// Not a command that starts with sleep: Qwen Code refuses those.
+		r.turn(id, "run it [[shell=echo started && sleep 6 && echo slept]]")
 		time.Sleep(3 * time.Second)
 		r.save(id, "busy", "tool-"+tag)
 		r.waitTruth(id, "idle", 60*time.Second)
@@ -486,7 +487,7 @@ func recordQuestion(r *recorder, id string) {
 	q := map[string]any{"question": "Which color should the button be?", "header": "Color",
 		"options": []map[string]any{{"label": "Red", "description": "A warm color"}, {"label": "Blue", "description": "A cool color"}}}
 	switch name {
-	case "AskUserQuestion":
+	case "AskUserQuestion", "ask_user_question":
 		q["multiSelect"] = false
 	case "request_user_input":
 		q["id"] = "color"

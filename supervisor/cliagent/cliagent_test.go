@@ -46,6 +46,14 @@ func TestInterpretHook(t *testing.T) {
 		{agent: "pi", event: "permission_asked", payload: `{"tool":"bash"}`, state: pane.Waiting},
 		{agent: "pi", event: "permission_replied", payload: `{"tool":"bash","allowed":true}`, state: pane.Busy},
 		{agent: "pi", event: "turn_end", payload: `{}`, ignored: true},
+		{agent: "qwen", event: "SessionStart", payload: `{"source":"startup"}`, ignored: true},
+		{agent: "qwen", event: "UserPromptSubmit", payload: `{"prompt":"make it"}`, state: pane.Busy, prompt: true},
+		{agent: "qwen", event: "UserPromptSubmit", payload: `{"prompt":""}`, state: pane.Busy},
+		{agent: "qwen", event: "Stop", payload: `{"last_assistant_message":"made"}`, state: pane.Idle, end: true, result: "made"},
+		{agent: "qwen", event: "StopFailure", payload: `{"error":"invalid_request","last_assistant_message":"[API Error: 400 bad]"}`, state: pane.Idle, end: true, failed: "the agent's turn failed: [API Error: 400 bad]"},
+		{agent: "qwen", event: "Notification", payload: `{"notification_type":"permission_prompt"}`, state: pane.Waiting},
+		{agent: "qwen", event: "PermissionRequest", payload: `{"tool_name":"run_shell_command"}`, state: pane.Waiting},
+		{agent: "qwen", event: "notify", payload: `{}`, ignored: true},
 		{agent: "claude", event: "Stop", payload: `not json`, state: pane.Idle, end: true},
 		{agent: "claude", event: "NewEvent", payload: `{}`, ignored: true},
 	}
@@ -77,7 +85,7 @@ func TestInterpretOtherAgents(t *testing.T) {
 }
 
 func TestLookupAndNames(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode", "pi"}) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "opencode", "pi", "qwen"}) {
 		t.Fatalf("Names() = %v", got)
 	}
 	for _, n := range Names() {
@@ -217,6 +225,9 @@ func TestPrepare(t *testing.T) {
 			"pi/settings.json":            `"defaultModel": "m"`,
 			"pi/extensions/cicy-agent.js": `const BIN = "/opt/my cicy";`},
 			[]string{"CICY_GATEWAY_TOKEN=" + token, "PI_OFFLINE=1"}},
+		{"qwen", map[string]string{
+			"qwen/settings.json": `"command": "'/opt/my cicy' hook --agent qwen Stop"`},
+			[]string{"OPENAI_BASE_URL=" + gw + "/v1", "OPENAI_API_KEY=" + token, "OPENAI_MODEL=m"}},
 	} {
 		k, _ := Lookup(c.agent)
 		root := t.TempDir()
@@ -321,6 +332,7 @@ func TestPrepareMCP(t *testing.T) {
 				"codex": "[mcp_servers.cicy]\ncommand = \"/opt/my cicy\"\nargs = [\"mcp\"]\nenv = { \"CICY_HOME\" = \"/h \\\"q\\\"\", \"CICY_PANE_ID\" = \"w-1\" }\n" +
 					"default_tools_approval_mode = \"approve\"\ntool_timeout_sec = 7200\n",
 				"opencode": `{"allow":"allow","server":{"command":["/opt/my cicy","mcp"],"enabled":true,"environment":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"type":"local"}}`,
+				"qwen":     `{"allow":null,"server":{"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"trust":true}}`,
 			}[agent]
 			if got != want {
 				t.Errorf("%s master: seeded\n%s\nwant\n%s", agent, got, want)
@@ -380,6 +392,12 @@ func seededMCP(t *testing.T, agent, dir string) string {
 		if len(cfg.MCP) > 1 {
 			server = cfg.MCP
 		}
+	case "qwen": // trusted: its calls need no permission
+		var settings struct {
+			MCPServers map[string]any `json:"mcpServers"`
+		}
+		read("qwen/settings.json", &settings)
+		server = settings.MCPServers["cicy"]
 	}
 	if server == nil && allow == nil {
 		return ""
@@ -393,7 +411,7 @@ func seededMCP(t *testing.T, agent, dir string) string {
 
 // Each agent shows the model the team tools under its own naming.
 func TestToolName(t *testing.T) {
-	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "pi": "dispatch"} {
+	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "pi": "dispatch", "qwen": "mcp__cicy__dispatch"} {
 		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
 			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
 		}

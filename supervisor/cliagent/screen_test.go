@@ -32,7 +32,7 @@ var pastedWords = []string{
 }
 
 // answerMark is how each agent starts an answer in its transcript.
-var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     "}
+var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     ", "pi": " ", "qwen": "  ◆︎ "}
 
 func readScreen(t testing.TB, path string) []string {
 	t.Helper()
@@ -94,9 +94,11 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			// (b) a draft in the composer holding the words.
 			first, indentBy := co.From, ""
 			switch agent {
-			case "claude":
+			case "claude", "qwen":
 				first++ // under the composer's top rule
 				indentBy = "  "
+			case "pi":
+				first++ // under the editor's top rule; the draft at column 0
 			case "codex":
 				indentBy = "  "
 			case "opencode":
@@ -104,7 +106,7 @@ func TestPastedWordsStayIdle(t *testing.T) {
 				indentBy = orig[first][:strings.Index(orig[first], "┃")+len("┃")] + "  "
 			}
 			prompt := strings.TrimRight(orig[first], " ")
-			if agent == "claude" || agent == "codex" {
+			if agent == "claude" || agent == "codex" || agent == "qwen" {
 				prompt = string([]rune(prompt)[:1]) + " " // the prompt glyph, the placeholder or old draft gone
 			}
 			// Drafts of a few lines, so that the composer stays on an 80×24 screen.

@@ -96,6 +96,19 @@ func opencode(prompt string, stream, usage bool) shape {
 	return shape{name: name, api: Chat, path: "/v1/chat/completions", header: h, body: body}
 }
 
+// qwenCode is a Qwen Code 0.24 request: Chat Completions, streamed with
+// usage, its shell tool run_shell_command.
+func qwenCode(prompt string) shape {
+	sh := opencode(prompt, true, true)
+	sh.name = "qwen"
+	sh.header.Set("User-Agent", "QwenCode/0.24.4 (linux; x64)")
+	sh.body["tools"] = []m{{"type": "function", "function": m{"name": "run_shell_command", "parameters": m{
+		"type": "object", "properties": m{"command": m{"type": "string"}, "is_background": m{"type": "boolean"}, "description": m{"type": "string"}},
+		"required": []string{"command"}}}}}
+	sh.body["messages"] = []m{{"role": "system", "content": "You are Qwen Code, an interactive CLI agent"}, {"role": "user", "content": prompt}}
+	return sh
+}
+
 // want is usage in the additive shape.
 type want struct {
 	model                          string

@@ -158,11 +158,14 @@ func TestAuxSideCalls(t *testing.T) {
 	cicyAux := claudeCode("remember this", true)
 	cicyAux.header.Set("X-Cicy-Aux", "memory")
 
+	// Qwen Code's follow-up suggestion offers the turn's tools.
+	qwenSuggest := opencode("[SUGGESTION MODE: Suggest what the user might naturally type next.]", true, true)
+
 	cases := []struct {
 		sh  shape
 		aux string
 	}{{title, "title"}, {codexTitle, "title"}, {quota, "quota"}, {count, "count_tokens"}, {cicyAux, "memory"},
-		{claudeCode("say hi", true), ""}}
+		{qwenSuggest, "suggestion"}, {claudeCode("say hi", true), ""}}
 	for i, c := range cases {
 		resp, got := rg.post(t, c.sh.path, c.sh.header, c.sh.body)
 		if resp.StatusCode != http.StatusOK {

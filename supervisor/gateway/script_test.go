@@ -238,12 +238,13 @@ func readStream(t *testing.T, api API, raw []byte) answer {
 	return a
 }
 
-// scriptShapes are the three clients' requests, streamed and not.
+// scriptShapes are the clients' requests, streamed and not.
 func scriptShapes(prompt string) []shape {
 	return []shape{
 		claudeCode(prompt, false), claudeCode(prompt, true),
 		codex(prompt, false), codex(prompt, true),
 		opencode(prompt, false, true), opencode(prompt, true, true), opencode(prompt, true, false),
+		qwenCode(prompt),
 	}
 }
 
@@ -257,6 +258,7 @@ func TestScriptShellCall(t *testing.T) {
 		"codex":         {"exec_command", m{"cmd": "cd 'sub dir' && echo hi > f.txt"}},
 		"opencode":      {"bash", m{"command": "cd 'sub dir' && echo hi > f.txt"}},
 		"chat-no-usage": {"bash", m{"command": "cd 'sub dir' && echo hi > f.txt"}},
+		"qwen":          {"run_shell_command", m{"command": "cd 'sub dir' && echo hi > f.txt", "description": "a scripted command"}},
 	}
 	for i, sh := range scriptShapes("please make a file") {
 		resp, raw := rg.post(t, sh.path, sh.header, sh.body)
