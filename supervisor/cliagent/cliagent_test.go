@@ -2,6 +2,7 @@ package cliagent
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -428,6 +429,37 @@ func TestRegistryIsThePaneTypes(t *testing.T) {
 	for _, n := range Names() {
 		if _, ok := topology.PaneType(n); !ok {
 			t.Errorf("%s is not a pane type", n)
+		}
+	}
+}
+
+// pi reads its gateway token from its environment: models.json names the
+// variable, and no file of the pane holds the token, which the model could
+// read with its tools; a pane that does not allow all gets the extension's
+// question before bash, edit and write, one that does gets none.
+func TestPiTokenOnlyInItsEnvironment(t *testing.T) {
+	const token = "cicy-pane-token-only-in-the-environment"
+	for _, allowAll := range []bool{false, true} {
+		root := t.TempDir()
+		s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
+			Self: "/opt/cicy", Gateway: "http://127.0.0.1:7", Token: token, AllowAll: allowAll, Getenv: func(string) string { return "" }}
+		_, env, err := pi.Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(env, "CICY_GATEWAY_TOKEN="+token) || !slices.Contains(env, "PI_CODING_AGENT_DIR="+filepath.Join(s.Dir, "pi")) {
+			t.Errorf("env %q", env)
+		}
+		checkNoFileHolds(t, root, token)
+		b, err := os.ReadFile(filepath.Join(s.Dir, "pi", "extensions", "cicy-agent.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("const ASK = %t;", !allowAll); !strings.Contains(string(b), want) {
+			t.Errorf("allow all %v: the extension lacks %q", allowAll, want)
+		}
+		if k, _ := Lookup("pi"); k.GuidanceAt(s.Dir) != filepath.Join(s.Dir, "pi", "AGENTS.md") {
+			t.Errorf("guidance at %s, not in pi's agent dir", k.GuidanceAt(s.Dir))
 		}
 	}
 }
