@@ -2,6 +2,7 @@ package cliagent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -24,7 +25,7 @@ var pi = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    preparePi, interpret: interpretPi, rules: piRules, layout: piLayout,
+	prepare:    preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
 	// pi has no MCP client (a pi pane is never a master): no team tool
 	// is shown to it under any name but its own.
 	toolName: func(tool string) string { return tool },
@@ -115,7 +116,7 @@ func piWire(a Setup) (api, baseURL string) {
 // check or other start-up network call (PI_OFFLINE).
 func preparePi(a Setup) ([]string, []string, error) {
 	if a.MCP != nil {
-		return nil, nil, fmt.Errorf("pi has no MCP client to give the team tools to: a pi pane can be a worker, not a master")
+		return nil, nil, errors.New("pi has no MCP client to give the team tools to: a pi pane can be a worker, not a master")
 	}
 	dir := filepath.Join(a.Dir, "pi")
 	wire := opencodeAPI(a.Getenv)
@@ -300,3 +301,11 @@ func piStatus(lines []string, up int) int {
 // its provider's key. A variable of its own, not a provider's: pi would
 // offer its built-in provider of that name too.
 const piTokenVar = "CICY_GATEWAY_TOKEN"
+
+// piAux are pi's side calls: it makes none in a turn (no titles, no
+// token counts; seen on the wire here); from its compaction code (not
+// seen on the wire here), the summary of a conversation that outgrew the
+// context window, or of a branch left in its session tree.
+var piAux = []AuxRule{
+	{"compact", systemStarts("You are a context summarization assistant")},
+}
