@@ -151,7 +151,11 @@ func (s *Supervisor) teamMCP(self, id string) (*cliagent.MCPServer, error) {
 		}
 	}
 	env := map[string]string{"CICY_HOME": s.cfg.Home.Root, "CICY_PANE_ID": id}
-	return &cliagent.MCPServer{Argv: argv, Env: env}, nil
+	var tools []string
+	for _, t := range TeamToolDefs() {
+		tools = append(tools, t.Name)
+	}
+	return &cliagent.MCPServer{Argv: argv, Env: env, Tools: tools}, nil
 }
 
 // teamGuidance is added to a CLI master's guidance file: it leads its

@@ -143,7 +143,8 @@ type cliDelivery struct {
 	at          time.Time
 	confirmed   bool
 	confirmedAt time.Time // when the agent was first seen taking it up
-	reEntered   bool
+	reEnters    int       // the Enters sent again
+	nextEnter   time.Time // when the next one is due
 	typed       string    // what was typed, for the screen fallback's result
 	settleBy    time.Time // how long an ended turn's last answer is waited for
 	log         *logrus.Entry
@@ -247,14 +248,35 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 		return outbox.Progress{Ended: true, How: "delivery failed",
 			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no model request, no busy screen)", agentConfirm)}, true
 	}
-	if !d.reEntered && !now.Before(d.at.Add(agentReEnter)) {
-		d.reEntered = true
-		if err := d.p.SendText("", true); err != nil {
-			d.log.WithError(err).Warn("Could not send a second Enter for a typed task")
-		}
-	}
+	d.reEnter(now)
 	// A busy look leaves no state change to wake the outbox: look again.
 	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
+}
+
+// reEnter sends Enter again every agentReEnter, resubmitTries times at
+// most, while the task is not taken up: the first blindly (Codex can turn
+// the first into a newline; a loaded machine may not draw the text yet),
+// the others only while the composer still holds the end of the typed
+// text (a loaded Claude Code was seen to keep a typed task, Enter and
+// all, in its composer). Text gone from the composer stops it: an Enter
+// could answer a dialog.
+func (d *cliDelivery) reEnter(now time.Time) {
+	if d.nextEnter.IsZero() {
+		d.nextEnter = d.at.Add(agentReEnter)
+	}
+	if d.reEnters >= resubmitTries || now.Before(d.nextEnter) {
+		return
+	}
+	if d.reEnters > 0 && !inComposer(d.p.Screen(), d.typ, d.typed) {
+		d.reEnters = resubmitTries
+		return
+	}
+	d.reEnters++
+	d.nextEnter = now.Add(agentReEnter)
+	d.log.WithField("try", d.reEnters).Info("Typed task not taken up; sending Enter again")
+	if err := d.p.SendText("", true); err != nil {
+		d.log.WithError(err).Warn("Could not send Enter again for a typed task")
+	}
 }
 
 // takenAt is when the agent was first seen taking the typed task up.
@@ -329,14 +351,9 @@ const resubmitTries = 3
 // that does not show the text yet (a loaded machine draws late) is waited
 // for.
 func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
-	tail := []rune(composerText(text))
-	if len(tail) > 16 {
-		tail = tail[len(tail)-16:]
-	}
-	if len(tail) == 0 {
+	if composerText(text) == "" {
 		return
 	}
-	parse := cliagent.Layout(p.cfg.Type)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for try, deadline := 0, time.Now().Add(agentReEnter); try < resubmitTries; {
@@ -350,12 +367,8 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 		}
 		// Before the first Enter again the composer may not show the text
 		// yet; after it, one that no longer does took it.
-		if try > 0 || !time.Now().Before(deadline) {
-			l := pane.NewLayout(p.proc.Screen(), parse)
-			s, ok := l.Find(pane.PartComposer)
-			if !ok || !strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)) {
-				return
-			}
+		if (try > 0 || !time.Now().Before(deadline)) && !inComposer(p.proc.Screen(), p.cfg.Type, text) {
+			return
 		}
 		if time.Now().Before(deadline) {
 			continue
@@ -368,6 +381,18 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 		}
 		deadline = time.Now().Add(agentReEnter)
 	}
+}
+
+// inComposer reports whether the composer of an agent's screen shows the
+// end of text (its last 16 characters, however wrapped).
+func inComposer(screen, typ, text string) bool {
+	tail := []rune(composerText(text))
+	if len(tail) > 16 {
+		tail = tail[len(tail)-16:]
+	}
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	s, ok := l.Find(pane.PartComposer)
+	return ok && len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
 }
 
 // composerText is s without spaces and box-drawing borders, so text can

@@ -58,23 +58,48 @@ func TestSendResubmits(t *testing.T) {
 			if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "delegate the long task to the worker now"}); err != nil {
 				t.Fatal(err)
 			}
-			info, err := s.Get(p.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(info.Workspace, "submitted")
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				b, err := os.ReadFile(file)
-				if err == nil && strings.Contains(string(b), "delegate the long task") {
-					return
-				}
-				if time.Now().After(deadline) {
-					sc, _ := s.Screen(p.ID, 0)
-					t.Fatalf("the text was never submitted; screen:\n%s", sc.Screen)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			waitSubmitted(t, s, p.ID, "delegate the long task")
 		})
+	}
+}
+
+// TestDispatchResubmits: a task typed into an agent that keeps it, Enter
+// and all, in its composer gets Enter again while it is still there — more
+// than once (a loaded Claude Code in make demo-mixed kept a task through
+// two Enters and the task failed a minute later, never taken up).
+func TestDispatchResubmits(t *testing.T) {
+	s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(2, false))
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+	waitPane(t, s, p.ID, "idle by the screen", func(st pane.Status) bool { return st.State == pane.Idle && st.Cause == pane.CauseScreen })
+	if _, err := s.Dispatch(ctx, "", p.ID, "add the max command to tally"); err != nil {
+		t.Fatal(err)
+	}
+	waitSubmitted(t, s, p.ID, "add the max command")
+}
+
+// waitSubmitted waits for the stand-in agent to have submitted text.
+func waitSubmitted(t *testing.T, s *Supervisor, id, text string) {
+	t.Helper()
+	info, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(info.Workspace, "submitted")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(file)
+		if err == nil && strings.Contains(string(b), text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			sc, _ := s.Screen(id, 0)
+			t.Fatalf("the text was never submitted; screen:\n%s", sc.Screen)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -136,6 +136,9 @@ type MCPServer struct {
 	// (CICY_HOME, CICY_PANE_ID). Set in the config, as not every agent
 	// passes its own environment on.
 	Env map[string]string
+	// Tools are the names of the tools it serves, for an agent that must
+	// be told which to offer its model up front.
+	Tools []string
 }
 
 // command is the server's program and its arguments apart.

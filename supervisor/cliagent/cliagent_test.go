@@ -301,7 +301,7 @@ func TestOpencodeAPI(t *testing.T) {
 // prompt (whatever the pane's permission mode); a worker's seed has no
 // MCP server at all.
 func TestPrepareMCP(t *testing.T) {
-	srv := &MCPServer{Argv: []string{"/opt/my cicy", "mcp"}, Env: map[string]string{"CICY_HOME": `/h "q"`, "CICY_PANE_ID": "w-1"}}
+	srv := &MCPServer{Argv: []string{"/opt/my cicy", "mcp"}, Env: map[string]string{"CICY_HOME": `/h "q"`, "CICY_PANE_ID": "w-1"}, Tools: []string{"dispatch", "wait"}}
 	for _, agent := range Names() {
 		for _, master := range []bool{true, false} {
 			k, _ := Lookup(agent)
@@ -333,7 +333,7 @@ func TestPrepareMCP(t *testing.T) {
 				"codex": "[mcp_servers.cicy]\ncommand = \"/opt/my cicy\"\nargs = [\"mcp\"]\nenv = { \"CICY_HOME\" = \"/h \\\"q\\\"\", \"CICY_PANE_ID\" = \"w-1\" }\n" +
 					"default_tools_approval_mode = \"approve\"\ntool_timeout_sec = 7200\n",
 				"opencode": `{"allow":"allow","server":{"command":["/opt/my cicy","mcp"],"enabled":true,"environment":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"type":"local"}}`,
-				"qwen":     `{"allow":null,"server":{"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"trust":true}}`,
+				"qwen":     `{"allow":["mcp__cicy__dispatch","mcp__cicy__wait"],"server":{"args":["mcp"],"command":"/opt/my cicy","env":{"CICY_HOME":"/h \"q\"","CICY_PANE_ID":"w-1"},"timeout":7200000,"trust":true}}`,
 			}[agent]
 			if got != want {
 				t.Errorf("%s master: seeded\n%s\nwant\n%s", agent, got, want)
@@ -393,12 +393,15 @@ func seededMCP(t *testing.T, agent, dir string) string {
 		if len(cfg.MCP) > 1 {
 			server = cfg.MCP
 		}
-	case "qwen": // trusted: its calls need no permission
+	case "qwen": // trusted: its calls need no permission; its tools offered up front
 		var settings struct {
 			MCPServers map[string]any `json:"mcpServers"`
+			Tools      struct {
+				Visible any `json:"visible"`
+			} `json:"tools"`
 		}
 		read("qwen/settings.json", &settings)
-		server = settings.MCPServers["cicy"]
+		server, allow = settings.MCPServers["cicy"], settings.Tools.Visible
 	}
 	if server == nil && allow == nil {
 		return ""

@@ -17,7 +17,7 @@ var qwen = Kind{
 	Name: "qwen", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
-	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
+	toolName: qwenToolName,
 	// QWEN.md in QWEN_HOME: its global context file.
 	guidance: func(dir string) string { return filepath.Join(dir, "qwen", "QWEN.md") },
 }
@@ -60,6 +60,13 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 	}
 	if a.MCP != nil {
 		settings["mcpServers"] = qwenMCP(a.MCP)
+		// Qwen Code defers an MCP server's tools behind its tool search
+		// by default; the team tools are offered up front.
+		var visible []string
+		for _, t := range a.MCP.Tools {
+			visible = append(visible, qwenToolName(t))
+		}
+		settings["tools"].(map[string]any)["visible"] = visible
 	}
 	if err := writeJSONFile(filepath.Join(dir, "settings.json"), settings); err != nil {
 		return nil, nil, err
@@ -70,6 +77,9 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 	argv := []string{"qwen", "--approval-mode", mode, "--model", model}
 	return append(argv, a.Extra...), env, nil
 }
+
+// qwenToolName is a team tool as Qwen Code names an MCP server's tools.
+func qwenToolName(tool string) string { return "mcp__" + MCPName + "__" + tool }
 
 // qwenMCP is a master's team tools for Qwen Code: the server in
 // settings.json's "mcpServers", trusted (its calls need no confirmation)
