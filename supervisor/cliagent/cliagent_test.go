@@ -93,6 +93,9 @@ func TestLookupAndNames(t *testing.T) {
 		if k, ok := Lookup(n); !ok || k.Name != n || k.Bin == "" || k.Package == "" || k.EnterDelay <= 0 {
 			t.Errorf("Lookup(%q) = %+v, %v", n, k, ok)
 		}
+		if k, _ := Lookup(n); k.Leads() == (n == "pi") { // pi alone has no MCP client
+			t.Errorf("%s: Leads() = %v", n, k.Leads())
+		}
 	}
 	for _, n := range []string{"cicy", "shell", ""} {
 		if _, ok := Lookup(n); ok {

@@ -24,8 +24,8 @@ func init() { register(pi) }
 var pi = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
-	EnterDelay: 100 * time.Millisecond,
-	prepare:    preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
+	EnterDelay: 100 * time.Millisecond, workerOnly: true,
+	prepare: preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
 	// pi has no MCP client (a pi pane is never a master): no team tool
 	// is shown to it under any name but its own.
 	toolName: func(tool string) string { return tool },
