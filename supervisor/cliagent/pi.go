@@ -195,7 +195,9 @@ func interpretPi(event string, payload []byte) Effect {
 var piRules = pane.Rules{
 	{Name: "pi-permission", State: pane.Waiting, Part: pane.PartDialog, Match: `Permission required`},
 	// The loader above the editor: a braille spinner frame, then
-	// "Working...", "Retrying (1/3) in 2s...", "Auto-compacting...".
+	// "Working..." or "Auto-compacting..." (or "Retrying (1/3) in 2s..."
+	// were pi's own retries on). An answer whose last line looks just so
+	// would read busy: nothing on the screen tells the two apart.
 	{Name: "pi-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `^ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \S.*\.\.\.`},
 	{Name: "pi-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^→ |\(\d+/\d+\)$`},
 	{Name: "pi-selector", State: pane.Idle, Part: pane.PartDialog, Match: `↑↓ navigate`},
