@@ -44,6 +44,13 @@ type mcpMaster struct {
 	gate             string // the file that lets its workers' tasks end
 }
 
+// sent reports whether the master's model request is r: its API's path,
+// from its pane (the gateway names the pane to the upstream; opencode and
+// Qwen Code share a path).
+func (m *mcpMaster) sent(r fakellm.Request) bool {
+	return strings.HasPrefix(r.Path, m.path) && r.Header.Get("X-Cicy-Pane") == m.id
+}
+
 // The real Claude Code, Codex, opencode and Qwen Code as masters, not --allow-all,
 // each with a cicy worker and a shell worker, lead through the cicy MCP
 // server their seeded configs run: dispatch to both workers, workers,
@@ -216,7 +223,7 @@ func (l mcpLead) await(since int, want func(*mcpMaster) string) {
 			re := regexp.MustCompile(want(m))
 			reqs := l.fake.Requests()
 			i := len(reqs) - 1
-			for i >= since && (!strings.HasPrefix(reqs[i].Path, m.path) || !re.Match(reqs[i].Body)) {
+			for i >= since && (!m.sent(reqs[i]) || !re.Match(reqs[i].Body)) {
 				i--
 			}
 			if i < since {
@@ -243,7 +250,7 @@ func (l mcpLead) dump() {
 	for _, m := range l.masters {
 		var last []byte
 		for _, r := range reqs {
-			if strings.HasPrefix(r.Path, m.path) {
+			if m.sent(r) {
 				last = r.Body
 			}
 		}
@@ -385,7 +392,7 @@ func (l mcpLead) toldOnce(waited, waited2, belled map[*mcpMaster]string) {
 	for _, m := range l.masters {
 		var last []byte
 		for _, r := range reqs {
-			if strings.HasPrefix(r.Path, m.path) && bytes.Contains(r.Body, []byte("tasks go to workers")) {
+			if m.sent(r) && bytes.Contains(r.Body, []byte("tasks go to workers")) {
 				last = r.Body
 			}
 		}
