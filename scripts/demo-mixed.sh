@@ -2,7 +2,7 @@
 # The offline mixed team (make demo-mixed): a cicy coordinator gets a goal
 # on a small git repository (a copy of examples/demo-repo, the tool tally
 # with `make test`) and dispatches one change each to a Claude Code, a
-# Codex, an opencode, a cicy engineer and a Qwen Code, each working in its own git
+# Codex, an opencode, a cicy engineer, a Qwen Code and a pi, each working in its own git
 # worktree on its own branch. The CLI agents are the real, pinned programs
 # (installed first if missing, as make clis does), each talking to the
 # supervisor's gateway in its own API; with the scripted model the gateway
@@ -50,7 +50,7 @@ export CICY_HOME="$work/home"
 export CICY_PROVIDER=script CICY_SCRIPT="$work/mixed.script.yaml"
 # Offline by design: no key reaches the supervisor, and on the scripted
 # model its gateway calls no upstream. OPENAI_BASE_URL only makes opencode
-# speak OpenAI Chat Completions (as for a supervisor set up for OpenAI), as
+# and pi speak OpenAI Chat Completions (as for a supervisor set up for OpenAI), as
 # Qwen Code does, so the team uses all three APIs: Claude Code Anthropic
 # Messages, Codex OpenAI Responses.
 unset ANTHROPIC_API_KEY ANTHROPIC_AUTH_TOKEN ANTHROPIC_BASE_URL OPENAI_API_KEY

@@ -12,6 +12,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -86,6 +87,9 @@ func normalizeFields(req *api.CreateRequest) error {
 	var ok bool
 	if req.Type, ok = topology.PaneType(req.Type); !ok {
 		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices())
+	}
+	if k, ok := cliagent.Lookup(req.Type); ok && req.Role == topology.RoleMaster && !k.Leads() {
+		return usageErr("a %s pane cannot be a master: %s has no MCP client to give the team tools to (make it a worker)", req.Type, req.Type)
 	}
 	if req.RoleTemplate == "" {
 		req.RoleTemplate = defaultTemplate(req.Type, req.Role)

@@ -155,7 +155,7 @@ func TestParseTeamErrors(t *testing.T) {
 		{"control char title", head + "  - title: \"a\\tb\"\n", 3, []string{`"title"`, "control character"}},
 		{"long title", head + "  - title: " + strings.Repeat("x", 101) + "\n", 3, []string{`"title"`, "too long"}},
 		{"duplicate title", head + "  - {title: a}\n  - {title: b}\n  - {title: a}\n", 5, []string{`"a"`, "lines 3 and 5", `"title"`}},
-		{"bad type", head + "  - {title: a, type: bash}\n", 3, []string{`"type" "bash"`, `pane "a"`, "cicy, claude, codex, opencode or shell"}},
+		{"bad type", head + "  - {title: a, type: bash}\n", 3, []string{`"type" "bash"`, `pane "a"`, "cicy, claude, codex, opencode, pi, qwen or shell"}},
 		{"label role", head + "  - {title: a, role: reviewer}\n", 3, []string{`"role" "reviewer"`, "team panes are masters or workers"}},
 		{"bad template", head + "  - {title: a, role_template: Eng}\n", 3, []string{`"role_template" "Eng"`}},
 		{"shell without command", head + "  - {title: sh, type: shell}\n", 3, []string{`"command"`, "shell pane", `pane "sh"`}},
@@ -278,7 +278,7 @@ func TestDemoTeamFile(t *testing.T) {
 
 // The offline mixed team's file (examples/mixed.yaml) is valid: a cicy
 // coordinator in repo/ (the copy of demo-repo/ make demo-mixed makes), the
-// three CLI agents on the scripted model without permission prompts and a
+// CLI agents on the scripted model without permission prompts and a
 // cicy engineer, every worker in a git worktree of the coordinator's
 // repository; the project is there with its test command.
 func TestMixedTeamFile(t *testing.T) {
@@ -286,12 +286,13 @@ func TestMixedTeamFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if team.Name != "mixed" || len(team.Panes) != 5 {
+	if team.Name != "mixed" || len(team.Panes) != 7 {
 		t.Fatalf("team = %+v", team)
 	}
 	want := []struct{ title, typ, role string }{
 		{"lead", "cicy", "master"}, {"claude1", "claude", "worker"}, {"codex1", "codex", "worker"},
-		{"opencode1", "opencode", "worker"}, {"cicy1", "cicy", "worker"},
+		{"opencode1", "opencode", "worker"}, {"cicy1", "cicy", "worker"}, {"qwen1", "qwen", "worker"},
+		{"pi1", "pi", "worker"},
 	}
 	for i, w := range want {
 		checkMixedPane(t, team.Panes[i], w.title, w.typ, w.role)
@@ -317,7 +318,7 @@ func checkMixedPane(t *testing.T, p TeamPane, title, typ, role string) {
 	if p.InWorktree() != (role == RoleWorker) || (role == RoleWorker && p.Workspace != "") {
 		t.Errorf("pane %s: worktree %v, workspace %q", p.Title, p.InWorktree(), p.Workspace)
 	}
-	cli := typ == "claude" || typ == "codex" || typ == "opencode"
+	cli := typ != "cicy"
 	if cli && (!p.AllowAll || p.Model != "script") {
 		t.Errorf("CLI pane %s: allow_all %v, model %q", p.Title, p.AllowAll, p.Model)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // TestScreenCorpus checks the built-in rules on every screen recorded
@@ -53,7 +54,7 @@ func TestScreenCorpus(t *testing.T) {
 		}
 		seen[agent+"/"+want]++
 	}
-	for _, agent := range []string{"claude", "codex", "opencode"} {
+	for _, agent := range cliagent.Names() {
 		for _, st := range []string{"busy", "idle", "waiting"} {
 			if seen[agent+"/"+st] == 0 {
 				t.Errorf("no %s screen of %s in the corpus", st, agent)

@@ -41,11 +41,18 @@ type Kind struct {
 	APIs []string
 	// aux are its side calls' fingerprints (aux.go).
 	aux []AuxRule
+	// workerOnly marks an agent with no MCP client: it cannot be given the
+	// team tools, so it is never a master.
+	workerOnly bool
 	// guidance is where, in the pane's own folder, the agent reads a
 	// guidance file that is kept out of its workspace (a git worktree):
 	// its user-level instructions.
 	guidance func(dir string) string
 }
+
+// Leads reports whether the agent can be a master: whether it runs the
+// team tools' MCP server.
+func (k Kind) Leads() bool { return !k.workerOnly }
 
 // Pin is the npm package at the tested version: what to install.
 func (k Kind) Pin() string { return k.Package + "@" + k.Version }

@@ -2,6 +2,7 @@ package cliagent
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,14 @@ func TestInterpretHook(t *testing.T) {
 		{agent: "opencode", event: "session.idle", payload: `{"last_assistant_message":"fine"}`, state: pane.Idle, end: true, result: "fine"},
 		{agent: "opencode", event: "permission.asked", payload: `{"permission":"bash"}`, state: pane.Waiting},
 		{agent: "opencode", event: "permission.replied", payload: `{"reply":"once"}`, state: pane.Busy},
+		{agent: "pi", event: "session_start", payload: `{"reason":"startup"}`, state: pane.Idle},
+		{agent: "pi", event: "agent_start", payload: `{}`, state: pane.Busy, prompt: true},
+		{agent: "pi", event: "tool_execution_start", payload: `{"tool":"bash"}`, state: pane.Busy},
+		{agent: "pi", event: "agent_end", payload: `{"last_assistant_message":"made it","stop_reason":"stop"}`, state: pane.Idle, end: true, result: "made it"},
+		{agent: "pi", event: "agent_end", payload: `{"last_assistant_message":"","stop_reason":"error","error":"400 bad"}`, state: pane.Idle, end: true, failed: "the agent's turn failed: 400 bad"},
+		{agent: "pi", event: "permission_asked", payload: `{"tool":"bash"}`, state: pane.Waiting},
+		{agent: "pi", event: "permission_replied", payload: `{"tool":"bash","allowed":true}`, state: pane.Busy},
+		{agent: "pi", event: "turn_end", payload: `{}`, ignored: true},
 		{agent: "qwen", event: "SessionStart", payload: `{"source":"startup"}`, ignored: true},
 		{agent: "qwen", event: "UserPromptSubmit", payload: `{"prompt":"make it"}`, state: pane.Busy, prompt: true},
 		{agent: "qwen", event: "UserPromptSubmit", payload: `{"prompt":""}`, state: pane.Busy},
@@ -84,12 +93,15 @@ func TestInterpretOtherAgents(t *testing.T) {
 }
 
 func TestLookupAndNames(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "gemini", "opencode", "qwen"}) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "gemini", "opencode", "pi", "qwen"}) {
 		t.Fatalf("Names() = %v", got)
 	}
 	for _, n := range Names() {
 		if k, ok := Lookup(n); !ok || k.Name != n || k.Bin == "" || k.Package == "" || k.EnterDelay <= 0 {
 			t.Errorf("Lookup(%q) = %+v, %v", n, k, ok)
+		}
+		if k, _ := Lookup(n); k.Leads() == (n == "pi") { // pi alone has no MCP client
+			t.Errorf("%s: Leads() = %v", n, k.Leads())
 		}
 	}
 	for _, n := range []string{"cicy", "shell", ""} {
@@ -219,6 +231,11 @@ func TestPrepare(t *testing.T) {
 			"opencode/opencode.json":                                  `"baseURL": "` + gw + `/v1"`,
 			"../shared/opencode/config/opencode/plugin/cicy-agent.js": `const BIN = "/opt/my cicy";`},
 			[]string{"OPENAI_API_KEY=" + token}},
+		{"pi", map[string]string{
+			"pi/models.json":              `"baseUrl": "` + gw + `/v1"`,
+			"pi/settings.json":            `"defaultModel": "m"`,
+			"pi/extensions/cicy-agent.js": `const BIN = "/opt/my cicy";`},
+			[]string{"CICY_GATEWAY_TOKEN=" + token, "PI_OFFLINE=1"}},
 		{"qwen", map[string]string{
 			"qwen/settings.json": `"command": "'/opt/my cicy' hook --agent qwen Stop"`},
 			[]string{"OPENAI_BASE_URL=" + gw + "/v1", "OPENAI_API_KEY=" + token, "OPENAI_MODEL=m"}},
@@ -308,7 +325,14 @@ func TestPrepareMCP(t *testing.T) {
 			if master {
 				s.MCP = srv
 			}
-			if _, _, err := k.Prepare(s); err != nil {
+			_, _, err := k.Prepare(s)
+			if master && agent == "pi" { // no MCP client: never a master
+				if err == nil || !strings.Contains(err.Error(), "not a master") {
+					t.Errorf("pi master: %v, want a refusal", err)
+				}
+				continue
+			}
+			if err != nil {
 				t.Fatalf("%s: %v", agent, err)
 			}
 			got := seededMCP(t, agent, s.Dir)
@@ -372,6 +396,8 @@ func seededMCP(t *testing.T, agent, dir string) string {
 			return string(b)
 		}
 		return ""
+	case "pi":
+		return "" // no MCP client
 	case "opencode":
 		var cfg struct {
 			MCP        map[string]any `json:"mcp"`
@@ -410,7 +436,7 @@ func seededMCP(t *testing.T, agent, dir string) string {
 
 // Each agent shows the model the team tools under its own naming.
 func TestToolName(t *testing.T) {
-	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "qwen": "mcp__cicy__dispatch", "gemini": "mcp_cicy_dispatch"} {
+	for agent, want := range map[string]string{"claude": "mcp__cicy__dispatch", "codex": "mcp__cicy.dispatch", "opencode": "cicy_dispatch", "pi": "dispatch", "qwen": "mcp__cicy__dispatch", "gemini": "mcp_cicy_dispatch"} {
 		if k, _ := Lookup(agent); k.ToolName("dispatch") != want {
 			t.Errorf("%s: %s, want %s", agent, k.ToolName("dispatch"), want)
 		}
@@ -427,6 +453,37 @@ func TestRegistryIsThePaneTypes(t *testing.T) {
 	for _, n := range Names() {
 		if _, ok := topology.PaneType(n); !ok {
 			t.Errorf("%s is not a pane type", n)
+		}
+	}
+}
+
+// pi reads its gateway token from its environment: models.json names the
+// variable, and no file of the pane holds the token, which the model could
+// read with its tools; a pane that does not allow all gets the extension's
+// question before bash, edit and write, one that does gets none.
+func TestPiTokenOnlyInItsEnvironment(t *testing.T) {
+	const token = "cicy-pane-token-only-in-the-environment"
+	for _, allowAll := range []bool{false, true} {
+		root := t.TempDir()
+		s := Setup{ID: "w-1", Workspace: filepath.Join(root, "ws"), Dir: filepath.Join(root, "panes", "w-1"), Shared: filepath.Join(root, "panes", "shared"),
+			Self: "/opt/cicy", Gateway: "http://127.0.0.1:7", Token: token, AllowAll: allowAll, Getenv: func(string) string { return "" }}
+		_, env, err := pi.Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(env, "CICY_GATEWAY_TOKEN="+token) || !slices.Contains(env, "PI_CODING_AGENT_DIR="+filepath.Join(s.Dir, "pi")) {
+			t.Errorf("env %q", env)
+		}
+		checkNoFileHolds(t, root, token)
+		b, err := os.ReadFile(filepath.Join(s.Dir, "pi", "extensions", "cicy-agent.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("const ASK = %t;", !allowAll); !strings.Contains(string(b), want) {
+			t.Errorf("allow all %v: the extension lacks %q", allowAll, want)
+		}
+		if k, _ := Lookup("pi"); k.GuidanceAt(s.Dir) != filepath.Join(s.Dir, "pi", "AGENTS.md") {
+			t.Errorf("guidance at %s, not in pi's agent dir", k.GuidanceAt(s.Dir))
 		}
 	}
 }

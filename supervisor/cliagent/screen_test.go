@@ -32,7 +32,7 @@ var pastedWords = []string{
 }
 
 // answerMark is how each agent starts an answer in its transcript.
-var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     ", "qwen": "  ◆︎ ", "gemini": "✦ "}
+var answerMark = map[string]string{"claude": "● ", "codex": "• ", "opencode": "     ", "pi": " ", "qwen": "  ◆︎ ", "gemini": "✦ "}
 
 func readScreen(t testing.TB, path string) []string {
 	t.Helper()
@@ -97,6 +97,8 @@ func TestPastedWordsStayIdle(t *testing.T) {
 			case "claude", "qwen":
 				first++ // under the composer's top rule
 				indentBy = "  "
+			case "pi":
+				first++ // under the editor's top rule; the draft at column 0
 			case "codex":
 				indentBy = "  "
 			case "opencode":
@@ -188,6 +190,10 @@ func TestMenusAndQuestions(t *testing.T) {
 	ocHelp := []string{"   Help                                         esc/enter", "", "   Press ctrl+p to see all available actions and", "   commands in any context."}
 	ocAsk := []string{"  ┃", "  ┃   Colors   Confirm", "  ┃", "  ┃  Which colors should the buttons be? (select all that apply)", "  ┃",
 		"  ┃  1. [ ] Red", "  ┃  2. [ ] Blue", "  ┃", "  ┃  ⇆ tab  ↑↓ select  enter toggle  esc dismiss", "  ┃"}
+	piFoot := []string{"/tmp/w-1", "↑1.2k ↓20 1.2%/128k (auto)                    fake-model"}
+	piAsk := []string{claudeRule, "", " Permission required", " Allow bash: echo x > asked.txt", "", " → Yes", "   No", "",
+		" ↑↓ navigate  enter select  escape/ctrl+c cancel", "", claudeRule}
+	piModels := []string{claudeRule, "", " Select model", "", " → fake-model", "   other-model", "", " ↑↓ navigate  enter select  escape/ctrl+c cancel", "", claudeRule}
 	quote := func(mark string, words []string) []string {
 		out := []string{mark + "They show:"}
 		for _, w := range words {
@@ -223,6 +229,13 @@ func TestMenusAndQuestions(t *testing.T) {
 		// like the popup's: no popup without a draft starting with "/".
 		{"closed line in a message", "opencode", [][]string{{"  ┃", "  ┃  it shows ┃ /agents   Switch agent ┃"}, ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
 		{"quoted question", "opencode", [][]string{quote("     ", slices.Concat(ocAsk, ocMenu, []string{"Commands    esc"})), ocComposer}, pane.Idle, "opencode-idle-footer", pane.PartFooter},
+		{"permission", "pi", [][]string{{" $ echo x > asked.txt", "", " ⠇ Working...", ""}, piAsk, piFoot}, pane.Waiting, "pi-permission", pane.PartDialog},
+		{"model selector", "pi", [][]string{{" done", ""}, piModels, piFoot}, pane.Idle, "pi-selector", pane.PartDialog},
+		// A draft taller than the editor: its upper rule carries the scroll mark.
+		{"scrolled draft", "pi", [][]string{{" done", ""}, {"─── ↑ 2 more " + claudeRule[:3*40], "third line", "└ fourth line", claudeRule}, piFoot}, pane.Idle, "pi-idle-footer", pane.PartFooter},
+		// (An answer whose last line is a spinner line, right above the
+		// editor, would read busy: the screen alone cannot tell it.)
+		{"quoted question", "pi", [][]string{quote(" ", slices.Concat(piAsk[1:len(piAsk)-1], []string{"⠇ Working..."})), {" That is all.", "", claudeRule, "", claudeRule}, piFoot}, pane.Idle, "pi-idle-footer", pane.PartFooter},
 	}
 	for _, c := range cases {
 		lines := slices.Concat(c.screen...)

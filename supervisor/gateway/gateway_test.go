@@ -155,11 +155,17 @@ func TestAuxSideCalls(t *testing.T) {
 	// Qwen Code's follow-up suggestion offers the turn's tools.
 	qwenSuggest := opencode("[SUGGESTION MODE: Suggest what the user might naturally type next.]", true, true)
 
+	// pi's compaction: its summarization system prompt, no tools.
+	piCompact := opencode("The messages above are a conversation to summarize.", true, true)
+	piCompact.body["messages"] = []m{{"role": "system", "content": "You are a context summarization assistant. Your task is to read a conversation"},
+		{"role": "user", "content": "<conversation>say hi</conversation>\n\nThe messages above are a conversation to summarize."}}
+	delete(piCompact.body, "tools")
+
 	cases := []struct {
 		sh  shape
 		aux string
 	}{{title, "title"}, {codexTitle, "title"}, {quota, "quota"}, {count, "count_tokens"}, {cicyAux, "memory"},
-		{qwenSuggest, "suggestion"}, {claudeCode("say hi", true), ""}}
+		{qwenSuggest, "suggestion"}, {piCompact, "compact"}, {claudeCode("say hi", true), ""}}
 	for i, c := range cases {
 		resp, got := rg.post(t, c.sh.path, c.sh.header, c.sh.body)
 		if resp.StatusCode != http.StatusOK {
