@@ -2,7 +2,7 @@
 # The offline mixed team (make demo-mixed): a cicy coordinator gets a goal
 # on a small git repository (a copy of examples/demo-repo, the tool tally
 # with `make test`) and dispatches one change each to a Claude Code, a
-# Codex, an opencode, a cicy engineer, a Qwen Code and a pi, each working in its own git
+# Codex, an opencode, a cicy engineer, a Qwen Code, a pi and a Gemini CLI, each working in its own git
 # worktree on its own branch. The CLI agents are the real, pinned programs
 # (installed first if missing, as make clis does), each talking to the
 # supervisor's gateway in its own API; with the scripted model the gateway

@@ -10,7 +10,7 @@ import (
 // The CLI agents' registry (package cliagent, which imports this one)
 // registers their types; the tests here stand in for it.
 func init() {
-	for name, guidance := range map[string]string{"opencode": "AGENTS.md", "claude": "CLAUDE.md", "codex": "AGENTS.md", "qwen": "QWEN.md", "pi": "AGENTS.md"} {
+	for name, guidance := range map[string]string{"opencode": "AGENTS.md", "claude": "CLAUDE.md", "codex": "AGENTS.md", "qwen": "QWEN.md", "pi": "AGENTS.md", "gemini": "GEMINI.md"} {
 		RegisterPaneType(name, guidance)
 	}
 }
@@ -42,7 +42,7 @@ func TestPaneSpecRules(t *testing.T) {
 	if _, ok := PaneType("bash"); ok {
 		t.Error(`PaneType("bash") is a pane type`)
 	}
-	if got := PaneTypeChoices(); got != "cicy, claude, codex, opencode, pi, qwen or shell" {
+	if got := PaneTypeChoices(); got != "cicy, claude, codex, gemini, opencode, pi, qwen or shell" {
 		t.Errorf("PaneTypeChoices = %q", got)
 	}
 	if r := PaneRole(""); r != RoleWorker {

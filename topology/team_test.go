@@ -155,7 +155,7 @@ func TestParseTeamErrors(t *testing.T) {
 		{"control char title", head + "  - title: \"a\\tb\"\n", 3, []string{`"title"`, "control character"}},
 		{"long title", head + "  - title: " + strings.Repeat("x", 101) + "\n", 3, []string{`"title"`, "too long"}},
 		{"duplicate title", head + "  - {title: a}\n  - {title: b}\n  - {title: a}\n", 5, []string{`"a"`, "lines 3 and 5", `"title"`}},
-		{"bad type", head + "  - {title: a, type: bash}\n", 3, []string{`"type" "bash"`, `pane "a"`, "cicy, claude, codex, opencode, pi, qwen or shell"}},
+		{"bad type", head + "  - {title: a, type: bash}\n", 3, []string{`"type" "bash"`, `pane "a"`, "cicy, claude, codex, gemini, opencode, pi, qwen or shell"}},
 		{"label role", head + "  - {title: a, role: reviewer}\n", 3, []string{`"role" "reviewer"`, "team panes are masters or workers"}},
 		{"bad template", head + "  - {title: a, role_template: Eng}\n", 3, []string{`"role_template" "Eng"`}},
 		{"shell without command", head + "  - {title: sh, type: shell}\n", 3, []string{`"command"`, "shell pane", `pane "sh"`}},
@@ -286,13 +286,13 @@ func TestMixedTeamFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if team.Name != "mixed" || len(team.Panes) != 7 {
+	if team.Name != "mixed" || len(team.Panes) != 8 {
 		t.Fatalf("team = %+v", team)
 	}
 	want := []struct{ title, typ, role string }{
 		{"lead", "cicy", "master"}, {"claude1", "claude", "worker"}, {"codex1", "codex", "worker"},
 		{"opencode1", "opencode", "worker"}, {"cicy1", "cicy", "worker"}, {"qwen1", "qwen", "worker"},
-		{"pi1", "pi", "worker"},
+		{"pi1", "pi", "worker"}, {"gemini1", "gemini", "worker"},
 	}
 	for i, w := range want {
 		checkMixedPane(t, team.Panes[i], w.title, w.typ, w.role)
