@@ -6,7 +6,7 @@ BIN     := bin/cicy-agent
 
 .PHONY: build test test-unit clis lint demo demo-mixed demo-cluster bench fmt tidy
 
-# The pinned real CLI agents (Claude Code, Codex, opencode) the integration
+# The pinned real CLI agents (supervisor/cliagent: Claude Code, Codex, opencode, Qwen Code, pi, Gemini CLI) the integration
 # tests drive; installed once into a cache folder (CICY_CLI_DIR).
 CICY_CLI_DIR ?= $(HOME)/.cache/cicy-agent/clis
 export CICY_CLI_DIR
@@ -17,12 +17,12 @@ build:
 # The whole suite, with the race detector, the real CLI agents included
 # (installed first if missing). CI runs exactly this. It prints what go test
 # prints, then the ten slowest tests (scripts/testreport reads go test -json). The timeout is per
-# package: cmd/cicy-agent, which drives the real CLIs, takes 8-10 minutes
-# on two busy cores.
+# package: cmd/cicy-agent, which drives the six real CLIs, takes about 13 minutes on two
+# cores (BENCHMARKS.md), longer when they are busy.
 test: clis
 	$(GO) vet ./...
 	$(GO) build -o bin/testreport ./scripts/testreport
-	set -o pipefail; CICY_REQUIRE_CLIS=1 $(GO) test -json -race -timeout 1200s ./... | bin/testreport
+	set -o pipefail; CICY_REQUIRE_CLIS=1 $(GO) test -json -race -timeout 1800s ./... | bin/testreport
 
 # The suite without the real CLI agents (their tests skip): no npm needed.
 test-unit:
@@ -42,9 +42,9 @@ demo: build
 	scripts/demo.sh
 
 # The offline mixed team: examples/mixed.yaml — a cicy coordinator and the
-# real Claude Code, Codex and opencode (the script installs them if missing,
-# as make clis does) with a shell worker, all on the scripted model through
-# the gateway.
+# real Claude Code, Codex, opencode, Qwen Code, pi and Gemini CLI (the script
+# installs them if missing, as make clis does) with a cicy engineer, each in
+# a git worktree, all on the scripted model through the gateway.
 demo-mixed: build
 	scripts/demo-mixed.sh
 

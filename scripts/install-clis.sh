@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the pinned real CLI agents the integration tests drive (about
-# 1.1 GB, ~60 s) into a cache folder, once. Which agents and which versions
+# 1.6 GB, ~90 s) into a cache folder, once. Which agents and which versions
 # is the registry's (supervisor/cliagent, one file per agent): the binary
 # says which pins the folder lacks (cicy-agent agents --missing). The
 # folder is $CICY_CLI_DIR, else ~/.cache/cicy-agent/clis; the programs land
