@@ -18,8 +18,10 @@ import (
 )
 
 // mcpWorkerRules script the cicy workers: a task "gated FILE" runs a
-// shell command that ends once FILE exists. (A shell worker's task ends
-// with its command, silent while it waits.)
+// shell command that ends once FILE exists, waiting up to 10 minutes (the
+// gates open once every master has got that far: past the shell tool's
+// default 2 minutes for the first master's worker under two CPU burners).
+// (A shell worker's task ends with its command, silent while it waits.)
 const mcpWorkerRules = `rules:
   - match: {tool_result: true}
     reply: {text: 'cicy worker: {{tool_result}}'}
@@ -27,7 +29,7 @@ const mcpWorkerRules = `rules:
     reply:
       tool_calls:
         - name: shell
-          input: {command: 'while [ ! -e {{1}} ]; do sleep 0.1; done; echo cicy-ok'}
+          input: {command: 'while [ ! -e {{1}} ]; do sleep 0.1; done; echo cicy-ok', timeout: 600}
   - match: {aux: '*'}
     reply: {text: ok}
 `
