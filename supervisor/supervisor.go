@@ -228,7 +228,11 @@ func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(
 		if err != nil {
 			return err
 		}
+		// A pane restored already may be running (a cicy turn that goes
+		// on calls the budgets, which look panes up): under the lock.
+		s.mu.Lock()
 		s.panes[r.ID] = e
+		s.mu.Unlock()
 		if told != nil && ((i+1)%1000 == 0 || i+1 == len(rows)) {
 			told(i+1, len(rows))
 		}

@@ -81,11 +81,15 @@ func answerGateway(t *testing.T, url string) (*Gateway, *activity) {
 }
 
 // waitEnd waits until a request's end is told and returns its answer.
-func (a *activity) waitEnd(t *testing.T) Answer {
+func (a *activity) waitEnd(t *testing.T) Answer { t.Helper(); return a.waitEnded(t, 1) }
+
+// waitEnded waits until n requests' ends are told (the gateway tells the
+// end after it records the call) and returns the newest answer.
+func (a *activity) waitEnded(t *testing.T, n int) Answer {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); a.ended.Load() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); int(a.ended.Load()) < n; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the request's end was never told")
+			t.Fatalf("%d request ends told, want %d", a.ended.Load(), n)
 		}
 	}
 	ans, _ := a.last()

@@ -44,13 +44,13 @@ func TestGeminiAnswerAndCount(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.StatusCode, got)
 		}
 		rg.rec.wait(t, 2*i+1)
-		if a, _ := rg.act.last(); a.Text != "all done" || a.ToolCalls != 0 || a.Error != "" {
+		if a := rg.act.waitEnded(t, 2*i+1); a.Text != "all done" || a.ToolCalls != 0 || a.Error != "" {
 			t.Errorf("stream=%v: answer %+v", stream, a)
 		}
 		sh = geminiCLI("[[shell=ls]]", stream)
 		rg.post(t, sh.path, sh.header, sh.body)
 		rg.rec.wait(t, 2*i+2)
-		if a, _ := rg.act.last(); a.ToolCalls != 1 || a.Error != "" {
+		if a := rg.act.waitEnded(t, 2*i+2); a.ToolCalls != 1 || a.Error != "" {
 			t.Errorf("stream=%v: answer %+v", stream, a)
 		}
 	}
@@ -79,7 +79,7 @@ func TestGeminiUpstreamError(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	rg.rec.wait(t, 1)
-	if a, _ := rg.act.last(); !a.Failed() || !strings.Contains(a.Error, "400: INVALID_ARGUMENT: fake-llm status directive 400") {
+	if a := rg.act.waitEnded(t, 1); !a.Failed() || !strings.Contains(a.Error, "400: INVALID_ARGUMENT: fake-llm status directive 400") {
 		t.Errorf("answer %+v", a)
 	}
 	m := &meter{api: Gemini}
