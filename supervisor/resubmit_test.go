@@ -49,12 +49,7 @@ func TestSendResubmits(t *testing.T) {
 			}
 			s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(c.swallow, c.late))
 			ctx := context.Background()
-			p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: backend})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
-			waitPane(t, s, p.ID, "idle by the screen", func(st pane.Status) bool { return st.State == pane.Idle && st.Cause == pane.CauseScreen })
+			p := idleStandIn(t, s, backend)
 			if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "delegate the long task to the worker now"}); err != nil {
 				t.Fatal(err)
 			}
@@ -70,16 +65,24 @@ func TestSendResubmits(t *testing.T) {
 func TestDispatchResubmits(t *testing.T) {
 	s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(2, false))
 	ctx := context.Background()
-	p, err := s.Create(ctx, api.CreateRequest{Title: "c", Type: "claude", Backend: "pty"})
+	p := idleStandIn(t, s, "pty")
+	if _, err := s.Dispatch(ctx, "", p.ID, "add the max command to tally"); err != nil {
+		t.Fatal(err)
+	}
+	waitSubmitted(t, s, p.ID, "add the max command")
+}
+
+// idleStandIn creates a pane of the stand-in claude on backend and waits
+// until its screen says idle.
+func idleStandIn(t *testing.T, s *Supervisor, backend string) api.CreateResponse {
+	t.Helper()
+	p, err := s.Create(context.Background(), api.CreateRequest{Title: "c", Type: "claude", Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
 	waitPane(t, s, p.ID, "idle by the screen", func(st pane.Status) bool { return st.State == pane.Idle && st.Cause == pane.CauseScreen })
-	if _, err := s.Dispatch(ctx, "", p.ID, "add the max command to tally"); err != nil {
-		t.Fatal(err)
-	}
-	waitSubmitted(t, s, p.ID, "add the max command")
+	return p
 }
 
 // waitSubmitted waits for the stand-in agent to have submitted text.
