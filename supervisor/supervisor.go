@@ -581,9 +581,12 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 	if isCLI {
 		// A CLI agent reaches its model through the gateway only: the
 		// supervisor's upstream URLs are not its (its seed sets its own).
+		// Its pane is an interactive terminal, even when the supervisor
+		// runs in a CI job: Gemini CLI runs headless when it sees CI=true
+		// or GITHUB_ACTIONS=true, and Ink draws no screen under CI.
 		environ = slices.DeleteFunc(environ, func(kv string) bool {
 			name, _, _ := strings.Cut(kv, "=")
-			return slices.Contains(upstreamVars, name)
+			return slices.Contains(upstreamVars, name) || ciMarker(name)
 		})
 	}
 	opts.Env = append(paneEnv(s.cfg.Home, id, environ, pass, s.cfg.Getenv), extra...)
@@ -593,6 +596,16 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 // upstreamVars name the real model upstreams in the supervisor's
 // environment; a CLI agent's pane gets the gateway's URLs instead.
 var upstreamVars = []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"}
+
+// ciMarker reports whether name is one of the variables programs read to
+// tell they run in a CI job (non-interactive, no live screen).
+func ciMarker(name string) bool {
+	switch name {
+	case "CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "BUILD_NUMBER", "RUN_ID":
+		return true
+	}
+	return strings.HasPrefix(name, "CI_")
+}
 
 // paneEnv is the environment of a pane's process: the supervisor's own
 // (environ) without the provider credentials, plus those of pass the
