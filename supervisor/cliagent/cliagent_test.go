@@ -487,3 +487,52 @@ func TestPiTokenOnlyInItsEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedOpencodeDeps: a new config folder is seeded as holding the
+// plugin SDK (so opencode does not fetch it); a folder with a
+// node_modules of its own, or a package.json a user wrote, is left as is.
+func TestSeedOpencodeDeps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := seedOpencodeDeps(dir); err != nil {
+		t.Fatal(err)
+	}
+	var lock struct {
+		Packages map[string]struct{ Dependencies map[string]string } `json:"packages"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		t.Fatal(err)
+	}
+	if got := lock.Packages[""].Dependencies["@opencode-ai/plugin"]; got != opencodeVersion {
+		t.Errorf("lock names the SDK at %q, want %q", got, opencodeVersion)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil || !fi.IsDir() {
+		t.Errorf("node_modules: %v", err)
+	}
+
+	user := t.TempDir()
+	mine := []byte(`{"dependencies":{"left-pad":"1.3.0"}}`)
+	if err := os.WriteFile(filepath.Join(user, "package.json"), mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedOpencodeDeps(user); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(user, "package.json")); string(got) != string(mine) {
+		t.Errorf("the user's package.json became %s", got)
+	}
+	installed := t.TempDir()
+	if err := os.Mkdir(filepath.Join(installed, "node_modules"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedOpencodeDeps(installed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(installed, "package-lock.json")); err == nil {
+		t.Errorf("an installed folder got a lock written")
+	}
+}

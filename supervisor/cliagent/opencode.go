@@ -3,6 +3,7 @@ package cliagent
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,13 +21,17 @@ func init() { register(opencode) }
 
 var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
-	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: "1.18.33", APIs: []string{"anthropic", "chat"},
+	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: opencodeVersion, APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	toolName: func(tool string) string { return MCPName + "_" + tool },
 	// Next to the pane's opencode.json, named in its "instructions".
 	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
 }
+
+// opencodeVersion is the pinned opencode-ai, and the plugin SDK of the
+// same version its config folder is seeded with.
+const opencodeVersion = "1.18.33"
 
 // opencodePlugin forwards opencode's events to `cicy-agent hook`; it
 // remembers the last assistant text of each session, which opencode's
@@ -73,10 +78,8 @@ export const CicyAgentHooks = async () => ({
 // prepareOpencode seeds opencode: the pane's own opencode.json
 // (OPENCODE_CONFIG: the gateway as its provider, no update or models
 // fetch, the permission policy) and data folders, and a config folder
-// shared by the home's opencode panes holding the event plugin. opencode
-// installs its plugin package into its config folder before it starts
-// (12 s from the npm registry, longer without one); shared, that happens
-// once, not once per pane.
+// shared by the home's opencode panes holding the event plugin (see
+// seedOpencodeDeps).
 func prepareOpencode(a Setup) ([]string, []string, error) {
 	root := filepath.Join(a.Dir, "opencode")
 	cfgDir := filepath.Join(a.Shared, "opencode", "config")
@@ -91,12 +94,47 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 	if err := cicy.WriteFileAtomic(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
 		return nil, nil, err
 	}
+	if err := seedOpencodeDeps(filepath.Join(cfgDir, "opencode")); err != nil {
+		return nil, nil, err
+	}
 	env := append([]string{
 		"OPENCODE_CONFIG=" + own, opencodeAPI(a.Getenv).keyVar + "=" + a.Token,
 		"XDG_CONFIG_HOME=" + cfgDir, "XDG_DATA_HOME=" + filepath.Join(root, "data"),
 		"XDG_CACHE_HOME=" + filepath.Join(root, "cache"), "XDG_STATE_HOME=" + filepath.Join(root, "state"),
 	}, quietEnv...)
 	return append([]string{"opencode"}, a.Extra...), env, nil
+}
+
+// seedOpencodeDeps marks opencode's config folder dir as holding its
+// plugin SDK. At every start opencode installs "@opencode-ai/plugin"
+// into each config folder whose node_modules is missing or whose
+// package-lock.json does not list it: npm's resolver in its own process,
+// 9 s and 13 s of CPU with the npm registry at hand, a failure after its
+// retries without one. Our plugin imports node's child_process only, so
+// the folder is seeded as installed (node_modules, a package.json and
+// the lock's root naming the package) once; what a user added stays.
+func seedOpencodeDeps(dir string) error {
+	mods := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(mods); err == nil {
+		return nil
+	}
+	dep := map[string]any{"@opencode-ai/plugin": opencodeVersion}
+	for name, doc := range map[string]any{
+		"package.json":      map[string]any{"dependencies": dep},
+		"package-lock.json": map[string]any{"name": "opencode", "lockfileVersion": 3, "requires": true, "packages": map[string]any{"": map[string]any{"dependencies": dep}}},
+	} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil {
+			continue
+		}
+		if err := writeJSONFile(path, doc); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(mods, 0o700); err != nil {
+		return fmt.Errorf("seed opencode's config folder: %w", err)
+	}
+	return nil
 }
 
 // opencodeConfig is a pane's opencode.json: the gateway as its provider
