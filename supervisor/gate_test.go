@@ -39,10 +39,18 @@ func TestClientWaitsForARestore(t *testing.T) {
 	t.Cleanup(func() { let(); cancel(); <-served })
 	c = api.NewClient(h)
 	var hl api.Health
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// A loaded machine (the whole suite under two burners) can take long
+	// to get a supervisor to its restore; one that stops tells why.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var err error
 		if hl, err = c.Health(context.Background()); err == nil && hl.Restoring != "" {
 			break
+		}
+		select {
+		case serr := <-served:
+			served <- serr // for the cleanup
+			t.Fatalf("the supervisor stopped before it restored its panes: %v", serr)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the socket does not answer while the supervisor restores its panes: %v", err)
