@@ -98,6 +98,12 @@ type claudePayload struct {
 
 // interpretClaude maps a Claude Code hook to its effect.
 func interpretClaude(event string, payload []byte) Effect {
+	return claudeHooks("claude", event, payload)
+}
+
+// claudeHooks maps a hook in Claude Code's format, sent by agent (Claude
+// Code, or Qwen Code, which took its hooks), to its effect.
+func claudeHooks(agent, event string, payload []byte) Effect {
 	var p claudePayload
 	decode(payload, &p)
 	if eff, ok := claudeStyleHook(event, p); ok {
@@ -121,7 +127,7 @@ func interpretClaude(event string, payload []byte) Effect {
 		}
 		return Effect{Ignored: "notification " + p.NotificationType}
 	}
-	return unused("claude", event)
+	return unused(agent, event)
 }
 
 // claudeStyleHook is the effect of the hook events Claude Code and Codex

@@ -84,6 +84,7 @@ func TestInterpretHook(t *testing.T) {
 func TestInterpretOtherAgents(t *testing.T) {
 	for _, c := range []struct{ agent, event string }{
 		{"codex", "StopFailure"}, {"codex", "Notification"}, {"opencode", "Stop"}, {"claude", "notify"}, {"shell", "Stop"},
+		{"qwen", "notify"}, {"qwen", "AfterAgent"},
 	} {
 		eff := Interpret(c.agent, c.event, []byte(`{"notification_type":"idle_prompt","type":"agent-turn-complete"}`))
 		if want := "event " + c.event + " of " + c.agent + " is not used"; eff != (Effect{Ignored: want}) {

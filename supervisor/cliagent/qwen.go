@@ -114,11 +114,7 @@ func interpretQwen(event string, payload []byte) Effect {
 			return Effect{State: pane.Busy}
 		}
 	}
-	eff := interpretClaude(event, payload)
-	if strings.HasPrefix(eff.Ignored, "event ") {
-		return unused("qwen", event)
-	}
-	return eff
+	return claudeHooks("qwen", event, payload)
 }
 
 // qwenRules are Qwen Code's built-in screen rules, from the screens of
