@@ -206,9 +206,7 @@ func TestAnswers(t *testing.T) {
 // TestAnswerUnreachable: a connection error is the request's failure.
 func TestAnswerUnreachable(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.NotFoundHandler())
-	srv.Close() // nothing listens there now
-	gw, act := answerGateway(t, srv.URL)
+	gw, act := answerGateway(t, deadUpstream)
 	req, _ := http.NewRequest(http.MethodPost, gw.URL()+"/v1/messages", strings.NewReader(`{"model":"m","messages":[]}`))
 	req.Header.Set("x-api-key", paneToken)
 	resp, err := client.Do(req)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -295,13 +294,15 @@ func TestEchoedKeyTakenOutOfErrors(t *testing.T) {
 	}
 }
 
+// deadUpstream is an address nothing listens on. Not a port a test
+// listened on and closed: the system hands that one to the next listener,
+// maybe another package's test server running alongside (a closed port
+// answered TestAnswerUnreachable as another test's gateway). Port 1 is
+// below the range ports are picked from for a listener on port 0.
+const deadUpstream = "http://127.0.0.1:1"
+
 func TestDeadUpstreamIs502(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := deadUpstream
 	rg := startRigTo(t, startTap(t), Upstreams{Anthropic: dead, OpenAI: dead + "/v1"}, nil)
 	for i, sh := range []shape{claudeCode("hi", true), opencode("hi", true, true)} {
 		resp, got := rg.post(t, sh.path, sh.header, sh.body)
