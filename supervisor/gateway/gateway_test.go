@@ -302,14 +302,13 @@ func TestEchoedKeyTakenOutOfErrors(t *testing.T) {
 const deadUpstream = "http://127.0.0.1:1"
 
 func TestDeadUpstreamIs502(t *testing.T) {
-	dead := deadUpstream
-	rg := startRigTo(t, startTap(t), Upstreams{Anthropic: dead, OpenAI: dead + "/v1"}, nil)
+	rg := startRigTo(t, startTap(t), Upstreams{Anthropic: deadUpstream, OpenAI: deadUpstream + "/v1"}, nil)
 	for i, sh := range []shape{claudeCode("hi", true), opencode("hi", true, true)} {
 		resp, got := rg.post(t, sh.path, sh.header, sh.body)
 		if resp.StatusCode != http.StatusBadGateway || !bytes.Contains(got, []byte("upstream unreachable")) {
 			t.Errorf("%s: status %d body %s", sh.name, resp.StatusCode, got)
 		}
-		if strings.Contains(string(got), dead) {
+		if strings.Contains(string(got), deadUpstream) {
 			t.Errorf("502 body names the upstream URL: %s", got)
 		}
 		if c := rg.rec.wait(t, i+1); c.Status != http.StatusBadGateway || c.Err == "" {
