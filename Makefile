@@ -17,8 +17,10 @@ build:
 # The whole suite, with the race detector, the real CLI agents included
 # (installed first if missing). CI runs exactly this. It prints what go test
 # prints, then the ten slowest tests (scripts/testreport reads go test -json). The timeout is per
-# package: cmd/cicy-agent, which drives the six real CLIs, takes about 13 minutes on two
-# cores (BENCHMARKS.md), longer when they are busy.
+# package: cmd/cicy-agent, which drives the six real CLIs through the
+# binary (built there without the race detector: the supervisor's packages
+# run it in process under the detector), takes about 7 minutes on two cores
+# (BENCHMARKS.md), longer when they are busy.
 test: clis
 	$(GO) vet ./...
 	$(GO) build -o bin/testreport ./scripts/testreport

@@ -107,7 +107,7 @@ func TestDashboardWithDemoTeam(t *testing.T) {
 	home, dir, env := demoHome(t)
 	tm := newTestTmux(t)
 	var args []string
-	for _, kv := range []string{"CICY_HOME=" + home, "CICY_PROVIDER=script", "CICY_SCRIPT=" + filepath.Join(dir, "demo.script.yaml"), "HOME=" + dir, "GORACE=" + os.Getenv("GORACE")} {
+	for _, kv := range []string{"CICY_HOME=" + home, "CICY_PROVIDER=script", "CICY_SCRIPT=" + filepath.Join(dir, "demo.script.yaml"), "HOME=" + dir} {
 		args = append(args, "-e", kv)
 	}
 	tm.run(append(append([]string{"new-session", "-d", "-s", "dash", "-x", "80", "-y", "24"}, args...),

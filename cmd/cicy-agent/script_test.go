@@ -26,7 +26,12 @@ import (
 )
 
 // binDir holds the real cicy-agent binary, built once by TestMain, so the
-// scripts drive exactly what users run, autostarted daemon included.
+// scripts drive exactly what users run, autostarted daemon included. It is
+// built without the race detector, even when the tests have it: the
+// supervisor's code runs under the detector in its own packages' tests
+// (supervisor, gateway, pane, …, in process), while here every client
+// command, hook and daemon would pay its cost (most of this package's CPU)
+// and a daemon's race report would only reach its log.
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -40,20 +45,13 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	args := []string{"build", "-o", filepath.Join(dir, "cicy-agent")}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "cicy-agent"), ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build cicy-agent:", err)
 		return 1
 	}
 	binDir = dir
-	// A race-enabled binary sleeps a second at exit by default (to let
-	// late race reports out); every command of every script would pay it.
-	os.Setenv("GORACE", "atexit_sleep_ms=0")
 	// The real CLI agents, if installed (make clis), and a fake model
 	// server they all talk to.
 	cliDir = os.Getenv("CICY_CLI_DIR")
@@ -146,7 +144,6 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("CICY_HOME", home)
 	env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	env.Setenv("CICYBIN", binDir)
-	env.Setenv("GORACE", os.Getenv("GORACE"))
 	env.Setenv("CLIBIN", cliDir)
 	env.Setenv("FAKELLM", fakeURL)
 	env.Setenv("TOKEN", fmt.Sprintf("tok%d", rand.Int64()))
