@@ -224,6 +224,7 @@ func startFlood(t *testing.T, script string) *PTY {
 // reaches the screen (before, the emulator drew every line and took about
 // four minutes for this).
 func TestPTYFloodReachesScreen(t *testing.T) {
+	t.Parallel()
 	p := startFlood(t, "yes | head -c 16M; echo; echo flood-done")
 	eventually(t, 90*time.Second, "the marker after the flood", func() bool { return hasLine(p.Screen(), "flood-done") })
 	var lines []string

@@ -138,6 +138,7 @@ func TestScreenFloodAfterSequences(t *testing.T) {
 // cuts shows exactly what an emulator fed every byte shows — the styled
 // cells, the cursor, which screen is up — and did leave bytes out.
 func TestScreenSkipsOnlyWhatCannotBeSeen(t *testing.T) {
+	t.Parallel()
 	var skipped int64
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 7))

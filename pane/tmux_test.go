@@ -197,6 +197,7 @@ func TestTmuxCauses(t *testing.T) {
 
 // TestTmuxRequestsInFlight: as TestPTYRequestsInFlight, for a tmux pane.
 func TestTmuxRequestsInFlight(t *testing.T) {
+	t.Parallel()
 	s := tmuxServer(t)
 	var inFlight atomic.Int64
 	opts := bashOpts(t)
@@ -233,6 +234,7 @@ func TestTmuxRequestsInFlight(t *testing.T) {
 // with no output after it takes the busy verdict at the next look, though
 // nothing new happened in the pane (a verdict applies at its second look).
 func TestTmuxScreenSecondLook(t *testing.T) {
+	t.Parallel()
 	s := tmuxServer(t)
 	rules, err := Rules{
 		{Name: "working", State: Busy, Match: `^working$`, Last: 1},

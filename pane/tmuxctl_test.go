@@ -58,6 +58,7 @@ func startFollowed(t *testing.T, s *TmuxServer, opts Options) *TmuxPane {
 // the safety sweep an hour away: only the control client's events can
 // tell it.
 func TestTmuxOutputAfterQuietIsEvent(t *testing.T) {
+	t.Parallel()
 	s := followedServer(t)
 	p := startFollowed(t, s, bashOpts(t))
 	time.Sleep(6 * time.Second) // longer than a quiet pane's 5 s poll
@@ -116,6 +117,7 @@ func idleBefore(states []Status, end time.Time) (Status, bool) {
 // read a gap idle once in the full suite under two CPU burners, load 13:
 // the printing shell itself starved for longer.)
 func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
+	t.Parallel()
 	s := followedServer(t)
 	states, end := statesUntilIdle(t, s, 1500*time.Millisecond, "for i in $(seq 30); do echo x; sleep 0.2; done; echo x")
 	if st, ok := idleBefore(states, end); ok {
@@ -130,6 +132,7 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 // client reads a fraction of it) and is never shown idle while it floods,
 // even with a pause longer than its settle time; it is idle after.
 func TestTmuxFloodPaused(t *testing.T) {
+	t.Parallel()
 	s := followedServer(t)
 	// The production settle time, and a pause twice as long: a settle of
 	// 200 ms read a flood idle once at load 9 on two cores (the tmux
@@ -190,6 +193,7 @@ func TestTmuxClosedFromOutside(t *testing.T) {
 // are polled (output still seen), and the client comes back and follows
 // them again.
 func TestTmuxControlClientDies(t *testing.T) {
+	t.Parallel()
 	s := followedServer(t)
 	p := startFollowed(t, s, bashOpts(t))
 	old := int(s.ctlPID.Load())
@@ -242,6 +246,7 @@ func TestTmuxControlClientUnseen(t *testing.T) {
 // client's identification and its start; our tmux commands wait while it
 // connects. Without that, about half the connects here crash it.)
 func TestTmuxSessionsCreatedWhileClientConnects(t *testing.T) {
+	t.Parallel()
 	s := followedServer(t)
 	p := startFollowed(t, s, bashOpts(t))
 	stop := make(chan struct{})
@@ -288,6 +293,7 @@ func TestTmuxSessionsCreatedWhileClientConnects(t *testing.T) {
 // session alone it would run on forever) — whether the poller sees the
 // pane go or the server object is closed right after.
 func TestTmuxServerEndsWithLastPane(t *testing.T) {
+	t.Parallel()
 	for _, closeAtOnce := range []bool{false, true} {
 		t.Run(fmt.Sprint("close=", closeAtOnce), func(t *testing.T) {
 			s := followedServer(t)

@@ -17,6 +17,7 @@ func dumpable() uintptr {
 // TestHideEnvironment runs itself in a child (the flag is the whole
 // process's): after HideEnvironment the process is not dumpable.
 func TestHideEnvironment(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CICY_TEST_HIDE_CHILD") == "1" {
 		if err := HideEnvironment(); err != nil {
 			fmt.Println("error:", err)
