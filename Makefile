@@ -19,7 +19,7 @@ build:
 # prints, then the ten slowest tests (scripts/testreport reads go test -json). The timeout is per
 # package: cmd/cicy-agent, which drives the six real CLIs through the
 # binary (built there without the race detector: the supervisor's packages
-# run it in process under the detector), takes about 7 minutes on two cores
+# run it in process under the detector), takes about 8 minutes on two cores
 # (BENCHMARKS.md), longer when they are busy.
 test: clis
 	$(GO) vet ./...
