@@ -57,8 +57,9 @@ func startFollowed(t *testing.T, s *TmuxServer, opts Options) *TmuxPane {
 // longer than the 5 s poll of quiet panes is seen as busy, then idle, with
 // the safety sweep an hour away: only the control client's events can
 // tell it.
+// (Not run beside the package's parallel tests: it times quiet, and a
+// starved tmux server is quiet.)
 func TestTmuxOutputAfterQuietIsEvent(t *testing.T) {
-	t.Parallel()
 	s := followedServer(t)
 	p := startFollowed(t, s, bashOpts(t))
 	time.Sleep(6 * time.Second) // longer than a quiet pane's 5 s poll
@@ -116,8 +117,9 @@ func idleBefore(states []Status, end time.Time) (Status, bool) {
 // shown idle before its last line, and is idle after. (A settle of 600 ms
 // read a gap idle once in the full suite under two CPU burners, load 13:
 // the printing shell itself starved for longer.)
+// (Not run beside the package's parallel tests: it times quiet, and a
+// starved tmux server is quiet.)
 func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
-	t.Parallel()
 	s := followedServer(t)
 	states, end := statesUntilIdle(t, s, 1500*time.Millisecond, "for i in $(seq 30); do echo x; sleep 0.2; done; echo x")
 	if st, ok := idleBefore(states, end); ok {
@@ -131,8 +133,9 @@ func TestTmuxSteadyOutputNeverIdle(t *testing.T) {
 // TestTmuxFloodPaused: a pane flooding output is paused (the control
 // client reads a fraction of it) and is never shown idle while it floods,
 // even with a pause longer than its settle time; it is idle after.
+// (Not run beside the package's parallel tests: it times quiet, and a
+// starved tmux server is quiet.)
 func TestTmuxFloodPaused(t *testing.T) {
-	t.Parallel()
 	s := followedServer(t)
 	// The production settle time, and a pause twice as long: a settle of
 	// 200 ms read a flood idle once at load 9 on two cores (the tmux
