@@ -56,10 +56,10 @@ func (s *Supervisor) findAgent(typ string) (string, error) {
 }
 
 // FindCLI is where CLI agent k's program is: on PATH, else in CLIDir (what
-// `make clis` installs), with getenv for PATH's siblings. The error says
-// how to install the pinned version.
+// `make clis` installs), both read with getenv. The error says how to
+// install the pinned version.
 func FindCLI(k cliagent.Kind, getenv func(string) string) (string, error) {
-	if path, err := exec.LookPath(k.Bin); err == nil {
+	if path, ok := lookPath(k.Bin, getenv("PATH")); ok {
 		return path, nil
 	}
 	dir := CLIDir(getenv)
@@ -205,4 +205,20 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// lookPath is exec.LookPath of name in the folders of the PATH value path
+// (the supervisor's environment as its Getenv reads it, not necessarily
+// this process's). Relative folders are skipped, as exec.LookPath refuses
+// what they find.
+func lookPath(name, path string) (string, bool) {
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }

@@ -61,10 +61,10 @@ type procNode struct {
 
 // spawnNode starts node name on home in a child process and waits until
 // it answers and has joined.
-func spawnNode(t testing.TB, db, name string, home Home) *procNode {
+func spawnNode(t testing.TB, db, name string, home Home, env ...string) *procNode {
 	t.Helper()
-	return spawnServe(t, name, home, "CICY_DB="+db, "CICY_NODE="+name,
-		"CICY_LISTEN=127.0.0.1:0", "CICY_CLUSTER_TOKEN="+testClusterToken)
+	return spawnServe(t, name, home, append([]string{"CICY_DB=" + db, "CICY_NODE=" + name,
+		"CICY_LISTEN=127.0.0.1:0", "CICY_CLUSTER_TOKEN=" + testClusterToken}, env...)...)
 }
 
 // spawnServe starts a supervisor on home in a child process, with env
@@ -116,11 +116,12 @@ func (n *procNode) node() *node { return &node{name: n.name, home: n.home, c: n.
 // it is started again the task ends exactly once (the crash rules of a
 // single supervisor: the PTY pane was lost) and the master is told once.
 func TestClusterWorkerNodeKilled(t *testing.T) {
-	db := clusterEnv(t)
+	t.Parallel()
+	db, env := privateClusterEnv(t)
 	ctx := context.Background()
-	a := startNode(t, db, "a")
+	a := startNode(t, db, "a", env...)
 	bHome := Home{Root: filepath.Join(t.TempDir(), "b")}
-	b := spawnNode(t, db, "b", bHome)
+	b := spawnNode(t, db, "b", bHome, env...)
 
 	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
 	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
@@ -151,7 +152,7 @@ func TestClusterWorkerNodeKilled(t *testing.T) {
 		t.Fatalf("the task while its node is down: %+v, %v; want still delivered (only its node settles it)", got, err)
 	}
 
-	b = spawnNode(t, db, "b", bHome)
+	b = spawnNode(t, db, "b", bHome, env...)
 	got, err := a.c.WaitTask(ctx, task.ID, 30*time.Second)
 	if err != nil || got.Status != "failed" || !strings.Contains(got.Error, "ended with the supervisor") {
 		t.Fatalf("the task after its node came back: %+v, %v; want failed, its worker ended with the supervisor", got, err)
@@ -212,10 +213,11 @@ func TestClusterMasterNodeKilled(t *testing.T) {
 // to it fails after the first-byte bound instead of hanging, and its
 // panes turn unreachable once its lease lapses, as a dead node's do.
 func TestClusterNodeStopped(t *testing.T) {
-	db := clusterEnv(t)
+	t.Parallel()
+	db, env := privateClusterEnv(t)
 	ctx := context.Background()
-	a := startNode(t, db, "a")
-	b := spawnNode(t, db, "b", Home{Root: filepath.Join(t.TempDir(), "b")})
+	a := startNode(t, db, "a", env...)
+	b := spawnNode(t, db, "b", Home{Root: filepath.Join(t.TempDir(), "b")}, env...)
 	sw := mustCreate(t, b.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
 	waitPanes(t, a, "b's pane live on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
 	if _, err := a.c.Screen(ctx, sw.ID, 0); err != nil {

@@ -27,16 +27,21 @@ type node struct {
 
 // startNode serves a node of the cluster on db, its cluster API on a free
 // loopback port.
-func startNode(t testing.TB, db, name string) *node {
+// (env: NAME=value overriding this process's environment for it.)
+func startNode(t testing.TB, db, name string, env ...string) *node {
 	t.Helper()
-	return startNodeWith(t, db, name, Listen{Addr: "127.0.0.1:0", Token: testClusterToken})
+	return startNodeWith(t, db, name, Listen{Addr: "127.0.0.1:0", Token: testClusterToken}, env...)
 }
 
 // startNodeWith is startNode with its cluster API's settings.
-func startNodeWith(t testing.TB, db, name string, l Listen) *node {
+func startNodeWith(t testing.TB, db, name string, l Listen, env ...string) *node {
 	t.Helper()
 	h := Home{Root: filepath.Join(t.TempDir(), name)}
-	c, stop := serveUntil(t, h, Config{DB: db, Node: name, Listen: l})
+	cfg := Config{DB: db, Node: name, Listen: l}
+	if len(env) > 0 {
+		cfg.Getenv = envOverlay(env)
+	}
+	c, stop := serveUntil(t, h, cfg)
 	if c == nil {
 		t.Fatalf("node %s: %v", name, stop())
 	}
@@ -48,17 +53,44 @@ func startNodeWith(t testing.TB, db, name string, l Listen) *node {
 }
 
 // clusterEnv is the scripted model for every node (they run in this
-// process) and a private HOME.
+// process) and a private HOME, set in this process's environment.
 func clusterEnv(t testing.TB) string {
 	t.Helper()
-	db := pgtest.Need(t).NewDB(t)
-	t.Setenv("HOME", t.TempDir())
+	db, env := privateClusterEnv(t)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return db
+}
+
+// privateClusterEnv is clusterEnv's database and variables, for a test
+// that hands them to its nodes (startNode, spawnNode) and so can run in
+// parallel.
+func privateClusterEnv(t testing.TB) (db string, env []string) {
+	t.Helper()
+	db = pgtest.Need(t).NewDB(t)
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(rules, []byte(benchRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CICY_SCRIPT", rules)
-	return db
+	return db, []string{"HOME=" + t.TempDir(), "CICY_SCRIPT=" + rules}
+}
+
+// envOverlay reads env (NAME=value) first, then this process's
+// environment.
+func envOverlay(env []string) func(string) string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
 }
 
 // waitPanes polls n's ls until ok holds of it.

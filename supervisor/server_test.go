@@ -170,6 +170,7 @@ func TestAPIRefusesNUL(t *testing.T) {
 // the body, is answered 400 once the body timeout passes; streams and a
 // long wait answering a body that did arrive are not cut by it.
 func TestAPISlowBodyIsCut(t *testing.T) {
+	t.Parallel()
 	c := startServerWith(t, Config{BodyTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
 	id := shellPane(t, c)

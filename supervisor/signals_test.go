@@ -46,8 +46,16 @@ func newStandInSupervisor(t testing.TB, getenv func(string) string, script strin
 	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return newTestSupervisor(t, getenv)
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path := dir + string(os.PathListSeparator) + getenv("PATH")
+	return newTestSupervisor(t, func(k string) string {
+		if k == "PATH" {
+			return path
+		}
+		return getenv(k)
+	})
 }
 
 // newTestSupervisor starts a supervisor of its own home.
@@ -138,6 +146,7 @@ func waitPane(t testing.TB, s *Supervisor, id, what string, cond func(pane.Statu
 // stands, decides again; the disagreements staged are counted and shown
 // by ls --json and explain.
 func TestGatewaySignal(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"pty", "tmux"} {
 		t.Run(backend, func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
@@ -274,6 +283,7 @@ func TestGatewaySignalIgnored(t *testing.T) {
 // the upstream holds it, though the screen says idle; once the upstream
 // answers the screen decides again.
 func TestGatewaySignalEndToEnd(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

@@ -69,6 +69,7 @@ func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Tas
 // A turn shorter than the screen rules' grace after typed input (0.3 s)
 // is taken up and ended too: its busy look was seen.
 func TestHookSilentAgentTakesTask(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ backend, turn string }{{"pty", "4"}, {"tmux", "4"}, {"pty", "0.3"}, {"tmux", "0.3"}} {
 		backend := c.backend
 		t.Run(backend+"-"+c.turn, func(t *testing.T) {

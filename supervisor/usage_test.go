@@ -15,6 +15,7 @@ import (
 // calls included, priced where the model's price is known and null where
 // not, aux calls counted apart; a pane named by title or removed id.
 func TestUsageReport(t *testing.T) {
+	t.Parallel()
 	c := startServer(t)
 	live := shellPane(t, c) // titled "sh"
 	fillLedger(t, c, []schema.UsageRow{

@@ -216,6 +216,7 @@ const standInResolver = "#!/bin/sh\n" +
 // resolves; then it merges. A shell worker's conflict is not sent back
 // (it would run the words as a command).
 func TestWorktreeConflictSentBack(t *testing.T) {
+	t.Parallel()
 	s, _ := newStandInSupervisor(t, os.Getenv, standInResolver)
 	repo := gitRepo(t)
 	master, ws := worktreeTeam(t, s, repo, 1)
