@@ -37,7 +37,6 @@ func swallowingClaude(swallow int, late bool) string {
 // (seen with Claude Code on a loaded CI machine: the text sat in its
 // composer for 90 s).
 func TestSendResubmits(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		backend string
 		swallow int
@@ -64,7 +63,6 @@ func TestSendResubmits(t *testing.T) {
 // than once (a loaded Claude Code in make demo-mixed kept a task through
 // two Enters and the task failed a minute later, never taken up).
 func TestDispatchResubmits(t *testing.T) {
-	t.Parallel()
 	s, _ := newStandInSupervisor(t, os.Getenv, swallowingClaude(2, false))
 	ctx := context.Background()
 	p := idleStandIn(t, s, "pty")

@@ -146,7 +146,6 @@ func waitPane(t testing.TB, s *Supervisor, id, what string, cond func(pane.Statu
 // stands, decides again; the disagreements staged are counted and shown
 // by ls --json and explain.
 func TestGatewaySignal(t *testing.T) {
-	t.Parallel()
 	for _, backend := range []string{"pty", "tmux"} {
 		t.Run(backend, func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
@@ -283,7 +282,6 @@ func TestGatewaySignalIgnored(t *testing.T) {
 // the upstream holds it, though the screen says idle; once the upstream
 // answers the screen decides again.
 func TestGatewaySignalEndToEnd(t *testing.T) {
-	t.Parallel()
 	release := make(chan struct{})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
