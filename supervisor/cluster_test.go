@@ -39,7 +39,7 @@ func startNodeWith(t testing.TB, db, name string, l Listen, env ...string) *node
 	h := Home{Root: filepath.Join(t.TempDir(), name)}
 	cfg := Config{DB: db, Node: name, Listen: l}
 	if len(env) > 0 {
-		cfg.Getenv = envOverlay(env)
+		cfg.Getenv = envOverlay(nil, env...)
 	}
 	c, stop := serveUntil(t, h, cfg)
 	if c == nil {
@@ -77,9 +77,11 @@ func privateClusterEnv(t testing.TB) (db string, env []string) {
 	return db, []string{"HOME=" + t.TempDir(), "CICY_SCRIPT=" + rules}
 }
 
-// envOverlay reads env (NAME=value) first, then this process's
-// environment.
-func envOverlay(env []string) func(string) string {
+// envOverlay reads env (NAME=value) first, then base (os.Getenv when nil).
+func envOverlay(base func(string) string, env ...string) func(string) string {
+	if base == nil {
+		base = os.Getenv
+	}
 	m := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -89,7 +91,7 @@ func envOverlay(env []string) func(string) string {
 		if v, ok := m[k]; ok {
 			return v
 		}
-		return os.Getenv(k)
+		return base(k)
 	}
 }
 

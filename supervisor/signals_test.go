@@ -46,16 +46,8 @@ func newStandInSupervisor(t testing.TB, getenv func(string) string, script strin
 	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	path := dir + string(os.PathListSeparator) + getenv("PATH")
-	return newTestSupervisor(t, func(k string) string {
-		if k == "PATH" {
-			return path
-		}
-		return getenv(k)
-	})
+	getenv = envOverlay(getenv)
+	return newTestSupervisor(t, envOverlay(getenv, "PATH="+dir+string(os.PathListSeparator)+getenv("PATH")))
 }
 
 // newTestSupervisor starts a supervisor of its own home.
