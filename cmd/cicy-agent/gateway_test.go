@@ -96,24 +96,18 @@ func stopHome(home string, env []string) {
 	}
 }
 
-// waitPaneState polls ls until the pane is in state want.
+// waitPaneState waits until the pane is in state want (see
+// awaitPaneState), showing its screen if it never is.
 func waitPaneState(t *testing.T, env []string, id, want string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var ps []api.PaneInfo
-		if err := json.Unmarshal([]byte(runCicy(t, env, "ls", "--json")), &ps); err != nil {
-			t.Fatal(err)
+	home := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CICY_HOME="); ok {
+			home = v
 		}
-		for _, p := range ps {
-			if p.ID == id && p.State == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reached %s:\n%s", id, want, runCicy(t, env, "screen", id))
-		}
-		time.Sleep(200 * time.Millisecond)
+	}
+	if err := awaitPaneState(home, id, want, d); err != nil {
+		t.Fatalf("%v:\n%s", err, runCicy(t, env, "screen", id))
 	}
 }
 
