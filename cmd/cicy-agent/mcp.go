@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log"
+	"log/slog"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -46,11 +46,9 @@ func (e *env) mcpCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			logger := log.New(e.stderr, "cicy-agent mcp: ", 0)
-			srv := newMCPServer(api.NewClient(h), id)
-			stdio := server.NewStdioServer(srv)
-			stdio.SetErrorLogger(logger)
-			if err := stdio.Listen(c.Context, e.stdin, e.stdout); err != nil {
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+			srv := newMCPServer(api.NewClient(h), id, logger)
+			if err := srv.Run(c.Context, &lineTransport{in: e.stdin, out: e.stdout}); err != nil && !isEOF(err) {
 				return fmt.Errorf("serve MCP: %w", err)
 			}
 			return nil
@@ -65,32 +63,43 @@ type teamToolsAPI interface {
 
 // newMCPServer is the MCP server of a master pane's team tools: each call
 // goes to the supervisor, which answers as it would a cicy master.
-func newMCPServer(cl teamToolsAPI, pane string) *server.MCPServer {
-	srv := server.NewMCPServer("cicy-agent", version,
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-		server.WithInstructions("You lead a team of agents run by cicy-agent. dispatch gives one of your workers a task; "+
-			"workers lists them; task_status shows the tasks you dispatched; wait blocks until tasks end. "+
-			"A task's result also comes back to you by itself, as a message starting with 🔔."))
+func newMCPServer(cl teamToolsAPI, pane string, logger *slog.Logger) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cicy-agent", Version: version}, &mcp.ServerOptions{
+		Logger:       logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Instructions: "You lead a team of agents run by cicy-agent. dispatch gives one of your workers a task; " +
+			"workers lists them; task_status shows the tasks you dispatched; wait blocks until tasks end. " +
+			"A task's result also comes back to you by itself, as a message starting with 🔔.",
+	})
 	for _, d := range supervisor.TeamToolDefs() {
 		name := d.Name
-		srv.AddTool(mcp.NewToolWithRawSchema(name, d.Description, d.InputSchema),
-			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				input, err := toolInput(name, req.Params.RawArguments, req.Params.Arguments)
+		srv.AddTool(&mcp.Tool{Name: name, Description: d.Description, InputSchema: d.InputSchema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+				defer func() {
+					if p := recover(); p != nil {
+						res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s failed: %v", name, p)}
+					}
+				}()
+				input, err := toolInput(name, req.Params.Arguments)
 				if err != nil {
-					return nil, server.NewHandlerError(invalidParams{fmt.Sprintf("invalid input for %s: %v", name, err)})
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid input for %s: %v", name, err)}
 				}
-				res, err := cl.TeamTool(ctx, pane, name, input)
+				out, err := cl.TeamTool(ctx, pane, name, input)
 				switch {
 				case err != nil:
-					return mcp.NewToolResultError("error: " + err.Error()), nil
-				case res.IsError:
-					return mcp.NewToolResultError(res.Text), nil
+					return toolText("error: "+err.Error(), true), nil
+				case out.IsError:
+					return toolText(out.Text, true), nil
 				}
-				return mcp.NewToolResultText(res.Text), nil
+				return toolText(out.Text, false), nil
 			})
 	}
 	return srv
+}
+
+// toolText is a tool's result: one text, an error's or not.
+func toolText(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
 }
 
 // The inputs of the team tools, for checking them: a pointer field is
@@ -112,15 +121,8 @@ type (
 // toolInput is a call's arguments as JSON once they match the tool's
 // schema (an object, its required fields present, each of its type);
 // anything else is the caller's mistake, a protocol error.
-func toolInput(tool string, raw json.RawMessage, args any) (json.RawMessage, error) {
-	if len(raw) == 0 {
-		b, err := json.Marshal(args)
-		if err != nil {
-			return nil, err
-		}
-		raw = b
-	}
-	if string(raw) == "null" {
+func toolInput(tool string, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	var obj map[string]json.RawMessage
@@ -145,11 +147,3 @@ func toolInput(tool string, raw json.RawMessage, args any) (json.RawMessage, err
 	return raw, err
 }
 
-// invalidParams is a JSON-RPC "invalid params" error.
-type invalidParams struct{ msg string }
-
-func (e invalidParams) Error() string { return e.msg }
-
-func (e invalidParams) JSONRPCError() mcp.JSONRPCError {
-	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, e.msg, nil)}
-}

@@ -317,11 +317,14 @@ func TestMCPServerRaw(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CICY_") }), "CICY_HOME="+home, "CICY_PANE_ID=w-1")
-	r := startRawMCP(t, env)
-	r.send(`{"jsonrpc":"2.0","id":"probe","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
-	if m := r.recv(); m["id"] != "probe" || !strings.Contains(jsonText(m["result"]), `"2026-07-28"`) {
+	// Claude Code's probe: a session of its own (a client that finds
+	// 2026-07-28 goes on without initialize).
+	probe := startRawMCP(t, env)
+	probe.send(`{"jsonrpc":"2.0","id":"probe","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if m := probe.recv(); m["id"] != "probe" || !strings.Contains(jsonText(m["result"]), `"2026-07-28"`) {
 		t.Fatalf("server/discover: %v", m)
 	}
+	r := startRawMCP(t, env)
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if m := r.recv(); jsonText(m["result"]) == "" || m["result"].(map[string]any)["protocolVersion"] != "2025-11-25" {
 		t.Fatalf("initialize: %v", m)
