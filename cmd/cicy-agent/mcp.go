@@ -146,4 +146,3 @@ func toolInput(tool string, raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return raw, err
 }
-
