@@ -244,6 +244,15 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 		d.confirmed, d.confirmedAt = true, at
 		return outbox.Progress{}, false
 	}
+	// An agent that calls no hook and answered between two looks of the
+	// screen rules (a short turn on a loaded machine) left only its
+	// transcript: the task's text there, gone from the composer. Without
+	// this, the blind Enter below started a second, empty turn, and the
+	// task waited out agentConfirm and failed.
+	if inTranscript(d.p.Screen(), d.typ, d.typed) {
+		d.confirmed, d.confirmedAt = true, now
+		return outbox.Progress{}, false
+	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
 			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no model request, no busy screen)", agentConfirm)}, true
@@ -386,13 +395,34 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 // inComposer reports whether the composer of an agent's screen shows the
 // end of text (its last 16 characters, however wrapped).
 func inComposer(screen, typ, text string) bool {
+	in, ok := inPart(pane.NewLayout(screen, cliagent.Layout(typ)), pane.PartComposer, text)
+	return ok && in
+}
+
+// inTranscript reports whether the transcript of an agent's screen shows
+// the end of text and its composer, found, does not: the agent took the
+// text into its conversation. (A screen whose composer is not found, torn
+// by a redraw, says nothing.)
+func inTranscript(screen, typ, text string) bool {
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	inT, okT := inPart(l, pane.PartTranscript, text)
+	inC, okC := inPart(l, pane.PartComposer, text)
+	return okT && okC && inT && !inC
+}
+
+// inPart reports whether a part of a screen's layout shows the end of
+// text (its last 16 characters, however wrapped), and whether the part
+// was found.
+func inPart(l pane.Layout, part pane.Part, text string) (in, found bool) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
 		tail = tail[len(tail)-16:]
 	}
-	l := pane.NewLayout(screen, cliagent.Layout(typ))
-	s, ok := l.Find(pane.PartComposer)
-	return ok && len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
+	s, ok := l.Find(part)
+	if !ok {
+		return false, false
+	}
+	return len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)), true
 }
 
 // composerText is s without spaces and box-drawing borders, so text can
