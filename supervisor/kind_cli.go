@@ -246,12 +246,16 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 	}
 	// An agent that calls no hook and answered between two looks of the
 	// screen rules (a short turn on a loaded machine) left only its
-	// transcript: the task's text there, gone from the composer. Without
-	// this, the blind Enter below started a second, empty turn, and the
-	// task waited out agentConfirm and failed.
-	if inTranscript(d.p.Screen(), d.typ, d.typed) {
-		d.confirmed, d.confirmedAt = true, now
-		return outbox.Progress{}, false
+	// transcript: the task's text there, gone from the composer, an answer
+	// after it, and the agent idle. Without this, the blind Enter below
+	// started a second, empty turn, and the task waited out agentConfirm
+	// and failed. (The text alone is not enough: Gemini CLI shows a task
+	// it queues while it starts in its transcript.)
+	// Its turn is over too: the task ends now, from what the gateway saw
+	// or the transcript (verdict).
+	if st.State == pane.Idle && d.requests.Load() == 0 && d.answeredOnScreen() {
+		d.confirmed, d.confirmedAt = true, d.at
+		return d.verdict(hookEnd{}, "the agent's screen shows its answer and it idle ("+st.Reason+"; no hook came)"), true
 	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
@@ -260,6 +264,13 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 	d.reEnter(now)
 	// A busy look leaves no state change to wake the outbox: look again.
 	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
+}
+
+// answeredOnScreen reports whether the agent's screen shows the typed
+// task in its transcript, not in its composer, with an answer after it.
+func (d *cliDelivery) answeredOnScreen() bool {
+	screen := d.p.Screen()
+	return inTranscript(screen, d.typ, d.typed) && strings.TrimSpace(transcriptAfter(screen, d.typ, d.typed)) != ""
 }
 
 // reEnter sends Enter again every agentReEnter, resubmitTries times at
