@@ -244,19 +244,6 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 		d.confirmed, d.confirmedAt = true, at
 		return outbox.Progress{}, false
 	}
-	// An agent that calls no hook and answered between two looks of the
-	// screen rules (a short turn on a loaded machine) left only its
-	// transcript: the task's text there, gone from the composer, an answer
-	// after it, and the agent idle. Without this, the blind Enter below
-	// started a second, empty turn, and the task waited out agentConfirm
-	// and failed. (The text alone is not enough: Gemini CLI shows a task
-	// it queues while it starts in its transcript.)
-	// Its turn is over too: the task ends now, from what the gateway saw
-	// or the transcript (verdict).
-	if st.State == pane.Idle && d.requests.Load() == 0 && d.answeredOnScreen() {
-		d.confirmed, d.confirmedAt = true, d.at
-		return d.verdict(hookEnd{}, "the agent's screen shows its answer and it idle ("+st.Reason+"; no hook came)"), true
-	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
 			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no model request, no busy screen)", agentConfirm)}, true
@@ -264,13 +251,6 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 	d.reEnter(now)
 	// A busy look leaves no state change to wake the outbox: look again.
 	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
-}
-
-// answeredOnScreen reports whether the agent's screen shows the typed
-// task in its transcript, not in its composer, with an answer after it.
-func (d *cliDelivery) answeredOnScreen() bool {
-	screen := d.p.Screen()
-	return inTranscript(screen, d.typ, d.typed) && strings.TrimSpace(transcriptAfter(screen, d.typ, d.typed)) != ""
 }
 
 // reEnter sends Enter again every agentReEnter, resubmitTries times at
@@ -406,34 +386,13 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 // inComposer reports whether the composer of an agent's screen shows the
 // end of text (its last 16 characters, however wrapped).
 func inComposer(screen, typ, text string) bool {
-	in, ok := inPart(pane.NewLayout(screen, cliagent.Layout(typ)), pane.PartComposer, text)
-	return ok && in
-}
-
-// inTranscript reports whether the transcript of an agent's screen shows
-// the end of text and its composer, found, does not: the agent took the
-// text into its conversation. (A screen whose composer is not found, torn
-// by a redraw, says nothing.)
-func inTranscript(screen, typ, text string) bool {
-	l := pane.NewLayout(screen, cliagent.Layout(typ))
-	inT, okT := inPart(l, pane.PartTranscript, text)
-	inC, okC := inPart(l, pane.PartComposer, text)
-	return okT && okC && inT && !inC
-}
-
-// inPart reports whether a part of a screen's layout shows the end of
-// text (its last 16 characters, however wrapped), and whether the part
-// was found.
-func inPart(l pane.Layout, part pane.Part, text string) (in, found bool) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
 		tail = tail[len(tail)-16:]
 	}
-	s, ok := l.Find(part)
-	if !ok {
-		return false, false
-	}
-	return len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)), true
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	s, ok := l.Find(pane.PartComposer)
+	return ok && len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
 }
 
 // composerText is s without spaces and box-drawing borders, so text can
