@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,14 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{out: t.out, lines: make(chan lineOrErr), closed: make(chan struct{})}
 	go c.readLines(t.in)
 	return c, nil
+}
+
+// parseErrorReply answers a line that is not JSON-RPC: no id can be
+// known, so it is null.
+type parseErrorReply struct {
+	JSONRPC string        `json:"jsonrpc"`
+	ID      *int          `json:"id"`
+	Error   jsonrpc.Error `json:"error"`
 }
 
 type lineOrErr struct {
@@ -92,8 +101,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err == nil {
 			return msg, nil
 		}
-		reply := fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":%q}}`, jsonrpc.CodeParseError, "parse error: "+err.Error())
-		if err := c.writeLine([]byte(reply)); err != nil {
+		reply, merr := json.Marshal(parseErrorReply{JSONRPC: "2.0", Error: jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: " + err.Error()}})
+		if merr != nil {
+			return nil, fmt.Errorf("encode a parse error: %w", merr)
+		}
+		if err := c.writeLine(reply); err != nil {
 			return nil, err
 		}
 	}

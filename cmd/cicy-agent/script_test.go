@@ -306,24 +306,12 @@ func cmdWaitScreen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitscreen <pane> <regex>")
 	}
 	re := regexp.MustCompile("^(?:" + os.Expand(args[1], ts.Getenv) + ")$")
-	// From this process, as awaitPaneState: no process start per look.
-	c := api.NewClient(supervisor.Home{Root: ts.MkAbs(ts.Getenv("CICY_HOME"))})
-	last := "no answer yet"
-	for deadline := time.Now().Add(pollDeadline); ; time.Sleep(50 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := pollSupervisor(ts.MkAbs(ts.Getenv("CICY_HOME")), pollDeadline, "a screen line matching "+re.String(), func(ctx context.Context, c *api.Client) (bool, string, error) {
 		sc, err := c.Screen(ctx, args[0], 0)
-		cancel()
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = sc.Screen
-			if slices.ContainsFunc(strings.Split(sc.Screen, "\n"), func(l string) bool { return re.MatchString(strings.TrimRight(l, " ")) }) != neg {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("timed out after %s waiting for a screen line matching %s; last screen:\n%s", pollDeadline, re, last)
-		}
+		return slices.ContainsFunc(strings.Split(sc.Screen, "\n"), func(l string) bool { return re.MatchString(strings.TrimRight(l, " ")) }) != neg, "screen:\n" + sc.Screen, err
+	})
+	if err != nil {
+		ts.Fatalf("%v", err)
 	}
 }
 
@@ -347,28 +335,37 @@ func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// awaitPaneState polls the supervisor of home, from this process over
-// its socket (GET /api/panes/{id}), until pane id is in state want, for
-// up to d. A poll that ran `cicy-agent ls --json` every 50 ms cost a
-// process start each, about 45 ms of CPU: the waits of a run took a
-// fifth of the machine from the agents they waited for.
+// awaitPaneState waits until pane id of home's supervisor is in state
+// want, for up to d (see pollSupervisor).
 func awaitPaneState(home, id, want string, d time.Duration) error {
+	return pollSupervisor(home, d, id+" in state "+want, func(ctx context.Context, c *api.Client) (bool, string, error) {
+		p, err := c.Get(ctx, id)
+		return p.State == want, p.State + " (" + p.Reason + ")", err
+	})
+}
+
+// pollSupervisor asks the supervisor of home, from this process over its
+// socket, every 50 ms until look says done, for up to d; the error tells
+// what it last saw. A poll that ran `cicy-agent ls --json` every 50 ms
+// cost a process start each, about 45 ms of CPU: the waits of a run took
+// a fifth of the machine from the agents they waited for.
+func pollSupervisor(home string, d time.Duration, what string, look func(context.Context, *api.Client) (done bool, seen string, err error)) error {
 	c := api.NewClient(supervisor.Home{Root: home})
 	last := "no answer yet"
 	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		p, err := c.Get(ctx, id)
+		done, seen, err := look(ctx, c)
 		cancel()
 		switch {
 		case err != nil:
 			last = err.Error()
-		case p.State == want:
+		case done:
 			return nil
 		default:
-			last = p.State + " (" + p.Reason + ")"
+			last = seen
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s in state %s; last: %s", d, id, want, last)
+			return fmt.Errorf("timed out after %s waiting for %s; last: %s", d, what, last)
 		}
 	}
 }
