@@ -17,7 +17,7 @@ import (
 )
 
 // hookOnStart is a store that, when a pane's start is recorded, runs a
-// hook for it: the agent's SessionStart arriving while Create has started
+// hook for it: the agent's first hook arriving while Create has started
 // the process but not yet returned (the moment `cicy-agent hook` reached
 // on a busy machine).
 type hookOnStart struct {
@@ -28,7 +28,7 @@ type hookOnStart struct {
 
 func (h hookOnStart) SaveRuntime(ctx context.Context, id string, r schema.Runtime) error {
 	if r.State.String == string(pane.Starting) && *h.sup != nil {
-		_, err := (*h.sup).Hook(ctx, id, api.HookRequest{Agent: "claude", Event: "SessionStart", Payload: []byte(`{}`)})
+		_, err := (*h.sup).Hook(ctx, id, api.HookRequest{Agent: "claude", Event: "Notification", Payload: []byte(`{"notification_type":"idle_prompt"}`)})
 		h.errs <- err
 	}
 	return h.Store.SaveRuntime(ctx, id, r)
@@ -74,8 +74,8 @@ func TestHookDuringCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State != string(pane.Idle) || info.Reason != "hook:SessionStart" {
-		t.Errorf("after Create: %s (%s), want idle (hook:SessionStart)", info.State, info.Reason)
+	if info.State != string(pane.Idle) || info.Reason != "hook:Notification" {
+		t.Errorf("after Create: %s (%s), want idle (hook:Notification)", info.State, info.Reason)
 	}
 }
 

@@ -258,8 +258,9 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 // the first into a newline; a loaded machine may not draw the text yet),
 // the others only while the composer still holds the end of the typed
 // text (a loaded Claude Code was seen to keep a typed task, Enter and
-// all, in its composer). Text gone from the composer stops it: an Enter
-// could answer a dialog.
+// all, in its composer). A screen with no composer yet (an agent still
+// drawing its first screen) is waited for; text gone from a composer
+// stops it: an Enter could answer a dialog.
 func (d *cliDelivery) reEnter(now time.Time) {
 	if d.nextEnter.IsZero() {
 		d.nextEnter = d.at.Add(agentReEnter)
@@ -267,9 +268,16 @@ func (d *cliDelivery) reEnter(now time.Time) {
 	if d.reEnters >= resubmitTries || now.Before(d.nextEnter) {
 		return
 	}
-	if d.reEnters > 0 && !inComposer(d.p.Screen(), d.typ, d.typed) {
-		d.reEnters = resubmitTries
-		return
+	if d.reEnters > 0 {
+		shown, holds := composerHolds(d.p.Screen(), d.typ, d.typed)
+		if !shown {
+			return
+		}
+		if !holds {
+			d.log.Info("Typed task gone from the agent's composer but not taken up; no more Enters")
+			d.reEnters = resubmitTries
+			return
+		}
 	}
 	d.reEnters++
 	d.nextEnter = now.Add(agentReEnter)
@@ -386,13 +394,23 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 // inComposer reports whether the composer of an agent's screen shows the
 // end of text (its last 16 characters, however wrapped).
 func inComposer(screen, typ, text string) bool {
+	_, holds := composerHolds(screen, typ, text)
+	return holds
+}
+
+// composerHolds reports whether an agent's screen shows a composer, and
+// whether that composer shows the end of text.
+func composerHolds(screen, typ, text string) (shown, holds bool) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
 		tail = tail[len(tail)-16:]
 	}
 	l := pane.NewLayout(screen, cliagent.Layout(typ))
 	s, ok := l.Find(pane.PartComposer)
-	return ok && len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
+	if !ok {
+		return false, false
+	}
+	return true, len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
 }
 
 // composerText is s without spaces and box-drawing borders, so text can

@@ -106,3 +106,28 @@ func waitSubmitted(t *testing.T, s *Supervisor, id, text string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// lateDrawingClaude stands in for a Claude Code that read a typed task
+// (Enter and all, the Enter swallowed) before it drew its composer: its
+// screen is blank through the blind Enter sent again and the next look,
+// then shows the text in its composer, and the Enter after that submits it.
+const lateDrawingClaude = "#!/bin/sh\nR=────────────────────────────────────────\n" +
+	"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
+	"prompt ''\nIFS= read -r first\nprintf '\\033[2J\\033[H'\nIFS= read -r blind\nsleep 4\n" +
+	"prompt \"$first\"\nIFS= read -r next\nprintf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
+
+// TestDispatchResubmitsLateComposer: a screen with no composer yet does
+// not end the Enters sent again for a typed task — they wait for the
+// composer, and press Enter when it shows the text (under load Claude Code
+// drew its first screen more than 6 s after SessionStart, and the task was
+// never taken up).
+func TestDispatchResubmitsLateComposer(t *testing.T) {
+	t.Parallel()
+	s, _ := newStandInSupervisor(t, os.Getenv, lateDrawingClaude)
+	ctx := context.Background()
+	p := idleStandIn(t, s, "pty")
+	if _, err := s.Dispatch(ctx, "", p.ID, "add the max command to tally"); err != nil {
+		t.Fatal(err)
+	}
+	waitSubmitted(t, s, p.ID, "add the max command")
+}

@@ -96,7 +96,10 @@ type claudePayload struct {
 	Error            any    `json:"error"`
 }
 
-// interpretClaude maps a Claude Code hook to its effect.
+// interpretClaude maps a Claude Code hook to its effect. SessionStart
+// comes before Claude Code draws its prompt: text typed then is read with
+// its Enter in one burst once it does, and the Enter is lost (under load a
+// task was never taken up), so its screen tells when it is ready.
 func interpretClaude(event string, payload []byte) Effect {
 	return claudeHooks("claude", event, payload)
 }
@@ -111,7 +114,7 @@ func claudeHooks(agent, event string, payload []byte) Effect {
 	}
 	switch event {
 	case "SessionStart":
-		return Effect{State: pane.Idle}
+		return Effect{Ignored: "SessionStart comes before Claude Code draws its prompt and reads input"}
 	case "StopFailure":
 		msg := p.LastAssistant
 		if msg == "" {

@@ -21,7 +21,7 @@ func TestInterpretHook(t *testing.T) {
 		result, failed        string
 		ignored               bool
 	}{
-		{agent: "claude", event: "SessionStart", payload: `{"source":"startup"}`, state: pane.Idle},
+		{agent: "claude", event: "SessionStart", payload: `{"source":"startup"}`, ignored: true},
 		{agent: "claude", event: "UserPromptSubmit", payload: `{"prompt":"hi"}`, state: pane.Busy, prompt: true},
 		{agent: "claude", event: "Stop", payload: `{"hook_event_name":"Stop","last_assistant_message":"done it"}`, state: pane.Idle, end: true, result: "done it"},
 		{agent: "claude", event: "StopFailure", payload: `{"error":"unknown","last_assistant_message":"API Error: 400 bad"}`, state: pane.Idle, end: true, failed: "the agent's turn failed: API Error: 400 bad"},

@@ -98,11 +98,10 @@ type qwenPayload struct {
 }
 
 // interpretQwen maps a Qwen Code hook to its effect: Claude Code's
-// meanings, but for SessionStart, which comes before its prompt takes
-// input (text typed then is lost: seen with a slow start), so its screen
-// tells when it is ready; and for the UserPromptSubmit it also sends, with
-// an empty prompt, when it goes on after a tool's result — the same turn,
-// no new prompt.
+// meanings (its SessionStart too comes before its prompt takes input:
+// text typed then is lost, seen with a slow start), but for the
+// UserPromptSubmit it also sends, with an empty prompt, when it goes on
+// after a tool's result — the same turn, no new prompt.
 func interpretQwen(event string, payload []byte) Effect {
 	switch event {
 	case "SessionStart":
