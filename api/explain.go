@@ -11,6 +11,9 @@ type Explanation struct {
 	// from this supervisor's start); ScreenRulesFrom is when its screen
 	// rules may overrule it.
 	LastHook *HookSeen `json:"last_hook"`
+	// LastIgnored is the last hook whose meaning was to ignore it (Claude
+	// Code's SessionStart, before its prompt takes input).
+	LastIgnored *HookIgnored `json:"last_ignored_hook,omitempty"`
 	// Rules is what the screen rules say of the current screen (CLI agent
 	// panes), or why there are none (shell and cicy panes).
 	Rules RulesVerdict `json:"screen_rules"`
@@ -37,6 +40,13 @@ type HookSeen struct {
 	Event           string    `json:"event"`
 	At              time.Time `json:"at"`
 	ScreenRulesFrom time.Time `json:"screen_rules_from"`
+}
+
+// HookIgnored is the last hook a CLI agent pane ignored, and why.
+type HookIgnored struct {
+	Event string    `json:"event"`
+	At    time.Time `json:"at"`
+	Why   string    `json:"why"`
 }
 
 // RulesVerdict is what a pane's screen rules say of its current screen.

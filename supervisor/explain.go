@@ -114,3 +114,13 @@ func (h *hookLog) seen(quiet time.Duration) *api.HookSeen {
 	}
 	return &api.HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
 }
+
+// ignoredSeen is the last signal ignored, if any.
+func (h *hookLog) ignoredSeen() *api.HookIgnored {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ignored == "" {
+		return nil
+	}
+	return &api.HookIgnored{Event: h.ignored, At: h.ignoredAt, Why: h.ignoredWhy}
+}

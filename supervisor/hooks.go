@@ -40,6 +40,17 @@ type hookLog struct {
 	reason string
 	// lastEvent is the agent/event of the last signal applied.
 	lastEvent string
+	// The last signal ignored (its meaning says nothing of the state),
+	// for explain.
+	ignored, ignoredWhy string
+	ignoredAt           time.Time
+}
+
+// ignore notes a signal whose meaning was to ignore it.
+func (h *hookLog) ignore(req api.HookRequest, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ignored, h.ignoredWhy, h.ignoredAt = req.Agent+"/"+req.Event, why, req.At
 }
 
 // record notes what the signal req meant; false when it is older than
@@ -142,6 +153,7 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "hook": req.Agent + "/" + req.Event})
 	if eff.Ignored != "" {
 		log.Debug("Hook ignored: " + eff.Ignored)
+		e.hooks.ignore(req, eff.Ignored)
 		return api.HookResult{Ignored: eff.Ignored}, nil
 	}
 	res := api.HookResult{}

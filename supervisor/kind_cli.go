@@ -53,6 +53,7 @@ func (p *cliKind) View() outbox.View {
 
 func (p *cliKind) Explain(x *api.Explanation) {
 	x.LastHook = p.hooks.seen(p.quiet)
+	x.LastIgnored = p.hooks.ignoredSeen()
 	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
 	st := p.proc.Status()
 	if st.Pending != "" {

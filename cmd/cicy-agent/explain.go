@@ -91,6 +91,9 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	} else if topology.IsAgentType(p.Type) {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
+	if h := x.LastIgnored; h != nil {
+		fmt.Fprintf(w, "ignored: %s at %s: %s\n", h.Event, when(h.At), h.Why)
+	}
 	if g := p.Signals; g != nil {
 		printSignals(w, *g, when)
 	}
