@@ -119,8 +119,9 @@ func (h *hookLog) seen(quiet time.Duration) *api.HookSeen {
 func (h *hookLog) ignoredSeen() *api.HookIgnored {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ignored == "" {
+	if h.ignored == nil {
 		return nil
 	}
-	return &api.HookIgnored{Event: h.ignored, At: h.ignoredAt, Why: h.ignoredWhy}
+	seen := *h.ignored
+	return &seen
 }

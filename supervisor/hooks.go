@@ -40,17 +40,16 @@ type hookLog struct {
 	reason string
 	// lastEvent is the agent/event of the last signal applied.
 	lastEvent string
-	// The last signal ignored (its meaning says nothing of the state),
-	// for explain.
-	ignored, ignoredWhy string
-	ignoredAt           time.Time
+	// ignored is the last signal whose meaning was to ignore it, for
+	// explain.
+	ignored *api.HookIgnored
 }
 
 // ignore notes a signal whose meaning was to ignore it.
 func (h *hookLog) ignore(req api.HookRequest, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ignored, h.ignoredWhy, h.ignoredAt = req.Agent+"/"+req.Event, why, req.At
+	h.ignored = &api.HookIgnored{Event: req.Agent + "/" + req.Event, At: req.At, Why: why}
 }
 
 // record notes what the signal req meant; false when it is older than

@@ -13,6 +13,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
+// standInComposer opens a stand-in Claude Code's script: prompt TEXT draws
+// its composer holding TEXT, between two rules, over its idle footer.
+const standInComposer = "#!/bin/sh\nR=────────────────────────────────────────\n" +
+	"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n"
+
 // swallowingClaude turns the first Enters after typed text into newlines,
 // as Claude Code's paste guard (or a Claude still starting) can: the text
 // stays in its composer, and only the (swallow+1)th Enter submits it
@@ -24,9 +29,7 @@ func swallowingClaude(swallow int, late bool) string {
 	if late {
 		wait = "sleep 1\n"
 	}
-	return "#!/bin/sh\nR=────────────────────────────────────────\n" +
-		"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
-		"prompt ''\nIFS= read -r first\n" + wait + "prompt \"$first\"\n" +
+	return standInComposer + "prompt ''\nIFS= read -r first\n" + wait + "prompt \"$first\"\n" +
 		strings.Repeat("IFS= read -r next\n", swallow) +
 		"printf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
 }
@@ -111,9 +114,7 @@ func waitSubmitted(t *testing.T, s *Supervisor, id, text string) {
 // (Enter and all, the Enter swallowed) before it drew its composer: its
 // screen is blank through the blind Enter sent again and the next look,
 // then shows the text in its composer, and the Enter after that submits it.
-const lateDrawingClaude = "#!/bin/sh\nR=────────────────────────────────────────\n" +
-	"prompt() { printf '\\n%s\\n❯ %s\\n\\n%s\\n  ? for shortcuts ' \"$R\" \"$1\" \"$R\"; }\n" +
-	"prompt ''\nIFS= read -r first\nprintf '\\033[2J\\033[H'\nIFS= read -r blind\nsleep 4\n" +
+const lateDrawingClaude = standInComposer + "prompt ''\nIFS= read -r first\nprintf '\\033[2J\\033[H'\nIFS= read -r blind\nsleep 4\n" +
 	"prompt \"$first\"\nIFS= read -r next\nprintf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
 
 // TestDispatchResubmitsLateComposer: a screen with no composer yet does

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -48,7 +50,7 @@ func (e *env) mcpCmd() *cli.Command {
 			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 			srv := newMCPServer(api.NewClient(h), id, logger)
-			if err := srv.Run(c.Context, &lineTransport{in: e.stdin, out: e.stdout}); err != nil && !isEOF(err) {
+			if err := srv.Run(c.Context, &lineTransport{in: e.stdin, out: e.stdout}); err != nil && !errors.Is(err, io.EOF) { // a stdio session ends at the end of its input
 				return fmt.Errorf("serve MCP: %w", err)
 			}
 			return nil

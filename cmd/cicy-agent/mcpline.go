@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -134,6 +133,3 @@ func (c *lineConn) Close() error {
 }
 
 func (c *lineConn) SessionID() string { return "" }
-
-// isEOF reports the end of the client's input, how a stdio session ends.
-func isEOF(err error) bool { return errors.Is(err, io.EOF) }
