@@ -45,14 +45,6 @@ type hookLog struct {
 	ignored *api.HookIgnored
 }
 
-// silent reports whether the pane has sent no signal at all, applied or
-// ignored: an agent whose hooks are not wired, or that has none.
-func (h *hookLog) silent() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastEvent == "" && h.ignored == nil
-}
-
 // ignore notes a signal whose meaning was to ignore it.
 func (h *hookLog) ignore(req api.HookRequest, why string) {
 	h.mu.Lock()

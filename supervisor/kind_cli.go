@@ -245,20 +245,6 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 		d.confirmed, d.confirmedAt = true, at
 		return outbox.Progress{}, false
 	}
-	// An agent that has sent no hook at all and answered between two
-	// looks of the screen rules (a short turn on a loaded machine) left
-	// only its transcript: the task's text there, gone from the composer,
-	// an answer after it, and the screen rules saying idle. Without this,
-	// the blind Enter below started a second, empty turn, and the task
-	// waited out agentConfirm and failed. Its turn is over too: the task
-	// ends now (verdict). Only for a silent agent idle by its screen: a
-	// real CLI's hooks (even an ignored SessionStart) say it has its own
-	// signals — Gemini CLI shows a task it queues while starting in its
-	// transcript, and a stale hook's idle came with a new turn's spinner.
-	if st.State == pane.Idle && st.Cause == pane.CauseScreen && d.requests.Load() == 0 && d.hooks.silent() && d.answeredOnScreen() {
-		d.confirmed, d.confirmedAt = true, d.at
-		return d.verdict(hookEnd{}, "the agent's screen shows its answer and it idle ("+st.Reason+"; no hook came)"), true
-	}
 	if !now.Before(d.at.Add(agentConfirm)) {
 		return outbox.Progress{Ended: true, How: "delivery failed",
 			Failed: true, Error: fmt.Sprintf("the agent did not take the typed task within %s (no prompt-submit signal, no model request, no busy screen)", agentConfirm)}, true
@@ -266,16 +252,6 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 	d.reEnter(now)
 	// A busy look leaves no state change to wake the outbox: look again.
 	return outbox.Progress{Next: now.Add(250 * time.Millisecond)}, true
-}
-
-// answeredOnScreen reports whether the agent's screen shows the typed
-// task in its transcript, not in its composer, with an answer after it.
-func (d *cliDelivery) answeredOnScreen() bool {
-	screen := d.p.Screen()
-	l := pane.NewLayout(screen, cliagent.Layout(d.typ))
-	inT, okT := inPart(l, pane.PartTranscript, d.typed)
-	inC, okC := inPart(l, pane.PartComposer, d.typed)
-	return okT && okC && inT && !inC && strings.TrimSpace(transcriptAfter(screen, d.typ, d.typed)) != ""
 }
 
 // reEnter sends Enter again every agentReEnter, resubmitTries times at
@@ -426,23 +402,16 @@ func inComposer(screen, typ, text string) bool {
 // composerHolds reports whether an agent's screen shows a composer, and
 // whether that composer shows the end of text.
 func composerHolds(screen, typ, text string) (shown, holds bool) {
-	holds, shown = inPart(pane.NewLayout(screen, cliagent.Layout(typ)), pane.PartComposer, text)
-	return shown, holds
-}
-
-// inPart reports whether a part of a screen's layout shows the end of
-// text (its last 16 characters, however wrapped), and whether the part
-// was found.
-func inPart(l pane.Layout, part pane.Part, text string) (in, found bool) {
 	tail := []rune(composerText(text))
 	if len(tail) > 16 {
 		tail = tail[len(tail)-16:]
 	}
-	s, ok := l.Find(part)
+	l := pane.NewLayout(screen, cliagent.Layout(typ))
+	s, ok := l.Find(pane.PartComposer)
 	if !ok {
 		return false, false
 	}
-	return len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail)), true
+	return true, len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
 }
 
 // composerText is s without spaces and box-drawing borders, so text can

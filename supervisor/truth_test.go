@@ -67,26 +67,17 @@ func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Tas
 // takes the task up by that screen, and ends it when its screen is idle
 // again; the result is the transcript after the typed task, no chrome.
 // A turn shorter than the screen rules' grace after typed input (0.3 s)
-// is taken up and ended too: its busy look was seen, or else its
-// transcript. (Not run beside the package's parallel tests: its 4 s turns
-// time the screen rules.)
+// is taken up and ended too: its busy look was seen. (Not run beside the
+// package's parallel tests: a 0.3 s turn's busy look went unseen once
+// under their load, and the task never ended.)
 func TestHookSilentAgentTakesTask(t *testing.T) {
-	// "none": a turn with no busy look at all, the answer drawn at once —
-	// what a short turn between two looks of the screen rules leaves on a
-	// loaded machine (a 0.3 s turn's busy look went unseen so in two full
-	// runs, and the task failed). Only the transcript tells: the task's
-	// text there, gone from the composer, an answer after it.
-	for _, c := range []struct{ backend, turn string }{{"pty", "4"}, {"tmux", "4"}, {"pty", "0.3"}, {"tmux", "0.3"}, {"pty", "none"}, {"tmux", "none"}} {
+	for _, c := range []struct{ backend, turn string }{{"pty", "4"}, {"tmux", "4"}, {"pty", "0.3"}, {"tmux", "0.3"}} {
 		backend := c.backend
 		t.Run(backend+"-"+c.turn, func(t *testing.T) {
 			if backend == "tmux" && !pane.TmuxAvailable() {
 				t.Fatal("tmux 3.0 or newer is needed (the CI installs it)")
 			}
-			prog := strings.Replace(standInSilent, "D=4", "D="+c.turn, 1)
-			if c.turn == "none" {
-				prog = strings.Replace(strings.Replace(standInSilent, "D=4", "D=0", 1), "  draw '✻ Working…' 'esc to interrupt'\n", "", 1)
-			}
-			s, _ := newStandInSupervisor(t, nil, prog)
+			s, _ := newStandInSupervisor(t, nil, strings.Replace(standInSilent, "D=4", "D="+c.turn, 1))
 			ctx := context.Background()
 			p, err := s.Create(ctx, api.CreateRequest{Title: "silent", Type: "claude", Backend: backend})
 			if err != nil {
