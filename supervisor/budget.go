@@ -18,6 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -107,8 +108,10 @@ func (s *Supervisor) Refusal(pane string) string {
 // spend and what the requests in flight may cost, with its own, pass the
 // budget. The first request in flight is refused only by a budget
 // reached, so a pane with little left still works — its spend passes the
-// budget by at most that one request's cost.
-func (s *Supervisor) Reserve(pane, model string, bodyBytes, maxTokens int) (release func(), why string) {
+// budget by at most that one request's cost. A request whose cost has no
+// bound (its model has no price, nor has any model of its upstream) is
+// refused while a budget holds the pane.
+func (s *Supervisor) Reserve(pane string, ask gateway.Ask) (release func(), why string) {
 	e, ok := s.live(pane)
 	if !ok {
 		return func() {}, ""
@@ -118,7 +121,12 @@ func (s *Supervisor) Reserve(pane, model string, bodyBytes, maxTokens int) (rele
 	if why := s.refusal(e); why != "" {
 		return nil, why
 	}
-	worst := s.worstCase(model, bodyBytes, maxTokens)
+	worst, bounded := s.worstCase(ask)
+	if !bounded {
+		if why := s.unboundedRefusal(e, ask); why != "" {
+			return nil, why
+		}
+	}
 	if why := s.inFlightRefusal(e, worst); why != "" {
 		return nil, why
 	}
@@ -180,15 +188,45 @@ func (s *Supervisor) inFlightRefusal(e *entry, worst float64) string {
 // counted for.
 const defaultMaxOutput = 32000
 
-// worstCase is what a request may cost at most at the price table: its
-// body's bytes as input tokens (a token is at least a few bytes of JSON)
-// and its allowed output; 0 for a model without a price.
-func (s *Supervisor) worstCase(model string, bodyBytes, maxTokens int) float64 {
-	if maxTokens <= 0 {
-		maxTokens = defaultMaxOutput
+// worstCase is what a request may cost at most at the price table, and
+// whether it has a bound: its body's bytes as input tokens (a token is at
+// least a few bytes of JSON), billed at the dearer of the input and the
+// cache-write price, and its allowed output for each answer it asks for
+// (n, best_of, candidateCount). The ledger bills the model the answer
+// names, which an alias does not tell: a model without a price is counted
+// at the dearest price of any model its upstream serves (priceBound).
+func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
+	pr, ok := s.prices.of(ask.Model)
+	if !ok {
+		if pr, ok = s.prices.dearest(ask.API); !ok {
+			return 0, ask.API == ""
+		}
 	}
-	usd, _ := s.prices.costOf(model, schema.UsageTotal{InputTokens: int64(bodyBytes/2 + 1), OutputTokens: int64(maxTokens)})
-	return usd
+	out := ask.MaxTokens
+	if out <= 0 {
+		out = defaultMaxOutput
+	}
+	in := float64(ask.BodyBytes/2 + 1)
+	return (in*max(pr.Input, pr.CacheWrite) + float64(max(ask.Choices, 1))*float64(out)*pr.Output) / 1e6, true
+}
+
+// unboundedRefusal is the sentence a request whose cost has no bound is
+// refused with when a budget holds the pane (its own or its team's); ""
+// when none does.
+func (s *Supervisor) unboundedRefusal(e *entry, ask gateway.Ask) string {
+	who, ref := "pane "+e.cfg.ID, e.cfg.ID
+	if _, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); !ok {
+		if _, ok := s.budgets.get(api.BudgetTeam, e.team); e.team == "" || !ok {
+			return ""
+		}
+		who, ref = "team "+e.team, api.TeamRef+e.team
+	}
+	what := fmt.Sprintf("model %q has no price, nor does any model of the %s API", ask.Model, upstreamOf(ask.API))
+	if ask.Model == "" {
+		what = fmt.Sprintf("the request's model could not be read, and no model of the %s API has a price", upstreamOf(ask.API))
+	}
+	return fmt.Sprintf("cicy: %s, so the budget of %s cannot bound what the request may cost: add the model's price to \"prices\" in $CICY_HOME/db/lite-config.json (then cicy-agent shutdown), or remove the budget with: cicy-agent budget %s none",
+		what, who, ref)
 }
 
 // live is the pane with this id, registered or being started (a CLI
@@ -458,8 +496,21 @@ func (s *Supervisor) teams() []string {
 // sentence, not made and not retried; the turn ends failed with it.
 type budgeted struct {
 	cicy.Provider
-	s  *Supervisor
-	id string
+	s   *Supervisor
+	id  string
+	api gateway.API // the provider's upstream ("" for the scripted model)
+}
+
+// providerAPI is the API whose upstream a cicy provider calls: "" for
+// the scripted model, which answers as the model asked for.
+func providerAPI(name string) gateway.API {
+	switch name {
+	case "anthropic":
+		return gateway.Anthropic
+	case "openai":
+		return gateway.Chat
+	}
+	return ""
 }
 
 func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wire.Event)) (*wire.Response, error) {
@@ -467,7 +518,7 @@ func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wi
 	if body, err := json.Marshal(req); err == nil {
 		size = len(body)
 	}
-	release, why := b.s.Reserve(b.id, req.Model, size, req.MaxTokens)
+	release, why := b.s.Reserve(b.id, gateway.Ask{API: b.api, Model: req.Model, BodyBytes: size, MaxTokens: req.MaxTokens, Choices: 1})
 	if why != "" {
 		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call: the budget is reached")
 		return nil, errors.New(why)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // budgetRig is a supervisor on its own store, for the budget tests: its
@@ -441,11 +443,39 @@ func TestRefusedEndsTheTurn(t *testing.T) {
 // passes the budget by at most one request's — not by the 49 others that
 // all saw the budget not reached yet (all 50 used to go through).
 func TestBudgetUnderConcurrency(t *testing.T) {
-	r := budgetRush(t, 50)
+	r := budgetRush(t, 50, sonnetRush)
 	if r.spent > r.budget+r.worst || r.ok == 0 || r.refused == 0 {
 		t.Fatalf("spent $%.4f of $%.2f (one request at most $%.4f): %d answered, %d refused", r.spent, r.budget, r.worst, r.ok, r.refused)
 	}
 }
+
+// TestBudgetUnpricedAlias: 50 requests at once for a model the price
+// table does not know (an alias), each answered as a dear one. The
+// ledger bills the model of the answer, so each request holds what the
+// dearest model of its upstream could cost: the spend passes the budget
+// by at most one request's (all 50 used to pass, holding nothing: $0.78
+// spent against $0.03).
+func TestBudgetUnpricedAlias(t *testing.T) {
+	r := budgetRush(t, 50, rushCase{model: "claude-best", answeredAs: "claude-opus-4-1", out: 200, budget: 0.03})
+	opus := 200 * 75 / 1e6 // what each answer costs
+	if r.spent > r.budget+r.worst || r.ok == 0 || r.refused == 0 || r.worst < opus {
+		t.Fatalf("spent $%.4f of $%.2f (one request at most $%.4f, each answer $%.4f): %d answered, %d refused",
+			r.spent, r.budget, r.worst, opus, r.ok, r.refused)
+	}
+}
+
+// rushCase is what budgetRush asks for: the model requested, the one the
+// upstream answers as, the output tokens allowed (all of them spent),
+// the budget.
+type rushCase struct {
+	model, answeredAs string
+	out               int
+	budget            float64
+}
+
+// sonnetRush asks for claude-sonnet-4-5 and is answered as it, up to
+// 1,000 output tokens, under a $0.05 budget.
+var sonnetRush = rushCase{model: sonnet, answeredAs: sonnet, out: 1000, budget: 0.05}
 
 // rush is what budgetRush saw.
 type rush struct {
@@ -453,17 +483,17 @@ type rush struct {
 	ok, refused          int64
 }
 
-// budgetRush sends n model requests at once (each 200 ms upstream, up to
-// 1,000 output tokens) from a pane with a $0.05 budget.
-func budgetRush(t testing.TB, n int) rush {
+// budgetRush sends n model requests at once (each 200 ms upstream) from
+// a pane with a budget.
+func budgetRush(t testing.TB, n int, c rushCase) rush {
 	r := newTruthRig(t)
 	r.up.hold = 200 * time.Millisecond
-	r.up.then(cannedAnswer{200, `{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":1000}}`})
-	budget := 0.05
+	r.up.then(cannedAnswer{200, fmt.Sprintf(`{"id":"m","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":%d}}`, c.answeredAs, c.out)})
+	budget := c.budget
 	if _, err := r.s.SetBudget(context.Background(), r.id, api.BudgetRequest{BudgetUSD: &budget}); err != nil {
 		t.Fatal(err)
 	}
-	body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[{"role":"user","content":"go"}]}`
+	body := fmt.Sprintf(`{"model":%q,"max_tokens":%d,"messages":[{"role":"user","content":"go"}]}`, c.model, c.out)
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int64
 	for range n {
@@ -492,7 +522,8 @@ func budgetRush(t testing.TB, n int) rush {
 	}
 	wg.Wait()
 	spent, _ := r.s.spend(r.id)
-	return rush{spent: spent, budget: budget, worst: r.s.worstCase("claude-sonnet-4-5", len(body), 1000), ok: ok.Load(), refused: refused.Load()}
+	worst, _ := r.s.worstCase(gateway.Ask{API: gateway.Anthropic, Model: c.model, BodyBytes: len(body), MaxTokens: c.out, Choices: 1})
+	return rush{spent: spent, budget: budget, worst: worst, ok: ok.Load(), refused: refused.Load()}
 }
 
 // BenchmarkBudgetRush: TestBudgetUnderConcurrency's 50 requests at once,
@@ -502,7 +533,7 @@ func BenchmarkBudgetRush(b *testing.B) {
 	var worst rush
 	over := 0.0
 	for b.Loop() {
-		r := budgetRush(b, 50)
+		r := budgetRush(b, 50, sonnetRush)
 		if o := max(0, r.spent-r.budget-r.worst); o >= over {
 			over, worst = o, r
 		}
@@ -523,24 +554,99 @@ func TestTeamBudgetHoldsRequestsInFlight(t *testing.T) {
 	r.set(api.TeamRef+"crew", &limit)
 	var releases []func()
 	for i, id := range []string{a, b, a} {
-		release, why := r.s.Reserve(id, "claude-sonnet-4-5", 100, 1000)
+		release, why := r.s.Reserve(id, sonnetAsk)
 		if why != "" {
 			t.Fatalf("request %d refused: %s", i, why)
 		}
 		releases = append(releases, release)
 	}
-	if _, why := r.s.Reserve(b, "claude-sonnet-4-5", 100, 1000); !strings.Contains(why, "team crew has $0.05 of its budget of $0.05 left, and its 3 model requests in flight may spend it") {
+	if _, why := r.s.Reserve(b, sonnetAsk); !strings.Contains(why, "team crew has $0.05 of its budget of $0.05 left, and its 3 model requests in flight may spend it") {
 		t.Fatalf("the fourth: %q", why)
 	}
 	for _, f := range releases {
 		f()
 	}
-	if release, why := r.s.Reserve(b, "claude-sonnet-4-5", 100, 1000); why != "" {
+	if release, why := r.s.Reserve(b, sonnetAsk); why != "" {
 		t.Fatalf("after the others ended: %q", why)
 	} else {
 		release()
 	}
 	if len(r.s.held.usd) != 0 || len(r.s.held.n) != 0 {
 		t.Fatalf("held after every release: %v %v", r.s.held.usd, r.s.held.n)
+	}
+}
+
+// sonnetAsk is a request of 100 bytes for claude-sonnet-4-5 allowing 1,000
+// output tokens: at most $0.01515.
+var sonnetAsk = gateway.Ask{API: gateway.Anthropic, Model: sonnet, BodyBytes: 100, MaxTokens: 1000, Choices: 1}
+
+// A request that has the upstream generate several answers (Chat
+// Completions' n, best_of, Gemini's candidateCount) holds its output
+// limit once per answer: beside one in flight, a request with n=128 does
+// not fit a $0.05 budget (one with n=128 once spent $1.28 against it).
+func TestBudgetCountsEveryAnswer(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "", 0.05)
+	one := gateway.Ask{API: gateway.Chat, Model: "gpt-4o-mini", BodyBytes: 100, MaxTokens: 100, Choices: 1}
+	many := one
+	many.Choices = 128
+	w1, _ := r.s.worstCase(one)
+	w128, _ := r.s.worstCase(many)
+	if in := 51 * 0.15 / 1e6; w128 < in+128*100*0.6/1e6 || w1 >= w128/100 {
+		t.Fatalf("worst cost of one answer $%.6f, of 128 $%.6f", w1, w128)
+	}
+	release, why := r.s.Reserve(a, one)
+	if why != "" {
+		t.Fatal(why)
+	}
+	defer release()
+	if _, why := r.s.Reserve(a, one); why != "" {
+		t.Fatalf("a second request of one answer: %q", why)
+	}
+	many.MaxTokens = 1000 // 128,000 tokens at $0.60 a million: $0.077
+	if _, why := r.s.Reserve(a, many); !strings.Contains(why, "pane "+a+" has $0.05 of its budget of $0.05 left, and its 2 model requests in flight may spend it") {
+		t.Fatalf("n=128 beside two in flight: %q", why)
+	}
+}
+
+// A model the price table does not know is held at the dearest price of
+// its upstream's models, input billed as a cache write at worst; with
+// none priced (no Gemini model has a built-in price), a pane under a
+// budget is refused, saying how to price it or remove the budget, while
+// one without a budget is served. The scripted model answers as the model
+// asked for: an unpriced one costs nothing.
+func TestBudgetUnpricedModel(t *testing.T) {
+	r := newBudgetRig(t)
+	free := r.pane("free", "", 0)
+	held := r.pane("held", "crew", 0)
+	r.set(api.TeamRef+"crew", usd(1))
+	alias := gateway.Ask{API: gateway.Anthropic, Model: "claude-best", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
+	worst, ok := r.s.worstCase(alias)
+	if want := (1001*18.75 + 1000*75) / 1e6; !ok || worst != want {
+		t.Errorf("claude-best held at $%.6f (%v); want $%.6f, claude-opus-4's output and cache write", worst, ok, want)
+	}
+	chat := alias
+	chat.API, chat.Model = gateway.Responses, "o9-pro"
+	if worst, ok := r.s.worstCase(chat); !ok || worst != (1001*2.5+1000*10)/1e6 {
+		t.Errorf("o9-pro held at $%.6f (%v); want gpt-4o's price", worst, ok)
+	}
+	gem := gateway.Ask{API: gateway.Gemini, Model: "gemini-2.5-pro", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
+	want := `cicy: model "gemini-2.5-pro" has no price, nor does any model of the Gemini API, so the budget of team crew cannot bound what the request may cost: add the model's price to "prices" in $CICY_HOME/db/lite-config.json (then cicy-agent shutdown), or remove the budget with: cicy-agent budget team:crew none`
+	if _, why := r.s.Reserve(held, gem); why != want {
+		t.Errorf("Gemini under a budget:\n%q\nwant\n%q", why, want)
+	}
+	if release, why := r.s.Reserve(free, gem); why != "" {
+		t.Errorf("Gemini without a budget: %q", why)
+	} else {
+		release()
+	}
+	script := gateway.Ask{Model: "mystery-1", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
+	if worst, ok := r.s.worstCase(script); !ok || worst != 0 {
+		t.Errorf("the scripted model's mystery-1 held at $%.6f (%v); want nothing", worst, ok)
+	}
+	if release, why := r.s.Reserve(held, script); why != "" {
+		t.Errorf("the scripted model under a budget: %q", why)
+	} else {
+		release()
 	}
 }

@@ -41,7 +41,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 			if err != nil {
 				return nil, err
 			}
-			return budgeted{Provider: p, s: s, id: id}, nil
+			return budgeted{Provider: p, s: s, id: id, api: providerAPI(name)}, nil
 		},
 		Getenv:   s.cfg.Getenv,
 		Usage:    usageSink{s},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -93,4 +94,49 @@ func (p prices) costOf(model string, u schema.UsageTotal) (float64, bool) {
 	}
 	return (float64(u.InputTokens)*pr.Input + float64(u.OutputTokens)*pr.Output +
 		float64(u.CacheRead)*pr.CacheRead + float64(u.CacheCreation)*pr.CacheWrite) / 1e6, true
+}
+
+// dearest is the dearest price, field by field, of the models served by
+// the upstream of an API, and false when none has a price. A price-table
+// entry is served by the upstream its name says: claude… by Anthropic's,
+// gemini… by Google's, any other (gpt…, o3…, deepseek…, a name of
+// lite-config.json's) by the OpenAI API's; the scripted model by none.
+func (p prices) dearest(a gateway.API) (Price, bool) {
+	want := upstreamOf(a)
+	var out Price
+	found := false
+	for k, pr := range p {
+		if k == "script" || upstreamOf(apiOfModel(k)) != want {
+			continue
+		}
+		out = Price{Input: max(out.Input, pr.Input), Output: max(out.Output, pr.Output),
+			CacheRead: max(out.CacheRead, pr.CacheRead), CacheWrite: max(out.CacheWrite, pr.CacheWrite)}
+		found = true
+	}
+	return out, found && want != ""
+}
+
+// apiOfModel is the API whose upstream serves a model, by its name.
+func apiOfModel(model string) gateway.API {
+	switch {
+	case strings.HasPrefix(model, "claude"):
+		return gateway.Anthropic
+	case strings.HasPrefix(model, "gemini"):
+		return gateway.Gemini
+	}
+	return gateway.Chat
+}
+
+// upstreamOf names the upstream of an API: Anthropic, OpenAI (Chat
+// Completions and Responses) or Gemini; "" for none (the scripted model).
+func upstreamOf(a gateway.API) string {
+	switch a {
+	case gateway.Anthropic:
+		return "Anthropic"
+	case gateway.Chat, gateway.Responses:
+		return "OpenAI"
+	case gateway.Gemini:
+		return "Gemini"
+	}
+	return ""
 }

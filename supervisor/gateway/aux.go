@@ -21,5 +21,5 @@ func auxKind(h http.Header, r *request) string {
 		return k
 	}
 	return cliagent.AuxKind(&cliagent.Fingerprint{System: r.systemTexts(), LastUser: strings.TrimSpace(r.lastUserText()),
-		MaxTokens: r.MaxTokens, Header: h})
+		MaxTokens: int(r.MaxTokens), Header: h})
 }

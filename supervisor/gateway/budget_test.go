@@ -88,3 +88,55 @@ func checkRefusal(t *testing.T, sh shape, resp *http.Response, body []byte, why 
 		t.Errorf("%s: Content-Type %q, X-Should-Retry %q", sh.name, ct, resp.Header.Get("X-Should-Retry"))
 	}
 }
+
+// The budget is asked with what bounds a request's cost: its API, the
+// model asked for, its body's size, its output limit, and how many
+// answers it has the upstream generate — Chat Completions' n,
+// Completions' best_of, Gemini's candidateCount — each billed up to the
+// limit (one request with n=128 once spent $1.28 against $0.05). A count
+// that is no whole number is rounded up; one that is not a number is
+// left to the upstream.
+func TestBudgetAskCountsEveryAnswer(t *testing.T) {
+	t.Parallel()
+	rg := startRig(t, nil)
+	chat := func(extra m) shape {
+		sh := opencode("hi", false, false)
+		for k, v := range extra {
+			if sh.body[k] = v; v == nil {
+				delete(sh.body, k)
+			}
+		}
+		return sh
+	}
+	gem := geminiCLI("hi", false)
+	gem.body["generationConfig"] = m{"maxOutputTokens": 2000, "candidateCount": 8}
+	for _, c := range []struct {
+		sh                shape
+		api               API
+		model             string
+		maxTokens, answer int
+	}{
+		{chat(nil), Chat, "fake-model", 32000, 1},
+		{chat(m{"n": 128, "max_tokens": 100}), Chat, "fake-model", 100, 128},
+		{chat(m{"n": 2, "best_of": 5, "max_tokens": nil, "max_completion_tokens": 7}), Chat, "fake-model", 7, 5},
+		{chat(m{"n": 2.5, "max_tokens": 1e3}), Chat, "fake-model", 1000, 3},
+		{chat(m{"n": "many"}), Chat, "fake-model", 32000, 1},
+		{gem, Gemini, "gemini-2.5-pro", 2000, 8},
+		{codex("hi", false), Responses, "fake-model", 0, 1},
+		{claudeCode("hi", false), Anthropic, "claude-opus-5-5", 128000, 1},
+	} {
+		n := len(rg.bud.asks())
+		resp, got := rg.post(t, c.sh.path, c.sh.header, c.sh.body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %v: %d %s", c.sh.name, c.sh.body["n"], resp.StatusCode, got)
+		}
+		asks := rg.bud.asks()
+		if len(asks) != n+1 {
+			t.Fatalf("%s: %d reservations asked, want 1", c.sh.name, len(asks)-n)
+		}
+		a := asks[n]
+		if a.API != c.api || a.Model != c.model || a.MaxTokens != c.maxTokens || a.Choices != c.answer || a.BodyBytes < 100 {
+			t.Errorf("%s %v: asked %+v; want %s %s, %d tokens, %d answers", c.sh.name, c.sh.body["n"], a, c.api, c.model, c.maxTokens, c.answer)
+		}
+	}
+}

@@ -62,16 +62,27 @@ type Recorder interface {
 }
 
 // Budget says whether a pane may make a model request. Reserve is asked
-// before each request with what the request may cost at most (its model,
-// the size of its body, the output tokens it allows): "" with a release
-// to call once the request's usage is recorded, or the one sentence it
-// is refused with (its budget is reached, or the requests in flight may
-// reach it, and how to raise it). Refused is told when a main-loop (not
-// aux) request was refused, which ends the agent's turn. Both are called
-// from the request's goroutine and must not block long.
+// before each request with what the request may cost at most (see Ask):
+// "" with a release to call once the request's usage is recorded, or the
+// one sentence it is refused with (its budget is reached, or the
+// requests in flight may reach it, or its cost cannot be bounded; and
+// what to do). Refused is told when a main-loop (not aux) request was
+// refused, which ends the agent's turn. Both are called from the
+// request's goroutine and must not block long.
 type Budget interface {
-	Reserve(pane, model string, bodyBytes, maxTokens int) (release func(), why string)
+	Reserve(pane string, ask Ask) (release func(), why string)
 	Refused(pane, why string)
+}
+
+// Ask is what the gateway read of a request to bound its cost: the
+// ledger bills the model the answer names, which may not be the one
+// asked for (an alias), so the bound is the budget's to choose.
+type Ask struct {
+	API       API    // the API, and so the upstream, it goes to
+	Model     string // as asked for ("" when the body was not read)
+	BodyBytes int    // the size of its body
+	MaxTokens int    // the most output tokens of one answer (0: not said)
+	Choices   int    // the answers generated, each up to MaxTokens (n, best_of, candidateCount); at least 1
 }
 
 // Activity hears when a pane's main-loop (not aux) request starts and ends,

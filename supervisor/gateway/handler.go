@@ -125,8 +125,8 @@ type exchange struct {
 	// once its last event (or its whole plain body) went by.
 	ans      Answer
 	complete bool
-	// maxTokens is the most output the request allows (0: not said).
-	maxTokens int
+	// ask is what the request may cost, for the budget.
+	ask Ask
 }
 
 // ServeHTTP routes, authenticates, forwards and meters one request.
@@ -231,7 +231,9 @@ func (x *exchange) overBudget(bodyBytes int) (release func(), refused bool) {
 	if x.g.cfg.Budget == nil || x.route.aux == "count_tokens" {
 		return func() {}, false
 	}
-	release, why := x.g.cfg.Budget.Reserve(x.call.Pane, x.call.Model, bodyBytes, x.maxTokens)
+	ask := x.ask
+	ask.API, ask.Model, ask.BodyBytes, ask.Choices = x.route.api, x.call.Model, bodyBytes, max(ask.Choices, 1)
+	release, why := x.g.cfg.Budget.Reserve(x.call.Pane, ask)
 	if why == "" {
 		return release, false
 	}
@@ -296,7 +298,7 @@ func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 		x.call.Model = llmserve.GeminiModel(x.r.URL.Path)
 		x.call.Stream = llmserve.Route(x.r.URL.Path) == "/models:streamGenerateContent"
 	}
-	x.maxTokens = max(req.MaxTokens, req.MaxOutputTokens, req.MaxCompletionTokens, req.GenerationConfig.MaxOutputTokens)
+	x.ask.MaxTokens, x.ask.Choices = req.maxOutput(), req.choices()
 	if x.call.Aux == "" {
 		x.call.Aux = auxKind(x.r.Header, req)
 	}

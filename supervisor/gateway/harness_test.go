@@ -96,11 +96,12 @@ func (a *activity) last() (Answer, bool) {
 }
 
 // budget refuses the panes it holds a sentence for, and keeps what it
-// was told was refused.
+// was asked to reserve and was told was refused.
 type budget struct {
 	mu      sync.Mutex
 	why     map[string]string
 	refused []string
+	asked   []Ask
 }
 
 func (b *budget) Refused(pane, why string) {
@@ -115,10 +116,18 @@ func (b *budget) told() []string {
 	return append([]string(nil), b.refused...)
 }
 
-func (b *budget) Reserve(pane, _ string, _, _ int) (func(), string) {
+func (b *budget) Reserve(pane string, ask Ask) (func(), string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.asked = append(b.asked, ask)
 	return func() {}, b.why[pane]
+}
+
+// asks are the reservations asked for, oldest first.
+func (b *budget) asks() []Ask {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Ask(nil), b.asked...)
 }
 
 func (b *budget) refuse(pane, why string) {

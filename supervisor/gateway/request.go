@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -12,9 +13,11 @@ import (
 type request struct {
 	Model               string          `json:"model"`
 	Stream              bool            `json:"stream"`
-	MaxTokens           int             `json:"max_tokens"`            // Anthropic, Chat (old)
-	MaxCompletionTokens int             `json:"max_completion_tokens"` // Chat
-	MaxOutputTokens     int             `json:"max_output_tokens"`     // Responses
+	MaxTokens           count           `json:"max_tokens"`            // Anthropic, Chat (old)
+	MaxCompletionTokens count           `json:"max_completion_tokens"` // Chat
+	MaxOutputTokens     count           `json:"max_output_tokens"`     // Responses
+	N                   count           `json:"n"`                     // Chat: the choices to generate
+	BestOf              count           `json:"best_of"`               // OpenAI Completions: the candidates generated
 	StreamOptions       json.RawMessage `json:"stream_options"`        // Chat Completions
 	System              json.RawMessage `json:"system"`                // Anthropic: a string or text blocks
 	Instructions        json.RawMessage `json:"instructions"`          // Responses
@@ -26,8 +29,48 @@ type request struct {
 	Contents          []message `json:"contents"`
 	SystemInstruction *message  `json:"systemInstruction"`
 	GenerationConfig  struct {
-		MaxOutputTokens int `json:"maxOutputTokens"`
+		MaxOutputTokens count `json:"maxOutputTokens"`
+		CandidateCount  count `json:"candidateCount"`
 	} `json:"generationConfig"`
+}
+
+// maxCount bounds a count read from a request, so that products of
+// counts stay far from overflowing.
+const maxCount = 1 << 30
+
+// count is a request's count (max_tokens, n...): a JSON number, rounded up
+// when not whole and at most maxCount; anything else (null, a string) is
+// not said, 0, and left to the upstream to refuse.
+type count int
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	var f float64
+	if json.Unmarshal(b, &f) != nil {
+		*c = 0
+		return nil
+	}
+	switch {
+	case f >= maxCount:
+		*c = maxCount
+	case f > 0:
+		*c = count(math.Ceil(f))
+	default:
+		*c = 0
+	}
+	return nil
+}
+
+// maxOutput is the most output tokens one answer of the request may
+// have: the largest of the limits it gives (0: none given).
+func (r *request) maxOutput() int {
+	return int(max(r.MaxTokens, r.MaxCompletionTokens, r.MaxOutputTokens, r.GenerationConfig.MaxOutputTokens))
+}
+
+// choices is how many answers the request has the upstream generate,
+// each billed up to maxOutput: Chat Completions' n, Completions'
+// best_of, Gemini's candidateCount; at least 1.
+func (r *request) choices() int {
+	return int(max(r.N, r.BestOf, r.GenerationConfig.CandidateCount, 1))
 }
 
 // message is a message, a Responses input item or a Gemini content.
