@@ -395,6 +395,50 @@ func TestMCPServerRaw(t *testing.T) {
 	}
 }
 
+// TestMCPServerLongLine: a line longer than 16 MiB (here a dispatch
+// whose task is 17 MiB) is answered with a parse error, id null, like
+// any other line that is not a message, and the server reads on (it used
+// to exit 1).
+func TestMCPServerLongLine(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CICY_") }), "CICY_HOME="+home, "CICY_PANE_ID=w-1")
+	r := startRawMCP(t, env)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := r.recv(); jsonText(m["result"]) == "" {
+		t.Fatalf("initialize: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"dispatch","arguments":{"worker":"w-2","task":"` +
+		strings.Repeat("x", 17<<20) + `"}}}`
+	r.send(big)
+	m := r.recv()
+	if id, ok := m["id"]; !ok || id != nil || !strings.Contains(jsonText(m["error"]), "-32700") || !strings.Contains(jsonText(m["error"]), "longer than 16 MiB") {
+		t.Fatalf("a line of 17 MiB: %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if m := r.recv(); m["id"] != float64(3) || !strings.Contains(jsonText(m["result"]), `"dispatch"`) {
+		t.Fatalf("after the long line: %v", m)
+	}
+}
+
+// eachLine keeps lines up to its limit, hands a longer one over as bad
+// without keeping it, and goes on with the next; blank lines are skipped
+// and a last line without a newline counts.
+func TestEachLine(t *testing.T) {
+	t.Parallel()
+	in := "one\n\n  \r\n" + strings.Repeat("y", 300) + "\n" + strings.Repeat("z", 100) + "\r\ntwo"
+	var got []string
+	err := eachLine(strings.NewReader(in), 100, func(l lineOrErr) bool {
+		got = append(got, string(l.line)+"|"+l.bad)
+		return true
+	})
+	want := []string{"one|", "|the line is longer than 100 bytes, the most a message may be", strings.Repeat("z", 100) + "|", "two|"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("eachLine: %q, %v; want %q", got, err, want)
+	}
+}
+
 // listedTool is a tool as tools/list puts it on the wire.
 type listedTool struct {
 	Name        string          `json:"name"`

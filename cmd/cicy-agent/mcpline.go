@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -17,7 +18,9 @@ import (
 // Unlike the SDK's own, which ends the session at the first line that is
 // not JSON-RPC, it answers such a line with a parse error (-32700, no id,
 // as JSON-RPC says) and reads on: one garbled line from a client does not
-// take a master's team tools away for the rest of its session.
+// take a master's team tools away for the rest of its session. A line
+// longer than maxMCPLine is such a line: read to its end without being
+// kept, and answered so.
 type lineTransport struct {
 	in  io.Reader
 	out io.Writer
@@ -40,8 +43,11 @@ type parseErrorReply struct {
 	Error   jsonrpc.Error `json:"error"`
 }
 
+// lineOrErr is what the reader hands Read: a line, a line it could not
+// take (bad says why), or the end of the input.
 type lineOrErr struct {
 	line []byte
+	bad  string
 	err  error
 }
 
@@ -58,20 +64,14 @@ type lineConn struct {
 }
 
 func (c *lineConn) readLines(in io.Reader) {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxMCPLine)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	err := eachLine(in, maxMCPLine, func(l lineOrErr) bool {
 		select {
-		case c.lines <- lineOrErr{line: bytes.Clone(line)}:
+		case c.lines <- l:
+			return true
 		case <-c.closed:
-			return
+			return false
 		}
-	}
-	err := sc.Err()
+	})
 	if err == nil {
 		err = io.EOF
 	}
@@ -79,6 +79,53 @@ func (c *lineConn) readLines(in io.Reader) {
 	case c.lines <- lineOrErr{err: err}:
 	case <-c.closed:
 	}
+}
+
+// eachLine hands each non-blank line of in, trimmed, to take, until take
+// says stop or the input ends (nil) or fails. A line longer than limit
+// is not kept: it is read to its end and handed over as bad. A last line
+// without a newline counts.
+func eachLine(in io.Reader, limit int, take func(lineOrErr) bool) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(bytes.TrimRight(frag, "\r\n")) > limit {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		var l lineOrErr
+		if tooLong {
+			l.bad = "the line is longer than " + sizeText(limit) + ", the most a message may be"
+		} else if t := bytes.TrimSpace(line); len(t) > 0 {
+			l.line = t
+		}
+		if (l.bad != "" || l.line != nil) && !take(l) {
+			return nil
+		}
+		line, tooLong = nil, false
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// sizeText is n bytes for a person: in MiB when whole.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Read returns the next message; a line that is not one is answered
@@ -96,11 +143,15 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if l.err != nil {
 			return nil, l.err
 		}
-		msg, err := jsonrpc.DecodeMessage(l.line)
-		if err == nil {
-			return msg, nil
+		why := l.bad
+		if why == "" {
+			msg, err := jsonrpc.DecodeMessage(l.line)
+			if err == nil {
+				return msg, nil
+			}
+			why = err.Error()
 		}
-		reply, merr := json.Marshal(parseErrorReply{JSONRPC: "2.0", Error: jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: " + err.Error()}})
+		reply, merr := json.Marshal(parseErrorReply{JSONRPC: "2.0", Error: jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: " + why}})
 		if merr != nil {
 			return nil, fmt.Errorf("encode a parse error: %w", merr)
 		}
