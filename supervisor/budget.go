@@ -109,8 +109,8 @@ func (s *Supervisor) Refusal(pane string) string {
 // budget. The first request in flight is refused only by a budget
 // reached, so a pane with little left still works — its spend passes the
 // budget by at most that one request's cost. A request whose cost has no
-// bound (its model has no price, nor has any model of its upstream) is
-// refused while a budget holds the pane.
+// bound (its model has no price, nor has any model of its upstream; its
+// body could not be read) is refused while a budget holds the pane.
 func (s *Supervisor) Reserve(pane string, ask gateway.Ask) (release func(), why string) {
 	e, ok := s.live(pane)
 	if !ok {
@@ -122,7 +122,7 @@ func (s *Supervisor) Reserve(pane string, ask gateway.Ask) (release func(), why 
 		return nil, why
 	}
 	worst, bounded := s.worstCase(ask)
-	if !bounded {
+	if !bounded || ask.Unread != "" {
 		if why := s.unboundedRefusal(e, ask); why != "" {
 			return nil, why
 		}
@@ -210,9 +210,10 @@ func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
 	return (in*max(pr.Input, pr.CacheWrite) + float64(max(ask.Choices, 1))*float64(out)*pr.Output) / 1e6, true
 }
 
-// unboundedRefusal is the sentence a request whose cost has no bound is
-// refused with when a budget holds the pane (its own or its team's); ""
-// when none does.
+// unboundedRefusal is the sentence a request whose cost has no bound (no
+// price for it, or a body the gateway could not read) is refused with
+// when a budget holds the pane (its own or its team's); "" when none
+// does.
 func (s *Supervisor) unboundedRefusal(e *entry, ask gateway.Ask) string {
 	who, ref := "pane "+e.cfg.ID, e.cfg.ID
 	if _, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); !ok {
@@ -220,6 +221,10 @@ func (s *Supervisor) unboundedRefusal(e *entry, ask gateway.Ask) string {
 			return ""
 		}
 		who, ref = "team "+e.team, api.TeamRef+e.team
+	}
+	if ask.Unread != "" {
+		return fmt.Sprintf("cicy: the gateway cannot read the request (%s), so the budget of %s cannot bound what it may cost: send it unencoded, or remove the budget with: cicy-agent budget %s none",
+			ask.Unread, who, ref)
 	}
 	what := fmt.Sprintf("model %q has no price, nor does any model of the %s API", ask.Model, upstreamOf(ask.API))
 	if ask.Model == "" {

@@ -613,8 +613,9 @@ func TestBudgetCountsEveryAnswer(t *testing.T) {
 // its upstream's models, input billed as a cache write at worst; with
 // none priced (no Gemini model has a built-in price), a pane under a
 // budget is refused, saying how to price it or remove the budget, while
-// one without a budget is served. The scripted model answers as the model
-// asked for: an unpriced one costs nothing.
+// one without a budget is served; so is a body the gateway could not
+// read. The scripted model answers as the model asked for: an unpriced
+// one costs nothing.
 func TestBudgetUnpricedModel(t *testing.T) {
 	r := newBudgetRig(t)
 	free := r.pane("free", "", 0)
@@ -637,6 +638,18 @@ func TestBudgetUnpricedModel(t *testing.T) {
 	}
 	if release, why := r.s.Reserve(free, gem); why != "" {
 		t.Errorf("Gemini without a budget: %q", why)
+	} else {
+		release()
+	}
+	// A body the gateway could not read (in a Content-Encoding) tells
+	// nothing of its cost.
+	zstd := gateway.Ask{API: gateway.Responses, BodyBytes: 2000, Choices: 1, Unread: `its body is in Content-Encoding "zstd"`}
+	want = `cicy: the gateway cannot read the request (its body is in Content-Encoding "zstd"), so the budget of team crew cannot bound what it may cost: send it unencoded, or remove the budget with: cicy-agent budget team:crew none`
+	if _, why := r.s.Reserve(held, zstd); why != want {
+		t.Errorf("an encoded body under a budget:\n%q\nwant\n%q", why, want)
+	}
+	if release, why := r.s.Reserve(free, zstd); why != "" {
+		t.Errorf("an encoded body without a budget: %q", why)
 	} else {
 		release()
 	}

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -135,8 +138,28 @@ func TestBudgetAskCountsEveryAnswer(t *testing.T) {
 			t.Fatalf("%s: %d reservations asked, want 1", c.sh.name, len(asks)-n)
 		}
 		a := asks[n]
-		if a.API != c.api || a.Model != c.model || a.MaxTokens != c.maxTokens || a.Choices != c.answer || a.BodyBytes < 100 {
+		if a.API != c.api || a.Model != c.model || a.MaxTokens != c.maxTokens || a.Choices != c.answer || a.BodyBytes < 100 || a.Unread != "" {
 			t.Errorf("%s %v: asked %+v; want %s %s, %d tokens, %d answers", c.sh.name, c.sh.body["n"], a, c.api, c.model, c.maxTokens, c.answer)
 		}
+	}
+
+	// A body in a Content-Encoding is forwarded unread: the budget is
+	// told that nothing of it is known.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_ = json.NewEncoder(zw).Encode(chat(m{"n": 128}).body)
+	_ = zw.Close()
+	req, _ := http.NewRequest(http.MethodPost, rg.gw.URL()+"/v1/chat/completions", &gz)
+	req.Header = chat(nil).header.Clone()
+	req.Header.Set("Content-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	asks := rg.bud.asks()
+	if a := asks[len(asks)-1]; a.Unread != `its body is in Content-Encoding "gzip"` || a.Model != "" || a.API != Chat {
+		t.Errorf("a gzip body: asked %+v", a)
 	}
 }

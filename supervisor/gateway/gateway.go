@@ -83,6 +83,10 @@ type Ask struct {
 	BodyBytes int    // the size of its body
 	MaxTokens int    // the most output tokens of one answer (0: not said)
 	Choices   int    // the answers generated, each up to MaxTokens (n, best_of, candidateCount); at least 1
+	// Unread says why the gateway could not read the body ("" when it
+	// did): then the model, the output limit and the answers are not
+	// known.
+	Unread string
 }
 
 // Activity hears when a pane's main-loop (not aux) request starts and ends,

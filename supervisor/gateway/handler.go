@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 )
 
@@ -286,6 +287,7 @@ func tokenOf(r *http.Request) string {
 // inject set. A body in a Content-Encoding is forwarded as is, unread.
 func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 	if enc := x.r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		x.ask.Unread = fmt.Sprintf("its body is in Content-Encoding %q", clip.Bytes(enc, 40))
 		return body, false
 	}
 	req, err := parseRequest(body)
