@@ -194,7 +194,7 @@ const defaultMaxOutput = 32000
 // cache-write price, and its allowed output for each answer it asks for
 // (n, best_of, candidateCount). The ledger bills the model the answer
 // names, which an alias does not tell: a model without a price is counted
-// at the dearest price of any model its upstream serves (priceBound).
+// at the dearest price of the models its upstream serves (prices.dearest).
 func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
 	pr, ok := s.prices.of(ask.Model)
 	if !ok {
@@ -525,7 +525,7 @@ func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wi
 	}
 	release, why := b.s.Reserve(b.id, gateway.Ask{API: b.api, Model: req.Model, BodyBytes: size, MaxTokens: req.MaxTokens, Choices: 1})
 	if why != "" {
-		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call: the budget is reached")
+		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call for the budget")
 		return nil, errors.New(why)
 	}
 	defer release()
