@@ -194,13 +194,19 @@ const defaultMaxOutput = 32000
 // cache-write price, and its allowed output for each answer it asks for
 // (n, best_of, candidateCount). The ledger bills the model the answer
 // names, which an alias does not tell: a model without a price is counted
-// at the dearest price of the models its upstream serves (prices.dearest).
+// at the dearest price of the models its upstream serves (prices.dearest),
+// and any model at the price of a dearer one its answers were billed as
+// (billedAs).
 func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
 	pr, ok := s.prices.of(ask.Model)
 	if !ok {
-		if pr, ok = s.prices.dearest(ask.API); !ok {
-			return 0, ask.API == ""
-		}
+		pr, ok = s.prices.dearest(ask.API)
+	}
+	if seen, was := s.billed.of(ask.Model); was {
+		pr, ok = dearer(pr, seen), true
+	}
+	if !ok {
+		return 0, ask.API == ""
 	}
 	out := ask.MaxTokens
 	if out <= 0 {
@@ -232,6 +238,46 @@ func (s *Supervisor) unboundedRefusal(e *entry, ask gateway.Ask) string {
 	}
 	return fmt.Sprintf("cicy: %s, so the budget of %s cannot bound what the request may cost: add the model's price to \"prices\" in $CICY_HOME/db/lite-config.json (then cicy-agent shutdown), or remove the budget with: cicy-agent budget %s none",
 		what, who, ref)
+}
+
+// billedAs keeps, by the model a request asked for, the dearest price
+// field by field its answers were billed at when they named another
+// model: a later request for it is held at that price at least. A model
+// the upstream resolves (an alias, a router's choice) is known after its
+// first answer.
+type billedAs struct {
+	mu    sync.Mutex
+	price map[string]Price
+}
+
+// note records that a request for asked was answered, and billed, as
+// model.
+func (b *billedAs) note(p prices, asked, model string) {
+	if asked == "" || model == asked {
+		return
+	}
+	pr, ok := p.of(model)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.price[asked] = dearer(b.price[asked], pr)
+}
+
+// of is the dearest price answers to a request for asked were billed at
+// under another model's name, if any.
+func (b *billedAs) of(asked string) (Price, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	pr, ok := b.price[asked]
+	return pr, ok
+}
+
+// dearer is the dearer of two prices, field by field.
+func dearer(a, b Price) Price {
+	return Price{Input: max(a.Input, b.Input), Output: max(a.Output, b.Output),
+		CacheRead: max(a.CacheRead, b.CacheRead), CacheWrite: max(a.CacheWrite, b.CacheWrite)}
 }
 
 // live is the pane with this id, registered or being started (a CLI

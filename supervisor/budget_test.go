@@ -663,3 +663,34 @@ func TestBudgetUnpricedModel(t *testing.T) {
 		release()
 	}
 }
+
+// The ledger bills the model an answer names: once a request for a
+// priced model was answered, and billed, as a dearer one, a request for
+// it holds the dearer price (a router or an alias the upstream resolves
+// bills what it chose, not what was asked for).
+func TestBudgetHoldsWhatAnswersWereBilledAs(t *testing.T) {
+	r := newBudgetRig(t)
+	a := r.pane("a", "", 1)
+	haiku := gateway.Ask{API: gateway.Anthropic, Model: "claude-haiku-4-5", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
+	before, _ := r.s.worstCase(haiku)
+	if want := (1001*1.25 + 1000*5) / 1e6; before != want {
+		t.Fatalf("claude-haiku-4-5 held at $%.6f before any answer; want $%.6f", before, want)
+	}
+	ledger := gatewayLedger{r.s}
+	for _, c := range []gateway.Call{
+		{Pane: a, API: gateway.Anthropic, Asked: "claude-haiku-4-5", Model: "claude-haiku-4-5-20251001", Status: 200, OutputTokens: 10},
+		{Pane: a, API: gateway.Anthropic, Asked: "claude-haiku-4-5", Model: "claude-opus-4-1", Status: 200, OutputTokens: 10},
+		{Pane: a, API: gateway.Anthropic, Asked: "claude-haiku-4-5", Model: "mystery-2", Status: 200, OutputTokens: 10},
+	} {
+		if err := ledger.Record(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, _ := r.s.worstCase(haiku); after != (1001*18.75+1000*75)/1e6 {
+		t.Errorf("claude-haiku-4-5 held at $%.6f after an answer billed as claude-opus-4-1; want its price", after)
+	}
+	sonnetAfter, _ := r.s.worstCase(sonnetAsk)
+	if want := (51*3.75 + 1000*15) / 1e6; sonnetAfter != want {
+		t.Errorf("claude-sonnet-4-5 held at $%.6f; want its own price $%.6f", sonnetAfter, want)
+	}
+}

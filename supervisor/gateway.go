@@ -207,6 +207,7 @@ func (l gatewayLedger) Record(ctx context.Context, c gateway.Call) error {
 	if c.Status == 0 && c.InputTokens+c.OutputTokens+c.CacheReadTokens+c.CacheCreationTokens == 0 {
 		return nil // never reached the upstream: no call to count
 	}
+	l.s.billed.note(l.s.prices, c.Asked, c.Model)
 	return l.s.record(ctx, schema.UsageRow{
 		PaneID: c.Pane, TurnID: l.s.cliTurn(c.Pane), Aux: c.Aux, Model: c.Model,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,

@@ -109,9 +109,7 @@ func (p prices) dearest(a gateway.API) (Price, bool) {
 		if k == "script" || upstreamOf(apiOfModel(k)) != want {
 			continue
 		}
-		out = Price{Input: max(out.Input, pr.Input), Output: max(out.Output, pr.Output),
-			CacheRead: max(out.CacheRead, pr.CacheRead), CacheWrite: max(out.CacheWrite, pr.CacheWrite)}
-		found = true
+		out, found = dearer(out, pr), true
 	}
 	return out, found && want != ""
 }

@@ -136,6 +136,7 @@ type Supervisor struct {
 
 	budgets budgetBook
 	held    heldBudget // the worst cost of the model requests in flight (Reserve)
+	billed  billedAs   // the prices answers were billed at, by the model asked for
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		cfg.Node = DefaultNode()
 	}
 	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(),
-		held: heldBudget{usd: map[string]float64{}, n: map[string]int{}}}
+		held: heldBudget{usd: map[string]float64{}, n: map[string]int{}}, billed: billedAs{price: map[string]Price{}}}
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
 	}

@@ -98,7 +98,7 @@ func checkRefusal(t *testing.T, sh shape, resp *http.Response, body []byte, why 
 // Completions' best_of, Gemini's candidateCount — each billed up to the
 // limit (one request with n=128 once spent $1.28 against $0.05). A count
 // that is no whole number is rounded up; one that is not a number is
-// left to the upstream.
+// left to the upstream. The call recorded keeps the model asked for.
 func TestBudgetAskCountsEveryAnswer(t *testing.T) {
 	t.Parallel()
 	rg := startRig(t, nil)
@@ -140,6 +140,9 @@ func TestBudgetAskCountsEveryAnswer(t *testing.T) {
 		a := asks[n]
 		if a.API != c.api || a.Model != c.model || a.MaxTokens != c.maxTokens || a.Choices != c.answer || a.BodyBytes < 100 || a.Unread != "" {
 			t.Errorf("%s %v: asked %+v; want %s %s, %d tokens, %d answers", c.sh.name, c.sh.body["n"], a, c.api, c.model, c.maxTokens, c.answer)
+		}
+		if call := rg.rec.wait(t, n+1); call.Asked != c.model {
+			t.Errorf("%s: recorded as asked for %q, want %q", c.sh.name, call.Asked, c.model)
 		}
 	}
 

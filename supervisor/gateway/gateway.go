@@ -103,6 +103,7 @@ type Call struct {
 	Pane  string
 	API   API
 	Model string // as the upstream answered, else as requested
+	Asked string // as requested ("" when the body was not read)
 	// Aux is the kind of side call ("count_tokens", "title", "quota",
 	// "compact", or the client's X-Cicy-Aux), "" for a main-loop call.
 	Aux    string

@@ -300,6 +300,7 @@ func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 		x.call.Model = llmserve.GeminiModel(x.r.URL.Path)
 		x.call.Stream = llmserve.Route(x.r.URL.Path) == "/models:streamGenerateContent"
 	}
+	x.call.Asked = x.call.Model
 	x.ask.MaxTokens, x.ask.Choices = req.maxOutput(), req.choices()
 	if x.call.Aux == "" {
 		x.call.Aux = auxKind(x.r.Header, req)
