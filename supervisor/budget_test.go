@@ -611,13 +611,21 @@ func TestBudgetCountsEveryAnswer(t *testing.T) {
 
 // A model the price table does not know is held at the dearest price of
 // its upstream's models, input billed as a cache write at worst; with
-// none priced (no Gemini model has a built-in price), a pane under a
-// budget is refused, saying how to price it or remove the budget, while
-// one without a budget is served; so is a body the gateway could not
-// read. The scripted model answers as the model asked for: an unpriced
-// one costs nothing.
+// none priced (here no Gemini model: its built-in prices are taken out of
+// the table), a pane under a budget is refused, saying how to price it or
+// remove the budget, while one without a budget is served; so is a body
+// the gateway could not read. The scripted model answers as the model
+// asked for: an unpriced one costs nothing.
 func TestBudgetUnpricedModel(t *testing.T) {
 	r := newBudgetRig(t)
+	if _, ok := r.s.prices.dearest(gateway.Gemini); !ok {
+		t.Error("the built-in table prices no Gemini model")
+	}
+	for k := range r.s.prices {
+		if strings.HasPrefix(k, "gemini") {
+			delete(r.s.prices, k)
+		}
+	}
 	free := r.pane("free", "", 0)
 	held := r.pane("held", "crew", 0)
 	r.set(api.TeamRef+"crew", usd(1))

@@ -31,6 +31,10 @@ var defaultPrices = map[string]Price{
 	"gpt-4.1-mini":      {Input: 0.4, Output: 1.6, CacheRead: 0.1},
 	"gpt-4.1":           {Input: 2, Output: 8, CacheRead: 0.5},
 	"deepseek-chat":     {Input: 0.27, Output: 1.1, CacheRead: 0.07},
+	// Gemini's prices for prompts up to 200k tokens.
+	"gemini-2.5-pro":        {Input: 1.25, Output: 10, CacheRead: 0.31},
+	"gemini-2.5-flash":      {Input: 0.3, Output: 2.5, CacheRead: 0.075},
+	"gemini-2.5-flash-lite": {Input: 0.1, Output: 0.4, CacheRead: 0.025},
 	// The scripted model of the demo and the tests costs nothing.
 	"script": {},
 }
