@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -162,3 +163,59 @@ func TestSecretsInAnswers(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestSecretsWrappedAndQuoted: a key a shell printed past the end of its
+// row (the terminal wraps it) is not in the screen or any answer, whole or
+// split; a credential holding <, > and & is not in an answer as JSON
+// escapes it (\u003c).
+func TestSecretsWrappedAndQuoted(t *testing.T) {
+	t.Parallel()
+	key := "sk-ant-api03-wrapped-secret-key-0123456789"
+	odd := "tok<en>&secret-42"
+	for _, backend := range []string{"pty", "tmux"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			if backend == "tmux" && !pane.TmuxAvailable() {
+				t.Skip("no tmux")
+			}
+			s, h := newTestSupervisor(t, func(k string) string {
+				return map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_AUTH_TOKEN": odd}[k]
+			})
+			ctx := context.Background()
+			p, err := s.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: backend, Command: []string{"bash", "--norc", "--noprofile"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+			waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+			// 100 x's, then the key: past any row of 120 or fewer
+			// columns. Neither secret is whole in what is typed.
+			leak := `printf 'x%.0s' $(seq 100); printf '%s%s\n%s%s\n' sk-ant-api03-wrapped-se cret-key-0123456789 'tok<en>&sec' ret-42`
+			for _, c := range []struct{ method, path, body string }{
+				{"POST", "/api/panes/" + p.ID + "/send", `{"text": ` + strconvQuote(leak) + `, "wait": true, "timeout": 20}`},
+				{"GET", "/api/panes/" + p.ID + "/screen", ""},
+			} {
+				var body string
+				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
+					if body = rec.Body.String(); rec.Code != 200 {
+						t.Fatalf("%s %s: %d %s", c.method, c.path, rec.Code, body)
+					}
+					if strings.Count(body, "[redacted]") >= 2 || time.Now().After(deadline) || c.method == "POST" {
+						break
+					}
+				}
+				joined := strings.NewReplacer(`\n`, "", `\r`, "").Replace(body)
+				for _, secret := range []string{key, odd, "tok\\u003cen\\u003e\\u0026secret-42"} {
+					if strings.Contains(joined, secret) {
+						t.Errorf("%s %s shows %q: %s", c.method, c.path, secret, body)
+					}
+				}
+				if !json.Valid([]byte(body)) || strings.Count(body, "[redacted]") < 2 {
+					t.Errorf("%s %s: %s", c.method, c.path, body)
+				}
+			}
+		})
+	}
+}
