@@ -7,6 +7,7 @@ import (
 	"errors"
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -145,6 +146,27 @@ func TestSecretsInAnswers(t *testing.T) {
 	}
 	if strings.Count(stored.Result, "[redacted]") != 2 {
 		t.Errorf("result %q", stored.Result)
+	}
+	// Nor is either in a file of the home (the task's output file).
+	var outs int
+	err = filepath.WalkDir(s.cfg.Home.Root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&fs.ModeType != 0 {
+			return err
+		}
+		if strings.HasSuffix(path, ".out") {
+			outs++
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(key)) || bytes.Contains(b, []byte(token)) {
+			t.Errorf("%s holds a secret: %q", path, b)
+		}
+		return nil
+	})
+	if err != nil || outs != 1 {
+		t.Fatalf("walk the home: %v; %d output files", err, outs)
 	}
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/api/tasks/" + itoa(task.ID), ""},
