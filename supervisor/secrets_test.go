@@ -238,6 +238,12 @@ func TestSecretsWrappedAndQuoted(t *testing.T) {
 					t.Errorf("%s %s: %s", c.method, c.path, body)
 				}
 			}
+			// The last lines, cut below the key's first row: not its rest.
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/panes/"+p.ID+"/screen?lines=3", nil))
+			if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, "secret-key-0123456789") || !strings.Contains(body, "[redacted]") {
+				t.Errorf("the screen's last lines: %d %s", rec.Code, body)
+			}
 		})
 	}
 }

@@ -862,7 +862,9 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	if err != nil {
 		return api.ScreenResponse{}, err
 	}
-	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(sc, lines)}, nil
+	// Scrubbed whole before its last lines are cut: a key wrapped over
+	// the cut is found.
+	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(s.scrub.String(sc), lines)}, nil
 }
 
 func lastLines(s string, n int) string {
