@@ -148,25 +148,8 @@ func TestSecretsInAnswers(t *testing.T) {
 		t.Errorf("result %q", stored.Result)
 	}
 	// Nor is either in a file of the home (the task's output file).
-	var outs int
-	err = filepath.WalkDir(s.cfg.Home.Root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Type()&fs.ModeType != 0 {
-			return err
-		}
-		if strings.HasSuffix(path, ".out") {
-			outs++
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(key)) || bytes.Contains(b, []byte(token)) {
-			t.Errorf("%s holds a secret: %q", path, b)
-		}
-		return nil
-	})
-	if err != nil || outs != 1 {
-		t.Fatalf("walk the home: %v; %d output files", err, outs)
+	if outs := noFileHolds(t, s.cfg.Home.Root, key, token); outs != 1 {
+		t.Fatalf("%d task output files in the home", outs)
 	}
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/api/tasks/" + itoa(task.ID), ""},
@@ -246,4 +229,32 @@ func TestSecretsWrappedAndQuoted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noFileHolds checks that no file under root holds one of the secrets;
+// it returns how many task output files (*.out) it read.
+func noFileHolds(t *testing.T, root string, secrets ...string) (outs int) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&fs.ModeType != 0 {
+			return err
+		}
+		if strings.HasSuffix(path, ".out") {
+			outs++
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, secret := range secrets {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds a secret: %q", path, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	return outs
 }
