@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
+	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/reaper"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -68,6 +69,10 @@ type Env struct {
 	// (current.json, its journal, reply.json) with its error, nil when it
 	// succeeded: the supervisor's view of a full disk. It must not block.
 	OnWrite func(error)
+	// Scrub takes the secrets out of the JSON of the history's files
+	// before it is written (default: the credentials Getenv reads), so
+	// that a key a tool printed or an upstream echoed is not on disk.
+	Scrub func([]byte) []byte
 
 	headMemories bool // see Prompt.headMemories
 	// writeFault, if set, fails the history's writes it returns an error
@@ -191,6 +196,9 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 	if env.Getenv == nil {
 		env.Getenv = func(string) string { return "" }
 	}
+	if env.Scrub == nil {
+		env.Scrub = provider.NewScrubber(env.Getenv).Bytes
+	}
 	if env.Log == nil {
 		l := logrus.New()
 		l.SetOutput(io.Discard)
@@ -281,7 +289,7 @@ func (a *Agent) save() error {
 }
 
 func (a *Agent) saveCurrent(convID, model string, hist []wire.Message) error {
-	w := historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: convID, model: model, fault: a.env.writeFault}
+	w := historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: convID, model: model, fault: a.env.writeFault, scrub: a.env.Scrub}
 	return w.save(hist, a.env.Now())
 }
 

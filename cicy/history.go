@@ -96,6 +96,19 @@ func fromHist(h []HistMessage) []wire.Message {
 	return out
 }
 
+// writeScrubbed is writeJSONAtomic with the secrets scrub knows taken
+// out of the JSON.
+func writeScrubbed(path string, v any, scrub func([]byte) []byte) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if scrub != nil {
+		b = scrub(b)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
 // writeJSONAtomic writes v as indented JSON: a temp file in the same
 // folder, fsync, rename, so a crash leaves the old file or the new one.
 func writeJSONAtomic(path string, v any) error {
@@ -227,6 +240,8 @@ type historyWriter struct {
 	written                     int      // messages on disk (current.json + journal)
 	// fault, if set, fails a write before it is made (tests: a full disk).
 	fault func(path string) error
+	// scrub, if set, takes the secrets out of a message's JSON.
+	scrub func([]byte) []byte
 }
 
 // check is the fault hook's error for a write of path (nil without one).
@@ -240,6 +255,9 @@ func (w *historyWriter) encode(hist []wire.Message) error {
 		b, err := json.Marshal(hist[i])
 		if err != nil {
 			return fmt.Errorf("encode message %d: %w", i+1, err)
+		}
+		if w.scrub != nil {
+			b = w.scrub(b)
 		}
 		w.enc = append(w.enc, b)
 	}

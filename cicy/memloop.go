@@ -87,7 +87,7 @@ func (a *Agent) saveBuffer() {
 		}
 		return
 	}
-	if err := writeJSONAtomic(a.bufferFile(), map[string]any{"turns": turns}); err != nil {
+	if err := writeScrubbed(a.bufferFile(), map[string]any{"turns": turns}, a.env.Scrub); err != nil {
 		a.log.WithError(err).Error("Could not write the memory buffer")
 	}
 }
@@ -222,7 +222,7 @@ func (a *Agent) flushDone(batch []memory.Turn, stored int, err error) {
 func (a *Agent) setAside(batch []memory.Turn, err error) {
 	a.mem.attempts = 0
 	path := filepath.Join(a.memDir(), fmt.Sprintf("unrecognised-%d.json", a.env.Clock.Now().UnixNano()))
-	if werr := writeJSONAtomic(path, map[string]any{"error": err.Error(), "turns": batch}); werr != nil {
+	if werr := writeScrubbed(path, map[string]any{"error": err.Error(), "turns": batch}, a.env.Scrub); werr != nil {
 		a.log.WithError(werr).Error("Could not set aside a batch the recognizer failed on; keeping it")
 		a.mem.waiting = append(batch, a.mem.waiting...)
 		return

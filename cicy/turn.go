@@ -52,7 +52,7 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := a.env.Now()
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
-	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model, fault: a.env.writeFault}
+	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model, fault: a.env.writeFault, scrub: a.env.Scrub}
 	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
 	// The message goes into the history on disk before the turn starts:
 	// from here on, the history holds it, not the queue file. This full

@@ -92,7 +92,7 @@ func (a *Agent) writeReplyFile(r Reply) error {
 	if err := faultAt(a.env.writeFault, path); err != nil {
 		return err
 	}
-	return writeJSONAtomic(path, r)
+	return writeScrubbed(path, r, a.env.Scrub)
 }
 
 // markUnsaved records, on the loop, whether the history in memory is on

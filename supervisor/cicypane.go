@@ -44,6 +44,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 			return budgeted{Provider: p, s: s, id: id, api: providerAPI(name)}, nil
 		},
 		Getenv:   s.cfg.Getenv,
+		Scrub:    s.scrub.Bytes,
 		Usage:    usageSink{s},
 		Team:     teamTools{s},
 		OnStatus: func(cicy.Status) { s.tasks.PaneChanged(); s.paneChanged(id) },

@@ -217,8 +217,12 @@ func (d *shellRunDelivery) Check(now time.Time) outbox.Progress {
 }
 
 // output is the run's output for the task's result, credentials taken
-// out; a failure to read it is said in its place.
+// out — of the output file as well, which then holds them no more; a
+// failure to read it is said in its place.
 func (d *shellRunDelivery) output() string {
+	// A file that could not be rewritten (a full disk) is removed with
+	// the task's other files; the result is scrubbed all the same.
+	_ = d.run.scrubOutput(d.scrub)
 	out, err := d.run.output()
 	if err != nil {
 		return "(" + err.Error() + ")"

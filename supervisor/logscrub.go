@@ -20,9 +20,10 @@ func ScrubLog(f logrus.Formatter, scrub *provider.Scrubber) logrus.Formatter {
 
 // NewScrubber is the supervisor's one scrubber: it removes the
 // credentials getenv reads (provider keys, the database password, the
-// cluster secret), the panes' gateway tokens, and the secrets given (the
-// cluster secret read from a file). The log, the task ledger and every
-// API answer pass through it.
+// password in an upstream URL, the cluster secret), the panes' gateway
+// tokens, and the secrets given (the cluster secret read from a file).
+// The log, the task ledger, every API answer and a cicy pane's history
+// files pass through it.
 func NewScrubber(getenv func(string) string, secrets ...string) *provider.Scrubber {
 	return provider.NewScrubber(getenv, provider.Pattern{Prefix: paneTokenPrefix, Re: paneTokenRe}).With(secrets...)
 }

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -145,6 +147,10 @@ func TestSecretsInAnswers(t *testing.T) {
 	if strings.Count(stored.Result, "[redacted]") != 2 {
 		t.Errorf("result %q", stored.Result)
 	}
+	// Nor is either in a file of the home (the task's output file).
+	if outs := noFileHolds(t, s.cfg.Home.Root, key, token); outs != 1 {
+		t.Fatalf("%d task output files in the home", outs)
+	}
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/api/tasks/" + itoa(task.ID), ""},
 		{"GET", "/api/tasks", ""},
@@ -162,3 +168,93 @@ func TestSecretsInAnswers(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestSecretsWrappedAndQuoted: a key a shell printed past the end of its
+// row (the terminal wraps it) is not in the screen or any answer, whole or
+// split; a credential holding <, > and & is not in an answer as JSON
+// escapes it (\u003c).
+func TestSecretsWrappedAndQuoted(t *testing.T) {
+	t.Parallel()
+	key := "sk-ant-api03-wrapped-secret-key-0123456789"
+	odd := "tok<en>&secret-42"
+	for _, backend := range []string{"pty", "tmux"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			if backend == "tmux" && !pane.TmuxAvailable() {
+				t.Skip("no tmux")
+			}
+			s, h := newTestSupervisor(t, func(k string) string {
+				return map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_AUTH_TOKEN": odd}[k]
+			})
+			ctx := context.Background()
+			p, err := s.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: backend, Command: []string{"bash", "--norc", "--noprofile"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+			waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+			// 100 x's, then the key: past any row of 120 or fewer
+			// columns. Neither secret is whole in what is typed.
+			leak := `printf 'x%.0s' $(seq 100); printf '%s%s\n%s%s\n' sk-ant-api03-wrapped-se cret-key-0123456789 'tok<en>&sec' ret-42`
+			for _, c := range []struct{ method, path, body string }{
+				{"POST", "/api/panes/" + p.ID + "/send", `{"text": ` + strconvQuote(leak) + `, "wait": true, "timeout": 20}`},
+				{"GET", "/api/panes/" + p.ID + "/screen", ""},
+			} {
+				var body string
+				for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
+					if body = rec.Body.String(); rec.Code != 200 {
+						t.Fatalf("%s %s: %d %s", c.method, c.path, rec.Code, body)
+					}
+					if strings.Count(body, "[redacted]") >= 2 || time.Now().After(deadline) || c.method == "POST" {
+						break
+					}
+				}
+				joined := strings.NewReplacer(`\n`, "", `\r`, "").Replace(body)
+				for _, secret := range []string{key, odd, "tok\\u003cen\\u003e\\u0026secret-42"} {
+					if strings.Contains(joined, secret) {
+						t.Errorf("%s %s shows %q: %s", c.method, c.path, secret, body)
+					}
+				}
+				if !json.Valid([]byte(body)) || strings.Count(body, "[redacted]") < 2 {
+					t.Errorf("%s %s: %s", c.method, c.path, body)
+				}
+			}
+			// The last lines, cut below the key's first row: not its rest.
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/panes/"+p.ID+"/screen?lines=3", nil))
+			if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, "secret-key-0123456789") || !strings.Contains(body, "[redacted]") {
+				t.Errorf("the screen's last lines: %d %s", rec.Code, body)
+			}
+		})
+	}
+}
+
+// noFileHolds checks that no file under root holds one of the secrets;
+// it returns how many task output files (*.out) it read.
+func noFileHolds(t *testing.T, root string, secrets ...string) (outs int) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&fs.ModeType != 0 {
+			return err
+		}
+		if strings.HasSuffix(path, ".out") {
+			outs++
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, secret := range secrets {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds a secret: %q", path, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	return outs
+}

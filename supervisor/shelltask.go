@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
@@ -178,6 +179,25 @@ func (r shellRun) look() shellEnd {
 	}
 	e.ended, e.code = true, code
 	return e
+}
+
+// scrubOutput rewrites the output file without the secrets scrub takes
+// out. tail writes the file once, when the task's output ends, so the
+// raw text is on disk only until the task is seen ending.
+func (r shellRun) scrubOutput(scrub func(string) string) error {
+	b, err := os.ReadFile(r.out())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the task's output: %w", err)
+	}
+	if clean := scrub(string(b)); clean != string(b) {
+		if err := atomicfile.Write(r.out(), []byte(clean), 0o600); err != nil {
+			return fmt.Errorf("scrub the task's output: %w", err)
+		}
+	}
+	return nil
 }
 
 // output is the run's whole output, its tail when longer than

@@ -187,7 +187,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	if pane.TmuxAvailable() {
-		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
+		if err := s.tmux.ForgetGlobal(slices.Concat(provider.Credentials, provider.Upstreams)...); err != nil {
 			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
 		}
 	}
@@ -562,8 +562,12 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 	}
 	var extra []string
 	if isCLI {
-		// The agent's key is its gateway token, not a provider's.
-		pass = slices.DeleteFunc(slices.Clone(pass), provider.IsCredential)
+		// The agent's key is its gateway token, not a provider's, and its
+		// upstream the gateway (a name asked for would come first, and
+		// win, in its environment).
+		pass = slices.DeleteFunc(slices.Clone(pass), func(name string) bool {
+			return provider.IsCredential(name) || slices.Contains(provider.Upstreams, name)
+		})
 		rules, err := cliagent.ScreenRules(s.cfg.Home.Root, cfg.Type)
 		if err != nil {
 			return pane.Options{}, err
@@ -578,25 +582,20 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		}
 	}
 	opts.Argv = argv
-	environ := os.Environ()
-	if isCLI {
-		// A CLI agent reaches its model through the gateway only: the
-		// supervisor's upstream URLs are not its (its seed sets its own).
-		// Its pane is an interactive terminal, even when the supervisor
-		// runs in a CI job: Gemini CLI runs headless when it sees CI=true
-		// or GITHUB_ACTIONS=true, and Ink draws no screen under CI.
-		environ = slices.DeleteFunc(environ, func(kv string) bool {
-			name, _, _ := strings.Cut(kv, "=")
-			return slices.Contains(upstreamVars, name) || ciMarker(name)
-		})
-	}
+	// No pane gets the supervisor's upstream URLs (one may carry a
+	// password, and they lead past the gateway): a CLI agent reaches its
+	// model through the gateway only (its seed sets the gateway's URLs);
+	// a shell pane gets one only when it asks by name (--env).
+	// A CLI agent's pane is an interactive terminal, even when the
+	// supervisor runs in a CI job: Gemini CLI runs headless when it sees
+	// CI=true or GITHUB_ACTIONS=true, and Ink draws no screen under CI.
+	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(provider.Upstreams, name) || isCLI && ciMarker(name)
+	})
 	opts.Env = append(paneEnv(s.cfg.Home, id, environ, pass, s.cfg.Getenv), extra...)
 	return opts, nil
 }
-
-// upstreamVars name the real model upstreams in the supervisor's
-// environment; a CLI agent's pane gets the gateway's URLs instead.
-var upstreamVars = []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"}
 
 // ciMarker reports whether name is one of the variables programs read to
 // tell they run in a CI job (non-interactive, no live screen).
@@ -864,7 +863,9 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	if err != nil {
 		return api.ScreenResponse{}, err
 	}
-	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(sc, lines)}, nil
+	// Scrubbed whole before its last lines are cut: a key wrapped over
+	// the cut is found.
+	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(s.scrub.String(sc), lines)}, nil
 }
 
 func lastLines(s string, n int) string {

@@ -1,10 +1,14 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +92,83 @@ func TestScrubber(t *testing.T) {
 	env := provider.WithoutCredentials([]string{"A=1", "ANTHROPIC_API_KEY=x", "OPENAI_API_KEY=y", "ANTHROPIC_AUTH_TOKEN=z", "ANTHROPIC_BASE_URL=u", "GEMINI_API_KEY=g", "GOOGLE_API_KEY=k"})
 	if strings.Join(env, " ") != "A=1 ANTHROPIC_BASE_URL=u" {
 		t.Fatalf("WithoutCredentials: %v", env)
+	}
+}
+
+// TestScrubberAcrossWraps: a key a terminal wrapped at its width (a
+// newline, or \n in a JSON answer or a quoted log field, the next row
+// maybe indented) is found whole; the rows stay.
+func TestScrubberAcrossWraps(t *testing.T) {
+	key := "sk-ant-api03-wrapped-key-0123456789"
+	token := regexp.MustCompile(`cicy-pane-[0-9a-f]{48}`)
+	s := provider.NewScrubber(func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": key}[k] },
+		provider.Pattern{Prefix: "cicy-pane-", Re: token})
+	tok := "cicy-pane-" + strings.Repeat("ab", 24)
+	for _, c := range []struct{ in, want string }{
+		{"$ cat k\nxx sk-ant-api03-wr\napped-key-0123456789 yy\n$", "$ cat k\nxx [redacted]\n yy\n$"},
+		{"sk-ant-a\npi03-wrap\nped-key-\n0123456789", "[redacted]\n\n\n"},
+		{"sk-ant-api03-wrapped\r\n-key-0123456789", "[redacted]\r\n"},
+		{"  sk-ant-api03-wrapped\n    -key-0123456789 x", "  [redacted]\n     x"},
+		{`{"screen":"a sk-ant-api03-wrapped-key-0123456789\nb"}`, `{"screen":"a [redacted]\nb"}`},
+		{`{"screen":"a sk-ant-api03-wrap\nped-key-0123456789\nb"}`, `{"screen":"a [redacted]\n\nb"}`},
+		{`msg="sk-ant-api03-w\r\nrapped-key-0123456789"`, `msg="[redacted]\r\n"`},
+		{"t " + tok[:30] + "\n" + tok[30:] + " u", "t [redacted]\n u"},
+		{`not a break: sk-ant-api03-wrap\\nped-key-0123456789`, `not a break: sk-ant-api03-wrap\\nped-key-0123456789`},
+		{"sk-ant-api03\n\nunrelated", "sk-ant-api03\n\nunrelated"},
+	} {
+		if got := s.String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := string(s.Bytes([]byte(c.in))); got != c.want {
+			t.Errorf("Bytes(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestScrubberQuotedForms: a credential holding characters JSON or Go
+// quoting escape (<, >, &, ", \) is found as an API answer or a log line
+// writes it.
+func TestScrubberQuotedForms(t *testing.T) {
+	key := `pw<with>&"quote\and-more`
+	s := provider.NewScrubber(func(k string) string { return map[string]string{"PGPASSWORD": key}[k] })
+	html, _ := json.Marshal(map[string]string{"text": "before " + key + " after"})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{"text": "before " + key + " after"})
+	for _, in := range []string{string(html), buf.String(), strconv.Quote(key), "plain " + key} {
+		got := string(s.Bytes([]byte(in)))
+		if strings.Contains(got, "with") || !strings.Contains(got, "[redacted]") {
+			t.Errorf("%s -> %s", in, got)
+		}
+		if strings.HasPrefix(in, "{") && !json.Valid([]byte(got)) {
+			t.Errorf("%s is no longer JSON: %s", in, got)
+		}
+	}
+	// Wrapped inside a JSON string as well.
+	b, _ := json.Marshal(key[:9] + "\n" + key[9:])
+	if got := string(s.Bytes(b)); strings.Contains(got, "quote") || !json.Valid([]byte(got)) {
+		t.Errorf("wrapped: %s -> %s", b, got)
+	}
+}
+
+// TestScrubberURLPasswords: the password in an upstream's URL (or the
+// database's) is a secret, found wherever the URL or the password shows.
+func TestScrubberURLPasswords(t *testing.T) {
+	vars := map[string]string{
+		"OPENAI_BASE_URL":        "https://me:open%2Fsesame-1@proxy.example/v1",
+		"ANTHROPIC_BASE_URL":     "https://tok-only-user-123@gw.example",
+		"GOOGLE_GEMINI_BASE_URL": "https://gemini.example", // no userinfo
+		"CICY_DB":                "postgres://cicy:db-pass-456@db/cicy",
+	}
+	s := provider.NewScrubber(func(k string) string { return vars[k] })
+	in := "calling https://me:open%2Fsesame-1@proxy.example/v1 (open/sesame-1) via https://tok-only-user-123@gw.example; db-pass-456 at https://gemini.example"
+	want := "calling https://me:[redacted]@proxy.example/v1 ([redacted]) via https://[redacted]@gw.example; [redacted] at https://gemini.example"
+	if got := s.String(in); got != want {
+		t.Fatalf("String:\n got %q\nwant %q", got, want)
+	}
+	env := provider.ForTools([]string{"A=1", "OPENAI_API_KEY=y", "OPENAI_BASE_URL=u", "ANTHROPIC_BASE_URL=v", "GOOGLE_GEMINI_BASE_URL=w", "B=2"})
+	if strings.Join(env, " ") != "A=1 B=2" {
+		t.Fatalf("ForTools: %v", env)
 	}
 }

@@ -159,10 +159,11 @@ func runShell(ctx context.Context, dir, command string, timeout time.Duration, w
 	// or the pane's end ends them all; the reaper ends them itself if the
 	// supervisor dies. One writer for both streams keeps the order in
 	// which the command wrote. The model reads whatever the command
-	// prints: no provider key in its environment.
+	// prints: no provider key in its environment, nor the upstream URLs
+	// (one may carry a password, and they lead past the supervisor).
 	run, err := reaper.Start(reaper.Spec{
 		Argv: []string{"bash", "-lc", command}, Dir: dir,
-		Env:    append(provider.WithoutCredentials(os.Environ()), w.Env...),
+		Env:    append(provider.ForTools(os.Environ()), w.Env...),
 		Output: out, WaitDelay: waitDelay,
 	})
 	if err != nil {

@@ -25,3 +25,16 @@ func TestShellGetsNoProviderCredentials(t *testing.T) {
 		t.Fatalf("the command lost the rest of the environment:\n%s", out)
 	}
 }
+
+// TestShellGetsNoUpstreamURLs: nor does it have the supervisor's upstream
+// URLs (one may carry a password; they lead past the gateway).
+func TestShellGetsNoUpstreamURLs(t *testing.T) {
+	isolateHome(t)
+	t.Setenv("OPENAI_BASE_URL", "https://me:url-leak-1@proxy.invalid/v1")
+	t.Setenv("ANTHROPIC_BASE_URL", "https://proxy.invalid/url-leak-2")
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", "https://proxy.invalid/url-leak-3")
+	out, isErr := runCmd(t, t.TempDir(), "env; cat /proc/$$/environ | tr '\\0' '\\n'")
+	if isErr || strings.Contains(out, "url-leak") || !strings.Contains(out, "PATH=") {
+		t.Fatalf("the command's environment:\n%s", out)
+	}
+}

@@ -60,7 +60,7 @@ func TestFramesByteIdenticalUnderAnySplit(t *testing.T) {
 		rec := httptest.NewRecorder()
 		x := &exchange{w: rec, r: httptest.NewRequest(http.MethodPost, "/", nil)}
 		mt := &meter{api: Anthropic}
-		x.pipe(&chunked{b: stream, rng: rand.New(rand.NewPCG(seed, 1))}, mt.frames)
+		x.pipe(&chunked{b: stream, rng: rand.New(rand.NewPCG(seed, 1))}, mt.frames, nil)
 		if !bytes.Equal(rec.Body.Bytes(), stream) {
 			t.Fatalf("seed %d: got %q", seed, rec.Body.Bytes())
 		}

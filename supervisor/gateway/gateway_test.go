@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -443,6 +445,39 @@ func checkUpstreamAuth(t *testing.T, sh shape, r fakellm.Request) {
 	default:
 		if r.Header.Get("Authorization") != "Bearer "+openaiKey || r.Header.Get("X-Api-Key") != "" {
 			t.Errorf("upstream auth wrong")
+		}
+	}
+}
+
+// An upstream that echoes the key inside a streamed error (an event:
+// error of Messages or Responses, a Chat Completions chunk's error) never
+// shows the real key to the client, nor in the answer the gateway tells.
+func TestEchoedKeyTakenOutOfStreamedErrors(t *testing.T) {
+	const key = "sk-REAL-streamed-<echo>-0123456789"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("x-api-key") + r.Header.Get("x-goog-api-key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		msg, _ := json.Marshal("invalid key " + got)
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch {
+		case strings.Contains(r.URL.Path, "/messages"):
+			fmt.Fprintf(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n")
+			fmt.Fprintf(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":%s}}\n\n", msg)
+		case strings.Contains(r.URL.Path, "/responses"):
+			fmt.Fprintf(w, "event: error\ndata: {\"type\":\"error\",\"message\":%s}\n\n", msg)
+		default: // Chat Completions, Gemini
+			fmt.Fprintf(w, "data: {\"error\":{\"message\":%s}}\n\n", msg)
+		}
+	}))
+	t.Cleanup(up.Close)
+	rg := startRigTo(t, startTap(t), Upstreams{Anthropic: up.URL, OpenAI: up.URL + "/v1", Gemini: up.URL},
+		map[string]string{"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key, "GEMINI_API_KEY": key})
+	for _, sh := range []shape{claudeCode("hi", true), codex("hi", true), opencode("hi", true, true), geminiCLI("hi", true)} {
+		resp, got := rg.post(t, sh.path, sh.header, sh.body)
+		if resp.StatusCode != 200 || bytes.Contains(got, []byte("REAL")) || !bytes.Contains(got, []byte("[redacted]")) {
+			t.Errorf("%s: status %d body %q", sh.name, resp.StatusCode, got)
+		}
+		if a, ok := rg.act.last(); !ok || strings.Contains(a.Error, "REAL") || !strings.Contains(a.Error, "[redacted]") {
+			t.Errorf("%s: the answer told: %+v", sh.name, a)
 		}
 	}
 }

@@ -20,15 +20,16 @@ const (
 )
 
 // relay sends the upstream's answer to the client, unchanged but for the
-// hop-by-hop headers and, when inject is set, the usage-only chunk, and
-// meters it.
+// hop-by-hop headers, the real credentials (an error, streamed or not,
+// may echo the key the gateway sent) and, when inject is set, the
+// usage-only chunk, and meters it.
 func (x *exchange) relay(resp *http.Response, inject bool) {
 	h := x.w.Header()
 	copyEndToEnd(h, resp.Header)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	sse := mt == "text/event-stream"
-	if sse && inject {
-		h.Del("Content-Length") // a chunk may be dropped
+	if sse {
+		h.Del("Content-Length") // a chunk may be dropped, an event scrubbed
 	}
 	if !sse && resp.StatusCode/100 != 2 {
 		x.relayError(resp)
@@ -36,10 +37,16 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 	}
 	x.w.WriteHeader(resp.StatusCode)
 	m := &meter{api: x.route.api, drop: inject}
+	scrub := x.scrubber()
 	if sse {
-		x.pipe(resp.Body, m.frames)
+		// Events are sent whole (or, past maxEvent, as they come): each
+		// goes through the scrubber, as do the last bytes of a stream
+		// that ended mid-event.
+		x.pipe(resp.Body, func(pending []byte, send func([]byte) bool) int {
+			return m.frames(pending, func(b []byte) bool { return send(scrub.Bytes(b)) })
+		}, scrub)
 	} else {
-		x.pipe(resp.Body, m.capture)
+		x.pipe(resp.Body, m.capture, nil)
 		if resp.StatusCode/100 == 2 {
 			m.body()
 		}
@@ -50,6 +57,13 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 	if resp.StatusCode/100 != 2 && x.ans.Error == "" {
 		x.ans.Error = upstreamError(resp.StatusCode, m.errMsg)
 	}
+	x.ans.Error, x.ans.Text = scrub.String(x.ans.Error), scrub.String(x.ans.Text)
+}
+
+// scrubber removes the real credentials (what Config.Credential gives)
+// from what an upstream sent.
+func (x *exchange) scrubber() *provider.Scrubber {
+	return provider.NewScrubber(x.g.cfg.Credential)
 }
 
 // relayError sends an upstream's error answer with the real credentials
@@ -60,7 +74,7 @@ func (x *exchange) relayError(resp *http.Response) {
 	if err != nil {
 		x.endErr(err)
 	}
-	body = provider.NewScrubber(x.g.cfg.Credential).Bytes(body)
+	body = x.scrubber().Bytes(body)
 	x.ans.Error = upstreamError(resp.StatusCode, errorBody(body))
 	x.w.Header().Del("Content-Length")
 	x.w.WriteHeader(resp.StatusCode)
@@ -71,8 +85,9 @@ func (x *exchange) relayError(resp *http.Response) {
 
 // pipe copies body to the client, flushing after each read. Each read's
 // bytes, appended to what was left over, go through filter, which returns
-// what to send now and what to keep for the next read.
-func (x *exchange) pipe(body io.Reader, filter func(pending []byte, send func([]byte) bool) (kept int)) {
+// what to send now and what to keep for the next read. What is left at
+// the body's end goes through last, if set.
+func (x *exchange) pipe(body io.Reader, filter func(pending []byte, send func([]byte) bool) (kept int), last *provider.Scrubber) {
 	rc := http.NewResponseController(x.w)
 	buf := make([]byte, readChunk)
 	var pending []byte
@@ -101,7 +116,7 @@ func (x *exchange) pipe(body io.Reader, filter func(pending []byte, send func([]
 			return
 		}
 		if err != nil {
-			send(pending)
+			send(last.Bytes(pending))
 			_ = rc.Flush() // the last bytes; a client gone now has had the answer
 			x.endErr(err)
 			return
