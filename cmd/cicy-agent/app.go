@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, c := range app.Commands {
+		e.guard(c)
 		// No built-in "help"/"h" subcommand where a command takes words:
 		// `create h -- bash` is a pane titled h, not help (--help stays).
 		c.HideHelpCommand = len(c.Subcommands) == 0
@@ -159,12 +161,26 @@ func withPane(c *cli.Context, f func(cl *api.Client, id string) error) error {
 }
 
 // writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+func writeJSONLine(w io.Writer, v any) error {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(b.Bytes()))
+	return err
+}
 
+// printJSON writes v as indented JSON; the C0 and C1 controls in its
+// strings are escaped (\u001b), so that it is safe on a terminal too.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(b.Bytes()))
+	return err
 }
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}
@@ -678,7 +694,7 @@ func (e *env) sendCmd() *cli.Command {
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait and print the result: a cicy pane's answer, a terminal pane's new output once quiet"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME`, e.g. 90s or 10m (exit 1; the turn goes on)", DefaultText: "0, which means no timeout"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			a := c.Args().Slice()
@@ -786,7 +802,7 @@ func (e *env) screenCmd() *cli.Command {
 		ArgsUsage: "<pane>",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			id, err := paneArg(c, "<pane> [--lines N]")

@@ -38,7 +38,7 @@ func (e *env) explainCmd() *cli.Command {
 			&cli.StringFlag{Name: "type", Usage: "agent `TYPE` of a saved screen: " + topology.List(screenTypes(), "or")},
 			&cli.StringFlag{Name: "screen", Usage: "the saved screen `FILE` (- for stdin)"},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 15, Usage: "with a pane: print the last `N` lines of its screen (0: all)"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			switch {
