@@ -708,13 +708,21 @@ func (s *Supervisor) byTitle(title string) (*entry, error) {
 			ids = append(ids, e.cfg.ID)
 		}
 	}
-	switch len(ids) {
-	case 0:
-		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
-	case 1:
+	if len(ids) == 1 {
 		return found, nil
 	}
-	return nil, usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
+	return nil, titleErr(title, ids)
+}
+
+// titleErr is the error of a title that names no pane, or more than one
+// (ids): every command says it the same way.
+func titleErr(title string, ids []string) error {
+	if len(ids) == 0 {
+		return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
+	}
+	ids = slices.Clone(ids)
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(paneNum(a), paneNum(b)) })
+	return usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
 }
 
 // entries are this node's panes, in id order.

@@ -74,6 +74,10 @@ func (e *env) dispatchCmd() *cli.Command {
 				fmt.Fprintln(e.stdout, t.ID)
 			} else if t.Result != "" {
 				fmt.Fprintln(e.stdout, t.Result)
+			} else if t.Status == api.TaskDone {
+				// Not silence: which task, and that it ended (on stderr,
+				// so that a script's capture of the result stays empty).
+				fmt.Fprintf(e.stderr, "task %d done (no output)\n", t.ID)
 			}
 			if c.Bool("wait") {
 				return taskExit(t)
