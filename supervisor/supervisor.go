@@ -240,6 +240,19 @@ func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(
 	return nil
 }
 
+// The reasons of a pane found ended at a restart: it ended while no
+// supervisor watched, so its state's time is when it was found so, not
+// when it ended (explain says which).
+const (
+	lostTmux = "its tmux session is gone"
+	lostDied = "lost when the supervisor died (crash or kill -9)"
+)
+
+// foundAtRestart reports whether st is a pane's end found at a restart.
+func foundAtRestart(st pane.Status) bool {
+	return !st.Running() && (strings.HasPrefix(st.Reason, lostTmux) || strings.HasPrefix(st.Reason, lostDied))
+}
+
 // load makes the entry of a stored pane. A tmux session outlives the
 // supervisor: the running one is adopted. A cicy pane lives in the
 // supervisor: it comes back with it, its conversation restored from disk.
@@ -259,9 +272,9 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
 			return e, nil
 		}
-		lost = "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
+		lost = lostTmux + " (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
 	case e.status().Running():
-		lost = "lost when the supervisor died (crash or kill -9); 'cicy-agent restart " + r.ID + "' starts it again"
+		lost = lostDied + "; 'cicy-agent restart " + r.ID + "' starts it again"
 	default:
 		return e, nil
 	}
@@ -531,7 +544,8 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	}
 	var argv []string
 	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
-	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrapsTasks(argv), tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
+	wrap, why := shellWraps(argv)
+	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrap, why: why, tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
 		scrub: s.scrub.String, gone: make(chan struct{})}, nil
 }
 
