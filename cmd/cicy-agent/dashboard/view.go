@@ -753,7 +753,7 @@ func NeedKindLines(indent string) []string {
 	}
 	out := make([]string, 0, len(topology.NeedKinds))
 	for _, k := range topology.NeedKinds {
-		out = append(out, fmt.Sprintf("%s%-*s  %s", indent, w, k.Kind, k.Means))
+		out = append(out, fmt.Sprintf("%s%-*s  %s", indent, w, topology.NeedLabel(k.Kind), k.Means))
 	}
 	return out
 }
