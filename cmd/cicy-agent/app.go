@@ -190,10 +190,10 @@ func (e *env) serveCmd() *cli.Command {
 		Name:  "serve",
 		Usage: "run the supervisor in the foreground (client commands start it in the background by themselves)",
 		Description: "The supervisor keeps its panes and tasks in db/cicy.db under the home. If that database is missing\n" +
-			"or empty (0 bytes) while the home still holds the folders of panes (workspaces/w-N, panes/w-N) or a\n" +
-			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
-			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
-			"and ends the home's tmux sessions.\n\n" +
+			"or empty (0 bytes, no tables, or only another program's tables) while the home still holds the\n" +
+			"folders of panes (workspaces/w-N, panes/w-N) or a tmux server with sessions, it refuses to start:\n" +
+			"restore the database from a backup, or start over with --fresh, which moves those folders and the\n" +
+			"old database into orphaned-<time>/ under the home and ends the home's tmux sessions.\n\n" +
 			"The supervisor also serves the model gateway on 127.0.0.1: the " + topology.List(topology.AgentTypes(), "and") + " panes\n" +
 			"reach their model through it, each with a key of its own, while the real keys\n" +
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
