@@ -64,7 +64,7 @@ func fit(s string, w int) string {
 		return ""
 	}
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) { // C0, DEL and C1 (U+009B is CSI)
 			return ' '
 		}
 		return r
