@@ -332,6 +332,14 @@ func (s *Supervisor) get(id string) (*entry, error) {
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
 func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	if m := strings.TrimSpace(req.Master); m != "" && !strings.HasPrefix(m, "w-") {
+		// --master takes a title too, as every pane argument does.
+		e, err := s.resolvePane(m)
+		if err != nil {
+			return api.CreateResponse{}, usageErr("--master: %v", err)
+		}
+		req.Master = e.cfg.ID
+	}
 	warnings, err := normalize(&req)
 	if err != nil {
 		return api.CreateResponse{}, err
