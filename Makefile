@@ -11,7 +11,10 @@ BIN     := bin/cicy-agent
 CICY_CLI_DIR ?= $(HOME)/.cache/cicy-agent/clis
 export CICY_CLI_DIR
 
+# The first build (make demo's too) downloads and compiles every module:
+# minutes, not seconds; it says so rather than sit silent.
 build:
+	@[ -e $(BIN) ] || echo "Building $(BIN): the first build downloads and compiles the Go modules, which takes a few minutes (later builds take seconds)..."
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/cicy-agent
 
 # The whole suite, with the race detector, the real CLI agents included

@@ -7,6 +7,10 @@ type Explanation struct {
 	Pane PaneInfo `json:"pane"`
 	// Signal is what set the state, read from its reason.
 	Signal Signal `json:"signal"`
+	// FoundAtRestart is true for a pane that ended while no supervisor
+	// watched it (killed with the supervisor, its tmux session gone):
+	// its state's since is when a supervisor's start found it ended.
+	FoundAtRestart bool `json:"found_at_restart,omitempty"`
 	// LastHook is a CLI agent's last signal applied (null when none came
 	// from this supervisor's start); ScreenRulesFrom is when its screen
 	// rules may overrule it.

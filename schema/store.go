@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -331,19 +332,19 @@ func (s *Store) TaskCounts(ctx context.Context) (map[string]map[string]int, erro
 	return out, nil
 }
 
-// HasTables reports whether the SQLite file at path holds any table: a
-// valid file without one (a `sqlite3 cicy.db .quit`, a file some tool
-// created) is no database of ours. The file is opened read-only and not
-// changed.
-func HasTables(path string) (bool, error) {
+// Tables are the names of the tables in the SQLite file at path, in
+// name order, and whether they are ours (the migrations' record is among
+// them): a valid file without it — none at all (a `sqlite3 cicy.db
+// .quit`), or some other program's tables — is no database of ours. The
+// file is opened read-only and not changed.
+func Tables(path string) (names []string, ours bool, err error) {
 	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
-		return false, fmt.Errorf("open %s: %w", path, err)
+		return nil, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer db.Close()
-	var n int
-	if err := db.Get(&n, `SELECT count(*) FROM sqlite_master WHERE type = 'table'`); err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
+	if err := db.Select(&names, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
 	}
-	return n > 0, nil
+	return names, slices.Contains(names, "schema_migrations"), nil
 }

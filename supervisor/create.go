@@ -70,12 +70,14 @@ func normalizeFields(req *api.CreateRequest) error {
 	if req.Title == "" {
 		return usageErr("a pane needs a title: cicy-agent create <title> …")
 	}
+	if err := topology.CheckTitle(req.Title); err != nil {
+		return usageErr("the title %v", err)
+	}
 	req.Role = topology.PaneRole(req.Role)
 	for _, f := range []struct {
 		name, v string
 		max     int
 	}{
-		{"the title", req.Title, topology.MaxTitleBytes},
 		{"the role", req.Role, topology.MaxRoleBytes},
 		{"the model", req.Model, topology.MaxModelBytes},
 		{"the team name", req.Team, topology.MaxTeamBytes},

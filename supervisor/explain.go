@@ -23,7 +23,9 @@ func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 		x.Screen = sc.Screen
 	}
 	k := e.kind()
-	x.Signal = signalOf(k.Status(), e.cfg.Type, s.cfg.Settle)
+	st := k.Status()
+	x.Signal = signalOf(st, e.cfg.Type, s.cfg.Settle)
+	x.FoundAtRestart = foundAtRestart(st)
 	k.Explain(&x)
 	return x, nil
 }

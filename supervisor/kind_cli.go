@@ -148,6 +148,7 @@ type cliDelivery struct {
 	nextEnter   time.Time // when the next one is due
 	typed       string    // what was typed, for the screen fallback's result
 	settleBy    time.Time // how long an ended turn's last answer is waited for
+	hookBy      time.Time // how long a turn-end hook is waited for once the screen says idle
 	log         *logrus.Entry
 }
 
@@ -155,6 +156,12 @@ type cliDelivery struct {
 // recording the answer of a request still in flight: an agent's turn-end
 // hook may run before the gateway has passed on the answer's last bytes.
 const answerGrace = 2 * time.Second
+
+// hookGrace is how long a task whose prompt hook came waits, once the
+// agent's screen says idle, for its turn-end hook: the hook is a process
+// the agent starts as it draws its prompt, and may arrive just after the
+// screen was read.
+const hookGrace = 3 * time.Second
 
 // Check settles the task once the agent's turn ended — by its turn-end
 // hook or, with no hook, by its screen turning idle after it took the task
@@ -174,9 +181,19 @@ func (d *cliDelivery) Check(now time.Time) outbox.Progress {
 			}
 		}
 		if st.State != pane.Idle || st.Cause != pane.CauseScreen || !st.Since.After(d.confirmedAt) {
+			d.hookBy = time.Time{}
 			return outbox.Progress{}
 		}
-		how = "the agent's screen shows it idle again (" + st.Reason + "; no hook came)"
+		if d.hooks.promptSince(d.at) {
+			// A hooked turn: its Stop hook is on its way.
+			if d.hookBy.IsZero() {
+				d.hookBy = now.Add(hookGrace)
+			}
+			if now.Before(d.hookBy) {
+				return outbox.Progress{Next: now.Add(20 * time.Millisecond)}
+			}
+		}
+		how = "the agent's screen showed it idle again (" + st.Reason + "); no turn-end hook had come by then"
 	}
 	if d.requests.Load() > 0 {
 		if d.settleBy.IsZero() {

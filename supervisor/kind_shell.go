@@ -23,6 +23,7 @@ type shellKind struct {
 	termKind
 	settle time.Duration
 	wrap   bool
+	why    string              // why it does not wrap its tasks (shellWraps)
 	tasks  string              // the folder of its tasks' files
 	scrub  func(string) string // credentials out of a task's output
 	gone   chan struct{}       // closed when the program is let go of
@@ -51,7 +52,7 @@ func (p *shellKind) Explain(x *api.Explanation) {
 	if p.wrap {
 		x.Rules.Note += "; a task ends when the shell reports its exit status"
 	} else {
-		x.Rules.Note += "; its program is not a POSIX shell, so a task ends when its output is quiet"
+		x.Rules.Note += "; a task ends when its output is quiet, because " + p.why
 	}
 }
 

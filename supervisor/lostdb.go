@@ -68,8 +68,8 @@ func findLeftovers(h Home, tmux *pane.TmuxServer) leftovers {
 	return l
 }
 
-// dbLost says how the database is missing or empty, or "" when it holds
-// something.
+// dbLost says how the database is missing, empty or another program's,
+// or "" when it is ours.
 func dbLost(path string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
@@ -80,8 +80,17 @@ func dbLost(path string) (string, error) {
 	case fi.Size() == 0:
 		return "is empty (0 bytes)", nil
 	}
-	if has, err := schema.HasTables(path); err == nil && !has {
+	names, ours, err := schema.Tables(path)
+	switch {
+	case err != nil || ours:
+	case len(names) == 0:
 		return "is an empty SQLite file (no tables)", nil
+	default:
+		more := ""
+		if len(names) > 3 {
+			names, more = names[:3], fmt.Sprintf(" and %d more", len(names)-3)
+		}
+		return fmt.Sprintf("is a SQLite file without cicy-agent's tables (it holds %s%s)", strings.Join(names, ", "), more), nil
 	}
 	return "", nil
 }

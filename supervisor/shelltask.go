@@ -47,13 +47,28 @@ var posixShells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "y
 // POSIX shell: the program (after an `env NAME=value …` prefix) is a known
 // POSIX shell given options only — no script to run, no -c command.
 func wrapsTasks(argv []string) bool {
+	ok, _ := shellWraps(argv)
+	return ok
+}
+
+// shellWraps is wrapsTasks, and when it is false, why (the end of a
+// sentence "a task ends when its output is quiet, because …").
+func shellWraps(argv []string) (bool, string) {
 	if len(argv) > 0 && filepath.Base(argv[0]) == "env" {
 		argv = argv[1:]
 		for len(argv) > 0 && (strings.Contains(argv[0], "=") || strings.HasPrefix(argv[0], "-")) {
 			argv = argv[1:]
 		}
 	}
-	return len(argv) > 0 && slices.Contains(posixShells, filepath.Base(argv[0])) && optionsOnly(argv[1:])
+	switch {
+	case len(argv) == 0:
+		return false, "it has no program"
+	case !slices.Contains(posixShells, filepath.Base(argv[0])):
+		return false, fmt.Sprintf("its program %s is not a POSIX shell (%s)", filepath.Base(argv[0]), strings.Join(posixShells, ", "))
+	case !optionsOnly(argv[1:]):
+		return false, fmt.Sprintf("its program %s runs a command or a script (%s), not the lines typed into it", filepath.Base(argv[0]), strings.Join(argv[1:], " "))
+	}
+	return true, ""
 }
 
 // optionsOnly reports whether a shell's arguments are options that leave

@@ -241,6 +241,19 @@ func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(
 	return nil
 }
 
+// The reasons of a pane found ended at a restart: it ended while no
+// supervisor watched, so its state's time is when it was found so, not
+// when it ended (explain says which).
+const (
+	lostTmux = "its tmux session is gone"
+	lostDied = "lost when the supervisor died (crash or kill -9)"
+)
+
+// foundAtRestart reports whether st is a pane's end found at a restart.
+func foundAtRestart(st pane.Status) bool {
+	return !st.Running() && (strings.HasPrefix(st.Reason, lostTmux) || strings.HasPrefix(st.Reason, lostDied))
+}
+
 // load makes the entry of a stored pane. A tmux session outlives the
 // supervisor: the running one is adopted. A cicy pane lives in the
 // supervisor: it comes back with it, its conversation restored from disk.
@@ -260,9 +273,9 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
 			return e, nil
 		}
-		lost = "its tmux session is gone (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
+		lost = lostTmux + " (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
 	case e.status().Running():
-		lost = "lost when the supervisor died (crash or kill -9); 'cicy-agent restart " + r.ID + "' starts it again"
+		lost = lostDied + "; 'cicy-agent restart " + r.ID + "' starts it again"
 	default:
 		return e, nil
 	}
@@ -320,6 +333,14 @@ func (s *Supervisor) get(id string) (*entry, error) {
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
 func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
+	if m := strings.TrimSpace(req.Master); m != "" && !strings.HasPrefix(m, "w-") {
+		// --master takes a title too, as every pane argument does.
+		e, err := s.resolvePane(m)
+		if err != nil {
+			return api.CreateResponse{}, usageErr("--master: %v", err)
+		}
+		req.Master = e.cfg.ID
+	}
 	warnings, err := normalize(&req)
 	if err != nil {
 		return api.CreateResponse{}, err
@@ -532,7 +553,8 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	}
 	var argv []string
 	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
-	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrapsTasks(argv), tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
+	wrap, why := shellWraps(argv)
+	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrap, why: why, tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
 		scrub: s.scrub.String, gone: make(chan struct{})}, nil
 }
 
@@ -708,13 +730,21 @@ func (s *Supervisor) byTitle(title string) (*entry, error) {
 			ids = append(ids, e.cfg.ID)
 		}
 	}
-	switch len(ids) {
-	case 0:
-		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
-	case 1:
+	if len(ids) == 1 {
 		return found, nil
 	}
-	return nil, usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
+	return nil, titleErr(title, ids)
+}
+
+// titleErr is the error of a title that names no pane, or more than one
+// (ids): every command says it the same way.
+func titleErr(title string, ids []string) error {
+	if len(ids) == 0 {
+		return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
+	}
+	ids = slices.Clone(ids)
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(paneNum(a), paneNum(b)) })
+	return usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
 }
 
 // entries are this node's panes, in id order.

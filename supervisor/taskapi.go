@@ -85,7 +85,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {
 		pane := r.URL.Query().Get("pane")
 		if pane != "" {
-			id, err := api.ParsePaneID(pane)
+			id, err := a.sup.paneIDOf(pane)
 			if err != nil {
 				writeErr(w, err)
 				return

@@ -114,13 +114,28 @@ func (s *Supervisor) resolvePane(ref string) (*entry, error) {
 	for _, r := range s.cl.byTitle(ref) {
 		found = append(found, remoteEntry(r))
 	}
-	switch len(found) {
-	case 0:
-		return nil, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", ref)}
-	case 1:
+	if len(found) == 1 {
 		return found[0], nil
 	}
-	return nil, usageErr("two panes are titled %q; name the pane by id", ref)
+	ids := make([]string, len(found))
+	for i, e := range found {
+		ids[i] = e.cfg.ID
+	}
+	return nil, titleErr(ref, ids)
+}
+
+// paneIDOf is the id of the pane ref names: an id as it is (a removed
+// pane's too: its tasks and worktree outlive it), a title resolved as
+// every command resolves one.
+func (s *Supervisor) paneIDOf(ref string) (string, error) {
+	if id, err := api.ParsePaneID(ref); err == nil || strings.HasPrefix(ref, "w-") {
+		return id, err
+	}
+	e, err := s.resolvePane(ref)
+	if err != nil {
+		return "", err
+	}
+	return e.cfg.ID, nil
 }
 
 // remoteEntry is another node's pane as resolvePane returns it: its

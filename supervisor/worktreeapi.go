@@ -43,9 +43,9 @@ func (s *Supervisor) resolveWork(ctx context.Context, target string) (workTarget
 		}
 		return workTarget{pane: t.To, w: w, task: &t, base: t.Base, head: t.Head}, nil
 	}
-	id, err := api.ParsePaneID(target)
+	id, err := s.paneIDOf(target)
 	if err != nil {
-		return workTarget{}, usageErr("%q is neither a task id (a number) nor a pane id (w-<N>)", target)
+		return workTarget{}, err
 	}
 	w, err := s.paneWorktree(ctx, id)
 	if err != nil {

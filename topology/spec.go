@@ -151,6 +151,35 @@ func CheckText(v string, max int) error {
 	return nil
 }
 
+// idLikeRe is a title a command would read as a pane id (w-3, w-3:main).
+var idLikeRe = regexp.MustCompile(`^w-[0-9]+($|:)`)
+
+// CheckTitle is CheckText for a pane's title, which is shown in tables
+// and terminals and names the pane on the command line: it also refuses
+// the characters that make a title show other than it reads — bidi
+// overrides and isolates (U+202A-U+202E, U+2066-U+2069), line and
+// paragraph separators (U+2028, U+2029), zero-width characters
+// (U+200B-U+200F, U+2060, U+FEFF) — and a title that is a pane id.
+func CheckTitle(v string) error {
+	if err := CheckText(v, MaxTitleBytes); err != nil {
+		return err
+	}
+	for _, r := range v {
+		switch {
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Errorf("contains a bidirectional control (%U), which makes text show in another order than it reads; use plain text", r)
+		case r == 0x2028 || r == 0x2029:
+			return fmt.Errorf("contains a line separator (%U); a title is one line", r)
+		case r >= 0x200b && r <= 0x200f, r == 0x2060, r == 0xfeff:
+			return fmt.Errorf("contains an invisible character (%U); use plain text", r)
+		}
+	}
+	if idLikeRe.MatchString(v) {
+		return fmt.Errorf("%q is a pane id's form (w-<N>), which commands read as the id; choose another", v)
+	}
+	return nil
+}
+
 // PaneType fills in the default type and reports whether t is a pane type.
 func PaneType(t string) (string, bool) {
 	if t == "" {

@@ -100,3 +100,36 @@ func TestCheckBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTitle(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"alice", "w-team", "w3", "ww-3", "Ünïcode ✓", "مرحبا", "👨 team"} {
+		if err := CheckTitle(ok); err != nil {
+			t.Errorf("CheckTitle(%q) = %v", ok, err)
+		}
+	}
+	for _, c := range []struct{ title, want string }{
+		{"bad\x1b[31m", "control character"},
+		{"bad\u009b", "control character"},
+		{"bad\xff", "not valid UTF-8"},
+		{"evil\u202Egnp.exe", "bidirectional control (U+202E)"},
+		{"a\u2066b", "bidirectional control (U+2066)"},
+		{"a\u2069b", "bidirectional control"},
+		{"a\u202Ab", "bidirectional control"},
+		{"one\u2028two", "line separator (U+2028)"},
+		{"one\u2029two", "line separator (U+2029)"},
+		{"ali\u200Bce", "invisible character (U+200B)"},
+		{"ali\u200Dce", "invisible character (U+200D)"},
+		{"ali\u200Fce", "invisible character (U+200F)"},
+		{"ali\u2060ce", "invisible character (U+2060)"},
+		{"\uFEFFalice", "invisible character (U+FEFF)"},
+		{"w-3", "pane id"},
+		{"w-03", "pane id"},
+		{"w-3:main.0", "pane id"},
+	} {
+		err := CheckTitle(c.title)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckTitle(%q) = %v, want %q", c.title, err, c.want)
+		}
+	}
+}

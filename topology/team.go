@@ -411,9 +411,10 @@ func (r *paneFields) names(tp *TeamPane) error {
 	if title == "" {
 		return r.p.errf(line, `pane %d has no "title"; every pane needs one, like title: alice`, r.index)
 	}
-	if tp.Title, _, err = r.checked("title", MaxTitleBytes); err != nil {
-		return err
+	if err := CheckTitle(title); err != nil {
+		return r.p.errf(line, "%q %s %v", "title", r.where, err)
 	}
+	tp.Title = title
 	if tp.Type, line, err = r.text("type"); err != nil {
 		return err
 	}

@@ -137,6 +137,8 @@ func TestParseTeamErrors(t *testing.T) {
 		{"null panes", "name: demo\npanes:\n", 2, []string{`"panes"`, "at least one pane"}},
 		{"panes mapping", "name: demo\npanes: {title: a}\n", 2, []string{`"panes"`, "list"}},
 		{"pane not mapping", head + "  - alice\n", 3, []string{"pane 1", "mapping"}},
+		{"bidi title", head + "  - {title: a}\n  - {title: \"evil\u202Egnp\"}\n", 4, []string{`"title"`, "bidirectional control (U+202E)"}},
+		{"title is an id", head + "  - {title: a}\n  - {title: w-1}\n", 4, []string{`"title"`, "pane id"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
 			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node, worktree"}},
 		{"bad node", head + "  - {title: a, node: two words}\n", 3, []string{`"node" "two words" in pane "a" is not a node name`}},

@@ -138,6 +138,12 @@ const (
 	NeedDiskFull = "disk-full"
 )
 
+// NeedLabel is a kind of attention as a person reads it: every kind
+// spelled with hyphens (task-failed, worker-stopped). The JSON keeps
+// the kinds it always had (task_failed, all_done) for the scripts that
+// read them.
+func NeedLabel(kind string) string { return strings.ReplaceAll(kind, "_", "-") }
+
 // NeedKind is a kind of attention and what it means, as the dashboard's
 // help explains it.
 type NeedKind struct{ Kind, Means string }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,6 +72,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 	}
 	for _, c := range app.Commands {
+		e.guard(c)
 		// No built-in "help"/"h" subcommand where a command takes words:
 		// `create h -- bash` is a pane titled h, not help (--help stays).
 		c.HideHelpCommand = len(c.Subcommands) == 0
@@ -159,12 +161,26 @@ func withPane(c *cli.Context, f func(cl *api.Client, id string) error) error {
 }
 
 // writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+func writeJSONLine(w io.Writer, v any) error {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(b.Bytes()))
+	return err
+}
 
+// printJSON writes v as indented JSON; the C0 and C1 controls in its
+// strings are escaped (\u001b), so that it is safe on a terminal too.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(b.Bytes()))
+	return err
 }
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}
@@ -174,10 +190,10 @@ func (e *env) serveCmd() *cli.Command {
 		Name:  "serve",
 		Usage: "run the supervisor in the foreground (client commands start it in the background by themselves)",
 		Description: "The supervisor keeps its panes and tasks in db/cicy.db under the home. If that database is missing\n" +
-			"or empty (0 bytes) while the home still holds the folders of panes (workspaces/w-N, panes/w-N) or a\n" +
-			"tmux server with sessions, it refuses to start: restore the database from a backup, or start over\n" +
-			"with --fresh, which moves those folders and the old database into orphaned-<time>/ under the home\n" +
-			"and ends the home's tmux sessions.\n\n" +
+			"or empty (0 bytes, no tables, or only another program's tables) while the home still holds the\n" +
+			"folders of panes (workspaces/w-N, panes/w-N) or a tmux server with sessions, it refuses to start:\n" +
+			"restore the database from a backup, or start over with --fresh, which moves those folders and the\n" +
+			"old database into orphaned-<time>/ under the home and ends the home's tmux sessions.\n\n" +
 			"The supervisor also serves the model gateway on 127.0.0.1: the " + topology.List(topology.AgentTypes(), "and") + " panes\n" +
 			"reach their model through it, each with a key of its own, while the real keys\n" +
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
@@ -678,7 +694,7 @@ func (e *env) sendCmd() *cli.Command {
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait and print the result: a cicy pane's answer, a terminal pane's new output once quiet"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME`, e.g. 90s or 10m (exit 1; the turn goes on)", DefaultText: "0, which means no timeout"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			a := c.Args().Slice()
@@ -786,7 +802,7 @@ func (e *env) screenCmd() *cli.Command {
 		ArgsUsage: "<pane>",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Usage: "print only the last `N` lines"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			id, err := paneArg(c, "<pane> [--lines N]")

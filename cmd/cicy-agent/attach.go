@@ -55,7 +55,9 @@ func (e *env) attachCmd() *cli.Command {
 				if err != nil {
 					return err
 				}
-				return chat(c, cl, id, e.stdin, e.stdout)
+				out := newSafeWriter(e.stdout) // the model's text, as every command prints it
+				defer out.Flush()
+				return chat(c, cl, id, e.stdin, out)
 			}
 			in, ok := e.stdin.(*os.File)
 			if !ok || !term.IsTerminal(int(in.Fd())) {

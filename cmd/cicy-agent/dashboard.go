@@ -73,7 +73,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 	}
 	defer st.Close()
 	clear := false
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
+	if f, ok := plainWriter(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
 		clear = true
 	}
 	team := dashboard.NewTeam()
@@ -96,7 +96,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 				return err
 			}
 		case clear:
-			fmt.Fprint(w, "\x1b[H\x1b[2J")
+			fmt.Fprint(plainWriter(w), "\x1b[H\x1b[2J")
 			printStatus(w, status)
 		default:
 			fmt.Fprintf(w, "--- %s\n", time.Now().Format("15:04:05"))

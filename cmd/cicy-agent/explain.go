@@ -38,7 +38,7 @@ func (e *env) explainCmd() *cli.Command {
 			&cli.StringFlag{Name: "type", Usage: "agent `TYPE` of a saved screen: " + topology.List(screenTypes(), "or")},
 			&cli.StringFlag{Name: "screen", Usage: "the saved screen `FILE` (- for stdin)"},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 15, Usage: "with a pane: print the last `N` lines of its screen (0: all)"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			switch {
@@ -83,7 +83,12 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		fmt.Fprintf(w, " (%s)", p.Backend)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "state:   %s since %s\n", p.State, when(p.Since))
+	if x.FoundAtRestart {
+		// Not the time it ended: no supervisor watched it then.
+		fmt.Fprintf(w, "state:   %s, found so when the supervisor started at %s; it ended before, while no supervisor watched it\n", p.State, when(p.Since))
+	} else {
+		fmt.Fprintf(w, "state:   %s since %s\n", p.State, when(p.Since))
+	}
 	fmt.Fprintf(w, "reason:  %s\n", p.Reason)
 	fmt.Fprintf(w, "signal:  %s: %s\n", x.Signal.Kind, x.Signal.Detail)
 	if h := x.LastHook; h != nil {

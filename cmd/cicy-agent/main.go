@@ -81,7 +81,8 @@ func report(err error, stderr io.Writer) int {
 	if ec, ok := err.(cli.ExitCoder); ok && ec.ExitCode() != 0 && ue == nil && ae == nil {
 		code = ec.ExitCode()
 	}
-	msg := strings.TrimSpace(strings.ReplaceAll(err.Error(), "\n", " "))
+	// An error can carry an agent's text (a task's error): printed safe.
+	msg := strings.TrimSpace(strings.ReplaceAll(safeText(err.Error()), "\n", " "))
 	// urfave/cli reports a missing required flag as a plain error.
 	if m := requiredRe.FindStringSubmatch(msg); m != nil {
 		code = 2

@@ -156,6 +156,8 @@ func setupScript(env *testscript.Env) error {
 		env.Setenv("SCRIPTS", sc)
 	}
 	env.Setenv("ESCTITLE", "bad\x1b[31mtitle")
+	env.Setenv("BIDITITLE", "evil\u202egnp.exe")
+	env.Setenv("ZWTITLE", "ali\u200bce")
 	env.Defer(func() {
 		// A failed script (a command that failed, not only a wait that
 		// timed out) leaves what it saw in the test's log.

@@ -32,7 +32,7 @@ func (e *env) dispatchCmd() *cli.Command {
 			&cli.StringFlag{Name: "file", Usage: "read the task from `FILE` (- for stdin) instead of the arguments"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task ends and print its result"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `TIME`, e.g. 90s or 10m (exit 1; the task goes on)", DefaultText: "0, which means no timeout"},
-			jsonFlag,
+			jsonFlag, rawFlag,
 		},
 		Action: func(c *cli.Context) error {
 			text := strings.Join(c.Args().Slice(), " ")
@@ -74,6 +74,10 @@ func (e *env) dispatchCmd() *cli.Command {
 				fmt.Fprintln(e.stdout, t.ID)
 			} else if t.Result != "" {
 				fmt.Fprintln(e.stdout, t.Result)
+			} else if t.Status == api.TaskDone {
+				// Not silence: which task, and that it ended (on stderr,
+				// so that a script's capture of the result stays empty).
+				fmt.Fprintf(e.stderr, "task %d done (no output)\n", t.ID)
 			}
 			if c.Bool("wait") {
 				return taskExit(t)
@@ -108,7 +112,7 @@ func (e *env) tasksCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "tasks",
 		Usage: "list tasks (--pane P: those from or to P); 'tasks show <id>' for one",
-		Flags: []cli.Flag{jsonFlag, &cli.StringFlag{Name: "pane", Usage: "only the tasks from or to `PANE`"}},
+		Flags: []cli.Flag{jsonFlag, rawFlag, &cli.StringFlag{Name: "pane", Usage: "only the tasks from or to `PANE` (id or title)"}},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return unknownCommand(c.Args().First(), "tasks", c.Command.Subcommands)
@@ -134,7 +138,7 @@ func (e *env) tasksCmd() *cli.Command {
 			Name:      "show",
 			Usage:     "one task in full",
 			ArgsUsage: "<id>",
-			Flags:     []cli.Flag{jsonFlag},
+			Flags:     []cli.Flag{jsonFlag, rawFlag},
 			Action: func(c *cli.Context) error {
 				if c.Args().Len() != 1 {
 					return usagef("usage: cicy-agent tasks show <id>")
@@ -190,6 +194,11 @@ func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
 	}
 	many := topology.SpansNodes(nodes...)
 	work := slices.ContainsFunc(ts, func(t api.TaskInfo) bool { return t.Work != nil })
+	// The cells are measured before they are printed: cleaned first.
+	cell := func(s string) string { return s }
+	if _, ok := w.(*safeWriter); ok {
+		cell = safeText
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\t"+workHead(work)+"TEXT\tRESULT")
 	for _, t := range ts {
@@ -198,7 +207,7 @@ func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
 			out = t.Error
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s\t%s%s\t%s\n", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
-			now.Sub(t.CreatedAt).Round(time.Second), workCell(work, t.Work), clip.Runes(oneLine(t.Text), 40), clip.Runes(oneLine(out), 40))
+			now.Sub(t.CreatedAt).Round(time.Second), workCell(work, t.Work), clip.Runes(oneLine(cell(t.Text)), 40), clip.Runes(oneLine(cell(out)), 40))
 	}
 	return tw.Flush()
 }
@@ -232,7 +241,7 @@ func (e *env) waitCmd() *cli.Command {
 		Name:      "wait",
 		Usage:     "block until tasks end (exit 1 if any failed or the timeout passed)",
 		ArgsUsage: "<task-id…>",
-		Flags:     []cli.Flag{&cli.DurationFlag{Name: "timeout", Usage: "give up after `TIME`, e.g. 90s or 10m", DefaultText: "0, which means no timeout"}},
+		Flags:     []cli.Flag{&cli.DurationFlag{Name: "timeout", Usage: "give up after `TIME`, e.g. 90s or 10m", DefaultText: "0, which means no timeout"}, rawFlag},
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() == 0 {
 				return usagef("usage: cicy-agent wait <task-id…> [--timeout D]")

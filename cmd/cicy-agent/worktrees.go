@@ -20,7 +20,7 @@ func (e *env) diffCmd() *cli.Command {
 		Description: "For a task: the commits it left (base..head, as recorded when it ended done).\n" +
 			"For a worker: everything on its branch cicy/<pane> that the branch it came from\n" +
 			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
-		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
+		Flags: []cli.Flag{jsonFlag, rawFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
 		Action: func(c *cli.Context) error {
 			a, err := args(c, 1, 1, "<task|pane>")
 			if err != nil {

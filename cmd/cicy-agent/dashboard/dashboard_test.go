@@ -567,3 +567,13 @@ func TestWorktreeChange(t *testing.T) {
 		t.Error("a team without worktrees has a CHANGE column")
 	}
 }
+
+// TestFitControls: a cell never carries a control character to the
+// terminal, C1 (U+009B, an 8-bit CSI) included.
+func TestFitControls(t *testing.T) {
+	t.Parallel()
+	got := fit("a\x1b]52;c;aGk=\x07b\u009b31mc\u0085d", 40)
+	if strings.ContainsFunc(got, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }) {
+		t.Fatalf("fit left a control character: %q", got)
+	}
+}

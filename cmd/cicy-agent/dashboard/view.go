@@ -64,7 +64,7 @@ func fit(s string, w int) string {
 		return ""
 	}
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) { // C0, DEL and C1 (U+009B is CSI)
 			return ' '
 		}
 		return r
@@ -753,7 +753,7 @@ func NeedKindLines(indent string) []string {
 	}
 	out := make([]string, 0, len(topology.NeedKinds))
 	for _, k := range topology.NeedKinds {
-		out = append(out, fmt.Sprintf("%s%-*s  %s", indent, w, k.Kind, k.Means))
+		out = append(out, fmt.Sprintf("%s%-*s  %s", indent, w, topology.NeedLabel(k.Kind), k.Means))
 	}
 	return out
 }
