@@ -46,8 +46,9 @@ const forwardedHeader = "X-Cicy-Forwarded-By"
 // answer of a call begun just before its deadline to come back.
 const forwardMargin = 2 * time.Second
 
-// errLost ends a forwarded request whose node was lost meanwhile.
-var errLost = errors.New("it was lost while the request was under way")
+// errLost ends a forwarded request whose node was lost meanwhile (a
+// cancel: the proxy logs no read error for it).
+var errLost = fmt.Errorf("the node was lost: %w", context.Canceled)
 
 // forward wraps the API: requests about other nodes' panes go to them.
 func (a *handler) forward(next http.Handler) http.Handler {
@@ -216,9 +217,11 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		Transport:     rt,
 		FlushInterval: -1, // streams (preview, events) pass line by line
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if cause := context.Cause(r.Context()); errors.Is(cause, errLost) {
-				err = fmt.Errorf("%w (%s)", errLost, c.whyLost(n))
-			} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			if errors.Is(context.Cause(r.Context()), errLost) {
+				writeErr(w, failedErr("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
+				return
+			}
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client went away
 			}
 			c.log.WithError(err).WithField("peer", n.Name).Warn("Could not forward a request to the other node")
