@@ -380,6 +380,13 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
+	if e, err := s.get(row.ID); err == nil {
+		if tl, ok := e.kind().(turnLoop); ok {
+			if why := tl.agent().ProviderProblem(); why != "" {
+				warnings = append(warnings, fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", row.ID, why))
+			}
+		}
+	}
 	return api.CreateResponse{ID: row.ID, Warnings: warnings, Joined: joined}, nil
 }
 
