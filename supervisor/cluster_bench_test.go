@@ -301,6 +301,9 @@ func BenchmarkClusterNodeStopped(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		await("b's pane idle on a", func() bool { return stateOnA() == "idle" })
+		// Stops at every phase of the 2 s probe (the first probe after a
+		// reconnect is 2 s after it).
+		time.Sleep(time.Duration(i%4) * 500 * time.Millisecond)
 		if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
 			b.Fatal(err)
 		}

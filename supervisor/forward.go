@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -45,10 +46,6 @@ const forwardedHeader = "X-Cicy-Forwarded-By"
 // and the moment this node gives up on its answer: the time for the
 // answer of a call begun just before its deadline to come back.
 const forwardMargin = 2 * time.Second
-
-// errLost ends a forwarded request whose node was lost meanwhile (a
-// cancel: the proxy logs no read error for it).
-var errLost = fmt.Errorf("the node was lost: %w", context.Canceled)
 
 // forward wraps the API: requests about other nodes' panes go to them.
 func (a *handler) forward(next http.Handler) http.Handler {
@@ -177,13 +174,14 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 	if d, ok := callerDeadline(r); ok && d.Before(deadline) {
 		deadline = d // its own caller stops waiting sooner
 	}
+	var lost atomic.Bool // ended because its node was lost
 	if !plain {
 		// A stream or long poll ends when the node is lost: a node whose
 		// process is stopped holds its connections open and silent. One
 		// that acts (a send that waits) ends no sooner than its deadline:
 		// then the node, if it reads it late, drops it.
-		ctx, cancel := context.WithCancelCause(r.Context())
-		defer cancel(nil)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
 		gone := c.lapses(n.Name)
 		acts := r.Method != http.MethodGet
 		go func() {
@@ -201,7 +199,8 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 					return
 				}
 			}
-			cancel(errLost)
+			lost.Store(true)
+			cancel()
 		}()
 		r = r.WithContext(ctx)
 	}
@@ -217,7 +216,7 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		Transport:     rt,
 		FlushInterval: -1, // streams (preview, events) pass line by line
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(context.Cause(r.Context()), errLost) {
+			if lost.Load() {
 				writeErr(w, failedErr("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
 				return
 			}
