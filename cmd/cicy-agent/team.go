@@ -26,7 +26,8 @@ func (e *env) upCmd() *cli.Command {
 			"(restarted if it had exited). Masters come first, so workers link to them. The goal goes\n" +
 			"to its master. With --wait the command follows the master's tasks and exits 0 when the\n" +
 			"goal is done: every task it dispatched has ended, the master was told of each, and it\n" +
-			"is idle again; 1 if a task failed or the timeout passed.",
+			"is idle again; 1 if a task failed, the timeout passed, or a pane of the team cannot make\n" +
+			"a model call (its provider has no key in the supervisor's environment: said at once).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "wait", Usage: "follow the goal to its end and print the final status"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "with --wait: give up after `TIME`"},
