@@ -158,7 +158,7 @@ var NeedKinds = []NeedKind{
 	{NeedAllDone, "all the tasks of a master finished"},
 	{NeedBudget, "a pane's or its team's spend reached its budget"},
 	{NeedUpstream, "a pane's model requests keep failing upstream"},
-	{NeedProvider, "a pane cannot make a model call: its provider has no key in the supervisor's environment"},
+	{NeedProvider, "a pane cannot make a model call: its provider has no key"},
 	{NeedWorkerStopped, "a task waits for a worker that is not running"},
 	{NeedDiskFull, "the home's disk is full: a turn's history or usage could not be written"},
 }
