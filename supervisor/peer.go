@@ -94,9 +94,7 @@ var errFollowed = errors.New("the stream ended")
 
 // follow reads one connection's stream until it ends.
 func (p *peer) follow() error {
-	hctx, cancel := context.WithTimeout(p.ctx, api.RemoteFirstByte) // a stopped node accepts and never answers
-	h, err := p.client.Health(hctx)
-	cancel()
+	h, err := p.ping(p.ctx) // a stopped node accepts and never answers
 	if err != nil {
 		return err
 	}
@@ -149,18 +147,26 @@ func (p *peer) probe(ctx context.Context, cut context.CancelCauseFunc) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, peerProbeWithin)
-		_, err := p.client.Probe(pctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			cause := error(errProbe)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				cause = fmt.Errorf("a health probe failed: %w", err)
-			}
-			cut(cause)
+		if _, err := p.ping(ctx); err != nil && ctx.Err() == nil {
+			cut(err)
 			return
 		}
 	}
+}
+
+// ping asks the node's health within peerProbeWithin; its error says why
+// the node does not answer (errProbe: it did not in time).
+func (p *peer) ping(ctx context.Context) (api.Health, error) {
+	pctx, cancel := context.WithTimeout(ctx, peerProbeWithin)
+	defer cancel()
+	h, err := p.client.Probe(pctx)
+	switch {
+	case err == nil:
+		return h, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return h, errProbe
+	}
+	return h, err
 }
 
 // apply takes in one event and publishes what changed.
