@@ -299,22 +299,28 @@ func TestClusterNodeStopped(t *testing.T) {
 	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
 		t.Fatalf("a forwarded send to a stopped node: %v (context: %v)", err, sctx.Err())
 	}
+	// One that waits (a long poll) ends too, once its node is lost and
+	// its deadline passed.
+	_, err = a.c.Send(sctx, sw.ID, api.SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 30})
+	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b was lost while the request was under way") {
+		t.Fatalf("a forwarded send --wait to a stopped node: %v (context: %v)", err, sctx.Err())
+	}
 
-	// The node continues: it reads the send its caller gave up on, and
-	// drops it.
+	// The node continues: it reads the sends their caller gave up on, and
+	// drops them.
 	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		log, _ := os.ReadFile(b.home.Log())
-		if strings.Contains(string(log), "Dropped a request read after its caller had stopped waiting") {
+		if strings.Count(string(log), "Dropped a request read after its caller had stopped waiting") >= 2 {
 			break
 		}
-		if sc, err := b.c.Screen(ctx, sw.ID, 0); err == nil && strings.Contains(sc.Screen, "late-") {
+		if sc, err := b.c.Screen(ctx, sw.ID, 0); err == nil && (strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-")) {
 			t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node b never dropped the late send; its log:\n%s", log)
+			t.Fatalf("node b never dropped the two late sends; its log:\n%s", log)
 		}
 	}
 	waitPanes(t, a, "b's pane live again on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
@@ -327,7 +333,7 @@ func TestClusterNodeStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(sc.Screen, "after-42") {
-			if strings.Contains(sc.Screen, "late-") {
+			if strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-") {
 				t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
 			}
 			break
