@@ -93,6 +93,14 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return h, err
 }
 
+// Probe asks the supervisor about itself within ctx's deadline (Health
+// bounds it at 2 s): a peer's liveness probe, whose deadline is its own.
+func (c *Client) Probe(ctx context.Context) (Health, error) {
+	var h Health
+	err := c.do(ctx, http.MethodGet, "/api/health", nil, &h)
+	return h, err
+}
+
 // Ensure makes sure a supervisor runs, starting one in the background if
 // none answers, as tmux does, and waiting for it — also for one that is
 // starting (restoring its panes), as long as it makes progress.

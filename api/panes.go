@@ -52,6 +52,17 @@ type CreateRequest struct {
 type CreateResponse struct {
 	ID       string   `json:"id"`
 	Warnings []string `json:"warnings"`
+	// Joined is the master a worker created without one joined: the only
+	// master there was (absent when --master named one, or there was none
+	// or several to join). A worker never joins a master created later.
+	Joined *JoinedMaster `json:"joined,omitempty"`
+}
+
+// JoinedMaster is the master a new worker joined by itself.
+type JoinedMaster struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Node  string `json:"node,omitempty"`
 }
 
 // Usage is a pane's token usage (cicy panes; zero for others).
@@ -109,6 +120,10 @@ type PaneInfo struct {
 	// upstream (two or more in a row: quota, key, rate limit), with the
 	// last error; absent once one succeeds.
 	Upstream string `json:"upstream_error,omitempty"`
+	// ProviderError says why a cicy pane cannot make a model call: its
+	// provider cannot be set up in the supervisor's environment (no key,
+	// no script); absent when it can.
+	ProviderError string `json:"provider_error,omitempty"`
 	// Worktree is the pane's git worktree, when it runs in one.
 	Worktree *WorktreeInfo `json:"worktree,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
@@ -197,6 +212,10 @@ type Health struct {
 	Cluster string `json:"cluster,omitempty"`
 	// Node is this supervisor's node name.
 	Node string `json:"node,omitempty"`
+	// Provider is the supervisor's CICY_PROVIDER, the cicy panes' default
+	// provider ("" when unset: anthropic). A client whose own differs is
+	// told: the supervisor keeps the environment it started with.
+	Provider string `json:"provider,omitempty"`
 	// Starting: the supervisor is restoring its panes and answers only
 	// this; other requests wait until it is ready. Restoring says how far
 	// it is ("restoring 64,000 of 100,000 panes").

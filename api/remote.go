@@ -45,6 +45,15 @@ func RemoteTransport(addr, token string, tlsConf *tls.Config) (rt http.RoundTrip
 // process is stopped accepts connections and never answers.
 const RemoteFirstByte = 10 * time.Second
 
+// DeadlineHeader carries the time (RFC 3339, UTC, to the nanosecond) after
+// which the caller of a request no longer waits for it to begin: a node
+// that reads the request later drops it unanswered by any action (a send
+// that sat in a stopped node's socket is not typed once the node
+// continues). Its absolute time needs the machines' clocks in sync, as the
+// nodes' leases do: a remaining time would start counting only when the
+// late request is read.
+const DeadlineHeader = "X-Cicy-Deadline"
+
 // RemoteTransportWithin is RemoteTransport whose requests fail when the
 // answer's head has not come within firstByte (0: no bound, for streams
 // and long polls).

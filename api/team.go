@@ -37,7 +37,7 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, home HomeIn
 		u := pi.Usage
 		tp := topology.Pane{ID: pi.ID, Title: pi.Title, Type: pi.Type, Role: pi.Role, Node: pi.Node, State: pi.State, Reason: pi.Reason,
 			Tokens: u.InputTokens + u.OutputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CacheHit: pi.CacheHit, Compactable: pi.Compactable,
-			OverBudget: pi.OverBudget, Upstream: pi.Upstream}
+			OverBudget: pi.OverBudget, Upstream: pi.Upstream, NoProvider: pi.ProviderError}
 		if pi.Master != nil {
 			tp.Master = *pi.Master
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -181,6 +182,11 @@ type Agent struct {
 	// held are the messages of turns the history on disk does not hold
 	// yet: the queue file keeps them until it does.
 	held []item
+
+	// noProvider is why the pane cannot make a model call (its provider
+	// cannot be set up: no key, no script), "" when it can; checked at
+	// Start and at every turn's setup. Safe for concurrent use.
+	noProvider atomic.Pointer[string]
 }
 
 // Start restores the pane's conversation from disk and starts its loop. A
@@ -213,6 +219,7 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.CheckProvider()
 	a.status = Status{State: Idle, Cause: CauseRestored, Reason: reason, Since: env.Now()}
 	a.restoreMemory()
 	pending, err := a.restoreQueue()

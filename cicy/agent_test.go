@@ -1425,6 +1425,10 @@ func TestBadInputKeepsPaneWorking(t *testing.T) {
 		}
 		r.a = a
 		t.Cleanup(a.Close)
+		// Known before any turn: the pane is under needs-you from its start.
+		if why := a.ProviderProblem(); !strings.Contains(why, "ANTHROPIC_API_KEY") {
+			t.Fatalf("the provider problem before the first turn: %q", why)
+		}
 		r.expectFailedTurn(r.send("hi"), "ANTHROPIC_API_KEY")
 		r.requests(0)
 	})

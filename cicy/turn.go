@@ -349,8 +349,7 @@ func (a *Agent) resolve() (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := firstOf(a.cfg.Provider, t.Meta.Provider, a.env.Getenv("CICY_PROVIDER"), "anthropic")
-	prov, err := a.env.NewProvider(name)
+	name, prov, err := a.provider(t)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +371,44 @@ func (a *Agent) resolve() (*setup, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// provider picks the pane's provider (its own, its template's,
+// CICY_PROVIDER, anthropic) and sets it up, recording whether it could
+// (ProviderProblem).
+func (a *Agent) provider(t *Template) (string, Provider, error) {
+	name := firstOf(a.cfg.Provider, t.Meta.Provider, a.env.Getenv("CICY_PROVIDER"), "anthropic")
+	prov, err := a.env.NewProvider(name)
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	a.noProvider.Store(&why)
+	return name, prov, err
+}
+
+// CheckProvider sets up the pane's provider as a turn would, and records
+// whether it could (ProviderProblem): a pane whose provider has no key is
+// known before its first turn fails.
+func (a *Agent) CheckProvider() {
+	if a.env.NewProvider == nil {
+		return
+	}
+	t, err := LoadTemplate(a.env.Home, a.cfg.RoleTemplate)
+	if err != nil {
+		return // a turn says so
+	}
+	_, _, _ = a.provider(t)
+}
+
+// ProviderProblem is why the pane cannot make a model call (its provider
+// cannot be set up: "the anthropic provider needs ANTHROPIC_API_KEY …"),
+// as last checked; "" when it can.
+func (a *Agent) ProviderProblem() string {
+	if p := a.noProvider.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func (a *Agent) resolveTools(s *setup, want []string) error {

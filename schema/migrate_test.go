@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,62 @@ func testAgentTypeIsText(t *testing.T, old *conn, reopen func() *Store) {
 	}
 	if tokens, _ := s.GatewayTokens(ctx); len(tokens) != 0 {
 		t.Fatalf("a removed pane's token stayed: %v", tokens)
+	}
+}
+
+// TestWorkerMasterRecorded: 0011 records, for a worker that had none, the
+// master it reported to by the old rule (the only master, looked up each
+// time), so that no worker of a database made before it changes master;
+// with several masters, a worker keeps none.
+func TestWorkerMasterRecorded(t *testing.T) {
+	for _, masters := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d masters", masters), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cicy.db")
+			db, err := sqlx.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_txlock=immediate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.SetMaxOpenConns(1)
+			old := &conn{DB: db, dialect: SQLite}
+			ctx := context.Background()
+			all, err := migrations(SQLite)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range all {
+				if m.version < 11 {
+					if err := apply(ctx, old, m); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rows := []string{
+				`('w-1', 'lead', 'master', NULL)`,
+				`('w-2', 'free', 'worker', NULL)`,
+				`('w-3', 'told', 'worker', 'w-1')`,
+				`('w-4', 'rev', 'reviewer', NULL)`,
+			}
+			if masters == 2 {
+				rows = append(rows, `('w-5', 'boss', 'master', NULL)`)
+			}
+			for _, r := range rows {
+				if _, err := old.ExecContext(ctx, `INSERT INTO agent_config (pane_id, title, role, master, agent_type, workspace, backend, created_at, updated_at)
+					SELECT v.*, 'shell', '/w', 'pty', 't0', 't1' FROM (VALUES `+r+`) v`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old.Close()
+			s := open(t, path)
+			want := map[string]string{"w-1": "", "w-2": "w-1", "w-3": "w-1", "w-4": ""}
+			if masters == 2 {
+				want["w-2"] = ""
+			}
+			for id, m := range want {
+				p, err := s.GetPane(ctx, id)
+				if err != nil || p.Master.String != m {
+					t.Errorf("%s's master after 0011: %q, %v; want %q", id, p.Master.String, err, m)
+				}
+			}
+		})
 	}
 }

@@ -272,6 +272,16 @@ func (s *Store) ListPanes(ctx context.Context) ([]Pane, error) {
 	return out, nil
 }
 
+// Masters returns the panes whose role is master (every node's), in id
+// order.
+func (s *Store) Masters(ctx context.Context) ([]Pane, error) {
+	var out []Pane
+	if err := s.db.SelectContext(ctx, &out, paneSelect+` WHERE a.role = 'master' ORDER BY CAST(substr(a.pane_id, 3) AS INTEGER)`); err != nil {
+		return nil, fmt.Errorf("list masters: %w", err)
+	}
+	return out, nil
+}
+
 // GetPane returns one pane, or ErrNotFound.
 func (s *Store) GetPane(ctx context.Context, id string) (Pane, error) {
 	var p Pane

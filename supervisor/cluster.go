@@ -25,8 +25,11 @@ import (
 // Each is a node with a name; it owns the panes it started (their rows
 // carry its name) and renews a lease in the nodes table. The other nodes'
 // panes are shown from their supervisors' event streams (a peer watcher
-// per node, over the cluster API), or from the database with the state
-// "unreachable" while a node does not answer. Commands on another node's
+// per node, over the cluster API, that also probes the node's health), or
+// from the database with the state "unreachable" while a node does not
+// answer. Each node judges the others for itself (nothing of it is
+// recorded): what it shows is whether it can reach them, which is what
+// the commands it forwards depend on. Commands on another node's
 // pane are forwarded to it (forward.go); tasks cross nodes through the
 // shared tasks table, each node's outbox seeing its own workers'
 // deliveries and its own masters' notifications, woken by the database's
@@ -78,7 +81,7 @@ type cluster struct {
 	rows  map[string]schema.Pane   // their panes, as last read, by id
 	peers map[string]*peer         // watchers of the nodes with an address
 	trips map[string]trip          // transports for forwarding, by address
-	gone  map[string]chan struct{} // closed when the node's lease is seen lapsed (lapses)
+	gone  map[string]chan struct{} // closed when the node is lost (lapses)
 	// nudged asks the heartbeat goroutine to reread the cluster now (a
 	// peer lost: its node may have come back at another address).
 	nudged chan struct{}
@@ -307,8 +310,9 @@ func (c *cluster) refresh() {
 	}
 }
 
-// lapses is closed once node name's lease is seen lapsed (or the node is
-// gone from the table): a stream forwarded to it ends then.
+// lapses is closed once node name's lease is seen lapsed, the node is gone
+// from the table, or its peer watcher finds it not answering (cut): a
+// stream forwarded to it ends then.
 func (c *cluster) lapses(name string) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -322,6 +326,16 @@ func (c *cluster) lapses(name string) <-chan struct{} {
 		c.gone[name] = ch
 	}
 	return ch
+}
+
+// cut closes lapses' channel of node name: its peer watcher lost it.
+func (c *cluster) cut(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.gone[name]; ok {
+		close(ch)
+		delete(c.gone, name)
+	}
 }
 
 // goneLocked closes lapses' channels of the nodes whose lease lapsed.

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,4 +262,65 @@ func waitSeen(b *testing.B, seen <-chan string, id string) {
 			b.Fatalf("pane %s never showed on node a", id)
 		}
 	}
+}
+
+// BenchmarkClusterNodeStopped: how soon a node whose process is stopped
+// (SIGSTOP: its lease holds, its connections stay open and silent) shows
+// its panes unreachable on another node — from the signal taking effect
+// to node a's ls showing b's pane unreachable — over b.N stops, each
+// followed by a SIGCONT and the pane live again (target: within 10 s; the
+// peers' probes say 7 s at most).
+func BenchmarkClusterNodeStopped(b *testing.B) {
+	db, env := privateClusterEnv(b)
+	ctx := context.Background()
+	a := startNode(b, db, "a", env...)
+	nb := spawnNode(b, db, "b", Home{Root: filepath.Join(b.TempDir(), "b")}, env...)
+	sw := benchCreate(b, nb.c, api.CreateRequest{Title: "sw", Type: "shell", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
+	pid := nb.cmd.Process.Pid
+	b.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGCONT) })
+	stateOnA := func() string {
+		ps, err := a.c.List(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.ID == sw {
+				return p.State
+			}
+		}
+		return ""
+	}
+	await := func(what string, ok func() bool) {
+		for deadline := time.Now().Add(90 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("never: %s", what)
+			}
+		}
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		await("b's pane idle on a", func() bool { return stateOnA() == "idle" })
+		// Stops at every phase of the 2 s probe (the first probe after a
+		// reconnect is 2 s after it).
+		time.Sleep(time.Duration(i%4) * 500 * time.Millisecond)
+		if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+			b.Fatal(err)
+		}
+		await("node b stopped", func() bool {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			_, rest, ok := strings.Cut(string(stat), ") ")
+			return ok && strings.HasPrefix(rest, "T")
+		})
+		start := time.Now()
+		await("b's pane unreachable on a", func() bool { return stateOnA() == "unreachable" })
+		lat = append(lat, time.Since(start))
+		if err := syscall.Kill(-pid, syscall.SIGCONT); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(lat[len(lat)/2].Seconds(), "unreachable-p50-s")
+	b.ReportMetric(lat[len(lat)-1].Seconds(), "unreachable-max-s")
 }

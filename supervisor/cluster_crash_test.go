@@ -209,9 +209,12 @@ func TestClusterMasterNodeKilled(t *testing.T) {
 }
 
 // TestClusterNodeStopped: a node whose process is stopped (SIGSTOP) keeps
-// its lease and accepts connections but never answers: a call forwarded
-// to it fails after the first-byte bound instead of hanging, and its
-// panes turn unreachable once its lease lapses, as a dead node's do.
+// its lease and accepts connections but never answers. Its peers' health
+// probes find it out: its panes turn unreachable while its lease still
+// holds; a call forwarded to it fails after the first-byte bound instead
+// of hanging; a stream forwarded to it ends; and a send that failed so is
+// not typed once the node continues (the node drops a request read after
+// its caller's deadline).
 func TestClusterNodeStopped(t *testing.T) {
 	t.Parallel()
 	db, env := privateClusterEnv(t)
@@ -254,28 +257,32 @@ func TestClusterNodeStopped(t *testing.T) {
 			t.Fatalf("node b never stopped: %s", stat)
 		}
 	}
-	// Far longer than the bound: a hang shows as this context's deadline.
-	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
-	defer cancel()
-	_, err = a.c.Screen(sctx, sw.ID, 0)
-	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
-		t.Fatalf("a forwarded screen to a stopped node: %v (context: %v)", err, sctx.Err())
-	}
-	// Its lease (30 s) lapses: its panes are unreachable.
+	// Its panes turn unreachable on a's probe, not on its lease (30 s):
+	// the first unreachable reason is the probe's, and the node is
+	// unreachable, not lapsed.
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		ps, err := a.c.List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i := slices.IndexFunc(ps, func(p api.PaneInfo) bool { return p.ID == sw.ID }); i >= 0 && ps[i].State == "unreachable" {
+			if !strings.Contains(ps[i].Reason, "health probe") {
+				t.Fatalf("the stopped node's pane turned unreachable for another reason than a health probe: %q", ps[i].Reason)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the stopped node's pane is not unreachable: %+v", ps)
 		}
 	}
-	// The forwarded stream ends too (the lease is seen lapsed at the next
-	// reread of the cluster, within 10 s).
+	ns, err := a.c.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(ns, func(n api.NodeInfo) bool { return n.Name == "b" }); i < 0 || ns[i].State != api.NodeUnreachable || !strings.Contains(ns[i].Reason, "health probe") {
+		t.Fatalf("the stopped node in nodes: %+v; want unreachable by a health probe", ns)
+	}
+	// The forwarded stream ends too, without waiting for the lease.
 	select {
 	case <-ended:
 		if pctx.Err() != nil {
@@ -283,5 +290,56 @@ func TestClusterNodeStopped(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the forwarded preview of a stopped node's pane never ends")
+	}
+	// A forwarded send: far longer than the bound, so that a hang shows as
+	// this context's deadline.
+	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	_, err = a.c.Send(sctx, sw.ID, api.SendRequest{Text: "echo late-$((6*7))"})
+	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
+		t.Fatalf("a forwarded send to a stopped node: %v (context: %v)", err, sctx.Err())
+	}
+	// One that waits (a long poll) ends too, once its node is lost and
+	// its deadline passed.
+	_, err = a.c.Send(sctx, sw.ID, api.SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 30})
+	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b was lost while the request was under way") {
+		t.Fatalf("a forwarded send --wait to a stopped node: %v (context: %v)", err, sctx.Err())
+	}
+
+	// The node continues: it reads the sends their caller gave up on, and
+	// drops them.
+	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		log, _ := os.ReadFile(b.home.Log())
+		if strings.Count(string(log), "Dropped a request read after its caller had stopped waiting") >= 2 {
+			break
+		}
+		if sc, err := b.c.Screen(ctx, sw.ID, 0); err == nil && (strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-")) {
+			t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node b never dropped the two late sends; its log:\n%s", log)
+		}
+	}
+	waitPanes(t, a, "b's pane live again on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
+	if _, err := a.c.Send(ctx, sw.ID, api.SendRequest{Text: "echo after-$((6*7))"}); err != nil {
+		t.Fatalf("a forwarded send after the node continued: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sc, err := b.c.Screen(ctx, sw.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(sc.Screen, "after-42") {
+			if strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-") {
+				t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the send after the node continued never showed:\n%s", sc.Screen)
+		}
 	}
 }

@@ -11,7 +11,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -23,11 +26,26 @@ import (
 // node that does not answer is an error at once (its lease lapsed, or it
 // refuses the connection), after the dial timeout, or after the first
 // byte's bound (a plain call); a stream or long poll ends when the node's
-// lease is seen lapsed — never a hang. A forwarded request is never
+// node is seen lost (its peer watcher's health probe went unanswered, or
+// its lease lapsed) — never a hang. A forwarded request is never
 // forwarded again.
+//
+// Each forwarded request carries its deadline (api.DeadlineHeader): the
+// time after which this node no longer waits for it to begin, the first
+// byte's bound less forwardMargin for the answer's way back. The
+// receiving node drops a request it reads after that (dropLate): a
+// request that sat in the socket of a node whose process was stopped is
+// not acted on once the node continues, since its caller was told it
+// failed. A call that acts and waits (send --wait) is given up no sooner
+// than its deadline, so that what was given up is dropped.
 
 // forwardedHeader marks a forwarded request with the node it came from.
 const forwardedHeader = "X-Cicy-Forwarded-By"
+
+// forwardMargin is kept between the deadline a forwarded request carries
+// and the moment this node gives up on its answer: the time for the
+// answer of a call begun just before its deadline to come back.
+const forwardMargin = 2 * time.Second
 
 // forward wraps the API: requests about other nodes' panes go to them.
 func (a *handler) forward(next http.Handler) http.Handler {
@@ -152,18 +170,37 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 	}
 	plain := plainCall(r)
 	rt, scheme := c.transport(n.Addr, plain)
+	deadline := time.Now().Add(api.RemoteFirstByte - forwardMargin)
+	if d, ok := callerDeadline(r); ok && d.Before(deadline) {
+		deadline = d // its own caller stops waiting sooner
+	}
+	var lost atomic.Bool // ended because its node was lost
 	if !plain {
-		// A stream or long poll ends when the node's lease lapses: a node
-		// whose process is stopped holds its connections open and silent.
+		// A stream or long poll ends when the node is lost: a node whose
+		// process is stopped holds its connections open and silent. One
+		// that acts (a send that waits) ends no sooner than its deadline:
+		// then the node, if it reads it late, drops it.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		gone := c.lapses(n.Name)
+		acts := r.Method != http.MethodGet
 		go func() {
 			select {
 			case <-gone:
-				cancel()
 			case <-ctx.Done():
+				return
 			}
+			if wait := time.Until(deadline); acts && wait > 0 {
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					return
+				}
+			}
+			lost.Store(true)
+			cancel()
 		}()
 		r = r.WithContext(ctx)
 	}
@@ -173,11 +210,16 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 			pr.SetURL(target)
 			pr.Out.Host = "cicy"
 			pr.Out.Header.Set(forwardedHeader, c.node)
+			pr.Out.Header.Set(api.DeadlineHeader, deadline.UTC().Format(time.RFC3339Nano))
 			pr.Out.Header.Del("Authorization") // the transport sets the cluster's
 		},
 		Transport:     rt,
 		FlushInterval: -1, // streams (preview, events) pass line by line
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if lost.Load() {
+				writeErr(w, failedErr("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
+				return
+			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client went away
 			}
@@ -186,6 +228,75 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// whyLost says why node n was lost: its lease, or its peer watcher's word.
+func (c *cluster) whyLost(n schema.Node) string {
+	if why := c.lapsed(n, time.Now()); why != "" {
+		return "its " + why
+	}
+	c.mu.Lock()
+	p := c.peers[n.Name]
+	c.mu.Unlock()
+	if p == nil {
+		return "its peer watcher stopped"
+	}
+	return p.why()
+}
+
+// callerDeadline is the deadline a request carries (api.DeadlineHeader).
+func callerDeadline(r *http.Request) (time.Time, bool) {
+	v := r.Header.Get(api.DeadlineHeader)
+	if v == "" {
+		return time.Time{}, false
+	}
+	d, err := time.Parse(time.RFC3339Nano, v)
+	return d, err == nil
+}
+
+// dropLate refuses a request read after its caller stopped waiting for it
+// (api.DeadlineHeader), before anything acts on it, and hands a later
+// check (tooLate) the deadline of one in time.
+func dropLate(next http.Handler, log *logrus.Entry) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get(api.DeadlineHeader)
+		if v == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d, ok := callerDeadline(r)
+		if !ok {
+			writeErr(w, usageErr("the %s header %q is not a time in RFC 3339 form", api.DeadlineHeader, v))
+			return
+		}
+		if err := lateErr(d, time.Now()); err != nil {
+			log.WithFields(logrus.Fields{"method": r.Method, "path": r.URL.Path, "from": r.Header.Get(forwardedHeader), "deadline": v}).
+				Warn("Dropped a request read after its caller had stopped waiting")
+			writeErr(w, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), beginByKey{}, d)))
+	})
+}
+
+type beginByKey struct{}
+
+// tooLate says, just before an action, whether the caller of the request
+// behind ctx has stopped waiting for it (nil: act, or no deadline given).
+func tooLate(ctx context.Context) error {
+	d, ok := ctx.Value(beginByKey{}).(time.Time)
+	if !ok {
+		return nil
+	}
+	return lateErr(d, time.Now())
+}
+
+func lateErr(deadline, now time.Time) error {
+	if !now.After(deadline) {
+		return nil
+	}
+	return failedErr("nothing was done: this request was read %s after its caller stopped waiting for it (at %s) — a node that was stopped, or the machines' clocks differ (keep them in sync with NTP)",
+		now.Sub(deadline).Round(time.Millisecond), deadline.Local().Format("15:04:05.000"))
 }
 
 // cannotReach says why a node cannot be asked now ("" when it can).

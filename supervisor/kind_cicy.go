@@ -107,6 +107,7 @@ func (p *cicyKind) Detach(grace time.Duration, why string) pane.Status { return 
 func (p *cicyKind) Describe(pi *api.PaneInfo) {
 	pi.Messages = p.a.MessageCount()
 	pi.Compactable = pi.Messages > cicy.CompactThreshold
+	pi.ProviderError = p.a.ProviderProblem()
 }
 
 func (p *cicyKind) Explain(x *api.Explanation) {

@@ -38,6 +38,17 @@ const (
 	peerRetryMax = 5 * time.Second
 )
 
+// While its stream is up, a peer asks its node's health every
+// peerProbeEvery; a node that has not answered within peerProbeWithin is
+// down: a stopped process (SIGSTOP), a hung supervisor or a half-open
+// connection keeps a stream open and silent, and would otherwise look up
+// until its lease lapsed. A node that stops answering is seen so within
+// peerProbeEvery+peerProbeWithin (7 s), by each node for itself.
+const (
+	peerProbeEvery  = 2 * time.Second
+	peerProbeWithin = 5 * time.Second
+)
+
 func newPeer(c *cluster, n schema.Node) *peer {
 	ctx, cancel := context.WithCancel(c.ctx)
 	return &peer{c: c, name: n.Name, addr: n.Addr, client: api.NewRemoteClient(n.Addr, c.token, c.tlsConf),
@@ -83,13 +94,13 @@ var errFollowed = errors.New("the stream ended")
 
 // follow reads one connection's stream until it ends.
 func (p *peer) follow() error {
-	hctx, cancel := context.WithTimeout(p.ctx, api.RemoteFirstByte) // a stopped node accepts and never answers
-	h, err := p.client.Health(hctx)
-	cancel()
+	h, err := p.ping(p.ctx) // a stopped node accepts and never answers
 	if err != nil {
 		return err
 	}
-	st, err := p.client.NodeEvents(p.ctx)
+	sctx, cut := context.WithCancelCause(p.ctx)
+	defer cut(nil)
+	st, err := p.client.NodeEvents(sctx)
 	if err != nil {
 		return err
 	}
@@ -97,9 +108,21 @@ func (p *peer) follow() error {
 	p.mu.Lock()
 	p.home = h.Home
 	p.mu.Unlock()
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		p.probe(sctx, cut)
+	}()
+	defer func() {
+		cut(nil)
+		<-probed
+	}()
 	for first := true; ; first = false {
 		ev, err := st.Next()
 		if err != nil {
+			if sctx.Err() != nil && p.ctx.Err() == nil {
+				err = context.Cause(sctx) // the prober ended it
+			}
 			if first {
 				return err
 			}
@@ -107,6 +130,43 @@ func (p *peer) follow() error {
 		}
 		p.apply(ev)
 	}
+}
+
+// errProbe is a health probe the node did not answer in time.
+var errProbe = fmt.Errorf("it did not answer a health probe within %s (its process stopped, hung, or cut off)", peerProbeWithin)
+
+// probe asks the node's health every peerProbeEvery until ctx ends, and
+// ends the stream (cut) at the first probe not answered within
+// peerProbeWithin.
+func (p *peer) probe(ctx context.Context, cut context.CancelCauseFunc) {
+	t := time.NewTicker(peerProbeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := p.ping(ctx); err != nil && ctx.Err() == nil {
+			cut(err)
+			return
+		}
+	}
+}
+
+// ping asks the node's health within peerProbeWithin; its error says why
+// the node does not answer (errProbe: it did not in time).
+func (p *peer) ping(ctx context.Context) (api.Health, error) {
+	pctx, cancel := context.WithTimeout(ctx, peerProbeWithin)
+	defer cancel()
+	h, err := p.client.Probe(pctx)
+	switch {
+	case err == nil:
+		return h, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return h, errProbe
+	}
+	return h, err
 }
 
 // apply takes in one event and publishes what changed.
@@ -176,6 +236,7 @@ func (p *peer) down(err error) {
 	p.up, p.err = false, why
 	ids := slices.Collect(maps.Keys(p.infos))
 	p.mu.Unlock()
+	p.c.cut(p.name) // what was forwarded to it waits no longer
 	if was {
 		p.c.log.WithField("peer", p.name).Warn("Lost the other node: " + why)
 	}

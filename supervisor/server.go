@@ -263,7 +263,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return scrubAnswers(boundBody(refuseUncleanPaths(a.forward(mux)), timeout), sup.scrub)
+	return scrubAnswers(boundBody(refuseUncleanPaths(dropLate(a.forward(mux), sup.log)), timeout), sup.scrub)
 }
 
 // boundBody gives a request's body timeout to arrive once its header has
@@ -360,7 +360,7 @@ func decode(r *http.Request, v any) error {
 
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr, Node: a.sup.cfg.Node,
-		NeedsYou: a.sup.homeNeeds()})
+		Provider: a.sup.cfg.Getenv("CICY_PROVIDER"), NeedsYou: a.sup.homeNeeds()})
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {

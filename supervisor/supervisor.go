@@ -34,6 +34,7 @@ import (
 type Store interface {
 	CreatePane(ctx context.Context, p schema.Pane, prepare func(id string) (string, error)) (schema.Pane, error)
 	ListPanes(ctx context.Context) ([]schema.Pane, error)
+	Masters(ctx context.Context) ([]schema.Pane, error)
 	GetPane(ctx context.Context, id string) (schema.Pane, error)
 	DeletePane(ctx context.Context, id string) error
 	SaveRuntime(ctx context.Context, id string, r schema.Runtime) error
@@ -357,6 +358,10 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
+	joined, err := s.joinSoleMaster(ctx, &req)
+	if err != nil {
+		return api.CreateResponse{}, err
+	}
 	for _, n := range req.Env {
 		if s.cfg.Getenv(n) == "" {
 			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
@@ -397,7 +402,35 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
-	return api.CreateResponse{ID: row.ID, Warnings: warnings}, nil
+	if e, err := s.get(row.ID); err == nil {
+		if tl, ok := e.kind().(turnLoop); ok {
+			if why := tl.agent().ProviderProblem(); why != "" {
+				warnings = append(warnings, fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", row.ID, why))
+			}
+		}
+	}
+	return api.CreateResponse{ID: row.ID, Warnings: warnings, Joined: joined}, nil
+}
+
+// joinSoleMaster gives a worker created without a master the only master
+// there is now, recorded in its row, and returns it (nil when it named
+// one, or there is none or several). The rule is applied once, here: a
+// worker made before its team's master does not join that master later.
+// A team file's worker is given its team's master by the file (a team
+// with none does not take another team's).
+func (s *Supervisor) joinSoleMaster(ctx context.Context, req *api.CreateRequest) (*api.JoinedMaster, error) {
+	if req.Master != "" || !topology.Tracked(req.Role) || req.Team != "" {
+		return nil, nil
+	}
+	// The database's, not this node's view: a master made a moment ago on
+	// another node counts.
+	masters, err := s.store.Masters(ctx)
+	if err != nil || len(masters) != 1 {
+		return nil, err
+	}
+	m := masters[0]
+	req.Master = m.ID
+	return &api.JoinedMaster{ID: m.ID, Title: m.Title, Node: m.Node}, nil
 }
 
 // checkCreate checks what a new pane names — its role template and its
@@ -872,6 +905,9 @@ func (s *Supervisor) Send(ctx context.Context, id string, req api.SendRequest) (
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
 		defer cancel()
+	}
+	if err := tooLate(ctx); err != nil {
+		return nil, err // its caller gave up: nothing is typed
 	}
 	return e.kind().Send(ctx, req)
 }

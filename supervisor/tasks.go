@@ -155,21 +155,12 @@ func (s *Supervisor) localPane(ref string) (*entry, error) {
 	return e, err
 }
 
-// masterOf is the master a worker reports to, or "".
+// masterOf is the master a worker reports to (recorded at its create), or "".
 func (s *Supervisor) masterOf(w *entry) string {
 	if w.cfg.Master.Valid {
 		return w.cfg.Master.String
 	}
-	var masters []string
-	s.mu.Lock()
-	for _, e := range s.panes {
-		if e.cfg.Role == topology.RoleMaster {
-			masters = append(masters, e.cfg.ID)
-		}
-	}
-	s.mu.Unlock()
-	masters = append(masters, s.cl.masters()...)
-	return topology.MasterOf(topology.Pane{}, masters)
+	return ""
 }
 
 // CancelTask cancels a queued or delivered task; a delivered cicy task's

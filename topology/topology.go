@@ -36,7 +36,10 @@ type Pane struct {
 	// Upstream is why the pane's model requests keep failing upstream;
 	// "" when they do not.
 	Upstream string
-	Work     Work // its git worktree's unmerged work; zero when it runs in none
+	// NoProvider is why the pane cannot make a model call (its provider
+	// has no key); "" when it can.
+	NoProvider string
+	Work       Work // its git worktree's unmerged work; zero when it runs in none
 	// Queued is how many tasks wait for it, the first of them FirstQueued.
 	Queued      int
 	FirstQueued int64
@@ -109,7 +112,7 @@ type Attention struct {
 	State  string `json:"state"`
 	Reason string `json:"reason"`
 	// Kind is one of NeedKinds: waiting, error, unreachable, task_failed,
-	// all_done, budget, upstream, worker-stopped or disk-full.
+	// all_done, budget, upstream, provider, worker-stopped or disk-full.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -130,6 +133,10 @@ const (
 	// NeedUpstream is a pane whose model requests keep failing upstream
 	// (quota, key, rate limit), until one succeeds.
 	NeedUpstream = "upstream"
+	// NeedProvider is a pane that cannot make a model call: its provider
+	// cannot be set up in the supervisor's environment (no key), until it
+	// can.
+	NeedProvider = "provider"
 	// NeedWorkerStopped is a worker that is not running (exited) while a
 	// task waits for it: nothing happens until it is restarted.
 	NeedWorkerStopped = "worker-stopped"
@@ -157,6 +164,7 @@ var NeedKinds = []NeedKind{
 	{NeedAllDone, "all the tasks of a master finished"},
 	{NeedBudget, "a pane's or its team's spend reached its budget"},
 	{NeedUpstream, "a pane's model requests keep failing upstream"},
+	{NeedProvider, "a pane cannot make a model call: its provider has no key"},
 	{NeedWorkerStopped, "a task waits for a worker that is not running"},
 	{NeedDiskFull, "the home's disk is full: a turn's history or usage could not be written"},
 }
@@ -188,28 +196,14 @@ type Status struct {
 	NeedsYou   []Attention `json:"needs_you"`
 }
 
-// MasterOf returns the master a worker reports to: its explicit master, else
-// the only master if there is exactly one, else "".
-func MasterOf(w Pane, masters []string) string {
-	if w.Master != "" {
-		return w.Master
-	}
-	if len(masters) == 1 {
-		return masters[0]
-	}
-	return ""
-}
-
 // Build assembles the status view. panes must be in display order; counts
 // maps a master id to its tasks' counts by status; failed are the failures
 // that still stand.
 func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) Status {
 	st := Status{Masters: []Master{}, Unassigned: []Worker{}, Untracked: []Untracked{}, NeedsYou: []Attention{}}
-	var masterIDs []string
 	index := map[string]int{}
 	for _, p := range panes {
 		if p.Role == RoleMaster {
-			masterIDs = append(masterIDs, p.ID)
 			index[p.ID] = len(st.Masters)
 			st.Masters = append(st.Masters, Master{
 				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
@@ -233,7 +227,11 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 		case Tracked(p.Role):
 			w := Worker{ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason, CurrentTask: p.CurrentTask, Elapsed: p.Elapsed, Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
 				Node: p.Node, Work: p.Work}
-			if i, ok := index[MasterOf(p, masterIDs)]; ok {
+			// A worker reports to the master recorded in its row: given by
+			// --master, or the only master there was when it was created
+			// (the supervisor records it then); it does not join a master
+			// created after it.
+			if i, ok := index[p.Master]; ok {
 				st.Masters[i].Workers = append(st.Masters[i].Workers, w)
 			} else {
 				st.Unassigned = append(st.Unassigned, w)
@@ -265,6 +263,9 @@ func needs(p Pane, m *Master, failed []FailedTask) []Attention {
 	}
 	if p.Upstream != "" {
 		add(Attention{Kind: NeedUpstream, Reason: p.Upstream})
+	}
+	if p.NoProvider != "" {
+		add(Attention{Kind: NeedProvider, Reason: p.NoProvider})
 	}
 	if p.Queued > 0 && p.State == "exited" {
 		add(Attention{Kind: NeedWorkerStopped, Task: p.FirstQueued, Reason: fmt.Sprintf("%d task(s) wait for it (task %d first), and it is not running (%s): 'cicy-agent restart %s' starts it",

@@ -2,15 +2,22 @@ package topology
 
 import "testing"
 
-func TestBuildSingleMasterTakesUnassignedWorkers(t *testing.T) {
+// A worker reports to the master recorded in its row (the supervisor
+// records the only master at create); one without is not taken by the
+// only master there is now: it may have been made before that master.
+func TestBuildWorkersReportToTheirRecordedMaster(t *testing.T) {
 	st := Build([]Pane{
 		{ID: "w-1", Role: "master", State: "idle"},
-		{ID: "w-2", Role: "worker", State: "busy"},
+		{ID: "w-2", Role: "worker", State: "busy", Master: "w-1"},
 		{ID: "w-3", Role: "reviewer", State: "idle"},
-		{ID: "w-4", Role: "worker", State: "waiting", Reason: "permission"},
+		{ID: "w-4", Role: "worker", State: "waiting", Reason: "permission", Master: "w-1"},
+		{ID: "w-5", Role: "worker", State: "idle"},
 	}, map[string]map[string]int{"w-1": {"done": 2, "queued": 1}}, nil)
 	if len(st.Masters) != 1 || len(st.Masters[0].Workers) != 2 {
 		t.Fatalf("masters = %+v", st.Masters)
+	}
+	if len(st.Unassigned) != 1 || st.Unassigned[0].ID != "w-5" {
+		t.Fatalf("unassigned = %+v, want w-5 (made without a master): the only master does not take it", st.Unassigned)
 	}
 	if got := st.Masters[0].Tasks; got.Total != 3 || got.Done != 2 || got.Queued != 1 {
 		t.Fatalf("task counts = %+v", got)

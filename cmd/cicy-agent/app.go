@@ -396,7 +396,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "type", Aliases: []string{"t"}, Usage: "pane `TYPE`: " + topology.PaneTypeChoices(), Value: "cicy"},
 			&cli.StringFlag{Name: "role", Usage: "roster `LABEL`: worker (default) or master; other text is untracked"},
 			&cli.StringFlag{Name: "role-template", Usage: "role template `SLUG` under memory/agents/ (cicy default: assistant)"},
-			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to"},
+			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to (default: the only master there is now, said on stderr; none when there are none or several)"},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
 			&cli.BoolFlag{Name: "worktree", Usage: "run the pane in a git worktree of its own, on a new branch cicy/<id> from the current branch of the repository that --workspace (else the --master's workspace, else the current directory) is in; the worktree lives under $CICY_HOME, and each task that ends done is committed there (see 'cicy-agent diff', 'merge', 'worktrees')"},
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
@@ -446,6 +446,10 @@ func (e *env) createCmd() *cli.Command {
 			}
 			for _, w := range resp.Warnings {
 				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
+			if j := resp.Joined; j != nil {
+				fmt.Fprintf(e.stderr, "%s reports to master %s (%s), the only master (--master names one; a worker never joins a master created later)\n",
+					resp.ID, j.ID, j.Title)
 			}
 			fmt.Fprintln(e.stdout, resp.ID)
 			return nil
@@ -866,7 +870,7 @@ func (e *env) statusCmd() *cli.Command {
 		Description: "Each master with how many of its tasks are done, then its workers: state, why, the\n" +
 			"task each works on and for how long, tokens and the share read from the cache. Then the\n" +
 			"workers without a master, the untracked panes (a free-text role), and what needs you:\n" +
-			"one line per pane with its state (or its kind, for budget, upstream and worker-stopped)\n" +
+			"one line per pane with its state (or its kind, for budget, upstream, provider and worker-stopped)\n" +
 			"and why. --json gives each its kind:\n" +
 			strings.Join(dashboard.NeedKindLines("  "), "\n") + "\n" +
 			"--watch prints it again each time the team changes, until Ctrl-C.",
@@ -941,7 +945,7 @@ func printStatus(w io.Writer, st api.StatusResponse) {
 		fmt.Fprintln(tw, "needs you:")
 		for _, n := range st.NeedsYou {
 			what := n.State
-			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream || n.Kind == topology.NeedWorkerStopped || n.Kind == topology.NeedDiskFull {
+			if n.Kind == topology.NeedBudget || n.Kind == topology.NeedUpstream || n.Kind == topology.NeedProvider || n.Kind == topology.NeedWorkerStopped || n.Kind == topology.NeedDiskFull {
 				what = n.Kind // the pane's state is not the news
 			}
 			fmt.Fprintf(tw, "  %s\t%s%s\t%s\n", n.ID, node(n.Node), what, n.Reason)

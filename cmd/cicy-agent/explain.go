@@ -128,6 +128,9 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	if x.Pane.Upstream != "" {
 		fmt.Fprintf(w, "upstream: %s\n", x.Pane.Upstream)
 	}
+	if x.Pane.ProviderError != "" {
+		fmt.Fprintf(w, "provider: %s\n", x.Pane.ProviderError)
+	}
 	printParts(w, r)
 	screen := strings.TrimRight(x.Screen, "\n ")
 	if screen == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -25,7 +26,8 @@ func (e *env) upCmd() *cli.Command {
 			"(restarted if it had exited). Masters come first, so workers link to them. The goal goes\n" +
 			"to its master. With --wait the command follows the master's tasks and exits 0 when the\n" +
 			"goal is done: every task it dispatched has ended, the master was told of each, and it\n" +
-			"is idle again; 1 if a task failed or the timeout passed.",
+			"is idle again; 1 if a task failed, the timeout passed, or a pane of the team cannot make\n" +
+			"a model call (its provider has no key in the supervisor's environment: said at once).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "wait", Usage: "follow the goal to its end and print the final status"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "with --wait: give up after `TIME`"},
@@ -43,12 +45,25 @@ func (e *env) upCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			e.warnProvider(c.Context, cl)
 			ids, err := e.bringUp(c.Context, cl, team)
 			if err != nil {
 				return err
 			}
+			noModel, err := e.cannotCall(c.Context, cl, ids)
+			if err != nil {
+				return err
+			}
 			if team.Goal == nil {
+				if noModel != "" {
+					fmt.Fprintf(e.stderr, "warning: %s\n", noModel)
+				}
 				return nil
+			}
+			if noModel != "" && c.Bool("wait") {
+				return failf("%s", noModel)
+			} else if noModel != "" {
+				fmt.Fprintf(e.stderr, "warning: %s\n", noModel)
 			}
 			master := ids[team.Goal.To]
 			if _, err := cl.Send(c.Context, master, api.SendRequest{Text: team.Goal.Text}); err != nil {
@@ -60,7 +75,7 @@ func (e *env) upCmd() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 			defer cancel()
-			return e.followGoal(ctx, cl, master, c.Duration("timeout"))
+			return e.followGoal(ctx, cl, master, ids, c.Duration("timeout"))
 		},
 	}
 }
@@ -182,7 +197,7 @@ func (e *env) paneBudget(ctx context.Context, cl *api.Client, ex api.PaneInfo, p
 
 // followGoal prints the master's tasks as they change and returns when
 // the goal is done (see up's description), failed, or ctx ends.
-func (e *env) followGoal(ctx context.Context, cl *api.Client, master string, timeout time.Duration) error {
+func (e *env) followGoal(ctx context.Context, cl *api.Client, master string, ids map[string]string, timeout time.Duration) error {
 	seen := map[int64]string{}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -207,12 +222,59 @@ func (e *env) followGoal(ctx context.Context, cl *api.Client, master string, tim
 		if g.total > 0 && g.pending == 0 && m.State == "idle" && m.Since.After(g.lastNotified) {
 			return e.goalDone(ctx, cl, master, g.failed)
 		}
+		// A pane of the team that cannot make a model call stops the
+		// wait: nothing it should do will happen.
+		if why, err := e.cannotCall(ctx, cl, ids); err != nil {
+			return timedOut(err)
+		} else if why != "" {
+			return failf("%s", why)
+		}
 		select {
 		case <-ctx.Done():
 			return timedOut(ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// cannotCall says which panes of the team (ids, by title) cannot make a
+// model call, and why (needs-you kind provider); "" when all can.
+func (e *env) cannotCall(ctx context.Context, cl *api.Client, ids map[string]string) (string, error) {
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	ours := map[string]string{}
+	for title, id := range ids {
+		ours[id] = title
+	}
+	var out []string
+	for _, n := range st.NeedsYou {
+		if title, ok := ours[n.ID]; ok && n.Kind == topology.NeedProvider {
+			out = append(out, fmt.Sprintf("%s (%s) cannot make a model call: %s", n.ID, title, n.Reason))
+		}
+	}
+	if len(out) == 0 {
+		return "", nil
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ") + " (the running supervisor keeps the environment it was started with: set the variable there, or 'cicy-agent shutdown' and run again with it set)", nil
+}
+
+// warnProvider says when this command's CICY_PROVIDER is not the running
+// supervisor's: the panes follow the supervisor's.
+func (e *env) warnProvider(ctx context.Context, cl *api.Client) {
+	mine := os.Getenv("CICY_PROVIDER")
+	h, err := cl.Health(ctx)
+	if err != nil || mine == "" || mine == h.Provider {
+		return
+	}
+	theirs := "unset (anthropic)"
+	if h.Provider != "" {
+		theirs = h.Provider
+	}
+	fmt.Fprintf(e.stderr, "warning: CICY_PROVIDER is %s here but %s in the running supervisor (pid %d), whose cicy panes use its own; 'cicy-agent shutdown' and run again to start one with this environment\n",
+		mine, theirs, h.PID)
 }
 
 // goalTally is what the master's tasks say about its goal.

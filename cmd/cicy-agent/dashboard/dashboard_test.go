@@ -39,8 +39,8 @@ func fixture() api.Event {
 			Usage: api.Usage{InputTokens: 1200, OutputTokens: 3400, CacheReadInputTokens: 52000, CacheCreationInputTokens: 6000}, CacheHit: 0.881, CostUSD: ptr(0.1234)},
 		{ID: "w-2", Title: "alice", Type: "cicy", Role: "worker", Master: &lead, State: "busy", Reason: "turn t3b4",
 			Usage: api.Usage{InputTokens: 800, OutputTokens: 900, CacheReadInputTokens: 9000, CacheCreationInputTokens: 2000}, CacheHit: 0.7377, CostUSD: ptr(0.0321)},
-		{ID: "w-3", Title: "claude-reviewer", Type: "claude", Role: "worker", State: "waiting", Reason: "hook:Notification permission_prompt", CacheHit: -1},
-		{ID: "w-4", Title: "bash1", Type: "shell", Role: "worker", State: "idle", Reason: "output quiet 500ms", CacheHit: -1},
+		{ID: "w-3", Title: "claude-reviewer", Type: "claude", Role: "worker", Master: &lead, State: "waiting", Reason: "hook:Notification permission_prompt", CacheHit: -1},
+		{ID: "w-4", Title: "bash1", Type: "shell", Role: "worker", Master: &lead, State: "idle", Reason: "output quiet 500ms", CacheHit: -1},
 		{ID: "w-5", Title: "notes", Type: "opencode", Role: "reviewer", State: "idle", Reason: "hook:session.idle", CacheHit: -1},
 	}
 	tasks := []api.TaskInfo{

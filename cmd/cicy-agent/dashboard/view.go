@@ -476,12 +476,14 @@ func (m *Model) needs(status topology.Status, limit int) []string {
 			what = "unreachable: " + n.Reason
 		case topology.NeedUpstream:
 			what = "upstream: " + n.Reason
+		case topology.NeedProvider:
+			what = "provider: " + n.Reason
 		case topology.NeedWorkerStopped:
 			what = "stopped: " + n.Reason
 		}
 		style := st.warn
 		switch n.Kind {
-		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream, topology.NeedWorkerStopped, topology.NeedDiskFull:
+		case topology.NeedError, topology.NeedUnreachable, topology.NeedTaskFailed, topology.NeedBudget, topology.NeedUpstream, topology.NeedProvider, topology.NeedWorkerStopped, topology.NeedDiskFull:
 			style = st.bad
 		case topology.NeedAllDone:
 			style = st.good.Bold(true)
