@@ -383,7 +383,7 @@ func (m *Model) render() string {
 
 	top = append(top, m.header(status))
 	if m.mode == modeHelp {
-		body = m.help()
+		body = m.help(h - 2)
 	} else {
 		top = append(top, m.needs(status, max(h/6, 1))...)
 		body = m.body(status, h-len(top)-1)
@@ -760,7 +760,38 @@ func NeedKindLines(indent string) []string {
 	return out
 }
 
-func (m *Model) help() []string {
+// help is the help screen in rows lines: the kinds of needs-you one per
+// line with what each means when they fit, else their names wrapped (and
+// where status explains them).
+// needKindNames are the kinds of needs-you by name only, wrapped at w
+// cells after indent, closed by where each is explained.
+func needKindNames(w int, indent string) []string {
+	words := make([]string, 0, len(topology.NeedKinds)+4)
+	for i, k := range topology.NeedKinds {
+		sep := ","
+		if i == len(topology.NeedKinds)-1 {
+			sep = " (cicy-agent status --help says what each means)"
+		}
+		words = append(words, topology.NeedLabel(k.Kind)+sep)
+	}
+	var out []string
+	line := ""
+	for _, wd := range words {
+		for _, part := range strings.Fields(wd) {
+			if line != "" && width(line)+1+width(part) > w {
+				out = append(out, indent+line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += part
+		}
+	}
+	return append(out, indent+line)
+}
+
+func (m *Model) help(rows int) []string {
 	text := []string{
 		"",
 		" cicy-agent dashboard — the team, live",
@@ -777,7 +808,11 @@ func (m *Model) help() []string {
 		"",
 		" ! lines need you, and ring the bell when they appear (--bell=false: silent):",
 	}
-	text = append(text, NeedKindLines("   ")...)
+	if kinds := NeedKindLines("   "); len(text)+len(kinds) <= rows {
+		text = append(text, kinds...)
+	} else {
+		text = append(text, needKindNames(max(m.width, 20)-4, "   ")...)
+	}
 	out := make([]string, 0, len(text))
 	for _, l := range text {
 		out = append(out, fit(l, m.width))
