@@ -185,6 +185,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		},
 	})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
+	s.tmux.Grace = cfg.StopGrace
 	if pane.TmuxAvailable() {
 		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
 			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
@@ -215,6 +216,9 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		s.ledger.close()
 		return nil, err
 	}
+	// What panes that ended while no supervisor ran left running (their
+	// tmux server killed, say) ends now that the running ones are adopted.
+	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
 	return s, nil
