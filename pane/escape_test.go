@@ -1,6 +1,7 @@
 package pane
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,5 +252,34 @@ func TestTmuxPaneEndEndsWhatEscaped(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// tmux leaves its socket behind when its server exits: the server's Close
+// removes a dead one, and leaves that of a server that runs.
+func TestTmuxDeadSocketRemoved(t *testing.T) {
+	t.Parallel()
+	s := tmuxServer(t)
+	startTmuxProgram(t, s, "sleep "+reapertest.Arg(t))
+	path := s.SocketPath()
+	s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the running server's socket: %v", err)
+	}
+	if out, err := exec.Command("tmux", "-L", s.Socket, "kill-server").CombinedOutput(); err != nil {
+		t.Fatalf("tmux kill-server: %v: %s", err, out)
+	}
+	// The next supervisor finds it dead (once the server is gone).
+	eventually(t, 15*time.Second, "the server gone", func() bool {
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	next := NewTmuxServer(s.home, testLog(t))
+	next.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the dead server's socket %s is still there (%v)", path, err)
 	}
 }

@@ -503,14 +503,20 @@ func (s *TmuxServer) Close() {
 	s.start.Do(func() { started = false; close(s.done) })
 	s.end()
 	<-s.done
+	wait := time.Duration(0)
 	if started {
 		// The last panes may have gone since the poller's last sweep.
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultTmuxTimeout)
 		defer cancel()
 		if l, err := s.listAll(ctx); err == nil {
 			s.endWatch(ctx, l)
+			if len(l.panes) == 0 {
+				wait = 2 * time.Second // the server has gone, or is going
+			}
 		}
 	}
+	// A server that exited left its socket behind.
+	s.RemoveDeadSocket(wait)
 }
 
 func (s *TmuxServer) register(p *TmuxPane) {
@@ -1149,5 +1155,6 @@ func (s *TmuxServer) KillServer() error {
 	for _, name := range s.recordedNames() {
 		s.endRecorded(name, s.grace())
 	}
+	s.RemoveDeadSocket(2 * time.Second)
 	return nil
 }

@@ -1,12 +1,15 @@
 package pane
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/reaper"
@@ -287,4 +290,39 @@ func (s *TmuxServer) keeperArgv(argv []string) ([]string, []string) {
 		return argv, nil
 	}
 	return append([]string{exe, reaper.KeeperArg}, argv...), []string{reaper.KeeperGraceEnv + "=" + strconv.FormatInt(s.grace().Milliseconds(), 10)}
+}
+
+// SocketPath is where tmux puts this server's socket: the tmux socket
+// folder ($TMUX_TMPDIR, else /tmp, then tmux-<uid>) and the -L name.
+func (s *TmuxServer) SocketPath() string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, "tmux-"+strconv.Itoa(os.Getuid()), s.Socket)
+}
+
+// RemoveDeadSocket removes the server's socket when no server listens on
+// it: tmux leaves its socket behind when it exits. A server on its way out
+// may still answer for a moment: it waits up to wait for it to be gone. It
+// reports whether it removed the socket.
+func (s *TmuxServer) RemoveDeadSocket(wait time.Duration) bool {
+	path := s.SocketPath()
+	deadline := time.Now().Add(wait)
+	for {
+		if _, err := os.Lstat(path); err != nil {
+			return false
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err != nil {
+			// Only a socket known dead: not a server too busy, nor a folder
+			// that is not ours.
+			return errors.Is(err, syscall.ECONNREFUSED) && os.Remove(path) == nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -15,7 +17,7 @@ import (
 // A shell pane's program that ignores SIGHUP and SIGTERM and left two
 // children (one in a session of its own, one under nohup) outlives a
 // `tmux kill-server` done while no supervisor ran: the next supervisor
-// ends them all at its start.
+// ends them all at its start, and removes the socket tmux left.
 func TestRestartEndsWhatAKilledTmuxServerLeft(t *testing.T) {
 	t.Parallel()
 	if !pane.TmuxAvailable() {
@@ -41,6 +43,19 @@ func TestRestartEndsWhatAKilledTmuxServerLeft(t *testing.T) {
 	if out, err := exec.Command("tmux", "-L", socket, "kill-server").CombinedOutput(); err != nil {
 		t.Fatalf("tmux kill-server: %v: %s", err, out)
 	}
+	if _, err := os.Stat(s.tmux.SocketPath()); err != nil {
+		t.Fatalf("tmux left no socket: %v", err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("unix", s.tmux.SocketPath())
+		if err != nil {
+			break // the server is gone
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the killed tmux server still answers on its socket")
+		}
+	}
 	next, err := New(context.Background(), cfg, store)
 	if err != nil {
 		t.Fatal(err)
@@ -51,5 +66,9 @@ func TestRestartEndsWhatAKilledTmuxServerLeft(t *testing.T) {
 	})
 	for _, arg := range []string{setsidArg, nohupArg, fg} {
 		reapertest.WaitGone(t, arg, "after the restart")
+	}
+	// Nor is the dead server's socket left in the tmux socket folder.
+	if _, err := os.Stat(s.tmux.SocketPath()); !os.IsNotExist(err) {
+		t.Fatalf("the dead tmux server's socket is still there (%v)", err)
 	}
 }

@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
+	s.tmux.RemoveDeadSocket(0) // left by a server that exited
 	if pane.TmuxAvailable() {
 		if err := s.tmux.ForgetGlobal(provider.Credentials...); err != nil {
 			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
