@@ -992,6 +992,10 @@ func (s *Supervisor) Close() {
 	}
 	s.ledger.close() // after the panes and the gateway: no call comes after it
 	s.tmux.Close()
+	// A view on the person's tmux server goes with the supervisor.
+	if err := EndView(s.cfg.Home); err != nil {
+		s.log.WithError(err).Warn("Could not end the view")
+	}
 }
 
 // Why a pane is stopped, in its exit reason.
