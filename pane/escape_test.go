@@ -283,3 +283,44 @@ func TestTmuxDeadSocketRemoved(t *testing.T) {
 		t.Fatalf("the dead server's socket %s is still there (%v)", path, err)
 	}
 }
+
+// A PTY pane in a cgroup: what its program started ends when the program
+// exits or is stopped, whatever it did to escape.
+func TestPTYPaneEndEndsWhatEscaped(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		name := "program-exit"
+		if stop {
+			name = "stop"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := tmuxServer(t)
+			groupsNeeded(t, s)
+			setsidArg, nohupArg, fg := reapertest.Arg(t), reapertest.Arg(t), reapertest.Arg(t)
+			end := filepath.Join(s.home, "end")
+			if stop {
+				end = ""
+			}
+			o := bashOpts(t)
+			o.Argv = []string{"bash", "--norc", "--noprofile", "-c", escapingScript(setsidArg, nohupArg, fg, end)}
+			o.Group = s.NewGroup("w-1")
+			p, err := StartPTY(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			reapertest.WaitAlive(t, setsidArg)
+			reapertest.WaitAlive(t, nohupArg)
+			if stop {
+				reapertest.WaitAlive(t, fg)
+				p.Stop(300*time.Millisecond, "stopped")
+			} else if err := os.WriteFile(end, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			reapertest.WaitGone(t, fg, "the program, after "+name)
+			reapertest.WaitGone(t, setsidArg, "the setsid child, after "+name)
+			reapertest.WaitGone(t, nohupArg, "the nohup child, after "+name)
+			eventually(t, 15*time.Second, "the pane's group removed", func() bool { return len(s.groups("")) == 0 })
+		})
+	}
+}

@@ -66,6 +66,14 @@ func (s *TmuxServer) newGroup(name string) reaper.Group {
 	return ""
 }
 
+// NewGroup makes a group for a PTY pane of this home (Options.Group); ""
+// when the machine gives none. Its leftovers are ended by EndLeftovers
+// like a tmux pane's.
+func (s *TmuxServer) NewGroup(name string) reaper.Group {
+	endGroups(s.groups(name), s.grace())
+	return s.newGroup(name)
+}
+
 // groups lists this server's groups (of every pane when name is "").
 func (s *TmuxServer) groups(name string) []reaper.Group {
 	var out []reaper.Group

@@ -525,6 +525,10 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	case e.cfg.Backend == "tmux":
 		t, err = s.tmux.Start(e.cfg.ID, opts)
 	default:
+		// In a cgroup of its own where one can be made: what the program
+		// starts ends with the pane, or at the next start if the
+		// supervisor dies first.
+		opts.Group = s.tmux.NewGroup(e.cfg.ID)
 		t, err = pane.StartPTY(opts)
 	}
 	if err != nil {
