@@ -1143,9 +1143,9 @@ func (p *TmuxPane) waitDead(ctx context.Context, look func()) {
 // supervisor).
 func (p *TmuxPane) Close() { p.srv.unregister(p) }
 
-// KillServer ends this home's tmux server and every session in it; a
-// server that is not running is not an error.
-// What its panes left running ends too.
+// KillServer ends this home's tmux server and every session in it, with
+// what their programs left running; a server that is not running is not
+// an error.
 func (s *TmuxServer) KillServer() error {
 	if _, err := s.run(context.Background(), "kill-server"); err != nil && !noServer(err) {
 		return err

@@ -207,6 +207,10 @@ func (p *TmuxPane) endGroup(grace time.Duration) <-chan struct{} {
 // panes without a cgroup (a look reads /proc/*/stat).
 const recordEvery = 2 * time.Second
 
+// maxRecorded is how many processes a pane's record holds before those
+// that ended are dropped from it.
+const maxRecorded = 1000
+
 // procsFile is where the processes of a pane without a group are recorded.
 func (s *TmuxServer) procsFile(name string) string {
 	return filepath.Join(s.home, "run", "tmux", name+".procs")
@@ -244,11 +248,24 @@ func (s *TmuxServer) record() {
 		if len(add) == 0 {
 			continue
 		}
+		flags := os.O_CREATE | os.O_APPEND | os.O_WRONLY
+		if len(p.seen) > maxRecorded {
+			// A shell runs many short commands: the file keeps the live.
+			add = add[:0]
+			for pid, d := range p.seen {
+				if reaper.Same(d) {
+					add = append(add, d)
+				} else {
+					delete(p.seen, pid)
+				}
+			}
+			flags = os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+		}
 		var b strings.Builder
 		for _, d := range add {
 			fmt.Fprintf(&b, "%d %d\n", d.PID, d.Start)
 		}
-		f, err := os.OpenFile(s.procsFile(p.name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		f, err := os.OpenFile(s.procsFile(p.name), flags, 0o600)
 		if err == nil {
 			_, err = f.WriteString(b.String())
 			if cerr := f.Close(); err == nil {
