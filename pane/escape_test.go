@@ -163,7 +163,7 @@ func TestTmuxPaneEndEndsWhatEscaped(t *testing.T) {
 	type kill func(t *testing.T, s *TmuxServer, p *TmuxPane, wrapper int) *TmuxServer
 	restart := func(t *testing.T, s *TmuxServer) *TmuxServer {
 		next := NewTmuxServer(s.home, testLog(t))
-		next.Grace, next.noGroups = s.Grace, s.noGroups
+		next.Grace, next.noGroups, next.failJoin = s.Grace, s.noGroups, s.failJoin
 		next.EndLeftovers()
 		return next
 	}
@@ -213,7 +213,9 @@ func TestTmuxPaneEndEndsWhatEscaped(t *testing.T) {
 			return restart(t, s)
 		}},
 	}
-	for _, mode := range []string{"cgroup", "no-cgroup"} {
+	// join-fails: a group the wrapper cannot move into; the keeper and
+	// the record stand in.
+	for _, mode := range []string{"cgroup", "no-cgroup", "join-fails"} {
 		for _, c := range cases {
 			if c.keeper && mode == "cgroup" {
 				continue
@@ -221,9 +223,13 @@ func TestTmuxPaneEndEndsWhatEscaped(t *testing.T) {
 			t.Run(mode+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
 				s := tmuxServer(t)
-				if mode == "cgroup" {
+				switch mode {
+				case "cgroup":
 					groupsNeeded(t, s)
-				} else {
+				case "join-fails":
+					groupsNeeded(t, s)
+					s.failJoin = true
+				default:
 					s.noGroups = true
 				}
 				s.Grace = 300 * time.Millisecond

@@ -70,6 +70,9 @@ type TmuxServer struct {
 	// noGroups: the panes get no cgroup even where the machine has them
 	// (tests of what ends them without one).
 	noGroups bool
+	// failJoin: the wrapper is told a group it cannot move into (tests of
+	// a kernel that will not populate the pane's group).
+	failJoin bool
 
 	mu    sync.Mutex
 	panes map[string]*TmuxPane
@@ -571,10 +574,13 @@ type TmuxPane struct {
 
 	// group is the pane's cgroup ("" if it has none): see tmuxgroups.go.
 	// seen are the processes of a pane without one the poller recorded.
-	group     reaper.Group
-	seen      map[int]reaper.Proc
-	groupOnce sync.Once
-	groupDone chan struct{}
+	group reaper.Group
+	seen  map[int]reaper.Proc
+	// joined, outside: the wrapper was seen in the group, or running its
+	// program outside it (see ungrouped).
+	joined, outside atomic.Bool
+	groupOnce       sync.Once
+	groupDone       chan struct{}
 }
 
 // Start creates the session running opts.Argv in opts.Dir.
@@ -605,8 +611,9 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	// program.
 	//
 	// Where the pane has a cgroup, sh moves itself into it before it runs
-	// the program, so that all the program starts is in it (a failed move
-	// leaves the pane to its process tree, as on a machine without one).
+	// the program, so that all the program starts is in it. Where it has
+	// none, or the move fails (a group the kernel will not populate), the
+	// program runs under a keeper (see tmuxgroups.go).
 	status := s.statusFile(name)
 	_ = os.MkdirAll(filepath.Dir(status), 0o700)
 	_ = os.Remove(status)
@@ -614,14 +621,13 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	endGroups(s.groups(name), s.grace())
 	s.endRecorded(name, s.grace())
 	group := s.newGroup(name)
-	env := append(slices.Clip(opts.Env), "CICY_EXIT_FILE="+status)
-	argv := opts.Argv
+	env := append(append(slices.Clip(opts.Env), "CICY_EXIT_FILE="+status), s.keeperEnv()...)
 	if group != "" {
-		env = append(env, "CICY_CGROUP="+string(group))
-	} else {
-		var kenv []string
-		argv, kenv = s.keeperArgv(argv)
-		env = append(env, kenv...)
+		join := string(group)
+		if s.failJoin {
+			join += "/none"
+		}
+		env = append(env, "CICY_CGROUP="+join)
 	}
 	envFile, err := s.writeEnvFile(name, env)
 	if err != nil {
@@ -629,9 +635,11 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 		return nil, err
 	}
 	args = append(args, "--", "sh", "-c", `trap : INT QUIT TERM; . "$1" && rm -f "$1" && shift && `+
-		`{ [ -z "${CICY_CGROUP:-}" ] || { echo $$ > "$CICY_CGROUP/cgroup.procs"; } 2>/dev/null || :; unset CICY_CGROUP; } && `+
-		`"$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
-	args = append(args, argv...)
+		`{ g=${CICY_CGROUP:-} k=${CICY_KEEPER:-}; unset CICY_CGROUP CICY_KEEPER; `+
+		`if [ -n "$g" ] && { echo $$ > "$g/cgroup.procs"; } 2>/dev/null; then "$@"; `+
+		`elif [ -n "$k" ]; then "$k" `+reaper.KeeperArg+` "$@"; else "$@"; fi; }; `+
+		`s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
+	args = append(args, opts.Argv...)
 	// In one tmux call, before the session exists: keep dead panes, so an
 	// exit status stays readable however fast the program ends, and let
 	// Ctrl-Q detach a person attached with tmux attach, as in cicy-agent

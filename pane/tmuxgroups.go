@@ -216,12 +216,39 @@ func (s *TmuxServer) procsFile(name string) string {
 	return filepath.Join(s.home, "run", "tmux", name+".procs")
 }
 
-// recording reports whether a registered pane has no group.
+// recording reports whether a registered pane has no group (or its
+// wrapper could not move into it).
 func (s *TmuxServer) recording() bool {
 	for _, p := range s.registered() {
-		if p.group == "" {
+		if p.ungrouped() {
 			return true
 		}
+	}
+	return false
+}
+
+// ungrouped reports whether the pane's processes are not known to be in its
+// group: it has none, or its wrapper could not move into it (looked at
+// once, by the poller, when the wrapper runs).
+func (p *TmuxPane) ungrouped() bool {
+	if p.group == "" || p.outside.Load() {
+		return true
+	}
+	if p.joined.Load() {
+		return false
+	}
+	pid := p.Status().PID
+	if pid <= 1 {
+		return false // not started yet
+	}
+	if p.group.Holds(pid) {
+		p.joined.Store(true)
+		return false
+	}
+	// Once the wrapper runs the program, it has tried.
+	if w, ok := reaper.Stat(pid); ok && w.Alive() && len(reaper.Descendants(pid)) > 0 && !p.group.Holds(pid) {
+		p.outside.Store(true)
+		return true
 	}
 	return false
 }
@@ -232,7 +259,7 @@ func (s *TmuxServer) record() {
 	var ps []reaper.Proc
 	for _, p := range s.registered() {
 		st := p.Status()
-		if p.group != "" || !st.Running() || st.PID <= 1 {
+		if !p.ungrouped() || !st.Running() || st.PID <= 1 {
 			continue
 		}
 		if ps == nil {
@@ -307,14 +334,16 @@ func (s *TmuxServer) recordedNames() []string {
 	return names
 }
 
-// keeperArgv runs argv under a keeper (this very program) with the
-// server's grace; argv itself when this program cannot be found.
-func (s *TmuxServer) keeperArgv(argv []string) ([]string, []string) {
+// keeperEnv tells a pane's wrapper how to run its program under a keeper
+// (this very program) with the server's grace, when the pane has no group
+// or the wrapper could not move into it; none when this program cannot be
+// found.
+func (s *TmuxServer) keeperEnv() []string {
 	exe, err := os.Executable()
 	if err != nil {
-		return argv, nil
+		return nil
 	}
-	return append([]string{exe, reaper.KeeperArg}, argv...), []string{reaper.KeeperGraceEnv + "=" + strconv.FormatInt(s.grace().Milliseconds(), 10)}
+	return []string{"CICY_KEEPER=" + exe, reaper.KeeperGraceEnv + "=" + strconv.FormatInt(s.grace().Milliseconds(), 10)}
 }
 
 // SocketPath is where tmux puts this server's socket: the tmux socket

@@ -127,7 +127,7 @@ func (g Group) Signal(sig syscall.Signal, skip ...int) int {
 			}
 			continue
 		}
-		if g.holds(pid) && unix.PidfdSendSignal(fd, sig, nil, 0) == nil {
+		if g.Holds(pid) && unix.PidfdSendSignal(fd, sig, nil, 0) == nil {
 			n++
 		}
 		unix.Close(fd)
@@ -144,8 +144,11 @@ func contains(pids []int, pid int) bool {
 	return false
 }
 
-// holds reports whether pid is in the group now.
-func (g Group) holds(pid int) bool {
+// Holds reports whether pid is in the group now.
+func (g Group) Holds(pid int) bool {
+	if g == "" {
+		return false
+	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return false
