@@ -26,9 +26,13 @@ var ErrExited = errors.New("the pane's process has exited")
 type Options struct {
 	Argv []string
 	Dir  string
-	Env  []string // full environment of the process
-	Rows uint16
-	Cols uint16
+	// Group, if set, is the cgroup v2 group a PTY pane's program starts in
+	// (TmuxServer.NewGroup): what the program starts, wherever it goes, is
+	// ended with the pane. A tmux pane gets one of its server's own.
+	Group reaper.Group
+	Env   []string // full environment of the process
+	Rows  uint16
+	Cols  uint16
 	// Settle is how long output must stay quiet before a busy pane is idle.
 	Settle time.Duration
 	// EnterDelay separates a paste from the Enter that submits it; some
@@ -73,18 +77,22 @@ const DefaultHookQuiet = 10 * time.Second
 
 // PTY is a pane whose process runs on a pseudo-terminal of ours.
 type PTY struct {
-	opts     Options
-	pid      int
-	ptmx     *os.File
-	cmds     chan func(*ptyState)
-	writes   chan []byte
-	exited   chan struct{} // closed once the process has been reaped
-	quit     chan struct{} // closed by Close
-	loopDone chan struct{}
-	stopOnce sync.Once
-	closeMu  sync.Once
-	stopping chan struct{} // closed when Stop began; tells the loop why the process ended
-	stopWhy  string        // written before stopping is closed
+	opts   Options
+	pid    int
+	ptmx   *os.File
+	cmds   chan func(*ptyState)
+	writes chan []byte
+	exited chan struct{} // closed once the process has been reaped
+	// groupDone is closed once what the program left in its group ended;
+	// graceNs is the stop's grace plus one (0: no stop).
+	groupDone chan struct{}
+	graceNs   atomic.Int64
+	quit      chan struct{} // closed by Close
+	loopDone  chan struct{}
+	stopOnce  sync.Once
+	closeMu   sync.Once
+	stopping  chan struct{} // closed when Stop began; tells the loop why the process ended
+	stopWhy   string        // written before stopping is closed
 	// requests wakes the loop to read Options.InFlight (RequestsChanged).
 	requests chan struct{}
 	// status is the loop's latest copy of the pane's status: readers take
@@ -141,8 +149,23 @@ func StartPTY(opts Options) (*PTY, error) {
 	// process group (pgid = pid); Setpgid must not be added (creack/pty#35).
 	// Pdeathsig takes the child down if the supervisor is killed.
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL}
+	// Started inside its group (clone3's CLONE_INTO_CGROUP): no moment
+	// outside it. A kernel or a group that refuses: started without.
+	if dir, err := os.Open(string(opts.Group)); opts.Group != "" && err == nil {
+		defer dir.Close()
+		attrs.UseCgroupFD, attrs.CgroupFD = true, int(dir.Fd())
+	}
 	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: opts.Rows, Cols: opts.Cols}, attrs)
+	if err != nil && attrs.UseCgroupFD {
+		opts.Log.WithError(err).Debug("Start the pane outside its cgroup")
+		opts.Group.Remove()
+		opts.Group, attrs.UseCgroupFD = "", false
+		cmd = exec.Command(opts.Argv[0], opts.Argv[1:]...)
+		cmd.Dir, cmd.Env = opts.Dir, opts.Env
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Rows: opts.Rows, Cols: opts.Cols}, attrs)
+	}
 	if err != nil {
+		opts.Group.Remove()
 		return nil, fmt.Errorf("start %s: %w", opts.Argv[0], err)
 	}
 	if ptmx, err = pollable(ptmx); err != nil {
@@ -151,16 +174,17 @@ func StartPTY(opts Options) (*PTY, error) {
 		return nil, fmt.Errorf("start %s: %w", opts.Argv[0], err)
 	}
 	p := &PTY{
-		opts:     opts,
-		pid:      cmd.Process.Pid,
-		ptmx:     ptmx,
-		cmds:     make(chan func(*ptyState)),
-		writes:   make(chan []byte, 256),
-		exited:   make(chan struct{}),
-		quit:     make(chan struct{}),
-		loopDone: make(chan struct{}),
-		stopping: make(chan struct{}),
-		requests: make(chan struct{}, 1),
+		opts:      opts,
+		pid:       cmd.Process.Pid,
+		ptmx:      ptmx,
+		cmds:      make(chan func(*ptyState)),
+		writes:    make(chan []byte, 256),
+		exited:    make(chan struct{}),
+		quit:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		stopping:  make(chan struct{}),
+		requests:  make(chan struct{}, 1),
+		groupDone: make(chan struct{}),
 	}
 	now := time.Now()
 	st := &ptyState{
@@ -483,6 +507,11 @@ func (p *PTY) onExit(st *ptyState, w waitResult) {
 	}
 	st.quiet.Stop()
 	p.changed(st, st.m.exit(time.Now(), cause, reason, exitCode(w.state)))
+	// What the program left running ends with it (a stop waits for that).
+	go func() {
+		defer close(p.groupDone)
+		p.opts.Group.End(p.groupGrace())
+	}()
 	close(p.exited)
 	p.opts.Log.WithField("pid", p.pid).Infof("Pane %s", reason)
 }
@@ -758,24 +787,37 @@ func (p *PTY) Stop(grace time.Duration, why string) {
 	default:
 	}
 	p.stopOnce.Do(func() { p.stopWhy = why; close(p.stopping) })
+	p.graceNs.Store(int64(grace) + 1)
 	tree := reaper.NewTree(p.pid)
 	tree.Look()
 	_ = syscall.Kill(-p.pid, syscall.SIGHUP)
 	_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+	p.opts.Group.Signal(syscall.SIGTERM) // what left the group, in the pane's cgroup
 	exited := p.waitExit(grace, tree)
 	// The tree before the program, while the program still holds what it
 	// holds.
 	tree.End()
 	if exited {
+		<-p.groupDone
 		return
 	}
 	p.opts.Log.WithField("pid", p.pid).Warnf("Pane did not stop within %s; sending SIGKILL", grace)
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	select {
 	case <-p.exited:
+		<-p.groupDone
 	case <-time.After(5 * time.Second):
 		p.opts.Log.WithField("pid", p.pid).Error("Pane process not reaped 5s after SIGKILL")
 	}
+}
+
+// groupGrace is what the program's leftovers get between SIGTERM and
+// SIGKILL: the stop's grace, else DefaultGrace.
+func (p *PTY) groupGrace() time.Duration {
+	if g := p.graceNs.Load(); g > 0 {
+		return time.Duration(g - 1)
+	}
+	return DefaultGrace
 }
 
 // waitExit waits up to grace for the program to end, looking at its

@@ -61,8 +61,18 @@ func tmuxVersionOK() bool {
 // TmuxServer is the private tmux server of one home.
 type TmuxServer struct {
 	Socket string // the -L name
-	log    *logrus.Entry
-	home   string
+	// Grace is how long what a pane left running has between SIGTERM and
+	// SIGKILL when the pane ends other than by a stop (default
+	// DefaultGrace).
+	Grace time.Duration
+	log   *logrus.Entry
+	home  string
+	// noGroups: the panes get no cgroup even where the machine has them
+	// (tests of what ends them without one).
+	noGroups bool
+	// failJoin: the wrapper is told a group it cannot move into (tests of
+	// a kernel that will not populate the pane's group).
+	failJoin bool
 
 	mu    sync.Mutex
 	panes map[string]*TmuxPane
@@ -298,6 +308,7 @@ func (s *TmuxServer) poll() {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	sweepAt := time.Now()
+	var recordAt time.Time
 	for {
 		select {
 		case <-s.life.Done():
@@ -345,7 +356,15 @@ func (s *TmuxServer) poll() {
 			}
 			sweepAt = now.Add(s.sweepEvery(f.up, busy, watch))
 		}
+		recording := s.recording()
+		if recording && !now.Before(recordAt) {
+			s.record()
+			recordAt = now.Add(recordEvery)
+		}
 		next := sweepAt
+		if recording {
+			next = minTime(next, recordAt)
+		}
 		if f.up {
 			next = minTime(next, s.settleQuiet(now, f.paused))
 		}
@@ -487,14 +506,20 @@ func (s *TmuxServer) Close() {
 	s.start.Do(func() { started = false; close(s.done) })
 	s.end()
 	<-s.done
+	wait := time.Duration(0)
 	if started {
 		// The last panes may have gone since the poller's last sweep.
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultTmuxTimeout)
 		defer cancel()
 		if l, err := s.listAll(ctx); err == nil {
 			s.endWatch(ctx, l)
+			if len(l.panes) == 0 {
+				wait = 2 * time.Second // the server has gone, or is going
+			}
 		}
 	}
+	// A server that exited left its socket behind.
+	s.RemoveDeadSocket(wait)
 }
 
 func (s *TmuxServer) register(p *TmuxPane) {
@@ -546,6 +571,16 @@ type TmuxPane struct {
 	status   atomic.Pointer[Status]
 	exited   chan struct{}
 	exitOnce sync.Once
+
+	// group is the pane's cgroup ("" if it has none): see tmuxgroups.go.
+	// seen are the processes of a pane without one the poller recorded.
+	group reaper.Group
+	seen  map[int]reaper.Proc
+	// joined, outside: the wrapper was seen in the group, or running its
+	// program outside it (see ungrouped).
+	joined, outside atomic.Bool
+	groupOnce       sync.Once
+	groupDone       chan struct{}
 }
 
 // Start creates the session running opts.Argv in opts.Dir.
@@ -574,14 +609,36 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	// server's own arguments are those of the call that started it): sh
 	// reads it from a file only we can read, removes it, then runs the
 	// program.
+	//
+	// Where the pane has a cgroup, sh moves itself into it before it runs
+	// the program, so that all the program starts is in it. Where it has
+	// none, or the move fails (a group the kernel will not populate), the
+	// program runs under a keeper (see tmuxgroups.go).
 	status := s.statusFile(name)
 	_ = os.MkdirAll(filepath.Dir(status), 0o700)
 	_ = os.Remove(status)
-	envFile, err := s.writeEnvFile(name, append(slices.Clip(opts.Env), "CICY_EXIT_FILE="+status))
+	// What an earlier pane of this name left ends first.
+	endGroups(s.groups(name), s.grace())
+	s.endRecorded(name, s.grace())
+	group := s.newGroup(name)
+	env := append(append(slices.Clip(opts.Env), "CICY_EXIT_FILE="+status), s.keeperEnv()...)
+	if group != "" {
+		join := string(group)
+		if s.failJoin {
+			join += "/none"
+		}
+		env = append(env, "CICY_CGROUP="+join)
+	}
+	envFile, err := s.writeEnvFile(name, env)
 	if err != nil {
+		group.Remove()
 		return nil, err
 	}
-	args = append(args, "--", "sh", "-c", `trap : INT QUIT TERM; . "$1" && rm -f "$1" && shift && "$@"; s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
+	args = append(args, "--", "sh", "-c", `trap : INT QUIT TERM; . "$1" && rm -f "$1" && shift && `+
+		`{ g=${CICY_CGROUP:-} k=${CICY_KEEPER:-}; unset CICY_CGROUP CICY_KEEPER; `+
+		`if [ -n "$g" ] && { echo $$ > "$g/cgroup.procs"; } 2>/dev/null; then "$@"; `+
+		`elif [ -n "$k" ]; then "$k" `+reaper.KeeperArg+` "$@"; else "$@"; fi; }; `+
+		`s=$?; printf '%s' "$s" > "$CICY_EXIT_FILE"; exit "$s"`, "sh", envFile)
 	args = append(args, opts.Argv...)
 	// In one tmux call, before the session exists: keep dead panes, so an
 	// exit status stays readable however fast the program ends, and let
@@ -592,9 +649,10 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	out, err := s.run(context.Background(), append(setup, args...)...)
 	if err != nil {
 		_ = os.Remove(envFile)
+		group.Remove()
 		return nil, err
 	}
-	p := s.newPane(name, strings.TrimSpace(string(out)), opts, Status{State: Starting, Cause: CauseStarted, Reason: "started in tmux session " + name, Since: time.Now()})
+	p := s.newPane(name, strings.TrimSpace(string(out)), group, opts, Status{State: Starting, Cause: CauseStarted, Reason: "started in tmux session " + name, Since: time.Now()})
 	return p, nil
 }
 
@@ -609,19 +667,28 @@ func (s *TmuxServer) Adopt(name string, opts Options) (*TmuxPane, error) {
 		return nil, ErrNoSession
 	}
 	st := Status{State: Idle, Cause: CauseAdopted, Reason: "re-adopted after a supervisor restart", Since: time.Now(), PID: info.pid}
-	p := s.newPane(name, info.id, opts, st)
+	var group reaper.Group
+	if !info.dead {
+		group = s.ownGroup(name, info.pid)
+	}
+	for _, g := range s.groups(name) {
+		if g != group {
+			go g.End(s.grace()) // left by an earlier start of this name
+		}
+	}
+	p := s.newPane(name, info.id, group, opts, st)
 	p.observe(info, true)
 	return p, nil
 }
 
-func (s *TmuxServer) newPane(name, tid string, opts Options, st Status) *TmuxPane {
+func (s *TmuxServer) newPane(name, tid string, group reaper.Group, opts Options, st Status) *TmuxPane {
 	if opts.Settle <= 0 {
 		opts.Settle = time.Second
 	}
 	if opts.Log == nil {
 		opts.Log = s.log
 	}
-	p := &TmuxPane{srv: s, name: name, tid: tid, opts: opts, exited: make(chan struct{}),
+	p := &TmuxPane{srv: s, name: name, tid: tid, opts: opts, exited: make(chan struct{}), group: group, groupDone: make(chan struct{}), seen: map[int]reaper.Proc{},
 		m: newMachine(st, pollSettle(opts.Settle), opts.Rules != nil, opts.hookQuiet(), time.Now())}
 	p.status.Store(&st)
 	s.register(p)
@@ -684,6 +751,9 @@ func (p *TmuxPane) observe(info paneInfo, ok bool) bool {
 	st, followed := p.m.status, p.followed
 	p.mu.Unlock()
 	if !st.Running() {
+		// What the program left running ends with it (its grace runs
+		// beside the poller).
+		p.endGroup(p.srv.grace())
 		p.exitOnce.Do(func() { close(p.exited) })
 	}
 	if changed {
@@ -984,9 +1054,13 @@ func (p *TmuxPane) Stop(grace time.Duration, why string) {
 		p.stopWhy = why
 	}
 	p.mu.Unlock()
+	deadline := time.Now().Add(grace)
 	if running && pid > 1 {
 		p.endProgram(pid, grace)
 	}
+	// What is left in the pane's group has had its SIGTERM with the
+	// program's; the rest of the grace, then SIGKILL.
+	<-p.endGroup(max(0, time.Until(deadline)))
 	if _, err := p.srv.run(context.Background(), "kill-session", "-t", "="+p.name); err != nil {
 		p.opts.Log.WithError(err).Debug("Kill the pane's session")
 	}
@@ -1011,6 +1085,9 @@ func (p *TmuxPane) endProgram(pid int, grace time.Duration) {
 	tree.Look()
 	hangUp(pid)
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	// And what left the group, in the pane's cgroup (the wrapper sh
+	// excepted: it waits for the program).
+	p.group.Signal(syscall.SIGTERM, pid)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	p.waitDead(ctx, lookEvery(tree, treeLook))
 	cancel()
@@ -1074,11 +1151,18 @@ func (p *TmuxPane) waitDead(ctx context.Context, look func()) {
 // supervisor).
 func (p *TmuxPane) Close() { p.srv.unregister(p) }
 
-// KillServer ends this home's tmux server and every session in it; a
-// server that is not running is not an error.
+// KillServer ends this home's tmux server and every session in it, with
+// what their programs left running; a server that is not running is not
+// an error.
 func (s *TmuxServer) KillServer() error {
 	if _, err := s.run(context.Background(), "kill-server"); err != nil && !noServer(err) {
 		return err
 	}
+	endGroups(s.groups(""), s.grace())
+	s.removeBases()
+	for _, name := range s.recordedNames() {
+		s.endRecorded(name, s.grace())
+	}
+	s.RemoveDeadSocket(2 * time.Second)
 	return nil
 }

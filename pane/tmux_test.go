@@ -20,7 +20,10 @@ func tmuxServer(t *testing.T) *TmuxServer {
 	s := NewTmuxServer(t.TempDir(), testLog(t))
 	t.Cleanup(func() {
 		s.Close()
-		_ = exec.Command("tmux", "-L", s.Socket, "kill-server").Run()
+		// Its panes' groups and its socket go too.
+		if err := s.KillServer(); err != nil {
+			t.Error(err)
+		}
 	})
 	return s
 }

@@ -79,23 +79,7 @@ func Descendants(root int) []Proc {
 	if root <= 1 {
 		return nil
 	}
-	children := map[int][]Proc{}
-	for _, p := range Processes() {
-		children[p.PPID] = append(children[p.PPID], p)
-	}
-	var out []Proc
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range children[pid] {
-			queue = append(queue, c.PID)
-			if c.Alive() {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+	return DescendantsIn(Processes(), root)
 }
 
 // Kill sends sig to p if p is still the process that was listed: the pid
@@ -198,6 +182,66 @@ func (t *Tree) End() {
 			continue // gone, or its pid now names another process
 		}
 		// Its descendants first, while it still holds them.
+		EndTree(p.PID)
+		Kill(p, syscall.SIGKILL)
+	}
+}
+
+// DescendantsIn is Descendants from a listing already made (Processes),
+// for looking at several trees with one read of /proc.
+func DescendantsIn(ps []Proc, root int) []Proc {
+	if root <= 1 {
+		return nil
+	}
+	children := map[int][]Proc{}
+	for _, p := range ps {
+		children[p.PPID] = append(children[p.PPID], p)
+	}
+	var out []Proc
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			queue = append(queue, c.PID)
+			if c.Alive() {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// Same reports whether p still names the process it named (the same pid
+// and start time), alive.
+func Same(p Proc) bool { return same(p) }
+
+// EndProcs ends the processes (those still the ones listed) and all they
+// started that is still in their trees: SIGTERM, up to grace for them to
+// go, then SIGKILL, however they handle SIGTERM.
+func EndProcs(ps []Proc, grace time.Duration) {
+	live := func() []Proc {
+		var out []Proc
+		for _, p := range ps {
+			if same(p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, p := range live() {
+		for _, d := range Descendants(p.PID) {
+			Kill(d, syscall.SIGTERM)
+			Kill(d, syscall.SIGCONT)
+		}
+		Kill(p, syscall.SIGTERM)
+		Kill(p, syscall.SIGCONT)
+	}
+	deadline := time.Now().Add(grace)
+	for len(live()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, p := range live() {
 		EndTree(p.PID)
 		Kill(p, syscall.SIGKILL)
 	}

@@ -187,6 +187,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		},
 	})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
+	s.tmux.Grace = cfg.StopGrace
+	s.tmux.RemoveDeadSocket(0) // left by a server that exited
 	if pane.TmuxAvailable() {
 		if err := s.tmux.ForgetGlobal(slices.Concat(provider.Credentials, provider.Upstreams)...); err != nil {
 			s.log.WithError(err).Warn("Could not remove the provider keys from the tmux server's environment")
@@ -217,6 +219,9 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		s.ledger.close()
 		return nil, err
 	}
+	// What panes that ended while no supervisor ran left running (their
+	// tmux server killed, say) ends now that the running ones are adopted.
+	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
 	return s, nil
@@ -575,6 +580,10 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 	case e.cfg.Backend == "tmux":
 		t, err = s.tmux.Start(e.cfg.ID, opts)
 	default:
+		// In a cgroup of its own where one can be made: what the program
+		// starts ends with the pane, or at the next start if the
+		// supervisor dies first.
+		opts.Group = s.tmux.NewGroup(e.cfg.ID)
 		t, err = pane.StartPTY(opts)
 	}
 	if err != nil {
@@ -1055,6 +1064,10 @@ func (s *Supervisor) Close() {
 	}
 	s.ledger.close() // after the panes and the gateway: no call comes after it
 	s.tmux.Close()
+	// A view on the person's tmux server goes with the supervisor.
+	if err := EndView(s.cfg.Home); err != nil {
+		s.log.WithError(err).Warn("Could not end the view")
+	}
 }
 
 // Why a pane is stopped, in its exit reason.

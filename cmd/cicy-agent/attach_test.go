@@ -118,7 +118,7 @@ func TestAttachTmuxPane(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	t.Cleanup(func() {
 		cliRun(t, home, "shutdown")
-		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
+		_ = pane.NewTmuxServer(home, nil).KillServer()
 	})
 	id := strings.TrimSpace(cliRun(t, home, "create", "a", "--type", "shell", "--backend", "tmux", "--", "bash", "--norc", "--noprofile"))
 	a := startAttach(t, home, id)

@@ -252,6 +252,17 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 	}
 	_, _ = tmux("select-layout", "-t", target, "tiled")
 	res.Attach = append(append([]string{"tmux"}, base...), "attach", "-t", "="+res.Session)
+	// Recorded, so that the view ends with its panes (down) or with the
+	// supervisor (shutdown).
+	if sock, err := tmux("display-message", "-p", "-t", target, "#{socket_path}"); err == nil && sock != "" {
+		v := supervisor.View{Socket: sock, Session: res.Session, Panes: res.Panes}
+		if inside {
+			v.Session, v.Window = "", target
+		}
+		if err := supervisor.SaveView(h, v); err != nil {
+			fmt.Fprintf(e.stderr, "warning: %v; the view stays after shutdown\n", err)
+		}
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, res)
 	}

@@ -260,4 +260,28 @@ func TestView(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// A view does not outlive its panes: `down` of the team ends it…
+	view := func(args ...string) string {
+		t.Helper()
+		var res viewResult
+		if err := json.Unmarshal([]byte(runCicy(t, env, append([]string{"view", "--tmux-socket", tm.sock, "--detach", "--json"}, args...)...)), &res); err != nil {
+			t.Fatal(err)
+		}
+		tm.run("has-session", "-t", "="+res.Session)
+		return res.Session
+	}
+	gone := func(session, after string) {
+		t.Helper()
+		if out, err := exec.Command("tmux", "-L", tm.sock, "has-session", "-t", "="+session).CombinedOutput(); err == nil {
+			t.Fatalf("the view's session %s is still on the person's tmux server after %s: %s", session, after, out)
+		}
+	}
+	session := view()
+	runCicy(t, env, "down")
+	gone(session, "down")
+	// …and the supervisor's shutdown ends it, though its pane keeps running.
+	runCicy(t, env, "create", "sh", "--type", "shell", "--", "bash", "--norc")
+	session = view()
+	runCicy(t, env, "shutdown")
+	gone(session, "shutdown")
 }

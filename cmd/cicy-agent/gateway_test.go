@@ -90,7 +90,8 @@ func stopHome(home string, env []string) {
 	cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "shutdown")
 	cmd.Env = env
 	_ = cmd.Run()
-	_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
+	// With what its panes left running, their cgroups and its socket.
+	_ = pane.NewTmuxServer(home, nil).KillServer()
 	for _, pid := range paneProcesses(home) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}

@@ -175,7 +175,8 @@ func setupScript(env *testscript.Env) error {
 		}
 		// tmux panes outlive the supervisor by design: end their server,
 		// and whatever a pane started that outlives its SIGHUP (opencode).
-		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
+		// (KillServer ends their cgroups and removes the socket too.)
+		_ = pane.NewTmuxServer(home, nil).KillServer()
 		for _, pid := range paneProcesses(home) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -392,6 +393,12 @@ func (e *env) downCmd() *cli.Command {
 				fmt.Fprintf(e.stderr, "stopped %s\n", id)
 				if res.Kept != "" {
 					fmt.Fprintf(e.stderr, "  %s\n", res.Kept)
+				}
+			}
+			// A view of only these panes goes with them.
+			if h, err := home(c); err == nil {
+				if err := supervisor.EndView(h, teams[name]...); err != nil {
+					fmt.Fprintf(e.stderr, "warning: could not end the view: %v\n", err)
 				}
 			}
 			return nil
