@@ -694,13 +694,15 @@ func recordAskForms(r *recorder, id string) {
 
 // recordPickers: the pickers and panels a person opens with a slash
 // command over the idle agent, at overlaySizes: each agent's model picker
-// (/model), Claude Code's help panel (/help), Codex's permissions picker
+// (/model; opencode's /models), Claude Code's help panel (/help), Codex's permissions picker
 // (/permissions); then the screen once Escape closed each. None asks the
 // model anything: the agent is idle throughout.
 func recordPickers(r *recorder, id string) {
 	r.resize(id, overlaySizes[0])
 	pickers := []struct{ name, command string }{{"model-picker", "/model"}}
 	switch r.agent {
+	case "opencode":
+		pickers[0].command = "/models"
 	case "claude":
 		pickers = append(pickers, struct{ name, command string }{"help-panel", "/help"})
 	case "codex":
