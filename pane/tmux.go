@@ -877,7 +877,11 @@ func (p *TmuxPane) ending(info paneInfo) paneEnd {
 // classify applies the screen rules of an agent pane when its hooks have
 // been quiet for a while and its screen may have changed (new activity,
 // or a state that does not last) or a verdict waits for its second look.
-// It reports whether the pane wants fast polls.
+// It reports whether the pane wants fast polls: while it is not idle
+// (waiting included: a person's answer may close its dialog with no
+// output after the input's own redraw, which came within the input grace
+// when the rules did not decide yet) or a verdict waits for its second
+// look.
 func (p *TmuxPane) classify() bool {
 	if p.opts.Rules == nil {
 		return false
@@ -896,7 +900,7 @@ func (p *TmuxPane) classify() bool {
 		p.classifiedAt = outputAt
 		return p.m.screen(time.Now(), v)
 	})
-	return st.State == Starting || st.State == Busy || st.Pending != ""
+	return st.State == Starting || st.State == Busy || st.State == Waiting || st.Pending != ""
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it

@@ -267,3 +267,44 @@ func TestTmuxScreenSecondLook(t *testing.T) {
 		return st.State == Busy && st.Cause == CauseScreen && st.Rule == "working"
 	})
 }
+
+// A pane the screen rules made waiting is looked at again soon after
+// input, though the input's redraw came within the input grace and the
+// pane stays waiting meanwhile: a picker closed with Escape (Codex's
+// /permissions) read waiting for the 30 s of the safety sweep although
+// its screen said idle.
+func TestTmuxWaitingLooksAgainAfterInput(t *testing.T) {
+	t.Parallel()
+	s := tmuxServer(t)
+	s.safety = time.Hour // only the 500 ms looks the docs promise may find it
+	rules, err := Rules{
+		{Name: "ask", State: Waiting, Match: `^pick one\?$`, Last: 1},
+		{Name: "prompt", State: Idle, Match: `^\$\s*$`, Last: 1},
+	}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := bashOpts(t)
+	opts.Rules = rules
+	p, err := s.Start("w-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	if err := p.SendText("printf 'pick one?\\n'; read -r x", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "waiting by the screen", func() bool {
+		st := p.Status()
+		return st.State == Waiting && st.Cause == CauseScreen
+	})
+	// The answer: the prompt is back at once, and nothing prints after.
+	if err := p.SendText("", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "idle by the screen after the answer", func() bool {
+		st := p.Status()
+		return st.State == Idle && st.Cause == CauseScreen
+	})
+}

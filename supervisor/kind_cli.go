@@ -272,13 +272,16 @@ func (d *cliDelivery) confirm(st pane.Status, now time.Time) (_ outbox.Progress,
 }
 
 // reEnter sends Enter again every agentReEnter, resubmitTries times at
-// most, while the task is not taken up: the first blindly (Codex can turn
-// the first into a newline; a loaded machine may not draw the text yet),
-// the others only while the composer still holds the end of the typed
-// text (a loaded Claude Code was seen to keep a typed task, Enter and
-// all, in its composer). A screen with no composer yet (an agent still
-// drawing its first screen) is waited for; text gone from a composer
-// stops it: an Enter could answer a dialog.
+// most, while the task is not taken up, and only while the composer
+// still holds the end of the typed text (Codex can turn the first Enter
+// into a newline; a loaded Claude Code was seen to keep a typed task,
+// Enter and all, in its composer). An Enter into an empty composer would
+// be wrong: a loaded agent that took the task may show nothing of it for
+// seconds, and an Enter then started a second request. A screen with no
+// composer yet (an agent still drawing its first screen), or one that
+// does not show the text yet before the first Enter again (a loaded
+// machine draws late), is waited for; text gone from a composer after an
+// Enter again stops it: an Enter could answer a dialog.
 func (d *cliDelivery) reEnter(now time.Time) {
 	if d.nextEnter.IsZero() {
 		d.nextEnter = d.at.Add(agentReEnter)
@@ -286,16 +289,14 @@ func (d *cliDelivery) reEnter(now time.Time) {
 	if d.reEnters >= resubmitTries || now.Before(d.nextEnter) {
 		return
 	}
-	if d.reEnters > 0 {
-		shown, holds := composerHolds(d.p.Screen(), d.typ, d.typed)
-		if !shown {
-			return
-		}
-		if !holds {
-			d.log.Info("Typed task gone from the agent's composer but not taken up; no more Enters")
-			d.reEnters = resubmitTries
-			return
-		}
+	shown, holds := composerHolds(d.p.Screen(), d.typ, d.typed)
+	switch {
+	case !shown || !holds && d.reEnters == 0:
+		return
+	case !holds:
+		d.log.Info("Typed task gone from the agent's composer but not taken up; no more Enters")
+		d.reEnters = resubmitTries
+		return
 	}
 	d.reEnters++
 	d.nextEnter = now.Add(agentReEnter)

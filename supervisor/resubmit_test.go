@@ -112,9 +112,9 @@ func waitSubmitted(t *testing.T, s *Supervisor, id, text string) {
 
 // lateDrawingClaude stands in for a Claude Code that read a typed task
 // (Enter and all, the Enter swallowed) before it drew its composer: its
-// screen is blank through the blind Enter sent again and the next look,
-// then shows the text in its composer, and the Enter after that submits it.
-const lateDrawingClaude = standInComposer + "prompt ''\nIFS= read -r first\nprintf '\\033[2J\\033[H'\nIFS= read -r blind\nsleep 4\n" +
+// screen is blank for 4 s, past the time of the Enter sent again, then
+// shows the text in its composer, and the Enter after that submits it.
+const lateDrawingClaude = standInComposer + "prompt ''\nIFS= read -r first\nprintf '\\033[2J\\033[H'\nsleep 4\n" +
 	"prompt \"$first\"\nIFS= read -r next\nprintf '%s' \"$first\" > submitted\nprompt ''\nexec sleep 100000\n"
 
 // TestDispatchResubmitsLateComposer: a screen with no composer yet does
@@ -131,4 +131,36 @@ func TestDispatchResubmitsLateComposer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSubmitted(t, s, p.ID, "add the max command")
+}
+
+// slowStartingClaude stands in for a loaded Claude Code that took a typed
+// task at its first Enter but shows nothing of it for 6 s (its composer
+// empty, no hook, no model request yet), then its busy screen. An Enter
+// in those 6 s would be a second submission (the file resubmitted). Bash
+// for read -t.
+var slowStartingClaude = "#!/bin/bash\n" + strings.TrimPrefix(standInComposer, "#!/bin/sh\n") + "prompt ''\nIFS= read -r first\nprintf '%s' \"$first\" > submitted\nprompt ''\n" +
+	"if IFS= read -r -t 6 again; then printf 'again' > resubmitted; fi\n" +
+	"printf '\\n%s\\n❯ \\n%s\\n  esc to interrupt ' \"$R\" \"$R\"\nexec sleep 100000\n"
+
+// TestDispatchNoEnterAfterTaken: the Enter sent again for a typed task
+// goes only into a composer that still holds the task — not into the
+// empty composer of an agent that took the task but had not shown it yet
+// (under load the second Enter came after the agent had taken the first
+// and started a second request).
+func TestDispatchNoEnterAfterTaken(t *testing.T) {
+	t.Parallel()
+	s, _ := newStandInSupervisor(t, os.Getenv, slowStartingClaude)
+	p := idleStandIn(t, s, "pty")
+	if _, err := s.Dispatch(context.Background(), "", p.ID, "add the max command to tally"); err != nil {
+		t.Fatal(err)
+	}
+	waitSubmitted(t, s, p.ID, "add the max command")
+	waitPane(t, s, p.ID, "the busy screen", func(st pane.Status) bool { return st.Signals.ScreenRule == "claude-busy-footer" })
+	info, err := s.Get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(info.Workspace, "resubmitted")); err == nil {
+		t.Fatal("Enter was sent again into the empty composer of an agent that had taken the task")
+	}
 }

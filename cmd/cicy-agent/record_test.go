@@ -88,10 +88,11 @@ var overlaySizes = [][2]int{{100, 30}, {60, 20}, {160, 45}, {250, 60}}
 var recordGroups = map[string]func(r *recorder, id string){
 	"basics": recordBasics, "quotes": recordQuotes, "drafts": recordDrafts, "errors": recordErrors,
 	"question": recordQuestion, "retry": recordRetry, "overlays": recordOverlays, "mentions": recordMentions, "busy-menus": recordBusyMenus, "ask-forms": recordAskForms,
+	"pickers": recordPickers, "interrupts": recordInterrupts,
 	"permission": func(r *recorder, _ string) { recordPermission(r) },
 }
 
-var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "busy-menus", "ask-forms", "permission"}
+var recordOrder = []string{"basics", "quotes", "drafts", "errors", "question", "retry", "overlays", "mentions", "busy-menus", "ask-forms", "pickers", "interrupts", "permission"}
 
 // recordWants reports whether -only selects group.
 func recordWants(group string) bool {
@@ -293,7 +294,7 @@ func (r *recorder) create(name string, asks bool) string {
 	id := strings.TrimSpace(r.run(args...))
 	r.asks = asks
 	r.resize(id, recordSizes[0])
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute) // opencode took over 90 s on a loaded machine
 	for !strings.Contains(r.run("ls", "--json"), `"state": "idle"`) {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("%s never started:\n%s", id, r.run("screen", id))
@@ -689,4 +690,81 @@ func recordAskForms(r *recorder, id string) {
 		r.run("send", "--no-enter", id, "", "--key", "BTab") // back to the default mode
 	}
 	r.waitTruth(id, "idle", 60*time.Second)
+}
+
+// recordPickers: the pickers and panels a person opens with a slash
+// command over the idle agent, at overlaySizes: each agent's model picker
+// (/model; not opencode's), Claude Code's help panel (/help), Codex's permissions picker
+// (/permissions); then the screen once Escape closed each. None asks the
+// model anything: the agent is idle throughout.
+func recordPickers(r *recorder, id string) {
+	r.resize(id, overlaySizes[0])
+	pickers := []struct{ name, command string }{{"model-picker", "/model"}}
+	switch r.agent {
+	case "opencode":
+		// Enter on its /models entry left the popup open under the
+		// recorder's keys: no picker to record.
+		return
+	case "claude":
+		pickers = append(pickers, struct{ name, command string }{"help-panel", "/help"})
+	case "codex":
+		pickers = append(pickers, struct{ name, command string }{"permissions-picker", "/permissions"})
+	}
+	for _, pk := range pickers {
+		r.run("send", id, pk.command)
+		time.Sleep(2 * time.Second)
+		r.atTheseSizes(overlaySizes, id, "idle", pk.name, nil)
+		r.run("send", "--no-enter", id, "", "--key", "Escape")
+		time.Sleep(1500 * time.Millisecond)
+		r.waitTruth(id, "idle", 30*time.Second)
+		r.save(id, "idle", pk.name+"-closed-"+fmt.Sprintf("%dx%d", overlaySizes[0][0], overlaySizes[0][1]))
+	}
+}
+
+// recordInterrupts: a long turn interrupted with Escape, and a turn whose
+// retries of a 503 ran out, at overlaySizes: the agent is idle after each,
+// and after Escape pressed then at its empty composer (Codex's footer
+// then says "esc again to edit previous message"; pressed again, it
+// browses the transcript).
+func recordInterrupts(r *recorder, id string) {
+	r.resize(id, overlaySizes[0])
+	r.turn(id, "think long [[delay=60]]")
+	r.waitTruth(id, "busy", 30*time.Second)
+	time.Sleep(2 * time.Second)
+	r.run("send", "--no-enter", id, "", "--key", "Escape")
+	if r.agent == "opencode" { // it interrupts on a second press
+		time.Sleep(300 * time.Millisecond)
+		r.run("send", "--no-enter", id, "", "--key", "Escape")
+	}
+	r.waitTruth(id, "idle", 30*time.Second)
+	r.atTheseSizes(overlaySizes, id, "idle", "interrupted", nil)
+	if r.agent != "codex" {
+		return // the others retry a 503 on and on (see recordRetry)
+	}
+	escape := func() {
+		r.run("send", "--no-enter", id, "", "--key", "Escape")
+		time.Sleep(time.Second)
+	}
+	// Escape at the empty composer: the footer offers to edit the previous
+	// message; pressed again, the transcript is browsed; once more, back.
+	escape()
+	r.atTheseSizes(overlaySizes, id, "idle", "esc-again", nil)
+	escape()
+	r.atTheseSizes(overlaySizes, id, "idle", "browsing-transcript", nil)
+	escape()
+	r.turn(id, "fail for good [[status=503]]")
+	// Retried until no request came for 10 s.
+	for n, deadline := -1, time.Now().Add(3*time.Minute); n != len(r.srv.Requests()); {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s retries on and on:\n%s", r.agent, r.run("screen", id))
+		}
+		n = len(r.srv.Requests())
+		time.Sleep(10 * time.Second)
+	}
+	r.waitTruth(id, "idle", 30*time.Second)
+	r.atTheseSizes(overlaySizes, id, "idle", "retries-failed", nil)
+	escape()
+	r.atTheseSizes(overlaySizes[:1], id, "idle", "retries-failed-esc-again", nil)
+	escape()
+	escape()
 }

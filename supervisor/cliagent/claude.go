@@ -163,6 +163,9 @@ var claudeRules = pane.Rules{
 	{Name: "claude-trust-dialog", State: pane.Waiting, Part: pane.PartDialog, Match: `Yes, I (trust this folder|accept)`},
 	{Name: "claude-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
 	{Name: "claude-spinner", State: pane.Busy, Part: pane.PartStatus, Match: `…|retrying in \d+s · attempt \d+`},
+	// A panel a person opened (/help, /model): the key hints at its foot
+	// (wrapped on a narrow screen).
+	{Name: "claude-panel", State: pane.Idle, Part: pane.PartMenu, Match: `Esc to`, Last: 2},
 	{Name: "claude-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^  [❯ ] /|^    [^ ]|^  ! for shell`},
 	{Name: "claude-idle-footer", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|⏵⏵ |⏸ |shift\+tab to cycle`},
 	{Name: "claude-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^❯`},
@@ -176,7 +179,9 @@ var claudeRules = pane.Rules{
 // or "@" (see claudePopup), or the shortcut panel ("? " at the empty
 // prompt) in the footer's place ("  ! for shell mode" first). A dialog (a
 // permission, a question) replaces the composer: it runs from its top ─
-// rule to the bottom.
+// rule to the bottom. A panel a person opened with a slash command
+// (/help, /model, …) also replaces the composer, from a full-width ▔ rule
+// to the bottom: a menu.
 const (
 	claudeFooterMax = 15 // lines of footer under the composer at most
 	claudeStatusMax = 8  // lines between the spinner line and the composer at most
@@ -186,12 +191,18 @@ const (
 // claudeLayout finds the parts of a Claude Code screen.
 func claudeLayout(lines []string) []pane.Span {
 	end := lastLine(lines)
-	lo := -1
+	lo, panel := -1, -1
 	for i := end - 1; i >= 0; i-- {
 		if isRule(lines[i], '─') {
 			lo = i
 			break
 		}
+		if panel < 0 && isRule(lines[i], '▔') {
+			panel = i
+		}
+	}
+	if panel >= 0 {
+		return spans(panel, pane.Span{Part: pane.PartMenu, From: panel, To: end})
 	}
 	if lo < 0 {
 		return spans(end)

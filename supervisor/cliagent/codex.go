@@ -172,8 +172,8 @@ var codexRules = pane.Rules{
 	{Name: "codex-question", State: pane.Waiting, Part: pane.PartDialog, Match: `enter to submit`, Last: 3},
 	{Name: "codex-busy", State: pane.Busy, Part: pane.PartStatus, Match: `esc to interrupt`},
 	{Name: "codex-busy-footer", State: pane.Busy, Part: pane.PartFooter, Match: `esc to interrupt`},
-	{Name: "codex-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^(› |  )/\w|Keyboard shortcuts|esc close`},
-	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents|esc close`},
+	{Name: "codex-menu", State: pane.Idle, Part: pane.PartMenu, Match: `^(› |  )/\w|Keyboard shortcuts|esc close|esc back`},
+	{Name: "codex-idle", State: pane.Idle, Part: pane.PartFooter, Match: `\? for shortcuts|context left|for agents|esc close|esc again to edit|esc back`},
 	{Name: "codex-idle-prompt", State: pane.Idle, Part: pane.PartComposer, Match: `^›`},
 }
 
@@ -186,19 +186,27 @@ var codexRules = pane.Rules{
 // folder), or the shortcut overlay ("Keyboard shortcuts", "? / esc close"
 // in the footer).
 // A dialog (an approval, a question) replaces composer and footer:
-// indented lines and a "› 1." choice list down to the bottom.
+// indented lines and a "› 1." choice list down to the bottom. A picker a
+// person opened (/model, /permissions) looks like one but ends with its
+// own key hints, "enter select · esc back": it is a menu. After Escape at
+// the empty composer the footer's hints make way for "esc again to edit
+// previous message", and for the transcript browser's ("Browsing
+// transcript · … · esc back") after a second Escape.
 var (
 	// codexStatusLine is the status line at column 0: a glyph, a header
 	// of plain words, the time in parentheses.
 	codexStatusLine = regexp.MustCompile(`^[•◦] [^()•◦]+ \((\d+[hms] )*\d+[hms]\b`)
 	codexChoice     = regexp.MustCompile(`^› \d+\. `)
+	// codexPickerKeys are the key hints that close a picker a person
+	// opened with a slash command.
+	codexPickerKeys = regexp.MustCompile(`^ +enter select · esc back`)
 	// codexCommand is an entry of the slash-command popup, "› " marking
 	// the one selected.
 	codexCommand = regexp.MustCompile(`^(› |  )/[\w-]+( {2,}\S|$)`)
 )
 
 // codexFooterHints is the footer's fixed vocabulary.
-var codexFooterHints = []string{"? for shortcuts", "context left", "for agents", " to view", "to send", "newline", "to queue", "esc to interrupt", "ctrl + c", "ctrl+c", "⌃", "esc close"}
+var codexFooterHints = []string{"? for shortcuts", "context left", "for agents", " to view", "to send", "newline", "to queue", "esc to interrupt", "ctrl + c", "ctrl+c", "⌃", "esc close", "esc again to edit", "esc back"}
 
 const (
 	// codexStatusGap is how many blank lines separate the status line
@@ -217,6 +225,10 @@ func codexLayout(lines []string) []pane.Span {
 	end := lastLine(lines)
 	if end == 0 {
 		return nil
+	}
+	if codexPickerKeys.MatchString(lines[end-1]) {
+		top := codexDialogTop(lines, end)
+		return spans(top, pane.Span{Part: pane.PartMenu, From: top, To: end})
 	}
 	foot := blockAbove(lines, end-1)
 	ce := pane.LastNonBlank(lines, foot-1) + 1
@@ -243,19 +255,33 @@ func codexLayout(lines []string) []pane.Span {
 			}
 		}
 	}
-	// No composer: a dialog, the indented lines and choices above the
-	// bottom, up to the transcript's last entry.
+	// No composer: a dialog.
+	top := codexDialogTop(lines, end)
+	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+}
+
+// codexDialogTop is where a dialog or picker ending at end starts: the
+// indented lines, choices and scroll marks ("↓") above the bottom, up to
+// the transcript's last entry.
+func codexDialogTop(lines []string, end int) int {
 	top := end - 1
 	for i := end - 2; i >= 0; i-- {
 		l := lines[i]
-		if !pane.Blank(l) && indent(l) == 0 && !codexChoice.MatchString(l) {
+		if !pane.Blank(l) && indent(l) == 0 && !codexChoice.MatchString(l) && !codexScrollMark(l) {
 			break
 		}
 		if !pane.Blank(l) {
 			top = i
 		}
 	}
-	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
+	return top
+}
+
+// codexScrollMark reports whether a line is only the arrow a long list
+// shows where it goes on.
+func codexScrollMark(l string) bool {
+	t := strings.TrimSpace(l)
+	return t == "↓" || t == "↑"
 }
 
 // codexStatus is the status line above line below (the composer, or a

@@ -168,6 +168,8 @@ var geminiRules = pane.Rules{
 // rule the status line: the spinner ("⠸ Thinking... (esc to cancel, 4s)")
 // while it works, "? for shortcuts" at its right end. A confirmation or a
 // question replaces the composer: a box from its ╭ corner to the bottom.
+// So does a picker a person opened (/model), a menu: its box's key hints
+// say "Esc to close".
 const (
 	geminiBelowMax  = 30 // lines from the composer's rule to the bottom at most
 	geminiPromptGap = 6  // lines from the rule to the prompt at most (a narrow screen wraps the mode line)
@@ -201,6 +203,9 @@ func geminiLayout(lines []string) []pane.Span {
 			pane.Span{Part: pane.PartFooter, From: foot, To: end})
 	}
 	top := geminiDialog(lines, end)
+	if escCloses(lines, top, end) {
+		return spans(top, pane.Span{Part: pane.PartMenu, From: top, To: end})
+	}
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
 }
 

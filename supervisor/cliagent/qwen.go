@@ -138,7 +138,8 @@ var qwenRules = pane.Rules{
 // works, the spinner line ("⠏ Verbing... (2s · esc to cancel)"). A menu
 // (the slash commands, the shortcuts panel) takes the footer's place. A
 // confirmation or a question replaces the composer: it runs from its
-// header (a "?" line) to the bottom.
+// header (a "?" line) to the bottom. So does a picker a person opened
+// (/model), a menu: its box's key hints say "Esc to close".
 const (
 	qwenBelowMax    = 30 // lines under the composer (footer or menu) at most
 	qwenComposerMax = 30 // lines of the composer at most
@@ -169,6 +170,9 @@ func qwenLayout(lines []string) []pane.Span {
 		return spans(top, pane.Span{Part: pane.PartStatus, From: top, To: up}, composer, below)
 	}
 	top := qwenDialog(lines, end)
+	if escCloses(lines, top, end) {
+		return spans(top, pane.Span{Part: pane.PartMenu, From: top, To: end})
+	}
 	return spans(top, pane.Span{Part: pane.PartDialog, From: top, To: end})
 }
 

@@ -85,3 +85,15 @@ func spans(top int, rest ...pane.Span) []pane.Span {
 
 // isWordGlyph reports whether r is a letter or digit.
 func isWordGlyph(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// escCloses reports whether the dialog lines[from:end] is a panel a
+// person opened (a model picker): its key hints, in its last lines, offer
+// "Esc to close", where a question or a confirmation offers to cancel.
+func escCloses(lines []string, from, end int) bool {
+	for i := max(from, end-5); i < end; i++ {
+		if strings.Contains(lines[i], "Esc to close") {
+			return true
+		}
+	}
+	return false
+}

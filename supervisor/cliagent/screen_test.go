@@ -289,3 +289,31 @@ func TestBusyUnderMenu(t *testing.T) {
 		}
 	}
 }
+
+// The pickers and panels a person opened over an idle agent (recorded as
+// idle/*-picker-*, idle/*-panel-*) read idle from the menu part: never
+// waiting as a question, never busy.
+func TestOpenedPickersReadIdle(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(corpus, "*", "idle", "*.txt"))
+	n := 0
+	for _, f := range files {
+		name := filepath.Base(f)
+		if !strings.Contains(name, "-picker-") && !strings.Contains(name, "-panel-") || strings.Contains(name, "-closed-") {
+			continue
+		}
+		agent := filepath.Base(filepath.Dir(filepath.Dir(f)))
+		if agent == "pi" {
+			continue // its model selector keeps the editor and footer in view
+		}
+		n++
+		lines := readScreen(t, f)
+		v, ok := classify(t, agent, lines)
+		if !ok || v.State != pane.Idle || v.Part != pane.PartMenu {
+			l := pane.NewLayout(strings.Join(lines, "\n"), Layout(agent))
+			t.Errorf("%s: %s by %q in the %q; parts %v", f, v.State, v.Rule.Name, v.Part, l.Describe())
+		}
+	}
+	if n < 20 {
+		t.Fatalf("%d picker and panel screens in the corpus", n)
+	}
+}
