@@ -530,6 +530,12 @@ func (a *Agent) Send(text, from string, wait bool) (<-chan TurnResult, error) {
 // process. One the disk does not take is refused.
 func (a *Agent) enqueue(it item) error {
 	if err := saveQueue(a.dir(), slices.Concat(a.held, a.queue, []item{it})); err != nil {
+		// The supervisor hears of it (a full disk needs you) until a
+		// write succeeds again, which the retry timer tries.
+		a.wrote(err)
+		if IsDiskFull(err) {
+			a.markUnsaved(err)
+		}
 		return fmt.Errorf("pane %s could not keep the message: %w", a.cfg.ID, err)
 	}
 	a.queue = append(a.queue, it)
