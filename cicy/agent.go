@@ -314,9 +314,12 @@ func (a *Agent) restoreTurn(recs toolRecords) (string, error) {
 	case last.Role == wire.RoleAssistant && len(last.ToolUses()) == 0:
 		// The turn's end was written, its reply.json not yet.
 		a.reply.Status, a.reply.UpdatedAt = TurnCompleted, a.env.Now()
-		if t := last.JoinedText(); strings.HasPrefix(t, "(no reply this turn") {
+		switch t := last.JoinedText(); {
+		case t == markerCancelled:
+			a.reply.Status, a.reply.Answer = TurnCancelled, ""
+		case strings.HasPrefix(t, "(no reply this turn"):
 			a.reply.Status, a.reply.Answer = TurnFailed, ""
-		} else if t != "" {
+		case t != "":
 			a.reply.Answer = t
 		}
 		if err := a.writeReplyFile(a.reply); err != nil {

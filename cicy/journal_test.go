@@ -169,3 +169,29 @@ func TestToolCallNotRunTwiceAfterACrash(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreTurnWhoseEndWasWritten: a crash between the turn's last
+// write of the history (its answer) and reply.json: the next start closes
+// the turn as it ended, without an interrupted marker after its answer
+// (which made its task run again) and without calling the model.
+func TestRestoreTurnWhoseEndWasWritten(t *testing.T) {
+	r := newRig(t, replies(textReply("unexpected")))
+	r.writeHistory("11111111-2222-4333-8444-555555555555", []wire.Message{
+		textMsg(wire.RoleUser, "task 7: say hi"),
+		textMsg(wire.RoleAssistant, "hi"),
+	})
+	if err := writeJSONAtomic(filepath.Join(HistoryDir(r.ws), "reply.json"), Reply{TurnID: "t-old", Status: TurnWorking, CallsRecorded: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := r.start()
+	if h := r.history(); len(h) != 2 || lastText(h[1]) != "hi" {
+		t.Fatalf("history after restore: %+v", h)
+	}
+	if outcome, answer := a.MessageOutcome("task 7: "); outcome != OutcomeDone || answer != "hi" {
+		t.Fatalf("outcome %s %q, want done with its answer", outcome, answer)
+	}
+	if rep := r.replyFile(); rep.Status != TurnCompleted || rep.Answer != "hi" {
+		t.Fatalf("reply.json after restore: %+v", rep)
+	}
+	r.requests(0)
+}
