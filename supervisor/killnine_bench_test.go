@@ -632,3 +632,75 @@ func countBells(m cicy.HistMessage, counts map[int64]int) {
 		}
 	}
 }
+
+// onceRules: a task runs one shell call that appends the task's id to
+// tools.log and then takes 5 s; its result, or the word that a restart
+// interrupted it, is answered.
+const onceRules = `rules:
+  - match: {tool_result: true, tool_output: 'interrupted by a restart'}
+    reply: {text: 'interrupted: {{tool_result}}'}
+  - match: {tool_result: true}
+    reply: {text: 'finished'}
+  - match: {last_user: 'task (\d+): '}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'echo {{1}} >> tools.log && sleep 5'}
+  - match: {aux: '*'}
+    reply: {text: ok}
+`
+
+// TestKillNineToolRunsOnce: the supervisor is killed (SIGKILL) while a
+// cicy worker's task runs its tool call. After the restart the call is
+// not run again (tools.log holds the task's id once): the worker's turn
+// goes on, the model told the call was interrupted by a restart, and the
+// task ends once, done with that turn's answer. It was delivered again
+// and ran the call a second time.
+func TestKillNineToolRunsOnce(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(onceRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CICY_SCRIPT", rules)
+	home := Home{Root: filepath.Join(t.TempDir(), "home")}
+	n := spawnServe(t, "", home)
+	t.Cleanup(func() { n.kill9() })
+	ctx := context.Background()
+	w, err := n.c.Create(ctx, api.CreateRequest{Title: "eng", Type: "cicy", Provider: "script", Role: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := n.c.Dispatch(ctx, api.DispatchRequest{To: w.ID, Text: "write a line"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.c.Get(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(p.Workspace, "tools.log")
+	pollFor(t, "the tool call to start", func() bool { b, _ := os.ReadFile(log); return len(b) > 0 })
+	n.kill9()
+	n = spawnServe(t, "", home)
+
+	var got api.TaskInfo
+	pollFor(t, "the task to end", func() bool {
+		ts, err := n.c.Tasks(ctx, w.ID)
+		if err != nil {
+			return false
+		}
+		for _, x := range ts {
+			if x.ID == task.ID {
+				got = x
+			}
+		}
+		return got.Ended()
+	})
+	if b, _ := os.ReadFile(log); string(b) != fmt.Sprintf("%d\n", task.ID) {
+		t.Errorf("tools.log = %q: the tool call ran %d times", b, strings.Count(string(b), "\n"))
+	}
+	if got.Status != api.TaskDone || !strings.HasPrefix(got.Result, "interrupted: error: this call was interrupted by a restart") || got.Attempts > 1 {
+		t.Errorf("the task ended %s (attempts %d): %q %q; want done once, with the answer to the interrupted call", got.Status, got.Attempts, got.Result, got.Error)
+	}
+}
