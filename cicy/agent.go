@@ -79,6 +79,17 @@ type Env struct {
 	// writeFault, if set, fails the history's writes it returns an error
 	// for, before they are made (tests: a full disk).
 	writeFault func(path string) error
+	// crash, if set, is called at points of a tool call ("started": its
+	// start is on disk; "ran": it ran, its result is not on disk yet);
+	// tests end the turn's goroutine there (runtime.Goexit) as a kill -9
+	// would.
+	crash func(point, id string)
+}
+
+func (e Env) crashPoint(point, id string) {
+	if e.crash != nil {
+		e.crash(point, id)
+	}
 }
 
 // PaneConfig is the agent_config of a cicy pane.
@@ -187,6 +198,20 @@ type Agent struct {
 	// cannot be set up: no key, no script), "" when it can; checked at
 	// Start and at every turn's setup. Safe for concurrent use.
 	noProvider atomic.Pointer[string]
+
+	// resumed is the turn a restart cut short, which Start takes up.
+	resumed *resumed
+	// turnText is the user text of the running (inTurn) or last turn;
+	// ended is the result of the last turn that ended (Await).
+	turnText string
+	inTurn   bool
+	ended    *TurnResult
+}
+
+// resumed is what restore prepared for the turn it resumes.
+type resumed struct {
+	writer historyWriter
+	known  map[string]wire.Block
 }
 
 // Start restores the pane's conversation from disk and starts its loop. A
@@ -227,6 +252,9 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 		a.log.WithError(err).Error("Could not read the message queue; its file is kept aside")
 	}
 	go a.loop()
+	if a.resumed != nil {
+		a.do(a.resumeRun)
+	}
 	if pending > 0 {
 		a.log.WithField("messages", pending).Info("Messages queued before the stop run now")
 		a.do(a.next)
@@ -252,25 +280,26 @@ func (a *Agent) restore() (string, error) {
 		return "ready", a.save()
 	}
 	a.convID, a.model, a.restoredFrom = cur.ConversationID, cur.Model, cur.UpdatedAt
-	msgs, journaled := applyJournal(a.dir(), cur.Messages)
+	msgs, journaled, recs := applyJournal(a.dir(), cur.Messages)
 	a.hist = fromHist(msgs)
-	if journaled {
-		// Fold the journal into current.json (which removes the journal).
-		if err := a.save(); err != nil {
-			return "", err
-		}
+	var rep Reply
+	if ok, _ := readJSON(filepath.Join(a.dir(), "reply.json"), &rep); ok {
+		a.reply = rep
 	}
+	// Fold the journal into current.json (which removes the journal),
+	// unless a turn was in flight: restoreTurn writes the history with
+	// what the journal says of its tool calls.
+	fold := journaled && a.reply.Status != TurnWorking
 	if a.convID == "" {
 		// A history without an id (hand-made or older) keeps its messages
 		// under a new id.
 		a.convID = uuid.NewString()
+		fold = true
+	}
+	if fold {
 		if err := a.save(); err != nil {
 			return "", err
 		}
-	}
-	var rep Reply
-	if ok, _ := readJSON(filepath.Join(a.dir(), "reply.json"), &rep); ok {
-		a.reply = rep
 	}
 	if a.reply.Status != TurnWorking {
 		a.hist = balance(a.hist)
@@ -278,6 +307,43 @@ func (a *Agent) restore() (string, error) {
 	}
 	if killLeftoverToolGroup(a.dir()) {
 		a.log.Warn("Killed the tool process group the interrupted turn left running")
+	}
+	return a.restoreTurn(recs)
+}
+
+// restoreTurn takes up the turn that was in flight when the last run
+// stopped (reply.json says working). One whose end is in the history is
+// closed as it ended. Otherwise it goes on (Start resumes it): the calls
+// of its last message that had started and have no recorded result are
+// not run again but answered InterruptedByRestart, those that never
+// started run, and the model is called again. A history this cannot make
+// sense of is closed with the interrupted marker, as before.
+func (a *Agent) restoreTurn(recs toolRecords) (string, error) {
+	n := len(a.hist)
+	last := wire.Message{}
+	if n > 0 {
+		last = a.hist[n-1]
+	}
+	switch {
+	case n == 0:
+	case last.Role == wire.RoleAssistant && len(last.ToolUses()) == 0:
+		// The turn's end was written, its reply.json not yet.
+		a.reply.Status, a.reply.UpdatedAt = TurnCompleted, a.env.Now()
+		switch t := last.JoinedText(); {
+		case t == markerCancelled:
+			a.reply.Status, a.reply.Answer = TurnCancelled, ""
+		case strings.HasPrefix(t, "(no reply this turn"):
+			a.reply.Status, a.reply.Answer = TurnFailed, ""
+		case t != "":
+			a.reply.Answer = t
+		}
+		if err := a.writeReplyFile(a.reply); err != nil {
+			return "", err
+		}
+		a.hist = balance(a.hist)
+		return "restored", nil
+	default:
+		return a.resumeTurn(recs)
 	}
 	a.hist = append(balance(a.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(markerInterrupted)}})
 	a.reply.Status, a.reply.UpdatedAt = TurnFailed, a.env.Now()
@@ -290,13 +356,73 @@ func (a *Agent) restore() (string, error) {
 	return "restored; the turn in flight at the last stop was interrupted", nil
 }
 
+// historyWriter writes the pane's history files of a conversation, keys
+// scrubbed.
+func (a *Agent) historyWriter(convID, model string) historyWriter {
+	return historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: convID, model: model, fault: a.env.writeFault, scrub: a.env.Scrub}
+}
+
+// resumeTurn prepares the turn in flight to go on (see restoreTurn): its
+// calls' known results are written before anything runs, so a second
+// crash knows them too.
+func (a *Agent) resumeTurn(recs toolRecords) (string, error) {
+	w := a.historyWriter(a.convID, a.model)
+	known := map[string]wire.Block{}
+	interrupted := 0
+	// Older calls without a result (an earlier crash) are closed first.
+	last := a.hist[len(a.hist)-1]
+	hist := balance(a.hist)
+	if len(last.ToolUses()) > 0 {
+		hist = append(balance(a.hist[:len(a.hist)-1]), last)
+	}
+	if last.Role == wire.RoleAssistant {
+		for _, u := range last.ToolUses() {
+			switch res, ok := recs.results[u.ID]; {
+			case ok:
+				known[u.ID] = res
+			case recs.started[u.ID] || !a.reply.CallsRecorded:
+				known[u.ID] = wire.ToolResult(u.ID, InterruptedByRestart, true)
+				interrupted++
+			}
+		}
+	}
+	for _, u := range last.ToolUses() {
+		if res, ok := known[u.ID]; ok {
+			b, err := resultRecord(res)
+			if err != nil {
+				return "", err
+			}
+			w.recs = append(w.recs, b)
+		}
+	}
+	if err := w.save(hist, a.env.Now()); err != nil {
+		return "", err
+	}
+	a.hist = hist
+	if a.reply.TurnID == "" {
+		a.reply.TurnID = newTurnID()
+	}
+	a.reply.UpdatedAt = a.env.Now()
+	a.reply.CallsRecorded = true
+	a.resumed = &resumed{writer: w, known: known}
+	reason := "restored; the turn in flight at the last stop goes on"
+	switch interrupted {
+	case 0:
+	case 1:
+		reason += " (1 tool call it had started is not run again: its effect is unknown)"
+	default:
+		reason += fmt.Sprintf(" (%d tool calls it had started are not run again: their effect is unknown)", interrupted)
+	}
+	return reason, nil
+}
+
 // save writes current.json from the history (the caller owns it).
 func (a *Agent) save() error {
 	return a.saveCurrent(a.convID, a.model, a.hist)
 }
 
 func (a *Agent) saveCurrent(convID, model string, hist []wire.Message) error {
-	w := historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: convID, model: model, fault: a.env.writeFault, scrub: a.env.Scrub}
+	w := a.historyWriter(convID, model)
 	return w.save(hist, a.env.Now())
 }
 
@@ -428,6 +554,12 @@ func (a *Agent) Send(text, from string, wait bool) (<-chan TurnResult, error) {
 // process. One the disk does not take is refused.
 func (a *Agent) enqueue(it item) error {
 	if err := saveQueue(a.dir(), slices.Concat(a.held, a.queue, []item{it})); err != nil {
+		// The supervisor hears of it (a full disk needs you) until a
+		// write succeeds again, which the retry timer tries.
+		a.wrote(err)
+		if IsDiskFull(err) {
+			a.markUnsaved(err)
+		}
 		return fmt.Errorf("pane %s could not keep the message: %w", a.cfg.ID, err)
 	}
 	a.queue = append(a.queue, it)
@@ -611,4 +743,34 @@ func (a *Agent) Mentions(text string) bool {
 		}
 	})
 	return found
+}
+
+// Await returns a channel that gets the result of the turn that handles
+// the message containing text, when this run has it: the running turn
+// (a turn a restart cut short goes on), a message waiting in the queue,
+// or the turn that ended last. False when none holds it. The supervisor
+// uses it after a restart to follow a task its worker is still on.
+func (a *Agent) Await(text string) (<-chan TurnResult, bool) {
+	ch := make(chan TurnResult, 1)
+	found := false
+	a.do(func() {
+		switch {
+		case a.inTurn && strings.Contains(a.turnText, text):
+			a.waiters = append(a.waiters, ch)
+			found = true
+			return
+		case !a.inTurn && a.ended != nil && strings.Contains(a.turnText, text):
+			ch <- *a.ended
+			found = true
+			return
+		}
+		for i := range a.queue {
+			if a.queue[i].command == "" && a.queue[i].waiter == nil && strings.Contains(a.queue[i].text, text) {
+				a.queue[i].waiter = ch
+				found = true
+				return
+			}
+		}
+	})
+	return ch, found
 }

@@ -236,3 +236,26 @@ func TestFullDiskReal(t *testing.T) {
 		t.Fatal("the kept answer was not written with the next turn")
 	}
 }
+
+// TestToolNotRunWhenItsStartCannotBeRecorded: on a full disk a tool
+// call whose start cannot be put on disk is not run (after a crash it
+// could not be told from one that ran); its result says so, and the turn
+// goes on.
+func TestToolNotRunWhenItsStartCannotBeRecorded(t *testing.T) {
+	r := newRig(t, replies(shellCall("toolu_1", "echo ran >> ran.txt"), textReply("ok")))
+	disk := &fullDisk{}
+	r.tweak = disk.env
+	r.start()
+	disk.full.Store(true)
+	res := r.send("run it")
+	if res.Status != TurnCompleted || res.Answer != "ok" {
+		t.Fatalf("turn = %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(r.ws, "ran.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the call ran although its start could not be recorded: %v", err)
+	}
+	trs := toolResults(lastMessage(t, r.requests(2)[1].Req.Messages))
+	if len(trs) != 1 || !trs[0].IsError || !strings.HasPrefix(trs[0].Content, "error: the call was not run: its start could not be recorded (no space left on device in ") {
+		t.Fatalf("the call's result: %+v", trs)
+	}
+}

@@ -60,6 +60,11 @@ type Reply struct {
 	Answer         string     `json:"answer"`
 	ToolCalls      []ToolCall `json:"tool_calls"`
 	Usage          wire.Usage `json:"usage"`
+	// CallsRecorded: the turn records each tool call's start in the
+	// journal before running it (toolRecord), so a call of its last
+	// message with no record never started. Absent in a reply.json of an
+	// older version, whose calls may all have started.
+	CallsRecorded bool `json:"calls_recorded,omitempty"`
 }
 
 // UnmarshalJSON accepts content as a string or a list of blocks, as the
@@ -238,6 +243,11 @@ type historyWriter struct {
 	dir, agentID, convID, model string
 	enc                         [][]byte // JSON of hist[i] as a wire.Message (no display id)
 	written                     int      // messages on disk (current.json + journal)
+	// recs are the tool records (toolRecord) of the calls of the last
+	// message on disk, in order: a full write puts them back in the new
+	// journal. The turn drops them once the calls' results are in the
+	// history.
+	recs [][]byte
 	// fault, if set, fails a write before it is made (tests: a full disk).
 	fault func(path string) error
 	// scrub, if set, takes the secrets out of a message's JSON.
@@ -277,6 +287,15 @@ func (w *historyWriter) appendRound(hist []wire.Message, now time.Time) error {
 	for i := w.written; i < len(w.enc); i++ {
 		buf = append(appendWithID(buf, i+1, w.enc[i]), '\n')
 	}
+	if err := w.appendJournal(buf); err != nil {
+		return err
+	}
+	w.written = len(hist)
+	return nil
+}
+
+// appendJournal appends buf (whole lines) to the journal and syncs it.
+func (w *historyWriter) appendJournal(buf []byte) error {
 	path := filepath.Join(w.dir, journalName)
 	if err := w.check(path); err != nil {
 		return fmt.Errorf("write the history journal: %w", err)
@@ -293,8 +312,22 @@ func (w *historyWriter) appendRound(hist []wire.Message, now time.Time) error {
 		w.written = 0
 		return fmt.Errorf("write the history journal: %w", err)
 	}
-	w.written = len(hist)
 	return nil
+}
+
+// record puts tool records on disk (synced) after hist, which is written
+// first when it is not all on disk: once record returns nil, a restore
+// after a crash knows them.
+func (w *historyWriter) record(hist []wire.Message, now time.Time, recs ...[]byte) error {
+	w.recs = append(w.recs, recs...)
+	if w.written == 0 || w.written != len(hist) {
+		return w.save(hist, now) // writes every record again
+	}
+	var buf []byte
+	for _, r := range recs {
+		buf = append(append(buf, r...), '\n')
+	}
+	return w.appendJournal(buf)
 }
 
 // save writes current.json in full and drops the journal it now covers.
@@ -332,6 +365,15 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 		return fmt.Errorf("remove the history journal: %w", err)
 	}
 	w.written = len(hist)
+	if len(w.recs) > 0 {
+		var buf []byte
+		for _, r := range w.recs {
+			buf = append(append(buf, r...), '\n')
+		}
+		if err := w.appendJournal(buf); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -344,24 +386,73 @@ func appendWithID(buf []byte, id int, msg []byte) []byte {
 	return append(buf, msg[1:]...)
 }
 
+// toolRecord is a journal line about a call of the history's last
+// message, written (and synced) before the call runs (Started) and once
+// its result is known, while its round's other calls run (Result): a
+// restore after a crash then runs no call that had started, and gives
+// each one that had started but has no result a result saying so. A
+// record has no "id", so an older reader of the journal skips it.
+type toolRecord struct {
+	Started string      `json:"tool_started,omitempty"` // the tool_use id
+	Result  *wire.Block `json:"tool_result,omitempty"`  // its tool_result block
+}
+
+func startedRecord(id string) []byte {
+	b, _ := json.Marshal(toolRecord{Started: id})
+	return b
+}
+
+func resultRecord(res wire.Block) ([]byte, error) {
+	b, err := json.Marshal(toolRecord{Result: &res})
+	if err != nil {
+		return nil, fmt.Errorf("encode the result of tool call %s: %w", res.ToolUseID, err)
+	}
+	return b, nil
+}
+
+// toolRecords are the calls of the history's last message that the
+// journal says started, and the results it holds.
+type toolRecords struct {
+	started map[string]bool
+	results map[string]wire.Block
+	lines   [][]byte // the records as written, in order
+}
+
 // applyJournal adds the journal's messages that continue msgs (ids in
 // sequence); a line torn by a crash ends it. It reports whether any was
-// added.
-func applyJournal(dir string, msgs []HistMessage) ([]HistMessage, bool) {
+// added, and the tool records that follow the last message.
+func applyJournal(dir string, msgs []HistMessage) ([]HistMessage, bool, toolRecords) {
+	recs := toolRecords{started: map[string]bool{}, results: map[string]wire.Block{}}
 	b, err := os.ReadFile(filepath.Join(dir, journalName))
 	if err != nil {
-		return msgs, false
+		return msgs, false, recs
 	}
 	added := false
 	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(line) == 0 {
+			break
+		}
+		var r toolRecord
+		if json.Unmarshal(line, &r) == nil && (r.Started != "" || r.Result != nil) {
+			if r.Started != "" {
+				recs.started[r.Started] = true
+			}
+			if r.Result != nil {
+				recs.results[r.Result.ToolUseID] = *r.Result
+			}
+			recs.lines = append(recs.lines, line)
+			continue
+		}
 		var m HistMessage
-		if len(line) == 0 || json.Unmarshal(line, &m) != nil {
+		if json.Unmarshal(line, &m) != nil {
 			break
 		}
 		if m.ID == len(msgs)+1 {
 			msgs = append(msgs, m)
 			added = true
+			// Records are about the calls of the last message.
+			recs = toolRecords{started: map[string]bool{}, results: map[string]wire.Block{}}
 		}
 	}
-	return msgs, added
+	return msgs, added, recs
 }

@@ -37,6 +37,11 @@ type turnJob struct {
 	saveErr   error
 	usageErr  error
 	usageLost int
+	// resume, for a turn a restart cut short, holds the results of the
+	// calls of its last message already known (restored, or interrupted
+	// by the restart): the turn answers its calls first, running only
+	// those that never started.
+	resume map[string]wire.Block
 }
 
 func newTurnID() string {
@@ -52,8 +57,8 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) bool {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := a.env.Now()
 	j := &turnJob{a: a, ctx: ctx, id: newTurnID(), convID: a.convID, text: text, hist: a.hist}
-	j.writer = historyWriter{dir: a.dir(), agentID: a.cfg.ID, convID: a.convID, model: a.model, fault: a.env.writeFault, scrub: a.env.Scrub}
-	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}}
+	j.writer = a.historyWriter(a.convID, a.model)
+	j.reply = Reply{TurnID: j.id, ConversationID: a.convID, Status: TurnWorking, StartedAt: now, UpdatedAt: now, ToolCalls: []ToolCall{}, CallsRecorded: true}
 	// The message goes into the history on disk before the turn starts:
 	// from here on, the history holds it, not the queue file. This full
 	// write also puts on disk what an earlier turn could not write.
@@ -64,10 +69,18 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) bool {
 	}
 	a.wrote(j.saveErr)
 	a.markUnsaved(j.saveErr)
+	a.broadcast(Event{Kind: "user", Text: text})
+	a.launch(j, cancel, waiters)
+	return j.saveErr == nil
+}
+
+// launch runs j in its own goroutine, lending it the history. Runs on the
+// loop.
+func (a *Agent) launch(j *turnJob, cancel context.CancelFunc, waiters []chan TurnResult) {
 	a.hist, a.running, a.cancel, a.waiters, a.lent = nil, true, cancel, waiters, j.hist
+	a.turnText, a.inTurn, a.ended = j.text, true, nil
 	a.reply = j.reply
 	a.setStatus(Busy, CauseTurn, "turn "+j.id)
-	a.broadcast(Event{Kind: "user", Text: text})
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
@@ -75,7 +88,28 @@ func (a *Agent) startTurn(text string, waiters []chan TurnResult) bool {
 		cancel()
 		a.post(func() { a.finishTurn(j, res) })
 	}()
-	return j.saveErr == nil
+}
+
+// resumeRun takes up the turn a restart cut short (see restoreTurn), on
+// the loop, before any queued message.
+func (a *Agent) resumeRun() {
+	r := a.resumed
+	a.resumed = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &turnJob{a: a, ctx: ctx, id: a.reply.TurnID, convID: a.convID, hist: a.hist, reply: a.reply,
+		writer: r.writer, resume: r.known}
+	j.writer.fault = a.env.writeFault
+	if j.reply.ToolCalls == nil {
+		j.reply.ToolCalls = []ToolCall{}
+	}
+	for i := len(a.hist) - 1; i >= 0; i-- {
+		if t := a.hist[i].JoinedText(); a.hist[i].Role == wire.RoleUser && t != "" {
+			j.text = t // the turn's message, for the memory loop
+			break
+		}
+	}
+	a.log.WithField("turn", j.id).Info("The turn in flight at the last stop goes on")
+	a.launch(j, cancel, nil)
 }
 
 // finishTurn takes the history back and tells the waiters. Runs on the loop.
@@ -102,7 +136,7 @@ func (a *Agent) finishTurn(j *turnJob, res TurnResult) {
 	for _, w := range a.waiters {
 		w <- res
 	}
-	a.waiters = nil
+	a.waiters, a.inTurn, a.ended = nil, false, &res
 	a.next()
 }
 
@@ -127,6 +161,17 @@ func (j *turnJob) run() TurnResult {
 		return j.fail(err.Error())
 	}
 	j.writer.model = s.model
+	if j.resume != nil {
+		n := len(j.hist)
+		if n > 0 && j.hist[n-1].Role == wire.RoleAssistant {
+			// The calls of the last message first: their known
+			// results, and the calls that never started.
+			j.answerTools(s, j.hist[n-1].ToolUses(), false)
+		}
+		if j.ctx.Err() != nil {
+			return j.cancelled()
+		}
+	}
 	for round := 0; round < s.maxRounds; round++ {
 		final := round == s.maxRounds-1
 		resp, err := j.call(s, final)
@@ -148,8 +193,7 @@ func (j *turnJob) run() TurnResult {
 			return j.complete()
 		}
 		j.persistRound() // the calls are on disk before they run
-		j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
-		j.persistRound()
+		j.answerTools(s, uses, final)
 		if final {
 			return j.complete()
 		}
@@ -202,33 +246,87 @@ func (a *Agent) recordUsage(r UsageRecord) error {
 	return err
 }
 
-// runTools answers every tool_use, in order, whatever happens.
+// answerTools answers the calls of the history's last message and puts
+// the answers in the history, on disk.
+func (j *turnJob) answerTools(s *setup, uses []wire.Block, final bool) {
+	j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
+	j.writer.recs = nil // the results are in the history now
+	j.persistRound()
+}
+
+// InterruptedByRestart is the result of a call that had started when the
+// supervisor died and whose result was not recorded: it is not run
+// again, and the model is told its effect is unknown.
+const InterruptedByRestart = "error: this call was interrupted by a restart of the supervisor before its result was recorded; " +
+	"it may or may not have taken effect (check before running it again)"
+
+// runTools answers every tool_use, in order, whatever happens. Before a
+// call runs, its start is on disk (with the results of the calls before
+// it): a restart never runs a call again (see toolRecord).
 func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block {
 	results := make([]wire.Block, 0, len(uses))
+	var unrecorded [][]byte // results not yet in the journal
 	for _, u := range uses {
-		content, isErr := j.runTool(s, u, final)
-		results = append(results, wire.ToolResult(u.ID, content, isErr))
+		res, known := j.resume[u.ID]
+		if !known {
+			content, isErr, run := j.checkTool(s, u, final)
+			if run {
+				if err := j.recordStart(unrecorded, u.ID); err != nil {
+					content, isErr = fmt.Sprintf("error: the call was not run: its start could not be recorded (%s)", WriteProblem(err)), true
+				} else {
+					unrecorded = nil
+					j.a.env.crashPoint("started", u.ID)
+					content, isErr = j.runTool(s, u)
+					j.a.env.crashPoint("ran", u.ID)
+				}
+			}
+			res = wire.ToolResult(u.ID, content, isErr)
+		}
+		results = append(results, res)
+		if rec, err := resultRecord(res); err == nil {
+			unrecorded = append(unrecorded, rec)
+		}
+		content := res.Content
 		j.reply.ToolCalls = append(j.reply.ToolCalls, ToolCall{Name: u.Name, Input: u.Input, Result: content})
 		ev := Event{Kind: "tool", Name: u.Name, Text: string(u.Input), Result: firstLine(content)}
 		j.a.post(func() { j.a.broadcast(ev) })
 	}
+	j.resume = nil
 	return results
 }
 
-func (j *turnJob) runTool(s *setup, u wire.Block, final bool) (string, bool) {
+// recordStart puts on disk (synced) the results before it and that the
+// call id starts; a call whose start is not on disk is not run.
+func (j *turnJob) recordStart(results [][]byte, id string) error {
+	err := j.writer.record(j.hist, j.a.env.Now(), append(results, startedRecord(id))...)
+	if err != nil {
+		j.a.log.WithError(err).Error("Could not record the start of a tool call; it is not run")
+		j.saveErr = err
+		j.writer.recs = j.writer.recs[:len(j.writer.recs)-1] // it did not start
+	}
+	j.a.wrote(err)
+	return err
+}
+
+// checkTool answers a call that is not to run (run false).
+func (j *turnJob) checkTool(s *setup, u wire.Block, final bool) (content string, isErr, run bool) {
 	switch {
 	case final:
-		return "error: the tool budget of this turn is spent; answer without calling tools", true
+		return "error: the tool budget of this turn is spent; answer without calling tools", true, false
 	case j.ctx.Err() != nil:
-		return "error: cancelled", true
+		return "error: cancelled", true, false
 	case u.BadInput:
-		return "error: the tool input was cut off or is not valid JSON; call the tool again with complete input", true
+		return "error: the tool input was cut off or is not valid JSON; call the tool again with complete input", true, false
 	case !s.enabled[u.Name]:
 		if knownTool(u.Name) {
-			return fmt.Sprintf("error: tool %s is not enabled for this agent", u.Name), true
+			return fmt.Sprintf("error: tool %s is not enabled for this agent", u.Name), true, false
 		}
-		return fmt.Sprintf("error: unknown tool %s", u.Name), true
+		return fmt.Sprintf("error: unknown tool %s", u.Name), true, false
 	}
+	return "", false, true
+}
+
+func (j *turnJob) runTool(s *setup, u wire.Block) (string, bool) {
 	switch u.Name {
 	case "shell":
 		run := newToolRun(j.a.dir())
@@ -307,8 +405,21 @@ func (j *turnJob) cancelled() TurnResult {
 }
 
 func (j *turnJob) endWith(marker, status string) {
+	if n := len(j.hist); j.resume != nil && n > 0 && j.hist[n-1].Role == wire.RoleAssistant {
+		// A resumed turn that ends before answering its calls keeps
+		// what it knew of them (balance fills the rest).
+		var results []wire.Block
+		for _, u := range j.hist[n-1].ToolUses() {
+			res, ok := j.resume[u.ID]
+			if !ok {
+				res = wire.ToolResult(u.ID, interruptedResult, true)
+			}
+			results = append(results, res)
+		}
+		j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: results})
+	}
 	j.hist = append(balance(j.hist), wire.Message{Role: wire.RoleAssistant, Content: []wire.Block{wire.Text(marker)}})
-	j.writer.enc = nil // balance may have changed a message already written
+	j.writer.enc, j.writer.recs = nil, nil // balance may have changed a message already written
 	j.reply.Status, j.reply.Answer = status, ""
 	j.persist()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -27,18 +28,50 @@ func IsURL(spec string) bool {
 	return strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://")
 }
 
-// conn is the database with every query rebound for its driver.
+// conn is the database with every query rebound for its driver. Every
+// write's error that says the disk is full is marked so (markFull), and
+// every write's outcome goes to the hook set with Store.OnWrite.
 type conn struct {
 	*sqlx.DB
 	dialect string
+	onWrite atomic.Pointer[func(error)]
+}
+
+// wrote marks err as a full disk when it is one and tells the hook.
+func (c *conn) wrote(err error) error {
+	err = markFull(err)
+	if f := c.onWrite.Load(); f != nil {
+		(*f)(err)
+	}
+	return err
+}
+
+// isWrite reports whether q changes the database (a write that returns
+// rows, INSERT … RETURNING, goes through GetContext).
+func isWrite(q string) bool {
+	q = strings.ToUpper(strings.TrimSpace(q))
+	return strings.HasPrefix(q, "INSERT") || strings.HasPrefix(q, "UPDATE") || strings.HasPrefix(q, "DELETE")
 }
 
 func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return c.DB.ExecContext(ctx, c.Rebind(q), args...)
+	res, err := c.DB.ExecContext(ctx, c.Rebind(q), args...)
+	if isWrite(q) {
+		err = c.wrote(err)
+	}
+	return res, err
+}
+
+func (c *conn) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
+	res, err := c.DB.NamedExecContext(ctx, q, arg)
+	return res, c.wrote(err)
 }
 
 func (c *conn) GetContext(ctx context.Context, dest any, q string, args ...any) error {
-	return c.DB.GetContext(ctx, dest, c.Rebind(q), args...)
+	err := c.DB.GetContext(ctx, dest, c.Rebind(q), args...)
+	if isWrite(q) {
+		err = c.wrote(err)
+	}
+	return err
 }
 
 func (c *conn) SelectContext(ctx context.Context, dest any, q string, args ...any) error {
@@ -50,15 +83,34 @@ func (c *conn) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*txn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &txn{Tx: tx}, nil
+	return &txn{Tx: tx, c: c}, nil
 }
 
-// txn is a transaction with every query rebound for its driver.
-type txn struct{ *sqlx.Tx }
+// txn is a transaction with every query rebound for its driver; its
+// writes' errors and its commit's outcome are told as the conn's are.
+type txn struct {
+	*sqlx.Tx
+	c *conn
+}
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, t.Rebind(q), args...)
+	res, err := t.Tx.ExecContext(ctx, t.Rebind(q), args...)
+	if err != nil {
+		err = t.c.wrote(err)
+	}
+	return res, err
 }
+
+func (t *txn) NamedExecContext(ctx context.Context, q string, arg any) (sql.Result, error) {
+	res, err := t.Tx.NamedExecContext(ctx, q, arg)
+	if err != nil {
+		err = t.c.wrote(err)
+	}
+	return res, err
+}
+
+// Commit ends the transaction; its outcome is the write's.
+func (t *txn) Commit() error { return t.c.wrote(t.Tx.Commit()) }
 
 func (t *txn) GetContext(ctx context.Context, dest any, q string, args ...any) error {
 	return t.Tx.GetContext(ctx, dest, t.Rebind(q), args...)

@@ -23,6 +23,12 @@ func (e *fullError) Unwrap() []error { return []error{e.err, syscall.ENOSPC} }
 // syscall.ENOSPC)) when the database refused a write for lack of space:
 // SQLite's SQLITE_FULL, PostgreSQL's disk_full; else err unchanged.
 func markFull(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*fullError); ok {
+		return err
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
 		return &fullError{err}
@@ -33,3 +39,10 @@ func markFull(err error) error {
 	}
 	return err
 }
+
+// OnWrite sets fn to be told the outcome of every write to the database
+// (nil when it succeeded; an error that says the disk is full matches
+// syscall.ENOSPC): the supervisor's view of a full disk. fn must not
+// block. A transaction's writes are told when they fail and at its
+// commit.
+func (s *Store) OnWrite(fn func(error)) { s.db.onWrite.Store(&fn) }

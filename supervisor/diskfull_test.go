@@ -224,3 +224,120 @@ func TestDiskFullRealHome(t *testing.T) {
 		t.Fatalf("current.json lacks the kept answer: %v\n%s", err, b)
 	}
 }
+
+// fillDisk writes a file at path until the disk it is on is full, and
+// returns its path.
+func fillDisk(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !cicy.IsDiskFull(err) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// The last bytes: a page may still be free.
+	for {
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+	return path
+}
+
+// TestDiskFullRefusedWritesNeedYou: on a disk already full, a send to a
+// cicy pane and a dispatch are refused, and status shows the home's disk
+// full (it showed nothing: no turn ran, no usage was written); once
+// there is room again, the retries clear it without any other write, and
+// both work.
+func TestDiskFullRefusedWritesNeedYou(t *testing.T) {
+	root := disktest.Tiny(t, 8<<20)
+	s, _, h := fullDiskSupervisor(t, root, 20*time.Millisecond)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := fillDisk(t, filepath.Join(root, "filler"))
+
+	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello"}); err == nil || !strings.Contains(err.Error(), "could not keep the message") {
+		t.Fatalf("send on a full disk: %v", err)
+	}
+	need, ok := homeNeed(t, s)
+	if !ok || !strings.HasPrefix(need.Reason, "disk full: the history of "+p.ID+" cannot be written") {
+		t.Fatalf("status needs you after a refused send: %+v (found %v); want the home's disk full", need, ok)
+	}
+	if _, err := s.Dispatch(ctx, "", p.ID, "job"); err == nil || !strings.Contains(err.Error(), "database or disk is full") {
+		t.Fatalf("dispatch on a full disk: %v", err)
+	}
+	need, ok = homeNeed(t, s)
+	if !ok || !strings.Contains(need.Reason, "the database") {
+		t.Fatalf("status needs you after a refused dispatch: %+v (found %v); want the database named", need, ok)
+	}
+	if hn := healthNeeds(t, h); len(hn) != 1 || hn[0].Kind != topology.NeedDiskFull {
+		t.Fatalf("health needs you: %+v; want disk-full", hn)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	pollFor(t, "disk full to clear once there is room", func() bool { _, ok := homeNeed(t, s); return !ok })
+	if _, err := s.Dispatch(ctx, "", p.ID, "job"); err != nil {
+		t.Fatalf("dispatch once there is room: %v", err)
+	}
+	if res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello", Wait: true}); err != nil || res.Status != "completed" {
+		t.Fatalf("send once there is room: %+v, %v", res, err)
+	}
+}
+
+// TestDiskFullRestoreRetried: a turn fills the disk, so its end is not
+// written; the supervisor restarts while the disk is still full, and the
+// pane cannot be restored (its turn's end cannot be written). Status
+// says so (error, and the home's disk full); once there is room the
+// restore is tried again by itself: the pane comes back, its cut turn
+// goes on to its answer, and it takes messages.
+func TestDiskFullRestoreRetried(t *testing.T) {
+	root := disktest.Tiny(t, 8<<20)
+	s, _, _ := fullDiskSupervisor(t, root, 20*time.Millisecond)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(root, "filler")
+	if res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "fill " + filler, Wait: true}); err != nil || res.Unsaved == "" {
+		t.Fatalf("the turn that fills the disk: %+v, %v", res, err)
+	}
+	s.Close()
+
+	s, _, _ = fullDiskSupervisor(t, root, 20*time.Millisecond)
+	e, err := s.get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.status(); st.State != "error" || !strings.HasPrefix(st.Reason, "could not restore: ") {
+		t.Fatalf("the pane after a restart on a full disk: %+v; want could not restore", st)
+	}
+	if need, ok := homeNeed(t, s); !ok || !strings.Contains(need.Reason, "the restore of "+p.ID) {
+		t.Fatalf("status needs you: %+v (found %v); want the restore of %s named", need, ok, p.ID)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	pollFor(t, "the pane restored once there is room", func() bool { return e.status().State == "idle" && s.Home().DiskFull == "" })
+	if res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello", Wait: true}); err != nil || res.Status != "completed" || res.Answer != "I got: hello" {
+		t.Fatalf("send after the restore: %+v, %v", res, err)
+	}
+	b, err := os.ReadFile(filepath.Join(cicy.HistoryDir(e.cfg.Workspace), "current.json"))
+	if err != nil || strings.Count(string(b), `"tool_result"`) != 1 || !strings.Contains(string(b), `"filled"`) {
+		t.Fatalf("current.json lacks the end of the cut turn (the fill call's one result, then its answer): %v\n%s", err, b)
+	}
+}

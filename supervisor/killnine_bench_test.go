@@ -48,6 +48,8 @@ func benchKillNine(b *testing.B, cfg Config) {
 		b.ReportMetric(float64(r.lost), "lost")
 		b.ReportMetric(float64(r.duplicated), "duplicated")
 		b.ReportMetric(r.wall.Seconds(), "wall-s")
+		b.ReportMetric(float64(r.ranTwice), "tools-run-twice")
+		b.ReportMetric(float64(r.interrupted), "tools-interrupted")
 		reportPercentiles(b, "ended", r.ended)
 		reportPercentiles(b, "told", r.told)
 	}
@@ -63,9 +65,19 @@ func TestKillNine(t *testing.T) {
 // the lines that come meanwhile wait in its queue, and a kill often finds
 // it mid-turn with lines queued; short enough that it is often idle when
 // a line comes, which then starts a turn at once.
+//
+// A cicy worker's task runs one shell call, which appends the task's id to
+// tools.log in the worker's workspace and takes 100 ms, so kills find
+// calls running: the run counts the calls that ran twice (a call started
+// before a kill must not run again after it). A call a kill interrupted
+// gets a result saying so, and the worker answers "interrupted: …".
 const killRules = `rules:
   - match: {aux: memory}
     reply: {text: '{"memories":[]}'}
+  - match: {tool_result: true, tool_output: 'ran (\d+)'}
+    reply: {text: 'done {{o1}}'}
+  - match: {tool_result: true, tool_output: 'interrupted by a restart'}
+    reply: {text: 'interrupted: {{tool_result}}'}
   - match: {tool_result: true}
     reply: {text: ok}
   - match: {last_user: '🔔'}
@@ -74,7 +86,10 @@ const killRules = `rules:
         - name: shell
           input: {command: 'sleep 0.05'}
   - match: {last_user: 'task (\d+): '}
-    reply: {text: 'done {{1}}'}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'echo {{1}} >> tools.log && sleep 0.1 && echo ran {{1}}'}
   - match: {aux: '*'}
     reply: {text: ok}
 `
@@ -89,10 +104,14 @@ type killNineSize struct {
 // killNineResult is what a run found.
 type killNineResult struct {
 	tasks, kills, failed, lost, duplicated int
-	reasons                                map[string]int // the failed tasks' errors
-	wrong                                  []int64        // the tasks told other than once
-	wall                                   time.Duration
-	ended, told                            []time.Duration // from created
+	// ranTwice: the tool calls of cicy tasks that ran more than once;
+	// interrupted: the tasks whose call a kill interrupted (its result
+	// said so).
+	ranTwice, interrupted int
+	reasons               map[string]int // the failed tasks' errors
+	wrong                 []int64        // the tasks told other than once
+	wall                  time.Duration
+	ended, told           []time.Duration // from created
 }
 
 // killWorker is a worker of the team and how its tasks read.
@@ -191,19 +210,54 @@ func runKillNine(tb testing.TB, size killNineSize) killNineResult {
 	tasks := k.waitAllEnded(dispatched)
 	wall := time.Since(start)
 	workspace := k.waitMasterIdle()
+	runs := k.toolRuns()
 	k.stop() // the master's history as its last turn left it
 	r := k.check(dispatched, tasks, workspace)
+	for id, n := range runs {
+		if n > 1 {
+			r.ranTwice++
+			r.wrong = append(r.wrong, id)
+			tb.Errorf("task %d: its tool call ran %d times", id, n)
+		}
+	}
 	r.kills, r.wall = size.kills, wall
-	tb.Logf("%d tasks (%d failed), %d kills: %d notifications lost, %d duplicated, %.1f s",
-		r.tasks, r.failed, r.kills, r.lost, r.duplicated, wall.Seconds())
+	tb.Logf("%d tasks (%d failed), %d kills: %d notifications lost, %d duplicated, %d tools run twice, %d interrupted, %.1f s",
+		r.tasks, r.failed, r.kills, r.lost, r.duplicated, r.ranTwice, r.interrupted, wall.Seconds())
 	for why, n := range r.reasons {
 		tb.Logf("%4d failed: %s", n, why)
 	}
-	if r.lost > 0 || r.duplicated > 0 {
+	if r.lost > 0 || r.duplicated > 0 || r.ranTwice > 0 {
 		k.logAbout(r.wrong)
-		tb.Fatalf("%d notifications lost, %d duplicated", r.lost, r.duplicated)
+		tb.Fatalf("%d notifications lost, %d duplicated, %d tools run twice", r.lost, r.duplicated, r.ranTwice)
 	}
 	return r
+}
+
+// toolRuns counts the runs of each cicy task's tool call: the lines of
+// tools.log in the cicy workers' workspaces, by task id.
+func (k *killTeam) toolRuns() map[int64]int {
+	runs := map[int64]int{}
+	for _, w := range k.workers {
+		if w.kind != "cicy" {
+			continue
+		}
+		p, err := k.client().Get(context.Background(), w.id)
+		if err != nil {
+			k.tb.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(p.Workspace, "tools.log"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			k.tb.Fatal(err)
+		}
+		for _, line := range strings.Fields(string(b)) {
+			id, err := strconv.ParseInt(line, 10, 64)
+			if err != nil {
+				k.tb.Fatalf("%s's tools.log holds %q", w.id, line)
+			}
+			runs[id]++
+		}
+	}
+	return runs
 }
 
 // createTeam makes the master and its workers and waits until all are
@@ -419,6 +473,9 @@ func (k *killTeam) check(dispatched map[string]int64, tasks map[int64]api.TaskIn
 		case t.Status == api.TaskDone && !killResultOK(t):
 			k.tb.Errorf("task %d (%q) done with another's result: %q (%s, from %s)", id, text, t.Result, t.Reason, t.Source)
 		}
+		if strings.HasPrefix(t.Result, "interrupted: ") {
+			r.interrupted++
+		}
 		if t.Status == api.TaskFailed {
 			r.failed++
 			r.reasons[t.Error]++
@@ -464,13 +521,15 @@ func (k *killTeam) logAbout(ids []int64) {
 	}
 }
 
-// killResultOK: a cicy worker answers "done <task id>", a shell worker
-// prints the task's token (echo k12 → k12).
+// killResultOK: a cicy worker answers "done <task id>" (or, when a kill
+// interrupted its tool call, says so), a shell worker prints the task's
+// token (echo k12 → k12).
 func killResultOK(t api.TaskInfo) bool {
 	if tok, ok := strings.CutPrefix(t.Text, "echo "); ok {
 		return strings.Contains(t.Result, tok)
 	}
-	return t.Result == fmt.Sprintf("done %d", t.ID)
+	return t.Result == fmt.Sprintf("done %d", t.ID) ||
+		strings.HasPrefix(t.Result, "interrupted: ") && strings.Contains(t.Result, "interrupted by a restart")
 }
 
 // endLine is the supervisor's log line of a task's end ("Task done: …",
@@ -571,5 +630,77 @@ func countBells(m cicy.HistMessage, counts map[int64]int) {
 				counts[id]++
 			}
 		}
+	}
+}
+
+// onceRules: a task runs one shell call that appends the task's id to
+// tools.log and then takes 5 s; its result, or the word that a restart
+// interrupted it, is answered.
+const onceRules = `rules:
+  - match: {tool_result: true, tool_output: 'interrupted by a restart'}
+    reply: {text: 'interrupted: {{tool_result}}'}
+  - match: {tool_result: true}
+    reply: {text: 'finished'}
+  - match: {last_user: 'task (\d+): '}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'echo {{1}} >> tools.log && sleep 5'}
+  - match: {aux: '*'}
+    reply: {text: ok}
+`
+
+// TestKillNineToolRunsOnce: the supervisor is killed (SIGKILL) while a
+// cicy worker's task runs its tool call. After the restart the call is
+// not run again (tools.log holds the task's id once): the worker's turn
+// goes on, the model told the call was interrupted by a restart, and the
+// task ends once, done with that turn's answer. It was delivered again
+// and ran the call a second time.
+func TestKillNineToolRunsOnce(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte(onceRules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CICY_SCRIPT", rules)
+	home := Home{Root: filepath.Join(t.TempDir(), "home")}
+	n := spawnServe(t, "", home)
+	t.Cleanup(func() { n.kill9() })
+	ctx := context.Background()
+	w, err := n.c.Create(ctx, api.CreateRequest{Title: "eng", Type: "cicy", Provider: "script", Role: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := n.c.Dispatch(ctx, api.DispatchRequest{To: w.ID, Text: "write a line"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.c.Get(ctx, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(p.Workspace, "tools.log")
+	pollFor(t, "the tool call to start", func() bool { b, _ := os.ReadFile(log); return len(b) > 0 })
+	n.kill9()
+	n = spawnServe(t, "", home)
+
+	var got api.TaskInfo
+	pollFor(t, "the task to end", func() bool {
+		ts, err := n.c.Tasks(ctx, w.ID)
+		if err != nil {
+			return false
+		}
+		for _, x := range ts {
+			if x.ID == task.ID {
+				got = x
+			}
+		}
+		return got.Ended()
+	})
+	if b, _ := os.ReadFile(log); string(b) != fmt.Sprintf("%d\n", task.ID) {
+		t.Errorf("tools.log = %q: the tool call ran %d times", b, strings.Count(string(b), "\n"))
+	}
+	if got.Status != api.TaskDone || !strings.HasPrefix(got.Result, "interrupted: error: this call was interrupted by a restart") || got.Attempts > 1 {
+		t.Errorf("the task ended %s (attempts %d): %q %q; want done once, with the answer to the interrupted call", got.Status, got.Attempts, got.Result, got.Error)
 	}
 }

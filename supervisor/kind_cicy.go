@@ -149,9 +149,16 @@ func (p *cicyKind) Notify(t schema.Task) error {
 	return err
 }
 
-// Recover reads the worker's history: a task it answered is finished; one
-// whose turn the restart cut short, or never started, may run again.
-func (p *cicyKind) Recover(t schema.Task, _ func()) outbox.Recovery {
+// Recover follows a task the worker is still on (its turn, cut short by
+// the restart, goes on; or its message waits in the queue), else reads
+// the worker's history: a task it answered is finished; one whose turn
+// was closed as interrupted, or never started, may run again.
+func (p *cicyKind) Recover(t schema.Task, wake func()) outbox.Recovery {
+	if ch, ok := p.a.Await(outbox.Message(t)); ok {
+		d := &cicyDelivery{k: p, quit: make(chan struct{})}
+		go d.await(ch, wake)
+		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: d}
+	}
 	outcome, answer := p.a.MessageOutcome(outbox.Message(t))
 	if outcome == cicy.OutcomeDone {
 		return outbox.Recovery{Verdict: outbox.Finished, Result: answer}

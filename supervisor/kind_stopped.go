@@ -16,6 +16,9 @@ import (
 type stopped struct {
 	cfg schema.Pane
 	st  pane.Status
+	// noRoom: its restore failed for lack of space; it is tried again
+	// when there is room (Supervisor.retryRestore).
+	noRoom bool
 }
 
 func (p *stopped) Status() pane.Status { return p.st }

@@ -168,6 +168,9 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.disk = newDiskWatch(func() { s.events.publish(keyHome) })
+	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
+		w.OnWrite(s.databaseWrote)
+	}
 	s.ledger = newLedger(store, cfg.Log, cfg.LedgerRetry, func(err error) { s.disk.note("the ledger", err) })
 	s.cl = newCluster(s, cfg.Node, cfg.Listen)
 	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
@@ -276,7 +279,11 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 			return e, nil
 		}
 		if topology.InProcess(r.Type) {
-			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}})
+			full := cicy.IsDiskFull(err)
+			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}, noRoom: full})
+			if full {
+				s.disk.retry("the restore of "+r.ID, err, func() error { return s.retryRestore(r.ID) })
+			}
 			return e, nil
 		}
 		lost = lostTmux + " (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
@@ -291,6 +298,32 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// retryRestore restores again a cicy pane whose restore failed for lack
+// of space, unless something else started or removed it meanwhile; the
+// error is the new failure's.
+func (s *Supervisor) retryRestore(id string) error {
+	e, err := s.get(id)
+	if err != nil {
+		return nil // removed meanwhile
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	if p, ok := e.kind().(*stopped); !ok || !p.noRoom {
+		return nil // restarted meanwhile
+	}
+	k, err := s.launch(e, true)
+	if err != nil {
+		e.set(&stopped{cfg: e.cfg, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}, noRoom: cicy.IsDiskFull(err)})
+		s.paneChanged(id)
+		return err
+	}
+	e.set(k)
+	s.paneChanged(id)
+	s.tasks.Kick()
+	s.log.WithField("pane", id).Info("Pane restored, now that the disk has room")
+	return nil
 }
 
 func statusFromRuntime(r schema.Runtime) pane.Status {
@@ -1063,6 +1096,7 @@ func (s *Supervisor) Close() {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}
 	s.ledger.close() // after the panes and the gateway: no call comes after it
+	s.disk.close()
 	s.tmux.Close()
 	// A view on the person's tmux server goes with the supervisor.
 	if err := EndView(s.cfg.Home); err != nil {

@@ -166,7 +166,7 @@ var NeedKinds = []NeedKind{
 	{NeedUpstream, "a pane's model requests keep failing upstream"},
 	{NeedProvider, "a pane cannot make a model call: its provider has no key"},
 	{NeedWorkerStopped, "a task waits for a worker that is not running"},
-	{NeedDiskFull, "the home's disk is full: a turn's history or usage could not be written"},
+	{NeedDiskFull, "the home's disk is full: a write was refused (a message, a task, a turn's history or usage, a pane's restore)"},
 }
 
 // HomeID is the id of an attention about the home, not one pane.
