@@ -117,15 +117,17 @@ func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, err
 }
 
 // MergeText is what a merge did, in a sentence or two: the words the
-// merge command prints and the team tools give a master.
-func MergeText(m MergeResult) string {
+// merge command prints and the team tools give a master. sendBack is
+// how the reader asks for a conflict to be sent back (the command with
+// --send-back, the tool's send_back), named when the merge conflicts.
+func MergeText(m MergeResult, sendBack string) string {
 	switch {
 	case m.SentBack != nil:
 		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",
 			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), m.SentBack.To, m.SentBack.ID)
 	case len(m.Conflicts) > 0:
-		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (merge with send-back gives the worker the rebase)",
-			m.Branch, m.Into, strings.Join(m.Conflicts, ", "))
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (%s gives the worker the rebase)",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), sendBack)
 	case m.Already:
 		return fmt.Sprintf("%s is already in %s", m.Branch, m.Into)
 	case m.FastForward:

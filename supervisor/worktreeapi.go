@@ -126,12 +126,15 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 	if req.Caller != "" {
 		ident = req.Caller
 	}
+	var work api.Work
+	if wt.task != nil {
+		work = api.Work(wt.task.Work)
+	} else {
+		work = s.branchWork(ctx, wt, req.Into) // before the merge moves the fork point
+	}
 	m, err := s.git.Merge(ctx, wt.w.Repo, wt.head, req.Into, msg, ident)
 	res := api.MergeResult{Target: req.Target, Branch: wt.w.Branch, Into: m.Into, Repo: wt.w.Repo, Head: m.Head,
-		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts}
-	if wt.task != nil {
-		res.Work = api.Work(wt.task.Work)
-	}
+		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts, Work: work}
 	s.forgetWork()
 	switch {
 	case errors.Is(err, worktree.ErrConflict):
@@ -144,6 +147,31 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 	}
 	s.log.WithFields(map[string]any{"branch": wt.w.Branch, "into": m.Into, "head": short(m.Head)}).Info("Merged a worker's work")
 	return res, nil
+}
+
+// branchWork is a worker's unmerged work as a merge of it into into ("":
+// the branch checked out in its repository) takes it: from where the
+// branch forks from into to its head.
+func (s *Supervisor) branchWork(ctx context.Context, wt workTarget, into string) api.Work {
+	if into == "" {
+		b, err := s.git.CurrentBranch(ctx, wt.w.Repo)
+		if err != nil {
+			b = wt.w.Target
+		}
+		into = b
+	}
+	work := api.Work{Branch: wt.w.Branch, Head: wt.head}
+	fork, err := s.git.ForkPoint(ctx, wt.w.Repo, "refs/heads/"+into, wt.head)
+	if err != nil || fork == "" {
+		return work
+	}
+	c, err := s.git.Stat(ctx, wt.w.Repo, fork, wt.head)
+	if err != nil {
+		work.Base = fork
+		return work
+	}
+	c.Branch = wt.w.Branch
+	return apiWork(c)
 }
 
 // sendBack makes a merge's conflict a task for the worker that made it.

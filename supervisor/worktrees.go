@@ -215,14 +215,17 @@ func (s *Supervisor) repos() []string {
 // commit, and the task's range (from the pane's last recorded head) and
 // its stat go into the record. A crash after the commit leaves a clean
 // worktree: the second call makes no commit and records the same range.
-func (s *Supervisor) finishTask(t schema.Task) schema.Work {
+// A commit that fails (a lock a live git holds for a minute, a full
+// disk) is an error: the task is recorded failed with it, never done
+// without its work (which stays in the worktree, uncommitted).
+func (s *Supervisor) finishTask(t schema.Task) (schema.Work, error) {
 	e, err := s.get(t.To)
 	if err != nil {
-		return schema.Work{}
+		return schema.Work{}, nil
 	}
 	w, ok := worktreeOf(e.cfg)
 	if !ok {
-		return schema.Work{}
+		return schema.Work{}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
@@ -235,9 +238,12 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 	}
 	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
 	c, made, err := s.git.CommitTask(ctx, w.Path, base, msg, t.To, nil)
-	if c.Head == "" {
+	if err != nil && !errors.Is(err, worktree.ErrStat) || c.Head == "" {
+		if err == nil {
+			err = errors.New("git left no commit")
+		}
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
-		return schema.Work{}
+		return schema.Work{}, fmt.Errorf("the task's work could not be committed on %s (it is left uncommitted in %s): %w", w.Branch, w.Path, err)
 	}
 	if nb := s.rebasedBase(ctx, w, base, c.Head); nb != base {
 		base = nb
@@ -252,7 +258,7 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 		log.WithField("head", short(c.Head)).Info("Committed the task's work on " + w.Branch)
 	}
 	e.work.Store(nil) // read again when asked
-	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}, nil
 }
 
 // rebasedBase is where a task's range starts: base, the pane's last

@@ -78,7 +78,7 @@ func (e *env) mergeCmd() *cli.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintln(e.stdout, api.MergeText(m))
+				fmt.Fprintln(e.stdout, api.MergeText(m, "'cicy-agent merge "+a[0]+" --send-back'"))
 			}
 			if len(m.Conflicts) > 0 && m.SentBack == nil {
 				return &failure{fmt.Sprintf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)}

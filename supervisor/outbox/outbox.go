@@ -44,8 +44,10 @@ type Config struct {
 	// same record. It runs on a goroutine of its own, so one worker's
 	// commit does not hold up the other tasks; its task is left alone
 	// until it is recorded. Called again for a task whose record a crash
-	// cut short, so it must not do its work twice. Optional.
-	Finish func(t schema.Task) schema.Work
+	// cut short, so it must not do its work twice. An error (its work
+	// could not be committed) records the task failed with it instead:
+	// a task never ends done without its work. Optional.
+	Finish func(t schema.Task) (schema.Work, error)
 	// Scrub removes secrets from a task's result and error before they
 	// are recorded (a command that printed a key); none when nil.
 	Scrub func(string) string
@@ -499,7 +501,11 @@ func (o *Outbox) finish(t schema.Task, ch schema.TaskChange) {
 	o.finishers.Add(1)
 	go func() {
 		defer o.finishers.Done()
-		ch.Work = o.cfg.Finish(t)
+		work, err := o.cfg.Finish(t)
+		if err != nil {
+			ch.To, ch.Error, ch.Reason = schema.TaskFailed, err.Error(), "its work could not be committed"
+		}
+		ch.Work = work
 		moved := o.Move(t.ID, ch)
 		select {
 		case o.finished <- finishedTask{id: t.ID, moved: moved}:
