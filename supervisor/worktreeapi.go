@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -43,13 +42,19 @@ func (s *Supervisor) resolveWork(ctx context.Context, target string) (workTarget
 		}
 		return workTarget{pane: t.To, w: w, task: &t, base: t.Base, head: t.Head}, nil
 	}
+	var w worktree.Worktree
 	id, err := api.ParsePaneID(target)
-	if err != nil {
-		return workTarget{}, usageErr("%q is neither a task id (a number) nor a pane id (w-<N>)", target)
-	}
-	w, err := s.paneWorktree(ctx, id)
-	if err != nil {
-		return workTarget{}, err
+	switch {
+	case strings.HasPrefix(target, "cicy/"):
+		if w, id, err = s.branchWorktree(ctx, target); err != nil {
+			return workTarget{}, err
+		}
+	case err != nil:
+		return workTarget{}, usageErr("%q is neither a task id (a number), a pane id (w-<N>) nor a worker's branch (cicy/…)", target)
+	default:
+		if w, err = s.paneWorktree(ctx, id); err != nil {
+			return workTarget{}, err
+		}
 	}
 	head, err := s.git.Rev(ctx, w.Repo, "refs/heads/"+w.Branch)
 	if err != nil || head == "" {
@@ -78,6 +83,17 @@ func (s *Supervisor) paneWorktree(ctx context.Context, id string) (worktree.Work
 		return worktree.Worktree{}, usageErr("%s runs on node %s: its worktree is on that machine; run diff and merge with that node's supervisor", id, rm.row.Node)
 	}
 	return worktree.Worktree{}, notFoundErr(id)
+}
+
+// branchWorktree is the worktree of the home's worker branch b, kept or
+// running, and its pane's id.
+func (s *Supervisor) branchWorktree(ctx context.Context, b string) (worktree.Worktree, string, error) {
+	for _, l := range s.listWorktrees(ctx) {
+		if l.Branch == b {
+			return worktree.Worktree{Path: l.Path, Repo: l.Repo, Branch: l.Branch, Target: l.Target}, l.Pane, nil
+		}
+	}
+	return worktree.Worktree{}, "", &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no worker branch %s of this home (see 'cicy-agent worktrees')", b)}
 }
 
 // Diff is the change of a task or a worker, as git prints it (with
@@ -219,24 +235,38 @@ func (s *Supervisor) forgetWork() {
 }
 
 // listWorktrees is every worktree of the home's workers: the branches
-// cicy/w-N of the repositories they came from, checked out under the
-// home, with or without their pane.
+// cicy/<tag>/w-N (cicy/w-N checked out under the home, for panes made
+// before homes had tags) of the repositories they came from, with or
+// without their pane, and with or without their folder (a branch of a
+// gone pane whose folder was deleted by hand and pruned is listed
+// Missing: its work is still there to merge).
 func (s *Supervisor) listWorktrees(ctx context.Context) []api.WorktreeInfo {
 	var out []api.WorktreeInfo
-	under := s.cfg.Home.Workspace("x")
-	under = filepath.Dir(under) + string(filepath.Separator)
 	for _, repo := range s.repos() {
 		listed, err := s.git.List(ctx, repo)
 		if err != nil {
 			out = append(out, api.WorktreeInfo{Repo: repo, Error: err.Error()})
 			continue
 		}
+		seen := map[string]bool{}
 		for _, l := range listed {
-			id, ok := strings.CutPrefix(l.Branch, "cicy/")
-			if !ok || !strings.HasPrefix(l.Path, under) {
+			seen[l.Branch] = true
+			id, ok := s.ownBranch(l.Branch, l.Path)
+			if !ok {
 				continue
 			}
 			out = append(out, s.describeWorktree(ctx, repo, id, l))
+		}
+		branches, err := s.git.Branches(ctx, repo, "cicy/")
+		if err != nil {
+			continue
+		}
+		for _, b := range branches {
+			id, ok := s.ownBranch(b, "")
+			if !ok || seen[b] {
+				continue
+			}
+			out = append(out, s.describeWorktree(ctx, repo, id, worktree.Listed{Path: s.cfg.Home.Workspace(id), Branch: b}))
 		}
 	}
 	return out

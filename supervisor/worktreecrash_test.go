@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,116 @@ func waitHeld(t *testing.T, pid int, file string) {
 	}
 }
 
-var _ = api.MergeRequest{}
+// TestWorktreeHalfMadeCreate: what a create --worktree cut short by a
+// kill -9 leaves — the branch, a registered worktree, its folder, no
+// pane — is removed by the next start, so the next pane (which gets the
+// same id) is created; a killed pane's kept work is not touched; and two
+// homes' workers in one repository never share a branch.
+func TestWorktreeHalfMadeCreate(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "home")
+	s := openSupervisor(t, root, nil)
+	repo := gitRepo(t)
+	ctx := context.Background()
+	create := func(s *Supervisor) (string, error) {
+		p, err := s.Create(ctx, api.CreateRequest{Title: "dev", Type: "shell", Worktree: true, Workspace: repo, Backend: "pty",
+			Command: []string{"bash", "--norc", "--noprofile"}})
+		if err == nil {
+			t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
+		}
+		return p.ID, err
+	}
+	// The create the crash cut short: its worktree made, its row never
+	// stored (the id's counter with it).
+	pw, err := s.resolveWorktree(ctx, api.CreateRequest{Workspace: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.addWorktree("w-1", s.cfg.Home.Workspace("w-1"), pw); err != nil {
+		t.Fatal(err)
+	}
+	// A pane killed earlier whose unmerged work was kept.
+	kept := s.cfg.Home.Workspace("w-7")
+	if _, err := s.addWorktree("w-7", kept, pw); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, kept, "commit", "-q", "--allow-empty", "-m", "the work of w-7")
+
+	// Another home on the same repository: its w-1 has a branch of its own.
+	other, _ := newTestSupervisor(t, nil)
+	if id, err := create(other); err != nil || id != "w-1" {
+		t.Fatalf("the other home's first worker: %q %v", id, err)
+	}
+
+	s.Close()
+	_ = s.tmux.KillServer()
+	s = openSupervisor(t, root, nil)
+	t.Cleanup(func() { s.Close(); _ = s.tmux.KillServer() })
+	id, err := create(s)
+	if err != nil || id != "w-1" {
+		t.Fatalf("the create after the cut-short one: %q %v", id, err)
+	}
+	tag, _ := s.cfg.Home.worktreeTag()
+	otherTag, _ := other.cfg.Home.worktreeTag()
+	if tag == otherTag {
+		t.Fatalf("two homes share the tag %s", tag)
+	}
+	want := []string{"cicy/" + otherTag + "/w-1", "cicy/" + tag + "/w-1", "cicy/" + tag + "/w-7"}
+	slices.Sort(want)
+	if got := strings.Fields(gitIn(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/cicy/")); !slices.Equal(got, want) {
+		t.Fatalf("branches %v, want %v", got, want)
+	}
+	if got := gitIn(t, kept, "log", "-1", "--format=%s"); got != "the work of w-7" {
+		t.Fatalf("the kept work: %q", got)
+	}
+}
+
+// TestWorktreeGoneBranch: a killed pane's unmerged branch whose folder
+// was deleted by hand and pruned is still listed, and diff and merge
+// take it by pane id or by branch; a merge of a pane says its work.
+func TestWorktreeGoneBranch(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 1)
+	ctx := context.Background()
+	runShellTask(t, s, ws[0], "echo x > x.txt; echo y > y.txt")
+	info, _ := s.Get(ws[0])
+	branch := info.Worktree.Branch
+	if _, err := s.KillPane(ctx, ws[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(info.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "worktree", "prune")
+	l := s.Worktrees(ctx, false)
+	if len(l) != 1 || l[0].Pane != ws[0] || l[0].Branch != branch || !l[0].Gone || !l[0].Missing || l[0].Ahead != 1 {
+		t.Fatalf("worktrees: %+v", l)
+	}
+	if d, err := s.Diff(ctx, branch, true); err != nil || d.Work.Files != 2 {
+		t.Fatalf("diff by branch: %+v %v", d, err)
+	}
+	m, err := s.Merge(ctx, api.MergeRequest{Target: ws[0]})
+	if err != nil || !m.FastForward {
+		t.Fatalf("merge of a gone pane: %+v %v", m, err)
+	}
+	if w := m.Work; w.Branch != branch || w.Commits != 1 || w.Files != 2 || w.Added != 2 || w.Head != m.Head || w.Base == "" {
+		t.Fatalf("the merge's work: %+v", w)
+	}
+	if l = s.Worktrees(ctx, true); len(l) != 0 {
+		t.Fatalf("after merge and prune: %+v", l)
+	}
+	if _, err := s.Merge(ctx, api.MergeRequest{Target: "cicy/nothing/w-9"}); err == nil || !strings.Contains(err.Error(), "no worker branch") {
+		t.Fatalf("an unknown branch: %v", err)
+	}
+}
+
+// TestMergeTextSendBack: the conflict's words name how to send it back.
+func TestMergeTextSendBack(t *testing.T) {
+	t.Parallel()
+	m := api.MergeResult{Branch: "cicy/x/w-2", Into: "main", Conflicts: []string{"a.txt"}}
+	if got := api.MergeText(m, "'cicy-agent merge w-2 --send-back'"); !strings.Contains(got, "('cicy-agent merge w-2 --send-back' gives the worker the rebase)") {
+		t.Fatal(got)
+	}
+}

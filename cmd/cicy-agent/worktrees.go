@@ -18,7 +18,7 @@ func (e *env) diffCmd() *cli.Command {
 		Usage:     "print the change a task or a worker made on its worktree branch (git's own diff)",
 		ArgsUsage: "<task|pane>",
 		Description: "For a task: the commits it left (base..head, as recorded when it ended done).\n" +
-			"For a worker: everything on its branch cicy/<pane> that the branch it came from\n" +
+			"For a worker: everything on its branch cicy/<home-tag>/<pane> that the branch it came from\n" +
 			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
 		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
 		Action: func(c *cli.Context) error {
@@ -51,17 +51,18 @@ func (e *env) mergeCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "merge",
 		Usage:     "merge a task's commit or a worker's branch into the checkout its worktree came from",
-		ArgsUsage: "<task|pane>",
+		ArgsUsage: "<task|pane|branch>",
 		Description: "Fast-forward when the branch merged into has not moved, else a merge commit. A merge\n" +
 			"that would conflict changes nothing: it names the conflicting files and exits 1; with\n" +
 			"--send-back it becomes a task for the same worker (rebase and resolve), tracked like\n" +
-			"any other. A checkout with uncommitted changes to tracked files is refused.",
+			"any other. A checkout with uncommitted changes to tracked files is refused. A killed\n" +
+			"worker's kept branch is taken by its pane id or by its name (cicy/<home-tag>/w-N).",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "into", Usage: "merge into `BRANCH` (default: the branch checked out in the repository)"},
 			&cli.BoolFlag{Name: "send-back", Usage: "on a conflict, give the worker a task to rebase its branch and resolve it"},
 		},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane>")
+			a, err := args(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
