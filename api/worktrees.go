@@ -82,6 +82,9 @@ type MergeResult struct {
 	Conflicts   []string  `json:"conflicts,omitempty"`
 	SentBack    *TaskInfo `json:"sent_back,omitempty"`
 	Work        Work      `json:"work"`
+	// Warnings: what the merge did not bring that a person would expect
+	// it to (recorded task commits no longer on the branch).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // KillResult is what a kill left behind: a worktree with unmerged or
@@ -121,6 +124,14 @@ func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, err
 // how the reader asks for a conflict to be sent back (the command with
 // --send-back, the tool's send_back), named when the merge conflicts.
 func MergeText(m MergeResult, sendBack string) string {
+	text := mergeText(m, sendBack)
+	for _, w := range m.Warnings {
+		text += "\nwarning: " + w
+	}
+	return text
+}
+
+func mergeText(m MergeResult, sendBack string) string {
 	switch {
 	case m.SentBack != nil:
 		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",

@@ -148,9 +148,13 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 	} else {
 		work = s.branchWork(ctx, wt, req.Into) // before the merge moves the fork point
 	}
+	var warnings []string
+	if wt.task == nil {
+		warnings = s.rewritten(ctx, wt, req.Into)
+	}
 	m, err := s.git.Merge(ctx, wt.w.Repo, wt.head, req.Into, msg, ident)
 	res := api.MergeResult{Target: req.Target, Branch: wt.w.Branch, Into: m.Into, Repo: wt.w.Repo, Head: m.Head,
-		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts, Work: work}
+		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts, Work: work, Warnings: warnings}
 	s.forgetWork()
 	switch {
 	case errors.Is(err, worktree.ErrConflict):
@@ -190,6 +194,45 @@ func (s *Supervisor) branchWork(ctx context.Context, wt workTarget, into string)
 	return apiWork(c)
 }
 
+// rewritten warns of the worker's recorded task commits that are no
+// longer on its branch (the worker rewrote its history: a reset, a
+// rebase that changed them) and are not in into either: merging the
+// branch does not bring them.
+func (s *Supervisor) rewritten(ctx context.Context, wt workTarget, into string) []string {
+	if into == "" {
+		b, err := s.git.CurrentBranch(ctx, wt.w.Repo)
+		if err != nil {
+			return nil
+		}
+		into = b
+	}
+	tasks, err := s.store.ListTasks(ctx, wt.pane)
+	if err != nil {
+		return nil
+	}
+	var lost []string
+	for _, t := range tasks {
+		if t.To != wt.pane || t.Branch != wt.w.Branch || t.Commits == 0 || t.Head == t.Base {
+			continue
+		}
+		if on, err := s.git.Merged(ctx, wt.w.Repo, t.Head, wt.head); err != nil || on {
+			continue
+		}
+		if in, err := s.git.Merged(ctx, wt.w.Repo, t.Head, "refs/heads/"+into); err != nil || in {
+			continue
+		}
+		if same, err := s.git.Equivalent(ctx, wt.w.Repo, wt.head, t.Base, t.Head); err == nil && same {
+			continue // rebased as it was
+		}
+		lost = append(lost, fmt.Sprintf("task %d (%s)", t.ID, short(t.Head)))
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the recorded commits of %s are no longer on %s (its history was rewritten) nor in %s; merging the branch does not bring them (merge a task by its id to take its commit)",
+		strings.Join(lost, ", "), wt.w.Branch, into)}
+}
+
 // sendBack makes a merge's conflict a task for the worker that made it.
 func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt workTarget, res api.MergeResult) (api.MergeResult, error) {
 	if e, err := s.get(wt.pane); err == nil && topology.RunsShellTasks(e.cfg.Type) {
@@ -213,7 +256,10 @@ func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt work
 
 // mergeErr is a refused merge as one sentence.
 func mergeErr(err error, repo string) error {
+	var untracked *worktree.UntrackedError
 	switch {
+	case errors.As(err, &untracked):
+		return usageErr("%v; nothing was changed: move or remove them, then merge again", untracked)
 	case errors.Is(err, worktree.ErrDirty):
 		return usageErr("the master's checkout %s has uncommitted changes; commit or stash them, then merge again", strings.TrimSuffix(err.Error(), ": "+worktree.ErrDirty.Error()))
 	case errors.Is(err, worktree.ErrDetached):

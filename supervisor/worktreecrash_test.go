@@ -222,3 +222,30 @@ func TestMergeTextSendBack(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestWorktreeRewrittenHistory: a worker that reset its branch back over
+// recorded task commits is merged with a warning naming those tasks.
+func TestWorktreeRewrittenHistory(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 1)
+	ctx := context.Background()
+	one := runShellTask(t, s, ws[0], "echo 1 > one.txt")
+	two := runShellTask(t, s, ws[0], "echo 2 > two.txt")
+	three := runShellTask(t, s, ws[0], "echo 3 > three.txt")
+	info, _ := s.Get(ws[0])
+	gitIn(t, info.Workspace, "reset", "-q", "--hard", "HEAD~2")
+	m, err := s.Merge(ctx, api.MergeRequest{Target: ws[0]})
+	if err != nil || len(m.Warnings) != 1 {
+		t.Fatalf("merge: %+v %v", m, err)
+	}
+	w := m.Warnings[0]
+	if strings.Contains(w, "task "+itoa(one.ID)+" ") || !strings.Contains(w, "task "+itoa(two.ID)+" (") ||
+		!strings.Contains(w, "task "+itoa(three.ID)+" (") || !strings.Contains(w, "are no longer on "+m.Branch) {
+		t.Fatalf("the warning: %q", w)
+	}
+	if !strings.Contains(api.MergeText(m, ""), "\nwarning: the recorded commits of task") {
+		t.Fatalf("the text: %q", api.MergeText(m, ""))
+	}
+}

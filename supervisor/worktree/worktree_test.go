@@ -431,3 +431,34 @@ func TestCommitLock(t *testing.T) {
 		t.Fatal("a held lock was removed")
 	}
 }
+
+// TestMergeUntracked: a merge that would overwrite untracked files of
+// the checkout changes nothing and names every one of them.
+func TestMergeUntracked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := Git{}
+	r := repo(t)
+	w := add(t, r, "w-1")
+	write(t, w.Path, "x.txt", "x\n")
+	write(t, w.Path, "y.txt", "y\n")
+	h, _, _ := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
+	write(t, r, "x.txt", "mine\n")
+	write(t, r, "y.txt", "mine too\n")
+	before := git(t, r, "rev-parse", "HEAD")
+	for _, ff := range []bool{true, false} {
+		if !ff {
+			write(t, r, "a.txt", "main's\n")
+			git(t, r, "commit", "-q", "-am", "main moves")
+			before = git(t, r, "rev-parse", "HEAD")
+		}
+		_, err := g.Merge(ctx, r, h, "", "merge", "w-0")
+		var u *UntrackedError
+		if !errors.As(err, &u) || !slices.Equal(u.Files, []string{"x.txt", "y.txt"}) || !strings.Contains(err.Error(), "x.txt, y.txt") {
+			t.Fatalf("fast-forward %v: %v", ff, err)
+		}
+		if git(t, r, "rev-parse", "HEAD") != before || read(t, filepath.Join(r, "y.txt")) != "mine too\n" {
+			t.Fatal("the refused merge changed the checkout")
+		}
+	}
+}
