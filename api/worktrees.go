@@ -52,6 +52,9 @@ type WorktreeInfo struct {
 type DiffResult struct {
 	Work Work   `json:"work"`
 	Diff string `json:"diff"`
+	// Notes: what the diff does not show that is in the worktree now
+	// (changes inside a submodule, which no commit of it holds).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // MergeRequest merges a task's or a worker's branch into the master's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -118,7 +119,13 @@ func (s *Supervisor) Diff(ctx context.Context, target string, stat bool) (api.Di
 		return api.DiffResult{}, failedErr("%v", err)
 	}
 	c.Branch = wt.w.Branch
-	return api.DiffResult{Work: apiWork(c), Diff: text}, nil
+	res := api.DiffResult{Work: apiWork(c), Diff: text}
+	if _, err := os.Stat(wt.w.Path); err == nil {
+		if note := s.submoduleNote(ctx, wt.w.Path); note != "" {
+			res.Notes = append(res.Notes, note)
+		}
+	}
+	return res, nil
 }
 
 func apiWork(c worktree.Change) api.Work {

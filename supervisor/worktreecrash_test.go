@@ -249,3 +249,34 @@ func TestWorktreeRewrittenHistory(t *testing.T) {
 		t.Fatalf("the text: %q", api.MergeText(m, ""))
 	}
 }
+
+// TestWorktreeSubmodule: a task that moved a submodule's HEAD records
+// the new pointer in its commit; changes inside the submodule that no
+// commit holds are said in the task's reason and by diff.
+func TestWorktreeSubmodule(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, nil)
+	repo := gitRepo(t)
+	lib := filepath.Join(t.TempDir(), "lib")
+	gitIn(t, "", "init", "-q", "-b", "main", lib)
+	gitIn(t, lib, "commit", "-q", "--allow-empty", "-m", "lib")
+	gitIn(t, repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	gitIn(t, repo, "commit", "-q", "-m", "the submodule")
+	_, ws := worktreeTeam(t, s, repo, 1)
+	G := "git -c user.name=w -c user.email=w@x -c protocol.file.allow=always"
+	got := runShellTask(t, s, ws[0], G+" submodule update -q --init && cd lib && echo 1 > one.txt && "+G+" add one.txt && "+G+" commit -qm one && echo 2 > two.txt")
+	if got.Status != schema.TaskDone || got.Commits != 1 || got.Files != 1 {
+		t.Fatalf("the task: %s %q %+v", got.Status, got.Error, got.Work)
+	}
+	if !strings.Contains(got.Reason, "not committed: the changes inside the submodule lib") {
+		t.Fatalf("the task's reason says nothing of the submodule: %q", got.Reason)
+	}
+	info, _ := s.Get(ws[0])
+	if moved := gitIn(t, filepath.Join(info.Workspace, "lib"), "rev-parse", "HEAD"); gitIn(t, repo, "rev-parse", got.Head+":lib") != moved {
+		t.Fatal("the task's commit does not record the submodule's new commit")
+	}
+	d, err := s.Diff(context.Background(), itoa(got.ID), false)
+	if err != nil || len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "submodule lib") || !strings.Contains(d.Diff, "Subproject commit") {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+}

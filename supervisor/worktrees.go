@@ -18,6 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -376,14 +377,14 @@ func (s *Supervisor) repos() []string {
 // A commit that fails (a lock a live git holds for a minute, a full
 // disk) is an error: the task is recorded failed with it, never done
 // without its work (which stays in the worktree, uncommitted).
-func (s *Supervisor) finishTask(t schema.Task) (schema.Work, error) {
+func (s *Supervisor) finishTask(t schema.Task) (outbox.FinishedWork, error) {
 	e, err := s.get(t.To)
 	if err != nil {
-		return schema.Work{}, nil
+		return outbox.FinishedWork{}, nil
 	}
 	w, ok := worktreeOf(e.cfg)
 	if !ok {
-		return schema.Work{}, nil
+		return outbox.FinishedWork{}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
@@ -401,7 +402,7 @@ func (s *Supervisor) finishTask(t schema.Task) (schema.Work, error) {
 			err = errors.New("git left no commit")
 		}
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
-		return schema.Work{}, fmt.Errorf("the task's work could not be committed on %s (it is left uncommitted in %s): %w", w.Branch, w.Path, err)
+		return outbox.FinishedWork{}, fmt.Errorf("the task's work could not be committed on %s (it is left uncommitted in %s): %w", w.Branch, w.Path, err)
 	}
 	if nb := s.rebasedBase(ctx, w, base, c.Head); nb != base {
 		base = nb
@@ -416,7 +417,20 @@ func (s *Supervisor) finishTask(t schema.Task) (schema.Work, error) {
 		log.WithField("head", short(c.Head)).Info("Committed the task's work on " + w.Branch)
 	}
 	e.work.Store(nil) // read again when asked
-	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}, nil
+	work := schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	return outbox.FinishedWork{Work: work, Note: s.submoduleNote(ctx, w.Path)}, nil
+}
+
+// submoduleNote says which submodules of the worktree at path hold
+// changes no commit has (they are not in the task's commit); "" when
+// none do.
+func (s *Supervisor) submoduleNote(ctx context.Context, path string) string {
+	subs, err := s.git.DirtySubmodules(ctx, path)
+	if err != nil || len(subs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("not committed: the changes inside the submodule %s (a commit records a submodule's commit, not its files; commit them inside the submodule and its new commit is recorded)",
+		strings.Join(subs, ", "))
 }
 
 // rebasedBase is where a task's range starts: base, the pane's last

@@ -37,6 +37,9 @@ func (e *env) diffCmd() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(e.stdout, d)
 			}
+			for _, n := range d.Notes {
+				fmt.Fprintln(e.stderr, "note: "+n)
+			}
 			if d.Diff == "" {
 				fmt.Fprintf(e.stderr, "no change on %s\n", d.Work.Branch)
 				return nil

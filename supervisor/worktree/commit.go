@@ -156,6 +156,35 @@ func (g Git) commitOnce(ctx context.Context, path, base, message, author string,
 	return cm, nil
 }
 
+// DirtySubmodules lists the submodules of the checkout at path whose own
+// files have changes (tracked or untracked) that are not committed in
+// them: a commit of the checkout records only a submodule's commit
+// (which git add -A stages when it moved), never those.
+func (g Git) DirtySubmodules(ctx context.Context, path string) ([]string, error) {
+	out, err := g.run(ctx, path, "status", "--porcelain=v2", "--ignore-submodules=none")
+	if err != nil {
+		return nil, err
+	}
+	var subs []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.SplitN(l, " ", 9)
+		if len(f) < 9 || (f[0] != "1" && f[0] != "2") || len(f[2]) != 4 || f[2][0] != 'S' {
+			continue
+		}
+		if f[2][2] == 'M' || f[2][3] == 'U' {
+			name := f[8]
+			if f[0] == "2" { // renamed: "<score> <path>\t<orig>"
+				if _, rest, ok := strings.Cut(name, " "); ok {
+					name = rest
+				}
+				name, _, _ = strings.Cut(name, "\t")
+			}
+			subs = append(subs, name)
+		}
+	}
+	return subs, nil
+}
+
 // merging reports whether the worktree whose git folder is gitDir is in
 // the middle of a merge.
 func merging(gitDir string) bool {

@@ -462,3 +462,49 @@ func TestMergeUntracked(t *testing.T) {
 		}
 	}
 }
+
+// withSubmodule makes repo r hold the repository lib as the submodule
+// lib, committed; it returns lib.
+func withSubmodule(t *testing.T, r string) string {
+	t.Helper()
+	lib := filepath.Join(t.TempDir(), "lib")
+	git(t, "", "init", "-q", "-b", "main", lib)
+	write(t, lib, "l.txt", "l\n")
+	git(t, lib, "add", "-A")
+	git(t, lib, "commit", "-q", "-m", "lib")
+	git(t, r, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	git(t, r, "commit", "-q", "-m", "the submodule")
+	return lib
+}
+
+// TestCommitSubmodule: a submodule whose HEAD moved is committed as its
+// new commit; changes inside it that it has not committed are named
+// (DirtySubmodules), since no commit of the checkout holds them.
+func TestCommitSubmodule(t *testing.T) {
+	t.Parallel()
+	r := repo(t)
+	withSubmodule(t, r)
+	w := add(t, r, "w-1")
+	git(t, w.Path, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+	sub := filepath.Join(w.Path, "lib")
+	g := Git{}
+	ctx := context.Background()
+	if subs, err := g.DirtySubmodules(ctx, w.Path); err != nil || len(subs) != 0 {
+		t.Fatalf("a clean submodule: %v %v", subs, err)
+	}
+	write(t, sub, "l.txt", "l2\n")
+	git(t, sub, "commit", "-q", "-am", "moved")
+	moved := git(t, sub, "rev-parse", "HEAD")
+	write(t, sub, "l.txt", "l3, not committed\n")
+	write(t, sub, "new.txt", "untracked\n")
+	head, made, err := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
+	if err != nil || !made {
+		t.Fatalf("commit: %v %v", made, err)
+	}
+	if got := git(t, w.Path, "rev-parse", head+":lib"); got != moved {
+		t.Fatalf("the commit records lib at %s, want its new HEAD %s", got, moved)
+	}
+	if subs, err := g.DirtySubmodules(ctx, w.Path); err != nil || !slices.Equal(subs, []string{"lib"}) {
+		t.Fatalf("dirty submodules: %v %v", subs, err)
+	}
+}
