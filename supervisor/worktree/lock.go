@@ -51,6 +51,7 @@ func (g Git) withLocks(ctx context.Context, path string, op func() error) error 
 	}
 	deadline := time.Now().Add(wait)
 	pause := 20 * time.Millisecond
+	removed := 0
 	for {
 		err := op()
 		lock := lockedFile(err)
@@ -58,20 +59,21 @@ func (g Git) withLocks(ctx context.Context, path string, op func() error) error 
 			return err
 		}
 		holder := lockHolder(lock, path)
-		if holder == 0 {
+		if holder == 0 && removed < 3 { // a lock that keeps coming back has a holder we cannot see
+			removed++
 			if rerr := os.Remove(lock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				return fmt.Errorf("remove the stale lock %s: %w", lock, rerr)
 			}
 			continue // removed: git may go on at once
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s is held by process %d (%s) for more than %s: %w", lock, holder, procName(holder), wait.Round(time.Second), ErrLocked)
+			return fmt.Errorf("%s is held by %s for more than %s: %w", lock, holderName(holder), wait.Round(time.Second), ErrLocked)
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%s is held by process %d (%s): %w", lock, holder, procName(holder), ErrLocked)
+			return fmt.Errorf("%s is held by %s: %w", lock, holderName(holder), ErrLocked)
 		case <-t.C:
 		}
 		pause = min(pause*2, time.Second)
@@ -156,11 +158,14 @@ func realPath(p string) string {
 	return filepath.Clean(p)
 }
 
-// procName is process pid's command, for a message.
-func procName(pid int) string {
+// holderName is a lock's holder for a message: "process 42 (git)".
+func holderName(pid int) string {
+	if pid <= 0 {
+		return "a process that could not be found"
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil {
-		return "unknown"
+		return fmt.Sprintf("process %d", pid)
 	}
-	return strings.TrimSpace(string(b))
+	return fmt.Sprintf("process %d (%s)", pid, strings.TrimSpace(string(b)))
 }
