@@ -240,6 +240,9 @@ func TestWorktreeRewrittenHistory(t *testing.T) {
 	if err != nil || len(m.Warnings) != 1 {
 		t.Fatalf("merge: %+v %v", m, err)
 	}
+	if m.Work.Commits != 1 || m.Work.Files != 1 || m.Work.Head != gitIn(t, info.Workspace, "rev-parse", "HEAD") {
+		t.Fatalf("the merge's work: %+v", m.Work)
+	}
 	w := m.Warnings[0]
 	if strings.Contains(w, "task "+itoa(one.ID)+" ") || !strings.Contains(w, "task "+itoa(two.ID)+" (") ||
 		!strings.Contains(w, "task "+itoa(three.ID)+" (") || !strings.Contains(w, "are no longer on "+m.Branch) {
