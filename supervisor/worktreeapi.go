@@ -202,9 +202,9 @@ func (s *Supervisor) branchWork(ctx context.Context, wt workTarget, into string)
 }
 
 // rewritten warns of the worker's recorded task commits that are no
-// longer on its branch (the worker rewrote its history: a reset, a
-// rebase that changed them) and are not in into either: merging the
-// branch does not bring them.
+// longer on its branch (the worker rewrote its history: a reset) and are
+// not in into either, their change not carried over into the branch by
+// an amend or a rebase: merging the branch does not bring them.
 func (s *Supervisor) rewritten(ctx context.Context, wt workTarget, into string) []string {
 	if into == "" {
 		b, err := s.git.CurrentBranch(ctx, wt.w.Repo)
@@ -228,8 +228,8 @@ func (s *Supervisor) rewritten(ctx context.Context, wt workTarget, into string) 
 		if in, err := s.git.Merged(ctx, wt.w.Repo, t.Head, "refs/heads/"+into); err != nil || in {
 			continue
 		}
-		if same, err := s.git.Equivalent(ctx, wt.w.Repo, wt.head, t.Base, t.Head); err == nil && same {
-			continue // rebased as it was
+		if carried, err := s.git.Carried(ctx, wt.w.Repo, t.Base, t.Head, wt.head); err != nil || carried {
+			continue // amended or rebased: its change is there
 		}
 		lost = append(lost, fmt.Sprintf("task %d (%s)", t.ID, short(t.Head)))
 	}

@@ -214,17 +214,28 @@ func IsGitError(err error) bool {
 	return errors.As(err, &e)
 }
 
-// Equivalent reports whether every commit of base..head has one with the
-// same change on branch (git cherry): the range was rebased, not lost.
-func (g Git) Equivalent(ctx context.Context, dir, branch, base, head string) (bool, error) {
-	out, err := g.run(ctx, dir, "cherry", branch, head, base)
+// Carried reports whether the files the commits base..head changed are
+// at rev as head left them: that work is in rev, whatever its history (an
+// amended or rebased commit carried it over).
+func (g Git) Carried(ctx context.Context, dir, base, head, rev string) (bool, error) {
+	out, err := g.run(ctx, dir, "diff", "--name-only", "--no-renames", "-z", base, head)
 	if err != nil {
 		return false, err
 	}
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "+") {
-			return false, nil
-		}
+	files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	if len(files) == 1 && files[0] == "" {
+		return true, nil
 	}
-	return true, nil
+	args := []string{"diff", "--quiet", "--no-renames", head, rev, "--"}
+	for _, f := range files {
+		args = append(args, ":(literal)"+f)
+	}
+	_, err = g.run(ctx, dir, args...)
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, err
 }
