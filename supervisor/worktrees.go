@@ -425,6 +425,9 @@ func (s *Supervisor) finishTask(t schema.Task) (outbox.FinishedWork, error) {
 // changes no commit has (they are not in the task's commit); "" when
 // none do.
 func (s *Supervisor) submoduleNote(ctx context.Context, path string) string {
+	if _, err := os.Stat(filepath.Join(path, ".gitmodules")); err != nil {
+		return "" // no submodule: no second look at every file
+	}
 	subs, err := s.git.DirtySubmodules(ctx, path)
 	if err != nil || len(subs) == 0 {
 		return ""
