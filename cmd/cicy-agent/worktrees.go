@@ -16,13 +16,13 @@ func (e *env) diffCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "print the change a task or a worker made on its worktree branch (git's own diff)",
-		ArgsUsage: "<task|pane>",
+		ArgsUsage: "<task|pane|branch>",
 		Description: "For a task: the commits it left (base..head, as recorded when it ended done).\n" +
 			"For a worker: everything on its branch cicy/<home-tag>/<pane> that the branch it came from\n" +
 			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
 		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane>")
+			a, err := args(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
