@@ -22,7 +22,7 @@ type CreateRequest struct {
 	Master       string `json:"master"`
 	Workspace    string `json:"workspace"`
 	// Worktree runs the pane in a git worktree of its own, on branch
-	// cicy/<pane-id>, made from the repository Workspace (or the master's
+	// cicy/<home-tag>/<pane-id>, made from the repository Workspace (or the master's
 	// workspace) is in; the pane's workspace is then the worktree.
 	Worktree bool     `json:"worktree,omitempty"`
 	Provider string   `json:"provider"`

@@ -52,6 +52,9 @@ type WorktreeInfo struct {
 type DiffResult struct {
 	Work Work   `json:"work"`
 	Diff string `json:"diff"`
+	// Notes: what the diff does not show that is in the worktree now
+	// (changes inside a submodule, which no commit of it holds).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // MergeRequest merges a task's or a worker's branch into the master's
@@ -82,6 +85,9 @@ type MergeResult struct {
 	Conflicts   []string  `json:"conflicts,omitempty"`
 	SentBack    *TaskInfo `json:"sent_back,omitempty"`
 	Work        Work      `json:"work"`
+	// Warnings: what the merge did not bring that a person would expect
+	// it to (recorded task commits no longer on the branch).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // KillResult is what a kill left behind: a worktree with unmerged or
@@ -117,15 +123,25 @@ func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, err
 }
 
 // MergeText is what a merge did, in a sentence or two: the words the
-// merge command prints and the team tools give a master.
-func MergeText(m MergeResult) string {
+// merge command prints and the team tools give a master. sendBack is
+// how the reader asks for a conflict to be sent back (the command with
+// --send-back, the tool's send_back), named when the merge conflicts.
+func MergeText(m MergeResult, sendBack string) string {
+	text := mergeText(m, sendBack)
+	for _, w := range m.Warnings {
+		text += "\nwarning: " + w
+	}
+	return text
+}
+
+func mergeText(m MergeResult, sendBack string) string {
 	switch {
 	case m.SentBack != nil:
 		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed. Sent back to %s as task %d.",
 			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), m.SentBack.To, m.SentBack.ID)
 	case len(m.Conflicts) > 0:
-		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (merge with send-back gives the worker the rebase)",
-			m.Branch, m.Into, strings.Join(m.Conflicts, ", "))
+		return fmt.Sprintf("%s conflicts with %s in %s; nothing was changed (%s gives the worker the rebase)",
+			m.Branch, m.Into, strings.Join(m.Conflicts, ", "), sendBack)
 	case m.Already:
 		return fmt.Sprintf("%s is already in %s", m.Branch, m.Into)
 	case m.FastForward:

@@ -79,7 +79,7 @@ func TestWorktreeSpare(t *testing.T) {
 	if got := adminName(t, b.Workspace); got != key {
 		t.Fatalf("the second worktree is git's %q; want the spare %q handed over", got, key)
 	}
-	if br := gitIn(t, b.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != "cicy/"+b.ID {
+	if br := gitIn(t, b.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != b.Worktree.Branch || !strings.HasSuffix(br, "/"+b.ID) {
 		t.Fatalf("the handed-over worktree is on %q", br)
 	}
 	if got := gitIn(t, b.Workspace, "rev-parse", "HEAD"); got != head {
@@ -96,7 +96,7 @@ func TestWorktreeSpare(t *testing.T) {
 	if got := adminName(t, c.Workspace); !strings.HasPrefix(got, key) {
 		t.Fatalf("the third worktree is git's %q; want a spare handed over", got)
 	}
-	if br := gitIn(t, c.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != "cicy/"+c.ID {
+	if br := gitIn(t, c.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != c.Worktree.Branch || !strings.HasSuffix(br, "/"+c.ID) {
 		t.Fatalf("the third worktree is on %q", br)
 	}
 	if got := gitIn(t, c.Workspace, "rev-parse", "HEAD"); got != head {
@@ -148,7 +148,7 @@ func TestWorktreeSpareDamaged(t *testing.T) {
 	if adminName(t, c.Workspace) == s.spares.key(repo) {
 		t.Fatal("a spare that is no worktree was handed over")
 	}
-	if br := gitIn(t, c.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != "cicy/"+c.ID {
+	if br := gitIn(t, c.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != c.Worktree.Branch || !strings.HasSuffix(br, "/"+c.ID) {
 		t.Fatalf("the worker's worktree is on %q", br)
 	}
 	if st := gitIn(t, c.Workspace, "status", "--porcelain"); st != "" {

@@ -298,5 +298,5 @@ func (t teamTools) merge(ctx context.Context, master string, input json.RawMessa
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
-	return api.MergeText(m), len(m.Conflicts) > 0 && m.SentBack == nil
+	return api.MergeText(m, "merge with send_back: true"), len(m.Conflicts) > 0 && m.SentBack == nil
 }

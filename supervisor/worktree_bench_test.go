@@ -192,7 +192,8 @@ func BenchmarkTaskCommitRecord(b *testing.B) {
 		t := deliveredTask(b, s, p.ID, fmt.Sprintf("edit four files (%d)", i))
 		b.StartTimer()
 		start := time.Now()
-		w := s.finishTask(t)
+		f, _ := s.finishTask(t)
+		w := f.Work
 		ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Source: schema.SourceShell, Work: w})
 		d := time.Since(start)
 		if err != nil || !ok || w.Commits != 1 || w.Files != 4 || w.Added != 4 {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
+	"os"
 	"strconv"
 	"strings"
 
@@ -43,13 +43,20 @@ func (s *Supervisor) resolveWork(ctx context.Context, target string) (workTarget
 		}
 		return workTarget{pane: t.To, w: w, task: &t, base: t.Base, head: t.Head}, nil
 	}
-	id, err := s.paneIDOf(target)
-	if err != nil {
-		return workTarget{}, err
-	}
-	w, err := s.paneWorktree(ctx, id)
-	if err != nil {
-		return workTarget{}, err
+	var w worktree.Worktree
+	var id string
+	var err error
+	if strings.HasPrefix(target, "cicy/") {
+		if w, id, err = s.branchWorktree(ctx, target); err != nil {
+			return workTarget{}, err
+		}
+	} else {
+		if id, err = s.paneIDOf(target); err != nil {
+			return workTarget{}, err
+		}
+		if w, err = s.paneWorktree(ctx, id); err != nil {
+			return workTarget{}, err
+		}
 	}
 	head, err := s.git.Rev(ctx, w.Repo, "refs/heads/"+w.Branch)
 	if err != nil || head == "" {
@@ -80,6 +87,17 @@ func (s *Supervisor) paneWorktree(ctx context.Context, id string) (worktree.Work
 	return worktree.Worktree{}, notFoundErr(id)
 }
 
+// branchWorktree is the worktree of the home's worker branch b, kept or
+// running, and its pane's id.
+func (s *Supervisor) branchWorktree(ctx context.Context, b string) (worktree.Worktree, string, error) {
+	for _, l := range s.listWorktrees(ctx) {
+		if l.Branch == b {
+			return worktree.Worktree{Path: l.Path, Repo: l.Repo, Branch: l.Branch, Target: l.Target}, l.Pane, nil
+		}
+	}
+	return worktree.Worktree{}, "", &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no worker branch %s of this home (see 'cicy-agent worktrees')", b)}
+}
+
 // Diff is the change of a task or a worker, as git prints it (with
 // --stat, its summary).
 func (s *Supervisor) Diff(ctx context.Context, target string, stat bool) (api.DiffResult, error) {
@@ -102,7 +120,13 @@ func (s *Supervisor) Diff(ctx context.Context, target string, stat bool) (api.Di
 		return api.DiffResult{}, failedErr("%v", err)
 	}
 	c.Branch = wt.w.Branch
-	return api.DiffResult{Work: apiWork(c), Diff: text}, nil
+	res := api.DiffResult{Work: apiWork(c), Diff: text}
+	if _, err := os.Stat(wt.w.Path); err == nil {
+		if note := s.submoduleNote(ctx, wt.w.Path); note != "" {
+			res.Notes = append(res.Notes, note)
+		}
+	}
+	return res, nil
 }
 
 func apiWork(c worktree.Change) api.Work {
@@ -126,12 +150,19 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 	if req.Caller != "" {
 		ident = req.Caller
 	}
+	var work api.Work
+	if wt.task != nil {
+		work = api.Work(wt.task.Work)
+	} else {
+		work = s.branchWork(ctx, wt, req.Into) // before the merge moves the fork point
+	}
+	var warnings []string
+	if wt.task == nil {
+		warnings = s.rewritten(ctx, wt, req.Into)
+	}
 	m, err := s.git.Merge(ctx, wt.w.Repo, wt.head, req.Into, msg, ident)
 	res := api.MergeResult{Target: req.Target, Branch: wt.w.Branch, Into: m.Into, Repo: wt.w.Repo, Head: m.Head,
-		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts}
-	if wt.task != nil {
-		res.Work = api.Work(wt.task.Work)
-	}
+		FastForward: m.FastForward, Already: m.Already, Conflicts: m.Conflicts, Work: work, Warnings: warnings}
 	s.forgetWork()
 	switch {
 	case errors.Is(err, worktree.ErrConflict):
@@ -144,6 +175,70 @@ func (s *Supervisor) Merge(ctx context.Context, req api.MergeRequest) (api.Merge
 	}
 	s.log.WithFields(map[string]any{"branch": wt.w.Branch, "into": m.Into, "head": short(m.Head)}).Info("Merged a worker's work")
 	return res, nil
+}
+
+// branchWork is a worker's unmerged work as a merge of it into into ("":
+// the branch checked out in its repository) takes it: from where the
+// branch forks from into to its head.
+func (s *Supervisor) branchWork(ctx context.Context, wt workTarget, into string) api.Work {
+	if into == "" {
+		b, err := s.git.CurrentBranch(ctx, wt.w.Repo)
+		if err != nil {
+			b = wt.w.Target
+		}
+		into = b
+	}
+	work := api.Work{Branch: wt.w.Branch, Head: wt.head}
+	fork, err := s.git.ForkPoint(ctx, wt.w.Repo, "refs/heads/"+into, wt.head)
+	if err != nil || fork == "" {
+		return work
+	}
+	c, err := s.git.Stat(ctx, wt.w.Repo, fork, wt.head)
+	if err != nil {
+		work.Base = fork
+		return work
+	}
+	c.Branch = wt.w.Branch
+	return apiWork(c)
+}
+
+// rewritten warns of the worker's recorded task commits that are no
+// longer on its branch (the worker rewrote its history: a reset) and are
+// not in into either, their change not carried over into the branch by
+// an amend or a rebase: merging the branch does not bring them.
+func (s *Supervisor) rewritten(ctx context.Context, wt workTarget, into string) []string {
+	if into == "" {
+		b, err := s.git.CurrentBranch(ctx, wt.w.Repo)
+		if err != nil {
+			return nil
+		}
+		into = b
+	}
+	tasks, err := s.store.ListTasks(ctx, wt.pane)
+	if err != nil {
+		return nil
+	}
+	var lost []string
+	for _, t := range tasks {
+		if t.To != wt.pane || t.Branch != wt.w.Branch || t.Commits == 0 || t.Head == t.Base {
+			continue
+		}
+		if on, err := s.git.Merged(ctx, wt.w.Repo, t.Head, wt.head); err != nil || on {
+			continue
+		}
+		if in, err := s.git.Merged(ctx, wt.w.Repo, t.Head, "refs/heads/"+into); err != nil || in {
+			continue
+		}
+		if carried, err := s.git.Carried(ctx, wt.w.Repo, t.Base, t.Head, wt.head); err != nil || carried {
+			continue // amended or rebased: its change is there
+		}
+		lost = append(lost, fmt.Sprintf("task %d (%s)", t.ID, short(t.Head)))
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the recorded commits of %s are no longer on %s (its history was rewritten) nor in %s; merging the branch does not bring them (merge a task by its id to take its commit)",
+		strings.Join(lost, ", "), wt.w.Branch, into)}
 }
 
 // sendBack makes a merge's conflict a task for the worker that made it.
@@ -169,7 +264,10 @@ func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt work
 
 // mergeErr is a refused merge as one sentence.
 func mergeErr(err error, repo string) error {
+	var untracked *worktree.UntrackedError
 	switch {
+	case errors.As(err, &untracked):
+		return usageErr("%v; nothing was changed: move or remove them, then merge again", untracked)
 	case errors.Is(err, worktree.ErrDirty):
 		return usageErr("the master's checkout %s has uncommitted changes; commit or stash them, then merge again", strings.TrimSuffix(err.Error(), ": "+worktree.ErrDirty.Error()))
 	case errors.Is(err, worktree.ErrDetached):
@@ -191,24 +289,38 @@ func (s *Supervisor) forgetWork() {
 }
 
 // listWorktrees is every worktree of the home's workers: the branches
-// cicy/w-N of the repositories they came from, checked out under the
-// home, with or without their pane.
+// cicy/<tag>/w-N (cicy/w-N checked out under the home, for panes made
+// before homes had tags) of the repositories they came from, with or
+// without their pane, and with or without their folder (a branch of a
+// gone pane whose folder was deleted by hand and pruned is listed
+// Missing: its work is still there to merge).
 func (s *Supervisor) listWorktrees(ctx context.Context) []api.WorktreeInfo {
 	var out []api.WorktreeInfo
-	under := s.cfg.Home.Workspace("x")
-	under = filepath.Dir(under) + string(filepath.Separator)
 	for _, repo := range s.repos() {
 		listed, err := s.git.List(ctx, repo)
 		if err != nil {
 			out = append(out, api.WorktreeInfo{Repo: repo, Error: err.Error()})
 			continue
 		}
+		seen := map[string]bool{}
 		for _, l := range listed {
-			id, ok := strings.CutPrefix(l.Branch, "cicy/")
-			if !ok || !strings.HasPrefix(l.Path, under) {
+			seen[l.Branch] = true
+			id, ok := s.ownBranch(l.Branch, l.Path)
+			if !ok {
 				continue
 			}
 			out = append(out, s.describeWorktree(ctx, repo, id, l))
+		}
+		branches, err := s.git.Branches(ctx, repo, "cicy/")
+		if err != nil {
+			continue
+		}
+		for _, b := range branches {
+			id, ok := s.ownBranch(b, "")
+			if !ok || seen[b] {
+				continue
+			}
+			out = append(out, s.describeWorktree(ctx, repo, id, worktree.Listed{Path: s.cfg.Home.Workspace(id), Branch: b}))
 		}
 	}
 	return out

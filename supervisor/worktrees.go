@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -26,11 +29,14 @@ const gitTimeout = 2 * time.Minute
 
 // paneWorktree is what a pane's config keeps of its worktree: the
 // repository it came from, the branch it merges into and the commit it
-// started at. Its path is the pane's workspace, its branch cicy/<id>.
+// started at. Its path is the pane's workspace, its branch
+// cicy/<tag>/<id>, tag being the home's (cicy/<id> when it has none: a
+// pane made before homes had tags).
 type paneWorktree struct {
 	Repo   string `json:"repo"`
 	Target string `json:"target"`
 	Base   string `json:"base"`
+	Tag    string `json:"tag,omitempty"`
 }
 
 // worktreeOf is pane cfg's worktree; false when it runs in none.
@@ -39,7 +45,7 @@ func worktreeOf(cfg schema.Pane) (worktree.Worktree, bool) {
 	if pw == nil {
 		return worktree.Worktree{}, false
 	}
-	return worktree.Worktree{Path: cfg.Workspace, Repo: pw.Repo, Branch: worktree.BranchFor(cfg.ID),
+	return worktree.Worktree{Path: cfg.Workspace, Repo: pw.Repo, Branch: worktree.BranchFor(pw.Tag, cfg.ID),
 		Target: pw.Target, Base: pw.Base}, true
 }
 
@@ -61,7 +67,80 @@ func (s *Supervisor) resolveWorktree(ctx context.Context, req api.CreateRequest)
 	if err != nil {
 		return nil, worktreeErr(err, dir)
 	}
-	return &paneWorktree{Repo: w.Repo, Target: w.Target, Base: w.Base}, nil
+	tag, err := s.cfg.Home.worktreeTag()
+	if err != nil {
+		return nil, failedErr("--worktree: %v", err)
+	}
+	return &paneWorktree{Repo: w.Repo, Target: w.Target, Base: w.Base, Tag: tag}, nil
+}
+
+// worktreeTagFile holds the home's tag: the part of its workers' branch
+// names (cicy/<tag>/w-3) that keeps them apart from another home's
+// workers in the same repository.
+func (h Home) worktreeTagFile() string { return filepath.Join(h.Root, "worktree-tag") }
+
+// worktreeTag is the home's tag, made (random, 6 hex digits) the first
+// time a worker gets a worktree.
+func (h Home) worktreeTag() (string, error) {
+	if b, err := os.ReadFile(h.worktreeTagFile()); err == nil {
+		if tag := strings.TrimSpace(string(b)); validTag(tag) {
+			return tag, nil
+		}
+	}
+	var r [3]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("make the home's worktree tag: %w", err)
+	}
+	tag := hex.EncodeToString(r[:])
+	f, err := os.OpenFile(h.worktreeTagFile(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) { // a damaged one, or made meanwhile
+		b, rerr := os.ReadFile(h.worktreeTagFile())
+		if t := strings.TrimSpace(string(b)); rerr == nil && validTag(t) {
+			return t, nil
+		}
+		return tag, atomicfile.Write(h.worktreeTagFile(), []byte(tag+"\n"), 0o600)
+	}
+	if err != nil {
+		return "", fmt.Errorf("write the home's worktree tag: %w", err)
+	}
+	_, err = f.WriteString(tag + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("write the home's worktree tag: %w", err)
+	}
+	return tag, nil
+}
+
+// validTag reports whether tag can be the home's: hex digits only.
+func validTag(tag string) bool {
+	if tag == "" || len(tag) > 16 {
+		return false
+	}
+	_, err := hex.DecodeString(tag)
+	return err == nil
+}
+
+// ownBranch reports whether branch, checked out at path ("" for none), is
+// a worker branch of this home, and whose: cicy/<tag>/<id> with the home's
+// tag, or an untagged cicy/<id> checked out under the home.
+func (s *Supervisor) ownBranch(branch, path string) (id string, ok bool) {
+	id, tag := worktree.PaneOf(branch)
+	if id == "" {
+		return "", false
+	}
+	if tag != "" {
+		mine, err := s.cfg.Home.worktreeTag()
+		return id, err == nil && tag == mine
+	}
+	return id, path != "" && strings.HasPrefix(path, s.workspacesDir())
+}
+
+// workspacesDir is the folder of the home's default workspaces, with a
+// separator at its end.
+func (s *Supervisor) workspacesDir() string {
+	return filepath.Dir(s.cfg.Home.Workspace("x")) + string(filepath.Separator)
 }
 
 // worktreeErr is a refused worktree as one sentence.
@@ -119,16 +198,18 @@ func ignoreOurs(ws string) error {
 func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	w := worktree.Worktree{Path: ws, Repo: pw.Repo, Branch: worktree.BranchFor(id), Target: pw.Target, Base: pw.Base}
+	w := worktree.Worktree{Path: ws, Repo: pw.Repo, Branch: worktree.BranchFor(pw.Tag, id), Target: pw.Target, Base: pw.Base}
+	// Recorded first: a crash in the middle of the checkout leaves a
+	// worktree the next start finds there and removes (cleanHalfMade).
+	if err := s.rememberRepo(pw.Repo); err != nil {
+		s.log.WithError(err).Warn("Could not record the repository of a worktree")
+	}
 	if err := s.checkout(ctx, w); err != nil {
 		return nil, worktreeErr(err, pw.Repo)
 	}
 	if err := ignoreOurs(ws); err != nil {
 		_ = s.git.Discard(ctx, w)
 		return nil, err
-	}
-	if err := s.rememberRepo(pw.Repo); err != nil {
-		s.log.WithError(err).Warn("Could not record the repository of a worktree")
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
@@ -175,7 +256,85 @@ func (s *Supervisor) pruneWorktrees(ctx context.Context, rows []schema.Pane) {
 		if err := s.git.Prune(ctx, repo); err != nil {
 			s.log.WithError(err).WithField("repo", repo).Warn("Could not prune the repository's worktrees")
 		}
+		s.cleanHalfMade(ctx, repo, rows)
 	}
+}
+
+// cleanHalfMade removes what a create --worktree that a crash cut short
+// left in repo: a worktree of this home's whose pane has no row (it was
+// never stored) and that holds no work — its branch has no commit that
+// no other branch has, and it is clean or was never whole (git worktree
+// add did not finish) — with its branch; and such a branch with no
+// worktree. Otherwise the next pane, which gets the same id, would find
+// its branch taken. A killed pane's kept work (commits, or uncommitted
+// changes) is left alone.
+func (s *Supervisor) cleanHalfMade(ctx context.Context, repo string, rows []schema.Pane) {
+	known := map[string]bool{}
+	for _, r := range rows {
+		known[r.ID] = true
+	}
+	log := s.log.WithField("repo", repo)
+	listed, err := s.git.List(ctx, repo)
+	if err != nil {
+		log.WithError(err).Warn("Could not list the repository's worktrees")
+		return
+	}
+	checkedOut := map[string]bool{}
+	for _, l := range listed {
+		checkedOut[l.Branch] = true
+		id, ours := s.ownBranch(l.Branch, l.Path)
+		if l.Branch == "" && strings.HasPrefix(l.Path, s.workspacesDir()) {
+			id, ours = filepath.Base(l.Path), true // a spare moved into place, not yet on its branch
+		}
+		if !ours || known[id] || !s.holdsNoWork(ctx, repo, l) {
+			continue
+		}
+		if err := s.git.DropHalfMade(ctx, repo, l.Path); err != nil {
+			log.WithError(err).Warn("Could not remove the worktree a cut-short create left")
+			continue
+		}
+		log.WithField("pane", id).Warn("Removed the worktree a create cut short by a crash left at " + l.Path)
+		if l.Branch != "" {
+			checkedOut[l.Branch] = false
+			if err := s.git.DeleteBranch(ctx, repo, l.Branch); err != nil {
+				log.WithError(err).Warn("Could not delete the branch a cut-short create left")
+			}
+		}
+	}
+	branches, err := s.git.Branches(ctx, repo, "cicy/")
+	if err != nil {
+		return
+	}
+	for _, b := range branches {
+		id, tag := worktree.PaneOf(b)
+		if mine, _ := s.cfg.Home.worktreeTag(); tag == "" || tag != mine || known[id] || checkedOut[b] {
+			continue
+		}
+		if n, err := s.git.OwnCommits(ctx, repo, b); err != nil || n > 0 {
+			continue
+		}
+		if err := s.git.DeleteBranch(ctx, repo, b); err == nil {
+			log.WithField("pane", id).Warn("Deleted the branch " + b + " a create cut short by a crash left")
+		}
+	}
+}
+
+// holdsNoWork reports whether the listed worktree l of repo holds nothing
+// a person could miss: no commit of its own on its branch, and no
+// change, unless git never finished writing it.
+func (s *Supervisor) holdsNoWork(ctx context.Context, repo string, l worktree.Listed) bool {
+	rev := l.Branch
+	if rev == "" {
+		rev = l.Head // detached: its commit must be on a branch
+	}
+	if n, err := s.git.OwnCommits(ctx, repo, rev); err != nil || n > 0 {
+		return false
+	}
+	if l.Locked == "initializing" || l.Prunable {
+		return true
+	}
+	clean, err := s.git.Clean(ctx, l.Path)
+	return err == nil && clean
 }
 
 // reposFile lists the repositories the home's worktrees came from, so
@@ -215,14 +374,17 @@ func (s *Supervisor) repos() []string {
 // commit, and the task's range (from the pane's last recorded head) and
 // its stat go into the record. A crash after the commit leaves a clean
 // worktree: the second call makes no commit and records the same range.
-func (s *Supervisor) finishTask(t schema.Task) schema.Work {
+// A commit that fails (a lock a live git holds for a minute, a full
+// disk) is an error: the task is recorded failed with it, never done
+// without its work (which stays in the worktree, uncommitted).
+func (s *Supervisor) finishTask(t schema.Task) (outbox.FinishedWork, error) {
 	e, err := s.get(t.To)
 	if err != nil {
-		return schema.Work{}
+		return outbox.FinishedWork{}, nil
 	}
 	w, ok := worktreeOf(e.cfg)
 	if !ok {
-		return schema.Work{}
+		return outbox.FinishedWork{}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
@@ -235,9 +397,12 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 	}
 	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
 	c, made, err := s.git.CommitTask(ctx, w.Path, base, msg, t.To, nil)
-	if c.Head == "" {
+	if err != nil && !errors.Is(err, worktree.ErrStat) || c.Head == "" {
+		if err == nil {
+			err = errors.New("git left no commit")
+		}
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
-		return schema.Work{}
+		return outbox.FinishedWork{}, fmt.Errorf("the task's work could not be committed on %s (it is left uncommitted in %s): %w", w.Branch, w.Path, err)
 	}
 	if nb := s.rebasedBase(ctx, w, base, c.Head); nb != base {
 		base = nb
@@ -252,7 +417,23 @@ func (s *Supervisor) finishTask(t schema.Task) schema.Work {
 		log.WithField("head", short(c.Head)).Info("Committed the task's work on " + w.Branch)
 	}
 	e.work.Store(nil) // read again when asked
-	return schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	work := schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	return outbox.FinishedWork{Work: work, Note: s.submoduleNote(ctx, w.Path)}, nil
+}
+
+// submoduleNote says which submodules of the worktree at path hold
+// changes no commit has (they are not in the task's commit); "" when
+// none do.
+func (s *Supervisor) submoduleNote(ctx context.Context, path string) string {
+	if _, err := os.Stat(filepath.Join(path, ".gitmodules")); err != nil {
+		return "" // no submodule: no second look at every file
+	}
+	subs, err := s.git.DirtySubmodules(ctx, path)
+	if err != nil || len(subs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("not committed: the changes inside the submodule %s (a commit records a submodule's commit, not its files; commit them inside the submodule and its new commit is recorded)",
+		strings.Join(subs, ", "))
 }
 
 // rebasedBase is where a task's range starts: base, the pane's last

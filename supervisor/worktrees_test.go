@@ -100,6 +100,16 @@ func (w *wtRig) expect(what string, got schema.Task, want work) {
 	}
 }
 
+// branch is the worker's branch: cicy/<the home's tag>/<id>.
+func (w *wtRig) branch() string {
+	w.t.Helper()
+	tag, err := w.s.cfg.Home.worktreeTag()
+	if err != nil || tag == "" {
+		w.t.Fatalf("the home's tag: %q %v", tag, err)
+	}
+	return "cicy/" + tag + "/" + w.id
+}
+
 func (w *wtRig) paneInWorktree() {
 	w.t.Helper()
 	info, err := w.s.Get(w.id)
@@ -107,10 +117,10 @@ func (w *wtRig) paneInWorktree() {
 		w.t.Fatal(err)
 	}
 	wi := info.Worktree
-	if wi == nil || wi.Branch != "cicy/"+w.id || wi.Target != "main" || !strings.HasPrefix(info.Workspace, w.s.cfg.Home.Root) {
+	if wi == nil || wi.Branch != w.branch() || wi.Target != "main" || !strings.HasPrefix(info.Workspace, w.s.cfg.Home.Root) {
 		w.t.Fatalf("pane %+v worktree %+v", info, wi)
 	}
-	if got := gitIn(w.t, info.Workspace, "branch", "--show-current"); got != "cicy/"+w.id {
+	if got := gitIn(w.t, info.Workspace, "branch", "--show-current"); got != w.branch() {
 		w.t.Fatalf("the pane's workspace is on %q", got)
 	}
 }
@@ -119,7 +129,7 @@ func (w *wtRig) paneInWorktree() {
 // commits, a rewritten history.
 func (w *wtRig) tasks() (first, last schema.Task) {
 	w.t.Helper()
-	branch := "cicy/" + w.id
+	branch := w.branch()
 	first = runShellTask(w.t, w.s, w.id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
 	base := gitIn(w.t, w.repo, "rev-parse", "main")
 	w.expect("a change", first, work{schema.TaskDone, schema.Work{Branch: branch, Base: base, Head: first.Head, Commits: 1, Files: 2, Added: 3}})
@@ -166,7 +176,7 @@ func (w *wtRig) teamTools(first, last schema.Task) {
 	w.t.Helper()
 	ctx := context.Background()
 	res, err := w.s.TeamTool(ctx, w.master, "diff", json.RawMessage(`{"target": "`+itoa(first.ID)+`", "stat": true}`))
-	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "cicy/"+w.id+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
+	if err != nil || res.IsError || !strings.HasPrefix(res.Text, w.branch()+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
 		w.t.Fatalf("the diff tool: %+v %v", res, err)
 	}
 	other, err := w.s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
@@ -178,7 +188,7 @@ func (w *wtRig) teamTools(first, last schema.Task) {
 		w.t.Fatalf("another master's merge: %+v", res)
 	}
 	res, err = w.s.TeamTool(ctx, w.master, "merge", json.RawMessage(`{"target": "`+w.id+`"}`))
-	if err != nil || res.Text != "merged cicy/"+w.id+" into main (fast-forward to "+last.Head[:10]+")" {
+	if err != nil || res.Text != "merged "+w.branch()+" into main (fast-forward to "+last.Head[:10]+")" {
 		w.t.Fatalf("the merge tool: %+v %v", res, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.repo, "b.txt")); string(b) != "new\n" {
@@ -244,7 +254,7 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	}
 	m, err = s.Merge(ctx, api.MergeRequest{Target: agent.ID, SendBack: true, Caller: master})
 	if err != nil || m.SentBack == nil || m.SentBack.To != agent.ID || m.SentBack.From != master ||
-		!strings.HasPrefix(m.SentBack.Text, "rebase cicy/"+agent.ID+" on main and resolve: a.txt") {
+		!strings.HasPrefix(m.SentBack.Text, "rebase "+m.Branch+" on main and resolve: a.txt") {
 		t.Fatalf("send-back: %+v %v", m.SentBack, err)
 	}
 	checkRebased(t, s, repo, m.SentBack.ID)
@@ -315,12 +325,16 @@ func TestWorktreeRefusals(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "b.git")
 	gitIn(t, "", "init", "-q", "--bare", bare)
 	taken := gitRepo(t)
-	gitIn(t, taken, "branch", "cicy/w-1")
+	tag, err := s.cfg.Home.worktreeTag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, taken, "branch", "cicy/"+tag+"/w-1")
 	for _, c := range []struct{ ws, want string }{
 		{t.TempDir(), "is not in a git repository"},
 		{bare, "is a bare repository"},
 		{detached, "has a detached HEAD"},
-		{taken, "the branch cicy/w-1 exists"},
+		{taken, "the branch cicy/" + tag + "/w-1 exists"},
 	} {
 		if err := create(c.ws); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.ws, err, c.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -214,4 +215,145 @@ func checkTeamRound(b *testing.B, s *Supervisor, repo string, tasks []teamTask) 
 			b.Errorf("task %d: %q is not in main's shared.txt", tt.id, tt.line)
 		}
 	}
+}
+
+// BenchmarkWorktreeTwentyEnds: 20 bash workers (pty) each get one task
+// that waits for one gate file, then changes what a task typically
+// changes (three files edited, one new); the gate is opened and all 20
+// end at once. recorded-s is the gate's opening → the last task's
+// finished_at (each task's end seen, its commit made, its record
+// written). worktree: each worker in its own worktree of a 10,000-file
+// repository; plain: in a folder of its own, no commit (the cost of
+// seeing 20 ends and recording them); git-alone-s: the same 20 changes
+// committed by 20 concurrent CommitTask calls and nothing else — git's
+// own time, the floor of the worktree case.
+func BenchmarkWorktreeTwentyEnds(b *testing.B) {
+	for _, mode := range []string{"worktree", "plain"} {
+		b.Run(mode, func(b *testing.B) {
+			s, _ := newTestSupervisor(b, nil)
+			var workers []string
+			if mode == "worktree" {
+				repo := bigRepo(b, benchRepoFiles)
+				_, workers = worktreeTeam(b, s, repo, benchTeamWorkers)
+			} else {
+				workers = plainTeam(b, s, benchTeamWorkers)
+			}
+			gates := b.TempDir()
+			var rec, alone []time.Duration
+			for r := 0; b.Loop(); r++ {
+				rec = append(rec, twentyEnds(b, s, workers, filepath.Join(gates, "gate-"+strconv.Itoa(r)), r))
+				if mode == "worktree" {
+					alone = append(alone, gitAlone(b, s, workers, r))
+				}
+			}
+			reportPercentiles(b, "recorded", rec)
+			if len(alone) > 0 {
+				reportPercentiles(b, "git-alone", alone)
+			}
+		})
+	}
+}
+
+// twentyEndsEdit is the change of worker i's task in round r (in the
+// worker's folder; mkdir for a plain folder).
+func twentyEndsEdit(i, r int) string {
+	d := fmt.Sprintf("pkg%03d", i)
+	return fmt.Sprintf("mkdir -p %s new && printf 'r%d\\n' >> %s/file001.go && printf 'r%d\\n' >> %s/file002.go && printf 'r%d\\n' >> %s/file003.go && echo r%d > new/w%d-r%d.txt",
+		d, r, d, r, d, r, d, r, i, r)
+}
+
+// twentyEnds dispatches each worker a task held at gate, opens it once
+// all are running, and returns the time until the last is recorded done.
+func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	var ids []int64
+	for i, w := range workers {
+		t, err := s.Dispatch(ctx, "", w, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; %s", gate, twentyEndsEdit(i, r)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, t.ID)
+	}
+	for _, id := range ids {
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			t, err := s.store.GetTask(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if t.Status == schema.TaskDelivered {
+				break
+			}
+			if time.Now().After(deadline) || schema.Terminal(t.Status) {
+				b.Fatalf("task %d is %s, not delivered", id, t.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(2 * time.Second) // every shell in its loop (not timed)
+	start := time.Now()
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var last time.Time
+	for _, id := range ids {
+		got := waitTask(b, s, id, 10*time.Minute)
+		if got.Status != schema.TaskDone {
+			b.Fatalf("task %d: %s %s", id, got.Status, got.Error)
+		}
+		last = later(last, schema.ParseTime(got.FinishedAt.String))
+	}
+	return last.Sub(start)
+}
+
+// gitAlone makes the workers' changes of round r again by hand and
+// commits them with 20 concurrent CommitTask calls: git's own time. The
+// commits are undone after (not timed).
+func gitAlone(b *testing.B, s *Supervisor, workers []string, r int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	var paths []string
+	for i, w := range workers {
+		info, err := s.Get(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.Command("bash", "-c", twentyEndsEdit(i, 1000+r))
+		cmd.Dir = info.Workspace
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		paths = append(paths, info.Workspace)
+	}
+	heads := make([]string, len(paths))
+	for i, p := range paths {
+		heads[i] = gitHead(p)
+	}
+	start := time.Now()
+	errs := make(chan error, len(paths))
+	for i, p := range paths {
+		go func() {
+			_, _, err := s.git.CommitTask(ctx, p, heads[i], "by hand", "bench", nil)
+			errs <- err
+		}()
+	}
+	for range paths {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	for _, p := range paths { // undone: the next task starts where the last recorded one ended
+		if out, err := exec.Command("git", "-C", p, "reset", "-q", "--hard", "HEAD~1").CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	return took
+}
+
+// gitHead is the commit HEAD of the checkout at dir is at.
+func gitHead(dir string) string {
+	out, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	return strings.TrimSpace(string(out))
 }

@@ -398,7 +398,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "role-template", Usage: "role template `SLUG` under memory/agents/ (cicy default: assistant)"},
 			&cli.StringFlag{Name: "master", Usage: "the master `PANE` this worker reports to (default: the only master there is now, said on stderr; none when there are none or several)"},
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
-			&cli.BoolFlag{Name: "worktree", Usage: "run the pane in a git worktree of its own, on a new branch cicy/<id> from the current branch of the repository that --workspace (else the --master's workspace, else the current directory) is in; the worktree lives under $CICY_HOME, and each task that ends done is committed there (see 'cicy-agent diff', 'merge', 'worktrees')"},
+			&cli.BoolFlag{Name: "worktree", Usage: "run the pane in a git worktree of its own, on a new branch cicy/<home-tag>/<id> from the current branch of the repository that --workspace (else the --master's workspace, else the current directory) is in; the worktree lives under $CICY_HOME, and each task that ends done is committed there (see 'cicy-agent diff', 'merge', 'worktrees')"},
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
 			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a CLI agent's pane (" + strings.Join(topology.AgentTypes(), ", ") + ")"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},

@@ -16,13 +16,13 @@ func (e *env) diffCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "print the change a task or a worker made on its worktree branch (git's own diff)",
-		ArgsUsage: "<task|pane>",
+		ArgsUsage: "<task|pane|branch>",
 		Description: "For a task: the commits it left (base..head, as recorded when it ended done).\n" +
-			"For a worker: everything on its branch cicy/<pane> that the branch it came from\n" +
+			"For a worker: everything on its branch cicy/<home-tag>/<pane> that the branch it came from\n" +
 			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
 		Flags: []cli.Flag{jsonFlag, rawFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane>")
+			a, err := args(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
@@ -36,6 +36,9 @@ func (e *env) diffCmd() *cli.Command {
 			}
 			if c.Bool("json") {
 				return printJSON(e.stdout, d)
+			}
+			for _, n := range d.Notes {
+				fmt.Fprintln(e.stderr, "note: "+n)
 			}
 			if d.Diff == "" {
 				fmt.Fprintf(e.stderr, "no change on %s\n", d.Work.Branch)
@@ -51,17 +54,18 @@ func (e *env) mergeCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "merge",
 		Usage:     "merge a task's commit or a worker's branch into the checkout its worktree came from",
-		ArgsUsage: "<task|pane>",
+		ArgsUsage: "<task|pane|branch>",
 		Description: "Fast-forward when the branch merged into has not moved, else a merge commit. A merge\n" +
 			"that would conflict changes nothing: it names the conflicting files and exits 1; with\n" +
 			"--send-back it becomes a task for the same worker (rebase and resolve), tracked like\n" +
-			"any other. A checkout with uncommitted changes to tracked files is refused.",
+			"any other. A checkout with uncommitted changes to tracked files is refused. A killed\n" +
+			"worker's kept branch is taken by its pane id or by its name (cicy/<home-tag>/w-N).",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "into", Usage: "merge into `BRANCH` (default: the branch checked out in the repository)"},
 			&cli.BoolFlag{Name: "send-back", Usage: "on a conflict, give the worker a task to rebase its branch and resolve it"},
 		},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane>")
+			a, err := args(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
@@ -78,7 +82,7 @@ func (e *env) mergeCmd() *cli.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintln(e.stdout, api.MergeText(m))
+				fmt.Fprintln(e.stdout, api.MergeText(m, "'cicy-agent merge "+a[0]+" --send-back'"))
 			}
 			if len(m.Conflicts) > 0 && m.SentBack == nil {
 				return &failure{fmt.Sprintf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,10 @@ type Config struct {
 	// same record. It runs on a goroutine of its own, so one worker's
 	// commit does not hold up the other tasks; its task is left alone
 	// until it is recorded. Called again for a task whose record a crash
-	// cut short, so it must not do its work twice. Optional.
-	Finish func(t schema.Task) schema.Work
+	// cut short, so it must not do its work twice. An error (its work
+	// could not be committed) records the task failed with it instead:
+	// a task never ends done without its work. Optional.
+	Finish func(t schema.Task) (FinishedWork, error)
 	// Scrub removes secrets from a task's result and error before they
 	// are recorded (a command that printed a key); none when nil.
 	Scrub func(string) string
@@ -99,6 +102,13 @@ type Outbox struct {
 	flights   map[int64]Delivery
 	finishing map[int64]bool // tasks whose Finish runs: no other action touches them
 	recovered bool
+}
+
+// FinishedWork is what Finish found of a task's end: the work it left, and
+// a note of what its commit left out (added to the task's reason).
+type FinishedWork struct {
+	Work schema.Work
+	Note string
 }
 
 // finishedTask is a Finish goroutine's word that task id's record is
@@ -499,7 +509,14 @@ func (o *Outbox) finish(t schema.Task, ch schema.TaskChange) {
 	o.finishers.Add(1)
 	go func() {
 		defer o.finishers.Done()
-		ch.Work = o.cfg.Finish(t)
+		f, err := o.cfg.Finish(t)
+		if err != nil {
+			ch.To, ch.Error, ch.Reason = schema.TaskFailed, err.Error(), "its work could not be committed"
+		}
+		if f.Note != "" {
+			ch.Reason = strings.TrimPrefix(ch.Reason+"; "+f.Note, "; ")
+		}
+		ch.Work = f.Work
 		moved := o.Move(t.ID, ch)
 		select {
 		case o.finished <- finishedTask{id: t.ID, moved: moved}:

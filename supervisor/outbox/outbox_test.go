@@ -660,13 +660,13 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": a, "w-3": b})
 	release := make(chan struct{})
 	var calls atomic.Int64
-	r.startWith(Config{Finish: func(tk schema.Task) schema.Work {
+	r.startWith(Config{Finish: func(tk schema.Task) (FinishedWork, error) {
 		calls.Add(1)
 		if tk.To == "w-2" {
 			<-release
-			return schema.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}
+			return FinishedWork{Work: schema.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}, Note: "a note"}, nil
 		}
-		return schema.Work{}
+		return FinishedWork{}, nil
 	}})
 	var once sync.Once
 	let := func() { once.Do(func() { close(release) }) }
@@ -691,7 +691,7 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 	}
 	let()
 	tk := r.waitStatus(slow, schema.TaskDone)
-	if tk.Result != "changed" || tk.Branch != "cicy/w-2" || tk.Commits != 1 || tk.Files != 2 {
+	if tk.Result != "changed" || tk.Branch != "cicy/w-2" || tk.Commits != 1 || tk.Files != 2 || !strings.HasSuffix(tk.Reason, "; a note") {
 		t.Fatalf("the slow task was recorded %+v", tk)
 	}
 	r.look()
@@ -701,5 +701,25 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 	}
 	if _, ab := a.delivery(t, slow).state(); ab {
 		t.Fatal("the finished delivery was abandoned")
+	}
+}
+
+// TestFinishFailedIsNoDone: a task whose work could not be committed
+// (Finish's error) is recorded failed with that error, its result kept,
+// never done without its work.
+func TestFinishFailedIsNoDone(t *testing.T) {
+	m, a := &fakePane{view: master}, &fakePane{view: idleWorker}
+	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": a})
+	r.startWith(Config{Finish: func(tk schema.Task) (FinishedWork, error) {
+		return FinishedWork{}, errors.New("index.lock is held by process 42 (git)")
+	}})
+	id := r.create("w-1", "w-2", "a change")
+	eventually(t, "the delivery to w-2", func() bool { got, _ := a.counts(); return got == 1 })
+	a.setView(View{Running: true, Handoff: handoff})
+	a.delivery(t, id).end(Progress{Result: "changed", How: "turn ended"})
+	a.wakeUp()
+	tk := r.waitStatus(id, schema.TaskFailed)
+	if tk.Result != "changed" || !strings.Contains(tk.Error, "index.lock is held") {
+		t.Fatalf("the task was recorded %+v", tk)
 	}
 }

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,10 @@ func (g Git) Commit(ctx context.Context, path, message, author string, keepOut [
 // task's end, base being the head the task started from. When the commit
 // sits right on base (the worker made none of its own) the range is that
 // one commit, and its diff is read while the commit is being made.
+//
+// An error other than ErrStat (the commit is made, its stat unknown)
+// means the work is not committed: a lock git could not take (see
+// withLocks), a full disk.
 func (g Git) CommitTask(ctx context.Context, path, base, message, author string, keepOut []string) (Change, bool, error) {
 	cm, err := g.commitFrom(ctx, path, base, message, author, keepOut)
 	if err != nil {
@@ -63,10 +68,16 @@ func (g Git) CommitTask(ctx context.Context, path, base, message, author string,
 	}
 	if cm.stat == nil {
 		c, err := g.Stat(ctx, path, base, cm.head)
+		if err != nil {
+			c.Head, err = cm.head, fmt.Errorf("%w: %w", ErrStat, err)
+		}
 		return c, cm.made, err
 	}
 	c := Change{Base: base, Head: cm.head, Commits: 1}
-	return c, true, cm.stat(&c)
+	if err := cm.stat(&c); err != nil {
+		return c, true, fmt.Errorf("%w: %w", ErrStat, err)
+	}
+	return c, true, nil
 }
 
 // committed is what commit did: HEAD's commit before and after, whether
@@ -93,7 +104,21 @@ func (g Git) commit(ctx context.Context, path, message, author string, keepOut [
 // second look was a third of a task's end). An unchanged tree makes no
 // commit. With no commit yet, or a merge in progress (which git commit
 // makes the merge commit), it is git commit.
+//
+// A lock file git finds taken is waited for or removed (withLocks), and
+// the whole commit made again.
 func (g Git) commitFrom(ctx context.Context, path, base, message, author string, keepOut []string) (committed, error) {
+	var cm committed
+	err := g.withLocks(ctx, path, func() error {
+		var err error
+		cm, err = g.commitOnce(ctx, path, base, message, author, keepOut)
+		return err
+	})
+	return cm, err
+}
+
+// commitOnce is commitFrom's one try.
+func (g Git) commitOnce(ctx context.Context, path, base, message, author string, keepOut []string) (committed, error) {
 	heads := make(chan []string, 1)
 	go func() {
 		out, err := g.run(ctx, path, "rev-parse", "--absolute-git-dir", "HEAD^{commit}", "HEAD^{tree}")
@@ -129,6 +154,35 @@ func (g Git) commitFrom(ctx context.Context, path, base, message, author string,
 	}
 	cm.head, cm.made = next, true
 	return cm, nil
+}
+
+// DirtySubmodules lists the submodules of the checkout at path whose own
+// files have changes (tracked or untracked) that are not committed in
+// them: a commit of the checkout records only a submodule's commit
+// (which git add -A stages when it moved), never those.
+func (g Git) DirtySubmodules(ctx context.Context, path string) ([]string, error) {
+	out, err := g.run(ctx, path, "status", "--porcelain=v2", "--ignore-submodules=none")
+	if err != nil {
+		return nil, err
+	}
+	var subs []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.SplitN(l, " ", 9)
+		if len(f) < 9 || (f[0] != "1" && f[0] != "2") || len(f[2]) != 4 || f[2][0] != 'S' {
+			continue
+		}
+		if f[2][2] == 'M' || f[2][3] == 'U' {
+			name := f[8]
+			if f[0] == "2" { // renamed: "<score> <path>\t<orig>"
+				if _, rest, ok := strings.Cut(name, " "); ok {
+					name = rest
+				}
+				name, _, _ = strings.Cut(name, "\t")
+			}
+			subs = append(subs, name)
+		}
+	}
+	return subs, nil
 }
 
 // merging reports whether the worktree whose git folder is gitDir is in

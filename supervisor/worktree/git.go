@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Errors a caller turns into sentences for people.
@@ -28,12 +29,18 @@ var (
 	ErrMoved     = errors.New("the branch moved while the merge was made")
 	ErrNotMerged = errors.New("the branch is not merged")
 	ErrConflict  = errors.New("the merge conflicts")
+	// ErrStat is a commit made whose diff stat could not be read.
+	ErrStat = errors.New("the diff stat could not be read")
 )
 
 // Git runs git. The zero value finds git on PATH.
 type Git struct {
 	// Bin is git's path; "" looks it up on PATH.
 	Bin string
+	// LockWait is how long a commit waits for a lock file (index.lock)
+	// a running git process holds; 0 is a minute. A lock no live
+	// process holds is stale: it is removed at once.
+	LockWait time.Duration
 }
 
 // gitEnv is git's environment: only what git needs to find itself and the

@@ -119,9 +119,46 @@ func (g Git) mergeIn(ctx context.Context, at, rev, message, ident string, ff boo
 	}
 	if _, err := g.run(ctx, at, args...); err != nil {
 		g.abort(ctx, at)
+		if files := wouldOverwrite(err); len(files) > 0 {
+			return &UntrackedError{Checkout: at, Files: files}
+		}
 		return err
 	}
 	return nil
+}
+
+// UntrackedError is a merge git refused because it would overwrite
+// untracked files of the checkout (nothing was changed).
+type UntrackedError struct {
+	Checkout string
+	Files    []string
+}
+
+func (e *UntrackedError) Error() string {
+	return fmt.Sprintf("the merge would overwrite untracked files in %s: %s", e.Checkout, strings.Join(clip(e.Files, 10), ", "))
+}
+
+// wouldOverwrite is the files git names, one a line after its first, when
+// it refuses a merge for the untracked (or uncommitted) files it would
+// overwrite; none for another error.
+func wouldOverwrite(err error) []string {
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Stderr, "would be overwritten by merge") {
+		return nil
+	}
+	var files []string
+	in := false
+	for _, l := range strings.Split(e.Stderr, "\n") {
+		switch {
+		case strings.Contains(l, "would be overwritten by merge"):
+			in = true
+		case in && strings.HasPrefix(l, "\t"):
+			files = append(files, strings.TrimSpace(l))
+		default:
+			in = false
+		}
+	}
+	return files
 }
 
 // abort undoes a merge git left half done in the checkout at.
@@ -175,4 +212,30 @@ func clip(s []string, n int) []string {
 func IsGitError(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// Carried reports whether the files the commits base..head changed are
+// at rev as head left them: that work is in rev, whatever its history (an
+// amended or rebased commit carried it over).
+func (g Git) Carried(ctx context.Context, dir, base, head, rev string) (bool, error) {
+	out, err := g.run(ctx, dir, "diff", "--name-only", "--no-renames", "-z", base, head)
+	if err != nil {
+		return false, err
+	}
+	files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	if len(files) == 1 && files[0] == "" {
+		return true, nil
+	}
+	args := []string{"diff", "--quiet", "--no-renames", head, rev, "--"}
+	for _, f := range files {
+		args = append(args, ":(literal)"+f)
+	}
+	_, err = g.run(ctx, dir, args...)
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, err
 }

@@ -20,8 +20,33 @@ type Worktree struct {
 	Base   string `json:"base"`
 }
 
-// BranchFor is the branch of pane id's worktree.
-func BranchFor(id string) string { return "cicy/" + id }
+// BranchFor is the branch of pane id's worktree in the home whose tag
+// is tag: cicy/<tag>/<id>, so that two homes with workers in one
+// repository never share a branch. A pane made before homes had tags
+// ("" tag) keeps cicy/<id>.
+func BranchFor(tag, id string) string {
+	if tag == "" {
+		return "cicy/" + id
+	}
+	return "cicy/" + tag + "/" + id
+}
+
+// PaneOf is the pane id a branch of BranchFor names ("" when branch is
+// none of ours), and the home tag in it ("" for an untagged one).
+func PaneOf(branch string) (id, tag string) {
+	rest, ok := strings.CutPrefix(branch, "cicy/")
+	if !ok {
+		return "", ""
+	}
+	tag, id, ok = strings.Cut(rest, "/")
+	if !ok {
+		return rest, ""
+	}
+	if strings.Contains(id, "/") {
+		return "", ""
+	}
+	return id, tag
+}
 
 // Resolve is where a worktree of dir's repository starts: the
 // repository, the branch checked out there (the one it merges into) and
@@ -91,7 +116,8 @@ type Listed struct {
 	Path     string
 	Branch   string // "" when detached
 	Head     string
-	Prunable bool // its folder is gone
+	Prunable bool   // its folder is gone
+	Locked   string // why it is locked ("initializing": git worktree add did not finish); "" when not
 }
 
 // List is every worktree of dir's repository, the main checkout first.
@@ -114,6 +140,11 @@ func (g Git) List(ctx context.Context, dir string) ([]Listed, error) {
 				l.Branch = strings.TrimPrefix(v, "refs/heads/")
 			case "prunable":
 				l.Prunable = true
+			case "locked":
+				l.Locked = v
+				if l.Locked == "" {
+					l.Locked = "locked"
+				}
 			}
 		}
 		if l.Path != "" {
@@ -342,4 +373,62 @@ func (g Git) DropSpare(ctx context.Context, repo, path string) error {
 		return g.Prune(ctx, repo)
 	}
 	return nil
+}
+
+// OwnCommits is how many commits rev (a branch's name, or a commit)
+// holds that no branch of dir's repository has (but branch itself when
+// rev is one): 0 when deleting it loses no commit.
+func (g Git) OwnCommits(ctx context.Context, dir, rev string) (int, error) {
+	args := []string{"rev-list", "--count", rev, "--not"}
+	if !isHex(rev) {
+		// --exclude before --branches takes the name without refs/heads/.
+		args = []string{"rev-list", "--count", "refs/heads/" + rev, "--not", "--exclude=" + rev}
+	}
+	out, err := g.line(ctx, dir, append(args, "--branches")...)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(out)
+}
+
+// isHex reports whether s is a full commit id.
+func isHex(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Branches lists the branches of dir's repository under prefix
+// ("cicy/").
+func (g Git) Branches(ctx context.Context, dir, prefix string) ([]string, error) {
+	out, err := g.run(ctx, dir, "for-each-ref", "--format=%(refname:short)", "refs/heads/"+prefix)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// DropHalfMade removes the worktree at path whatever it holds, even
+// locked by a git worktree add that never finished, and lets git forget
+// it; for a worktree no pane ever ran in.
+func (g Git) DropHalfMade(ctx context.Context, repo, path string) error {
+	if _, err := g.run(ctx, repo, "worktree", "remove", "--force", "--force", path); err != nil {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+		return g.Prune(ctx, repo)
+	}
+	return nil
+}
+
+// DeleteBranch deletes branch of dir's repository.
+func (g Git) DeleteBranch(ctx context.Context, dir, branch string) error {
+	_, err := g.run(ctx, dir, "branch", "-D", "-q", branch)
+	return err
 }

@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // repo makes a git repository with one commit on main, and returns it.
@@ -56,7 +58,7 @@ func read(t *testing.T, path string) string {
 // add makes pane id's worktree of r.
 func add(t *testing.T, r, id string) Worktree {
 	t.Helper()
-	w, err := Git{}.New(context.Background(), r, filepath.Join(t.TempDir(), id), BranchFor(id))
+	w, err := Git{}.New(context.Background(), r, filepath.Join(t.TempDir(), id), BranchFor("", id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,5 +369,142 @@ func TestRemove(t *testing.T) {
 	}
 	if l, _ := g.List(ctx, r); len(l) != 1 {
 		t.Fatalf("after prune %+v", l)
+	}
+}
+
+// TestOwnCommits: a branch's commits that no other branch has.
+func TestOwnCommits(t *testing.T) {
+	t.Parallel()
+	r := repo(t)
+	g := Git{}
+	ctx := context.Background()
+	git(t, r, "branch", "cicy/x/w-1")
+	if n, err := g.OwnCommits(ctx, r, "cicy/x/w-1"); err != nil || n != 0 {
+		t.Fatalf("a branch at main: %d %v", n, err)
+	}
+	git(t, r, "checkout", "-q", "cicy/x/w-1")
+	git(t, r, "commit", "-q", "--allow-empty", "-m", "own")
+	if n, err := g.OwnCommits(ctx, r, "cicy/x/w-1"); err != nil || n != 1 {
+		t.Fatalf("a branch with a commit of its own: %d %v", n, err)
+	}
+	head := git(t, r, "rev-parse", "HEAD")
+	if n, err := g.OwnCommits(ctx, r, head); err != nil || n != 0 {
+		t.Fatalf("a commit on a branch: %d %v", n, err)
+	}
+}
+
+// TestCommitLock: a stale index.lock (no live process holds it) is
+// removed and the commit made; one a live process holds open is waited
+// for, then the commit fails with ErrLocked naming the lock and holder.
+func TestCommitLock(t *testing.T) {
+	t.Parallel()
+	r := repo(t)
+	w := add(t, r, "w-1")
+	g := Git{LockWait: 300 * time.Millisecond}
+	ctx := context.Background()
+	lock := filepath.Join(r, ".git", "worktrees", filepath.Base(w.Path), "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w.Path, "b.txt", "b\n")
+	if _, made, err := g.Commit(ctx, w.Path, "one", "w-1", nil); err != nil || !made {
+		t.Fatalf("with a stale lock: %v %v", made, err)
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command("sh", "-c", `exec 3>>"$1"; echo open; exec sleep 60`, "sh", lock)
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	if _, err := out.Read(make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w.Path, "c.txt", "c\n")
+	_, _, err := g.Commit(ctx, w.Path, "two", "w-1", nil)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "index.lock is held by process "+strconv.Itoa(holder.Process.Pid)) {
+		t.Fatalf("with a held lock: %v", err)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatal("a held lock was removed")
+	}
+}
+
+// TestMergeUntracked: a merge that would overwrite untracked files of
+// the checkout changes nothing and names every one of them.
+func TestMergeUntracked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := Git{}
+	r := repo(t)
+	w := add(t, r, "w-1")
+	write(t, w.Path, "x.txt", "x\n")
+	write(t, w.Path, "y.txt", "y\n")
+	h, _, _ := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
+	write(t, r, "x.txt", "mine\n")
+	write(t, r, "y.txt", "mine too\n")
+	before := git(t, r, "rev-parse", "HEAD")
+	for _, ff := range []bool{true, false} {
+		if !ff {
+			write(t, r, "a.txt", "main's\n")
+			git(t, r, "commit", "-q", "-am", "main moves")
+			before = git(t, r, "rev-parse", "HEAD")
+		}
+		_, err := g.Merge(ctx, r, h, "", "merge", "w-0")
+		var u *UntrackedError
+		if !errors.As(err, &u) || !slices.Equal(u.Files, []string{"x.txt", "y.txt"}) || !strings.Contains(err.Error(), "x.txt, y.txt") {
+			t.Fatalf("fast-forward %v: %v", ff, err)
+		}
+		if git(t, r, "rev-parse", "HEAD") != before || read(t, filepath.Join(r, "y.txt")) != "mine too\n" {
+			t.Fatal("the refused merge changed the checkout")
+		}
+	}
+}
+
+// withSubmodule makes repo r hold the repository lib as the submodule
+// lib, committed; it returns lib.
+func withSubmodule(t *testing.T, r string) string {
+	t.Helper()
+	lib := filepath.Join(t.TempDir(), "lib")
+	git(t, "", "init", "-q", "-b", "main", lib)
+	write(t, lib, "l.txt", "l\n")
+	git(t, lib, "add", "-A")
+	git(t, lib, "commit", "-q", "-m", "lib")
+	git(t, r, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+	git(t, r, "commit", "-q", "-m", "the submodule")
+	return lib
+}
+
+// TestCommitSubmodule: a submodule whose HEAD moved is committed as its
+// new commit; changes inside it that it has not committed are named
+// (DirtySubmodules), since no commit of the checkout holds them.
+func TestCommitSubmodule(t *testing.T) {
+	t.Parallel()
+	r := repo(t)
+	withSubmodule(t, r)
+	w := add(t, r, "w-1")
+	git(t, w.Path, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+	sub := filepath.Join(w.Path, "lib")
+	g := Git{}
+	ctx := context.Background()
+	if subs, err := g.DirtySubmodules(ctx, w.Path); err != nil || len(subs) != 0 {
+		t.Fatalf("a clean submodule: %v %v", subs, err)
+	}
+	write(t, sub, "l.txt", "l2\n")
+	git(t, sub, "commit", "-q", "-am", "moved")
+	moved := git(t, sub, "rev-parse", "HEAD")
+	write(t, sub, "l.txt", "l3, not committed\n")
+	write(t, sub, "new.txt", "untracked\n")
+	head, made, err := g.Commit(ctx, w.Path, "task 1", "w-1", nil)
+	if err != nil || !made {
+		t.Fatalf("commit: %v %v", made, err)
+	}
+	if got := git(t, w.Path, "rev-parse", head+":lib"); got != moved {
+		t.Fatalf("the commit records lib at %s, want its new HEAD %s", got, moved)
+	}
+	if subs, err := g.DirtySubmodules(ctx, w.Path); err != nil || !slices.Equal(subs, []string{"lib"}) {
+		t.Fatalf("dirty submodules: %v %v", subs, err)
 	}
 }
