@@ -41,9 +41,10 @@ func benchKillNineWorktrees(b *testing.B, cfg Config) {
 }
 
 // TestKillNineWorktrees is BenchmarkKillNineWorktrees small: 60 tasks,
-// 3 kills, a repository of 100 files.
+// 3 kills, a repository of 2,000 files (big enough that a kill
+// often finds git at work in a worktree).
 func TestKillNineWorktrees(t *testing.T) {
-	runKillNine(t, killNineSize{tasks: 60, kills: 3, gap: 60 * time.Millisecond, repoFiles: 100})
+	runKillNine(t, killNineSize{tasks: 60, kills: 3, gap: 60 * time.Millisecond, repoFiles: 2000})
 }
 
 // worktreeKillRules are killRules with two rules before them for the
@@ -84,9 +85,9 @@ func workFile(t api.TaskInfo) string {
 func (k *killTeam) checkWork(dispatched map[string]int64, tasks map[int64]api.TaskInfo, r *killNineResult) {
 	runs := k.toolRuns()
 	added := map[string]map[string]int64{} // branch → file → the task of the commit that added it
-	shown := 0
-	show := func(format string, args ...any) {
-		if shown++; shown <= 30 {
+	shown := map[string]int{}
+	show := func(kind, format string, args ...any) { // the first 15 of each kind
+		if shown[kind]++; shown[kind] <= 15 {
 			k.tb.Logf(format, args...)
 		}
 	}
@@ -95,7 +96,7 @@ func (k *killTeam) checkWork(dispatched map[string]int64, tasks map[int64]api.Ta
 		edit := strings.HasPrefix(text, "edit ")
 		if edit && runs[id] > 1 {
 			r.twice++
-			show("task %d (%s, %s): its tool call ran %d times", id, t.To, t.Status, runs[id])
+			show("twice", "task %d (%s, %s): its tool call ran %d times", id, t.To, t.Status, runs[id])
 		}
 		if interruptedEdit(t) {
 			r.interrupted++
@@ -108,8 +109,32 @@ func (k *killTeam) checkWork(dispatched map[string]int64, tasks map[int64]api.Ta
 		}
 		if why := k.missingWork(t, workFile(t), added); why != "" {
 			r.noCommit++
-			show("task %d (%s, %q) done without its commit: %s", id, t.To, text, why)
+			show("commit", "task %d (%s, %q) done without its commit: %s", id, t.To, text, why)
 		}
+	}
+	if r.noCommit > 0 {
+		k.logCommitErrors()
+	}
+}
+
+// logCommitErrors shows how many task commits the supervisors logged as
+// failed, and the first of them: the evidence of a task done without
+// its commit.
+func (k *killTeam) logCommitErrors() {
+	b, err := os.ReadFile(k.home.Log())
+	if err != nil {
+		k.tb.Log(err)
+		return
+	}
+	var failed []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "Could not commit the task's work") {
+			failed = append(failed, line)
+		}
+	}
+	k.tb.Logf("the supervisors logged %d task commits as failed", len(failed))
+	if len(failed) > 0 {
+		k.tb.Log(failed[0])
 	}
 }
 
