@@ -49,9 +49,11 @@ func TestKillNineWorktrees(t *testing.T) {
 
 // worktreeKillRules are killRules with two rules before them for the
 // cicy workers' "edit" tasks: the task's turn calls the shell tool,
-// which records its run in counter and writes the task's file in the
-// worktree; its output ends the turn with "done <id>". A tool result
-// without that output (an interrupted call) falls to killRules' "ok".
+// which writes the task's file in the worktree, then records its run in
+// counter (so a call that ran has its file; one cut before it recorded
+// its run leaves at most its file, which the task's commit takes); its
+// output ends the turn with "done <id>". A tool result without that
+// output (an interrupted call) falls to killRules' "ok".
 func worktreeKillRules(counter string) string {
 	return fmt.Sprintf(`rules:
   - match: {tool_output: '(?m)^wrote (\d+)$'}
@@ -60,7 +62,7 @@ func worktreeKillRules(counter string) string {
     reply:
       tool_calls:
         - name: shell
-          input: {command: 'echo {{1}} >> "%s" && echo {{1}} > t{{1}}.txt && echo wrote {{1}}'}
+          input: {command: 'echo {{1}} > t{{1}}.txt && echo {{1}} >> "%s" && echo wrote {{1}}'}
 `, counter) + strings.TrimPrefix(killRules, "rules:\n")
 }
 
