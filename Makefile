@@ -63,7 +63,8 @@ bench: build
 	$(GO) test -run '^$$' -bench 'WorktreeCreate|TaskCommitRecord' -benchtime 50x ./supervisor/
 	$(GO) test -run '^$$' -bench WorktreeTwentyWorkers -benchtime 1x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench TmuxOutputState -benchtime 30x -timeout 1800s ./supervisor/
-	$(GO) test -run '^$$' -bench KillNine -benchtime 1x -timeout 1800s ./supervisor/
+	$(GO) test -run '^$$' -bench 'KillNine$$' -benchtime 1x -timeout 1800s ./supervisor/
+	$(GO) test -run '^$$' -bench KillNineWorktrees -benchtime 1x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench Restart -benchtime 3x -timeout 1800s ./supervisor/
 	$(GO) test -run '^$$' -bench 'Throughput|Ceiling' -benchtime 2x ./pane/
 	$(GO) test -run '^$$' -bench EventToScreen -benchtime 200x ./cmd/cicy-agent/dashboard/

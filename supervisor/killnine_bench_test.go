@@ -42,17 +42,22 @@ func BenchmarkKillNine(b *testing.B) { eachDB(b, benchKillNine) }
 func benchKillNine(b *testing.B, cfg Config) {
 	for i := 0; i < b.N; i++ {
 		r := runKillNine(b, killNineSize{tasks: 900, kills: 15, gap: 60 * time.Millisecond, db: cfg.DB})
-		b.ReportMetric(float64(r.tasks), "tasks")
-		b.ReportMetric(float64(r.kills), "kills")
-		b.ReportMetric(float64(r.failed), "failed")
-		b.ReportMetric(float64(r.lost), "lost")
-		b.ReportMetric(float64(r.duplicated), "duplicated")
-		b.ReportMetric(r.wall.Seconds(), "wall-s")
-		b.ReportMetric(float64(r.ranTwice), "tools-run-twice")
-		b.ReportMetric(float64(r.interrupted), "tools-interrupted")
-		reportPercentiles(b, "ended", r.ended)
-		reportPercentiles(b, "told", r.told)
+		reportKillNine(b, r)
 	}
+}
+
+// reportKillNine reports a run's counts and times.
+func reportKillNine(b *testing.B, r killNineResult) {
+	b.ReportMetric(float64(r.tasks), "tasks")
+	b.ReportMetric(float64(r.kills), "kills")
+	b.ReportMetric(float64(r.failed), "failed")
+	b.ReportMetric(float64(r.lost), "lost")
+	b.ReportMetric(float64(r.duplicated), "duplicated")
+	b.ReportMetric(r.wall.Seconds(), "wall-s")
+	b.ReportMetric(float64(r.ranTwice), "tools-run-twice")
+	b.ReportMetric(float64(r.interrupted), "tools-interrupted")
+	reportPercentiles(b, "ended", r.ended)
+	reportPercentiles(b, "told", r.told)
 }
 
 // TestKillNine is BenchmarkKillNine small: 60 tasks, 3 kills.
@@ -99,6 +104,10 @@ type killNineSize struct {
 	tasks, kills int
 	gap          time.Duration
 	db           string // the PostgreSQL URL of the state; "": the home's SQLite
+	// repoFiles, when > 0, runs the workers in worktrees of a repository
+	// of that many files, their tasks each changing a file of their own
+	// (BenchmarkKillNineWorktrees).
+	repoFiles int
 }
 
 // killNineResult is what a run found.
@@ -106,23 +115,32 @@ type killNineResult struct {
 	tasks, kills, failed, lost, duplicated int
 	// ranTwice: the tool calls of cicy tasks that ran more than once;
 	// interrupted: the tasks whose call a kill interrupted (its result
-	// said so).
-	ranTwice, interrupted int
-	reasons               map[string]int // the failed tasks' errors
-	wrong                 []int64        // the tasks told other than once
-	wall                  time.Duration
-	ended, told           []time.Duration // from created
+	// said so); noCommit (with worktrees): the tasks done without their
+	// change in a commit of their own.
+	ranTwice, interrupted, noCommit int
+	reasons                         map[string]int // the failed tasks' errors
+	wrong                           []int64        // the tasks told other than once
+	wall                            time.Duration
+	ended, told                     []time.Duration // from created
 }
 
 // killWorker is a worker of the team and how its tasks read.
 type killWorker struct {
 	id, kind string // kind: cicy, pty or tmux
+	worktree bool   // it runs in a worktree: each task changes a file
 }
 
-// task is the text of the worker's i-th task, unique in the run.
+// task is the text of the worker's i-th task, unique in the run. In a
+// worktree a shell task writes k<i>.txt and a cicy task has its model
+// write t<task id>.txt (worktreeKillRules).
 func (w killWorker) task(i int) string {
-	if w.kind == "cicy" {
+	switch {
+	case w.kind == "cicy" && w.worktree:
+		return fmt.Sprintf("edit k%d", i)
+	case w.kind == "cicy":
 		return fmt.Sprintf("job k%d", i)
+	case w.worktree:
+		return fmt.Sprintf("echo k%d | tee k%d.txt", i, i)
 	}
 	return fmt.Sprintf("echo k%d", i)
 }
@@ -135,6 +153,8 @@ type killTeam struct {
 	db      string
 	master  string
 	workers []killWorker
+	repo    string // with worktrees: the repository
+	counter string // with worktrees: the file each tool call appends its task id to
 
 	quit chan struct{} // closed when the run ends: the dispatcher stops
 
@@ -171,12 +191,18 @@ func (k *killTeam) client() *api.Client {
 func runKillNine(tb testing.TB, size killNineSize) killNineResult {
 	tb.Helper()
 	tb.Setenv("HOME", tb.TempDir())
+	k := &killTeam{tb: tb, home: Home{Root: filepath.Join(tb.TempDir(), "home")}, db: size.db, quit: make(chan struct{})}
+	script := killRules
+	if size.repoFiles > 0 {
+		k.repo = bigRepo(tb, size.repoFiles)
+		k.counter = filepath.Join(tb.TempDir(), "tool-runs")
+		script = worktreeKillRules(k.counter)
+	}
 	rules := filepath.Join(tb.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte(killRules), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte(script), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Setenv("CICY_SCRIPT", rules) // the supervisor process inherits both
-	k := &killTeam{tb: tb, home: Home{Root: filepath.Join(tb.TempDir(), "home")}, db: size.db, quit: make(chan struct{})}
 	k.n = k.spawn()
 	tb.Cleanup(func() {
 		k.mu.Lock()
@@ -226,9 +252,16 @@ func runKillNine(tb testing.TB, size killNineSize) killNineResult {
 	for why, n := range r.reasons {
 		tb.Logf("%4d failed: %s", n, why)
 	}
+	if k.repo != "" {
+		k.checkWork(dispatched, tasks, runs, &r)
+		tb.Logf("worktrees: %d tasks done without their commit", r.noCommit)
+	}
 	if r.lost > 0 || r.duplicated > 0 || r.ranTwice > 0 {
 		k.logAbout(r.wrong)
 		tb.Fatalf("%d notifications lost, %d duplicated, %d tools run twice", r.lost, r.duplicated, r.ranTwice)
+	}
+	if r.noCommit > 0 {
+		tb.Fatalf("%d tasks done without their commit", r.noCommit)
 	}
 	return r
 }
@@ -236,6 +269,9 @@ func runKillNine(tb testing.TB, size killNineSize) killNineResult {
 // toolRuns counts the runs of each cicy task's tool call: the lines of
 // tools.log in the cicy workers' workspaces, by task id.
 func (k *killTeam) toolRuns() map[int64]int {
+	if k.counter != "" {
+		return k.counterRuns()
+	}
 	runs := map[int64]int{}
 	for _, w := range k.workers {
 		if w.kind != "cicy" {
@@ -264,22 +300,23 @@ func (k *killTeam) toolRuns() map[int64]int {
 // idle.
 func (k *killTeam) createTeam() {
 	c, ctx := k.client(), context.Background()
-	m, err := c.Create(ctx, api.CreateRequest{Title: "lead", Type: "cicy", Role: "master", Provider: "script"})
+	m, err := c.Create(ctx, api.CreateRequest{Title: "lead", Type: "cicy", Role: "master", Provider: "script", Workspace: k.repo})
 	if err != nil {
 		k.tb.Fatal(err)
 	}
 	k.master = m.ID
 	bash := []string{"bash", "--norc", "--noprofile"}
+	wt := k.repo != ""
 	for i, kind := range []string{"cicy", "pty", "tmux", "cicy", "pty", "tmux", "cicy"} {
-		req := api.CreateRequest{Title: fmt.Sprintf("%s%d", kind, i), Type: "cicy", Provider: "script", Role: "worker", Master: k.master}
+		req := api.CreateRequest{Title: fmt.Sprintf("%s%d", kind, i), Type: "cicy", Provider: "script", Role: "worker", Master: k.master, Worktree: wt}
 		if kind != "cicy" {
-			req = api.CreateRequest{Title: req.Title, Type: "shell", Backend: kind, Command: bash, Role: "worker", Master: k.master}
+			req = api.CreateRequest{Title: req.Title, Type: "shell", Backend: kind, Command: bash, Role: "worker", Master: k.master, Worktree: wt}
 		}
 		w, err := c.Create(ctx, req)
 		if err != nil {
 			k.tb.Fatalf("create %s: %v", req.Title, err)
 		}
-		k.workers = append(k.workers, killWorker{id: w.ID, kind: kind})
+		k.workers = append(k.workers, killWorker{id: w.ID, kind: kind, worktree: wt})
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		ps, err := c.List(ctx)
@@ -470,7 +507,7 @@ func (k *killTeam) check(dispatched map[string]int64, tasks map[int64]api.TaskIn
 			k.tb.Errorf("task %d failed with no reason: %+v", id, t)
 		case t.Status != api.TaskDone && t.Status != api.TaskFailed:
 			k.tb.Errorf("task %d ended %s", id, t.Status)
-		case t.Status == api.TaskDone && !killResultOK(t):
+		case t.Status == api.TaskDone && !killResultOK(t) && !interruptedEdit(t):
 			k.tb.Errorf("task %d (%q) done with another's result: %q (%s, from %s)", id, text, t.Result, t.Reason, t.Source)
 		}
 		if strings.HasPrefix(t.Result, "interrupted: ") {
@@ -523,10 +560,10 @@ func (k *killTeam) logAbout(ids []int64) {
 
 // killResultOK: a cicy worker answers "done <task id>" (or, when a kill
 // interrupted its tool call, says so), a shell worker prints the task's
-// token (echo k12 → k12).
+// token (echo k12 → k12, echo k12 | tee k12.txt → k12).
 func killResultOK(t api.TaskInfo) bool {
-	if tok, ok := strings.CutPrefix(t.Text, "echo "); ok {
-		return strings.Contains(t.Result, tok)
+	if cmd, ok := strings.CutPrefix(t.Text, "echo "); ok {
+		return strings.Contains(t.Result, strings.Fields(cmd)[0])
 	}
 	return t.Result == fmt.Sprintf("done %d", t.ID) ||
 		strings.HasPrefix(t.Result, "interrupted: ") && strings.Contains(t.Result, "interrupted by a restart")
