@@ -318,9 +318,11 @@ func (s *TmuxServer) poll() {
 		case ev := <-f.events:
 			if ev.kind == ctlOutput {
 				f.output(ev, time.Now())
-				if p := s.byID(ev.pane); p != nil && p.sawOutput(ev.at) {
-					// An agent's screen may have changed: look soon.
-					sweepAt = minTime(sweepAt, time.Now().Add(500*time.Millisecond))
+				if p := s.byID(ev.pane); p != nil {
+					if after := p.sawOutput(ev.at); after > 0 {
+						// An agent's screen may have changed: look soon.
+						sweepAt = minTime(sweepAt, time.Now().Add(after))
+					}
 				}
 			} else if f.event(ev, time.Now()) {
 				sweepAt = time.Now()
@@ -776,15 +778,33 @@ func (p *TmuxPane) follow(on bool) {
 	}
 }
 
-// sawOutput applies output the control client reported at at. It reports
-// whether the pane is an agent's, whose screen may have changed.
-func (p *TmuxPane) sawOutput(at time.Time) bool {
+// sawOutput applies output the control client reported at at. It returns
+// how soon the screen is to be looked at: an agent's may have changed
+// (zero for a pane without screen rules).
+func (p *TmuxPane) sawOutput(at time.Time) time.Duration {
+	grace := false
 	p.move(func() bool {
 		p.outputAt = at
+		grace = at.Sub(p.m.inputAt) < inputGrace
 		return p.m.output(at)
 	})
-	return p.opts.Rules != nil
+	switch {
+	case p.opts.Rules == nil:
+		return 0
+	case grace:
+		// Right after typed input a busy look may last only a moment (a
+		// short turn of an agent without hooks): look at once.
+		return outputLookSoon
+	}
+	return outputLook
 }
+
+// outputLook is how soon an agent's screen is looked at after its output;
+// outputLookSoon, after its output right after typed input.
+const (
+	outputLook     = 500 * time.Millisecond
+	outputLookSoon = 50 * time.Millisecond
+)
 
 // move runs f, which moves the pane's machine and reports whether its
 // state changed, under mu; it publishes the status and announces a
