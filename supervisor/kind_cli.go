@@ -45,10 +45,19 @@ func (p *cliKind) SetState(s pane.State, reason string) {
 
 func (p *cliKind) View() outbox.View {
 	st := p.proc.Status()
-	idle := st.State == pane.Idle
-	// An agent takes a notification at its idle prompt.
+	// An agent takes a task or a notification at its idle prompt, not
+	// while a menu a person opened over it (a model picker, a help panel)
+	// shows: its Enter would pick an option.
+	idle := st.State == pane.Idle && !menuOpen(st)
 	return outbox.View{Running: st.Running(), Idle: idle, Receptive: st.Running() && idle, Reason: st.Reason,
 		Handoff: "typed into the idle " + p.cfg.Type + " agent"}
+}
+
+// menuOpen is whether the screen rules' last look found the agent idle
+// under a menu, help panel or picker a person opened.
+func menuOpen(st pane.Status) bool {
+	sig := st.Signals
+	return sig.ScreenState == pane.Idle && sig.ScreenPart == pane.PartMenu
 }
 
 func (p *cliKind) Explain(x *api.Explanation) {
