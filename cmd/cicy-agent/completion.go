@@ -102,7 +102,7 @@ func (e *env) completePanes(cmds []*cli.Command) {
 		e.completePanes(c.Subcommands)
 		many := strings.HasPrefix(c.ArgsUsage, "[pane…]")
 		first := many || strings.HasPrefix(c.ArgsUsage, "<pane>") || strings.HasPrefix(c.ArgsUsage, "[<pane>") ||
-			strings.HasPrefix(c.ArgsUsage, "<task|pane>")
+			strings.HasPrefix(c.ArgsUsage, "<task|pane")
 		var flags []string
 		for _, f := range c.Flags {
 			if slices.Contains(paneFlags, f.Names()[0]) {
