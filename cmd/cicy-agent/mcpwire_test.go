@@ -140,7 +140,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	// A dispatch it does not wait for: a 🔔 line tells it, once.
 	quick := lead.dispatch(func(m *mcpMaster) string { return m.shell }, func(m *mcpMaster) string { return "echo quick-" + m.agent + " | tee quick.txt" })
 	lead.await(0, func(m *mcpMaster) string {
-		return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done · 1 file \+1 −0 on cicy/` + m.shell
+		return `🔔 \[` + m.shell + `\] task ` + quick[m] + ` → done · 1 file \+1 −0 on cicy/\w+/` + m.shell
 	})
 	lead.notified(quick)
 
