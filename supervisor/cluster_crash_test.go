@@ -229,11 +229,43 @@ func TestClusterNodeStopped(t *testing.T) {
 	// A forwarded stream, open when the node stops.
 	pctx, pcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer pcancel()
-	preview, err := a.c.Preview(pctx, sw.ID, 5)
+	ended := readForwardedPreview(t, pctx, a, sw.ID)
+	stopNode(t, b)
+	waitProbedUnreachable(t, a, sw.ID)
+	// The forwarded stream ends too, without waiting for the lease.
+	select {
+	case <-ended:
+		if pctx.Err() != nil {
+			t.Fatal("the forwarded preview ran until the test's own deadline")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the forwarded preview of a stopped node's pane never ends")
+	}
+	checkSendsToStoppedNode(t, a, sw.ID)
+
+	// The node continues: it reads the sends their caller gave up on, and
+	// drops them.
+	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitLateSendsDropped(t, b, sw.ID)
+	waitPanes(t, a, "b's pane live again on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
+	if _, err := a.c.Send(ctx, sw.ID, api.SendRequest{Text: "echo after-$((6*7))"}); err != nil {
+		t.Fatalf("a forwarded send after the node continued: %v", err)
+	}
+	waitOnlyLastSendTyped(t, b, sw.ID)
+}
+
+// readForwardedPreview opens a's forwarded preview of pane id (until
+// ctx ends), reads its first screen, and reads the rest in the
+// background: the channel gets how the stream ended.
+func readForwardedPreview(t *testing.T, ctx context.Context, a *node, id string) <-chan error {
+	t.Helper()
+	preview, err := a.c.Preview(ctx, id, 5)
 	if err != nil {
 		t.Fatalf("a forwarded preview: %v", err)
 	}
-	defer preview.Close()
+	t.Cleanup(func() { _ = preview.Close() })
 	lines := bufio.NewReader(preview)
 	if _, err := lines.ReadString('\n'); err != nil {
 		t.Fatalf("the forwarded preview's first screen: %v", err)
@@ -243,29 +275,42 @@ func TestClusterNodeStopped(t *testing.T) {
 		_, err := io.Copy(io.Discard, lines)
 		ended <- err
 	}()
-	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	return ended
+}
+
+// stopNode stops node n's process group (SIGSTOP) and waits until the
+// node's process is stopped; it is continued when the test ends.
+func stopNode(t *testing.T, n *procNode) {
+	t.Helper()
+	if err := syscall.Kill(-n.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT) })
+	t.Cleanup(func() { _ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGCONT) })
 	// The signal takes effect asynchronously: wait until the node is stopped.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.cmd.Process.Pid))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
 		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "T") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node b never stopped: %s", stat)
+			t.Fatalf("node %s never stopped: %s", n.name, stat)
 		}
 	}
-	// Its panes turn unreachable on a's probe, not on its lease (30 s):
-	// the first unreachable reason is the probe's, and the node is
-	// unreachable, not lapsed.
+}
+
+// waitProbedUnreachable waits until a lists pane id, of the stopped node
+// b, unreachable, and checks that a health probe found it out: the first
+// unreachable reason is the probe's, not the lease's (30 s), and node b
+// is unreachable, not lapsed.
+func waitProbedUnreachable(t *testing.T, a *node, id string) {
+	t.Helper()
+	ctx := context.Background()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		ps, err := a.c.List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i := slices.IndexFunc(ps, func(p api.PaneInfo) bool { return p.ID == sw.ID }); i >= 0 && ps[i].State == "unreachable" {
+		if i := slices.IndexFunc(ps, func(p api.PaneInfo) bool { return p.ID == id }); i >= 0 && ps[i].State == "unreachable" {
 			if !strings.Contains(ps[i].Reason, "health probe") {
 				t.Fatalf("the stopped node's pane turned unreachable for another reason than a health probe: %q", ps[i].Reason)
 			}
@@ -282,64 +327,70 @@ func TestClusterNodeStopped(t *testing.T) {
 	if i := slices.IndexFunc(ns, func(n api.NodeInfo) bool { return n.Name == "b" }); i < 0 || ns[i].State != api.NodeUnreachable || !strings.Contains(ns[i].Reason, "health probe") {
 		t.Fatalf("the stopped node in nodes: %+v; want unreachable by a health probe", ns)
 	}
-	// The forwarded stream ends too, without waiting for the lease.
-	select {
-	case <-ended:
-		if pctx.Err() != nil {
-			t.Fatal("the forwarded preview ran until the test's own deadline")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the forwarded preview of a stopped node's pane never ends")
-	}
-	// A forwarded send: far longer than the bound, so that a hang shows as
-	// this context's deadline.
-	sctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+}
+
+// checkSendsToStoppedNode checks that sends a forwards to pane id of the
+// stopped node b fail instead of hanging: a plain one after the
+// first-byte bound, and one that waits (a long poll) once its node is
+// lost and its deadline passed.
+func checkSendsToStoppedNode(t *testing.T, a *node, id string) {
+	t.Helper()
+	// Far longer than the bound, so that a hang shows as this context's
+	// deadline.
+	sctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	_, err = a.c.Send(sctx, sw.ID, api.SendRequest{Text: "echo late-$((6*7))"})
+	_, err := a.c.Send(sctx, id, api.SendRequest{Text: "echo late-$((6*7))"})
 	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b does not answer") {
 		t.Fatalf("a forwarded send to a stopped node: %v (context: %v)", err, sctx.Err())
 	}
-	// One that waits (a long poll) ends too, once its node is lost and
-	// its deadline passed.
-	_, err = a.c.Send(sctx, sw.ID, api.SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 30})
+	_, err = a.c.Send(sctx, id, api.SendRequest{Text: "echo waited-$((6*7))", Wait: true, Timeout: 30})
 	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "node b was lost while the request was under way") {
 		t.Fatalf("a forwarded send --wait to a stopped node: %v (context: %v)", err, sctx.Err())
 	}
+}
 
-	// The node continues: it reads the sends their caller gave up on, and
-	// drops them.
-	if err := syscall.Kill(-b.cmd.Process.Pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+// waitLateSendsDropped waits until node b, continued, has logged that it
+// dropped the two sends checkSendsToStoppedNode gave up on, failing if
+// either is typed into pane id meanwhile.
+func waitLateSendsDropped(t *testing.T, b *procNode, id string) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		log, _ := os.ReadFile(b.home.Log())
 		if strings.Count(string(log), "Dropped a request read after its caller had stopped waiting") >= 2 {
-			break
+			return
 		}
-		if sc, err := b.c.Screen(ctx, sw.ID, 0); err == nil && (strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-")) {
+		if sc, err := b.c.Screen(context.Background(), id, 0); err == nil && typedLateSend(sc.Screen) {
 			t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("node b never dropped the two late sends; its log:\n%s", log)
 		}
 	}
-	waitPanes(t, a, "b's pane live again on a", func(ps map[string]api.PaneInfo) bool { return ps[sw.ID].State == "idle" })
-	if _, err := a.c.Send(ctx, sw.ID, api.SendRequest{Text: "echo after-$((6*7))"}); err != nil {
-		t.Fatalf("a forwarded send after the node continued: %v", err)
-	}
+}
+
+// waitOnlyLastSendTyped waits until pane id on node b shows the send made
+// after the node continued, and checks that neither late send shows.
+func waitOnlyLastSendTyped(t *testing.T, b *procNode, id string) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		sc, err := b.c.Screen(ctx, sw.ID, 0)
+		sc, err := b.c.Screen(context.Background(), id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(sc.Screen, "after-42") {
-			if strings.Contains(sc.Screen, "late-") || strings.Contains(sc.Screen, "waited-") {
+			if typedLateSend(sc.Screen) {
 				t.Fatalf("a send that failed by timeout was typed once the node continued:\n%s", sc.Screen)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the send after the node continued never showed:\n%s", sc.Screen)
 		}
 	}
+}
+
+// typedLateSend reports whether screen shows either send that
+// checkSendsToStoppedNode gave up on.
+func typedLateSend(screen string) bool {
+	return strings.Contains(screen, "late-") || strings.Contains(screen, "waited-")
 }

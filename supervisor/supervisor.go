@@ -372,13 +372,8 @@ func (s *Supervisor) get(id string) (*entry, error) {
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
 func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
-	if m := strings.TrimSpace(req.Master); m != "" && !strings.HasPrefix(m, "w-") {
-		// --master takes a title too, as every pane argument does.
-		e, err := s.resolvePane(m)
-		if err != nil {
-			return api.CreateResponse{}, usageErr("--master: %v", err)
-		}
-		req.Master = e.cfg.ID
+	if err := s.resolveMaster(&req); err != nil {
+		return api.CreateResponse{}, err
 	}
 	warnings, err := normalize(&req)
 	if err != nil {
@@ -400,11 +395,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	for _, n := range req.Env {
-		if s.cfg.Getenv(n) == "" {
-			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
-		}
-	}
+	warnings = append(warnings, s.missingEnvWarnings(req.Env)...)
 	var pw *paneWorktree
 	if req.Worktree {
 		if pw, err = s.resolveWorktree(ctx, req); err != nil {
@@ -440,14 +431,59 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
-	if e, err := s.get(row.ID); err == nil {
-		if tl, ok := e.kind().(turnLoop); ok {
-			if why := tl.agent().ProviderProblem(); why != "" {
-				warnings = append(warnings, fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", row.ID, why))
-			}
-		}
+	if w := s.providerWarning(row.ID); w != "" {
+		warnings = append(warnings, w)
 	}
 	return api.CreateResponse{ID: row.ID, Warnings: warnings, Joined: joined}, nil
+}
+
+// resolveMaster turns a request's --master given as a title into the
+// pane id it names (a pane id, "w-…", is left as it is: checkCreate
+// checks it, on this node or another).
+func (s *Supervisor) resolveMaster(req *api.CreateRequest) error {
+	m := strings.TrimSpace(req.Master)
+	if m == "" || strings.HasPrefix(m, "w-") {
+		return nil
+	}
+	// --master takes a title too, as every pane argument does.
+	e, err := s.resolvePane(m)
+	if err != nil {
+		return usageErr("--master: %v", err)
+	}
+	req.Master = e.cfg.ID
+	return nil
+}
+
+// missingEnvWarnings is a warning for each of a new pane's --env names
+// the supervisor's own environment does not have (the pane starts
+// without it).
+func (s *Supervisor) missingEnvWarnings(names []string) []string {
+	var warnings []string
+	for _, n := range names {
+		if s.cfg.Getenv(n) == "" {
+			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
+		}
+	}
+	return warnings
+}
+
+// providerWarning says why the new pane id, an agent with a turn loop,
+// cannot make a model call (its provider's key is missing, say); it is
+// "" when it can, or when the pane has no turn loop.
+func (s *Supervisor) providerWarning(id string) string {
+	e, err := s.get(id)
+	if err != nil {
+		return ""
+	}
+	tl, ok := e.kind().(turnLoop)
+	if !ok {
+		return ""
+	}
+	why := tl.agent().ProviderProblem()
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", id, why)
 }
 
 // joinSoleMaster gives a worker created without a master the only master

@@ -183,15 +183,7 @@ func TestWorktreeGoneBranch(t *testing.T) {
 	_, ws := worktreeTeam(t, s, repo, 1)
 	ctx := context.Background()
 	runShellTask(t, s, ws[0], "echo x > x.txt; echo y > y.txt")
-	info, _ := s.Get(ws[0])
-	branch := info.Worktree.Branch
-	if _, err := s.KillPane(ctx, ws[0]); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(info.Workspace); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "worktree", "prune")
+	branch := killAndRemoveWorktree(t, s, repo, ws[0])
 	l := s.Worktrees(ctx, false)
 	if len(l) != 1 || l[0].Pane != ws[0] || l[0].Branch != branch || !l[0].Gone || !l[0].Missing || l[0].Ahead != 1 {
 		t.Fatalf("worktrees: %+v", l)
@@ -203,14 +195,38 @@ func TestWorktreeGoneBranch(t *testing.T) {
 	if err != nil || !m.FastForward {
 		t.Fatalf("merge of a gone pane: %+v %v", m, err)
 	}
-	if w := m.Work; w.Branch != branch || w.Commits != 1 || w.Files != 2 || w.Added != 2 || w.Head != m.Head || w.Base == "" {
-		t.Fatalf("the merge's work: %+v", w)
-	}
+	checkGoneMergeWork(t, m, branch)
 	if l = s.Worktrees(ctx, true); len(l) != 0 {
 		t.Fatalf("after merge and prune: %+v", l)
 	}
 	if _, err := s.Merge(ctx, api.MergeRequest{Target: "cicy/nothing/w-9"}); err == nil || !strings.Contains(err.Error(), "no worker branch") {
 		t.Fatalf("an unknown branch: %v", err)
+	}
+}
+
+// killAndRemoveWorktree kills the worktree worker id, deletes its
+// worktree's folder by hand and lets git prune it, and returns the
+// worker's branch (left, with its work, in repo).
+func killAndRemoveWorktree(t *testing.T, s *Supervisor, repo, id string) string {
+	t.Helper()
+	info, _ := s.Get(id)
+	if _, err := s.KillPane(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(info.Workspace); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "worktree", "prune")
+	return info.Worktree.Branch
+}
+
+// checkGoneMergeWork checks the work a merge of TestWorktreeGoneBranch's
+// gone worker says: one commit of branch adding two files, up to the
+// merge's head, from a base.
+func checkGoneMergeWork(t *testing.T, m api.MergeResult, branch string) {
+	t.Helper()
+	if w := m.Work; w.Branch != branch || w.Commits != 1 || w.Files != 2 || w.Added != 2 || w.Head != m.Head || w.Base == "" {
+		t.Fatalf("the merge's work: %+v", w)
 	}
 }
 

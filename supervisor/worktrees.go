@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -279,13 +281,19 @@ func (s *Supervisor) cleanHalfMade(ctx context.Context, repo string, rows []sche
 		log.WithError(err).Warn("Could not list the repository's worktrees")
 		return
 	}
+	checkedOut := s.dropHalfMadeWorktrees(ctx, log, repo, listed, known)
+	s.dropHalfMadeBranches(ctx, log, repo, known, checkedOut)
+}
+
+// dropHalfMadeWorktrees removes, with its branch, each worktree of
+// listed (repo's) that is this home's, whose pane is not known (has no
+// row) and that holds no work. It returns the branches still checked out
+// after that.
+func (s *Supervisor) dropHalfMadeWorktrees(ctx context.Context, log *logrus.Entry, repo string, listed []worktree.Listed, known map[string]bool) map[string]bool {
 	checkedOut := map[string]bool{}
 	for _, l := range listed {
 		checkedOut[l.Branch] = true
-		id, ours := s.ownBranch(l.Branch, l.Path)
-		if l.Branch == "" && strings.HasPrefix(l.Path, s.workspacesDir()) {
-			id, ours = filepath.Base(l.Path), true // a spare moved into place, not yet on its branch
-		}
+		id, ours := s.halfMadeOwner(l)
 		if !ours || known[id] || !s.holdsNoWork(ctx, repo, l) {
 			continue
 		}
@@ -301,6 +309,24 @@ func (s *Supervisor) cleanHalfMade(ctx context.Context, repo string, rows []sche
 			}
 		}
 	}
+	return checkedOut
+}
+
+// halfMadeOwner is the pane the listed worktree l was made for, and
+// whether it is one of this home's: by its branch, or, for a spare moved
+// into place but not yet on its branch, by its folder under the home's
+// workspaces.
+func (s *Supervisor) halfMadeOwner(l worktree.Listed) (id string, ours bool) {
+	if l.Branch == "" && strings.HasPrefix(l.Path, s.workspacesDir()) {
+		return filepath.Base(l.Path), true
+	}
+	return s.ownBranch(l.Branch, l.Path)
+}
+
+// dropHalfMadeBranches deletes each of repo's branches of this home's
+// worktree tag whose pane is not known (has no row), that no worktree
+// has checked out, and that has no commit of its own.
+func (s *Supervisor) dropHalfMadeBranches(ctx context.Context, log *logrus.Entry, repo string, known, checkedOut map[string]bool) {
 	branches, err := s.git.Branches(ctx, repo, "cicy/")
 	if err != nil {
 		return
