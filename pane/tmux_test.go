@@ -239,21 +239,10 @@ func TestTmuxRequestsInFlight(t *testing.T) {
 func TestTmuxScreenSecondLook(t *testing.T) {
 	t.Parallel()
 	s := tmuxServer(t)
-	rules, err := Rules{
+	p := startRulesPane(t, s, Rules{
 		{Name: "working", State: Busy, Match: `^working$`, Last: 1},
 		{Name: "prompt", State: Idle, Match: `^\$\s*$`, Last: 1},
-	}.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := bashOpts(t)
-	opts.Rules = rules
-	p, err := s.Start("w-1", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop(time.Second, "test over") })
-	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	})
 	// A job that prints once, later, and then nothing more.
 	if err := p.SendText("(sleep 3; printf '\\nworking\\n') &", true); err != nil {
 		t.Fatal(err)
@@ -277,21 +266,10 @@ func TestTmuxWaitingLooksAgainAfterInput(t *testing.T) {
 	t.Parallel()
 	s := tmuxServer(t)
 	s.safety = time.Hour // only the 500 ms looks the docs promise may find it
-	rules, err := Rules{
+	p := startRulesPane(t, s, Rules{
 		{Name: "ask", State: Waiting, Match: `^pick one\?$`, Last: 1},
 		{Name: "prompt", State: Idle, Match: `^\$\s*$`, Last: 1},
-	}.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := bashOpts(t)
-	opts.Rules = rules
-	p, err := s.Start("w-1", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop(time.Second, "test over") })
-	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	})
 	if err := p.SendText("printf 'pick one?\\n'; read -r x", true); err != nil {
 		t.Fatal(err)
 	}
@@ -307,4 +285,23 @@ func TestTmuxWaitingLooksAgainAfterInput(t *testing.T) {
 		st := p.Status()
 		return st.State == Idle && st.Cause == CauseScreen
 	})
+}
+
+// startRulesPane starts bash as pane w-1 of s with the screen rules given,
+// stopped when the test ends, and waits until the rules decided its state.
+func startRulesPane(t *testing.T, s *TmuxServer, rules Rules) *TmuxPane {
+	t.Helper()
+	compiled, err := rules.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := bashOpts(t)
+	opts.Rules = compiled
+	p, err := s.Start("w-1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second, "test over") })
+	eventually(t, 15*time.Second, "the screen's idle", func() bool { return p.Status().Cause == CauseScreen })
+	return p
 }
