@@ -147,11 +147,11 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	// diff and merge: the worker's commit, into the master's checkout.
 	lead.step(func(m *mcpMaster) string { return m.call("diff", `{"target": "`+quick[m]+`"}`) },
 		func(m *mcpMaster) string {
-			return `cicy/` + m.shell + `: 1 file \+1 −0 in 1 commits[^"]*\+quick-` + m.agent
+			return `cicy/\w+/` + m.shell + `: 1 file \+1 −0 in 1 commits[^"]*\+quick-` + m.agent
 		})
 	lead.step(func(m *mcpMaster) string { return m.call("merge", `{"target": "`+quick[m]+`"}`) },
 		func(m *mcpMaster) string {
-			return `merged cicy/` + m.shell + ` into main \(fast-forward to [0-9a-f]{10}\)`
+			return `merged cicy/\w+/` + m.shell + ` into main \(fast-forward to [0-9a-f]{10}\)`
 		})
 	for _, m := range masters {
 		if b, err := os.ReadFile(filepath.Join(home, "workspaces", m.id, "quick.txt")); err != nil || string(b) != "quick-"+m.agent+"\n" {
