@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -117,7 +118,7 @@ func (g Group) Populated() bool {
 func (g Group) Signal(sig syscall.Signal, skip ...int) int {
 	n := 0
 	for _, pid := range g.Procs() {
-		if pid <= 1 || pid == os.Getpid() || contains(skip, pid) {
+		if pid <= 1 || pid == os.Getpid() || slices.Contains(skip, pid) {
 			continue
 		}
 		fd, err := unix.PidfdOpen(pid, 0)
@@ -133,15 +134,6 @@ func (g Group) Signal(sig syscall.Signal, skip ...int) int {
 		unix.Close(fd)
 	}
 	return n
-}
-
-func contains(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // Holds reports whether pid is in the group now.
