@@ -415,14 +415,21 @@ func (s *Supervisor) finishTask(t schema.Task) (outbox.FinishedWork, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
 	log := s.log.WithFields(map[string]any{"pane": t.To, "task": t.ID})
-	base := w.Base
-	if last, ok, err := s.store.LastWork(ctx, t.To); err != nil {
-		log.WithError(err).Warn("Could not read the pane's last recorded commit")
-	} else if ok {
-		base = last.Head
-	}
+	// the pane's last recorded head is read while git stages the work
+	lastHead := sync.OnceValue(func() string {
+		last, ok, err := s.store.LastWork(ctx, t.To)
+		if err != nil {
+			log.WithError(err).Warn("Could not read the pane's last recorded commit")
+		}
+		if err != nil || !ok {
+			return w.Base
+		}
+		return last.Head
+	})
+	go lastHead()
 	msg := fmt.Sprintf("task %d: %s\n\nCicy-Task: %d\n", t.ID, firstLine(t.Text), t.ID)
-	c, made, err := s.git.CommitTask(ctx, w.Path, base, msg, t.To, nil)
+	c, made, err := s.git.CommitTask(ctx, w.Path, lastHead, msg, t.To, nil)
+	base := lastHead()
 	if err != nil && !errors.Is(err, worktree.ErrStat) || c.Head == "" {
 		if err == nil {
 			err = errors.New("git left no commit")
@@ -430,7 +437,7 @@ func (s *Supervisor) finishTask(t schema.Task) (outbox.FinishedWork, error) {
 		log.WithError(err).Error("Could not commit the task's work on its worktree")
 		return outbox.FinishedWork{}, fmt.Errorf("the task's work could not be committed on %s (it is left uncommitted in %s): %w", w.Branch, w.Path, err)
 	}
-	if nb := s.rebasedBase(ctx, w, base, c.Head); nb != base {
+	if nb := s.rebasedBase(ctx, w, base, c); nb != base {
 		base = nb
 		if rc, serr := s.git.Stat(ctx, w.Path, base, c.Head); serr == nil {
 			c = rc
@@ -467,14 +474,14 @@ func (s *Supervisor) submoduleNote(ctx context.Context, path string) string {
 // longer in its history (a rebase, as a merge sent back asks for); then
 // the branch's fork point from its target, so the task's record shows
 // the branch's own work, not the target's commits it now sits on.
-func (s *Supervisor) rebasedBase(ctx context.Context, w worktree.Worktree, base, head string) string {
-	if base == head {
+func (s *Supervisor) rebasedBase(ctx context.Context, w worktree.Worktree, base string, c worktree.Change) string {
+	if base == c.Head || base == c.Parent { // no commit, or the task's sits on base
 		return base
 	}
-	if kept, err := s.git.Merged(ctx, w.Path, base, head); err != nil || kept {
+	if kept, err := s.git.Merged(ctx, w.Path, base, c.Head); err != nil || kept {
 		return base
 	}
-	if fork, err := s.git.ForkPoint(ctx, w.Path, w.Target, head); err == nil && fork != "" {
+	if fork, err := s.git.ForkPoint(ctx, w.Path, w.Target, c.Head); err == nil && fork != "" {
 		return fork
 	}
 	return base

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Stat is the change base..head in dir: commits, files, lines.
@@ -54,26 +55,32 @@ func (g Git) Commit(ctx context.Context, path, message, author string, keepOut [
 }
 
 // CommitTask is Commit, and the change base..head it leaves (Stat): a
-// task's end, base being the head the task started from. When the commit
+// task's end, base being the head the task started from. base is asked
+// for once, after the work is staged, so that reading it (from a
+// database, say) overlaps git's pass over the files. When the commit
 // sits right on base (the worker made none of its own) the range is that
 // one commit, and its diff is read while the commit is being made.
 //
 // An error other than ErrStat (the commit is made, its stat unknown)
 // means the work is not committed: a lock git could not take (see
 // withLocks), a full disk.
-func (g Git) CommitTask(ctx context.Context, path, base, message, author string, keepOut []string) (Change, bool, error) {
+func (g Git) CommitTask(ctx context.Context, path string, base func() string, message, author string, keepOut []string) (Change, bool, error) {
+	base = sync.OnceValue(base)
 	cm, err := g.commitFrom(ctx, path, base, message, author, keepOut)
 	if err != nil {
-		return Change{Base: base}, false, err
+		return Change{Base: base()}, false, err
 	}
 	if cm.stat == nil {
-		c, err := g.Stat(ctx, path, base, cm.head)
+		c, err := g.Stat(ctx, path, base(), cm.head)
 		if err != nil {
 			c.Head, err = cm.head, fmt.Errorf("%w: %w", ErrStat, err)
 		}
+		if cm.made {
+			c.Parent = cm.parent
+		}
 		return c, cm.made, err
 	}
-	c := Change{Base: base, Head: cm.head, Commits: 1}
+	c := Change{Base: base(), Head: cm.head, Commits: 1, Parent: cm.parent}
 	if err := cm.stat(&c); err != nil {
 		return c, true, fmt.Errorf("%w: %w", ErrStat, err)
 	}
@@ -91,10 +98,10 @@ type committed struct {
 
 // commit is Commit.
 func (g Git) commit(ctx context.Context, path, message, author string, keepOut []string) (committed, error) {
-	return g.commitFrom(ctx, path, "", message, author, keepOut)
+	return g.commitFrom(ctx, path, nil, message, author, keepOut)
 }
 
-// commitFrom is commit; when the commit it makes sits on base ("": none),
+// commitFrom is commit; when the commit it makes sits on base (nil: none),
 // it reads the commit's diff stat alongside (committed.stat).
 //
 // Everything is staged in one pass over the files (git add -A, with HEAD
@@ -107,7 +114,7 @@ func (g Git) commit(ctx context.Context, path, message, author string, keepOut [
 //
 // A lock file git finds taken is waited for or removed (withLocks), and
 // the whole commit made again.
-func (g Git) commitFrom(ctx context.Context, path, base, message, author string, keepOut []string) (committed, error) {
+func (g Git) commitFrom(ctx context.Context, path string, base func() string, message, author string, keepOut []string) (committed, error) {
 	var cm committed
 	err := g.withLocks(ctx, path, func() error {
 		var err error
@@ -118,7 +125,7 @@ func (g Git) commitFrom(ctx context.Context, path, base, message, author string,
 }
 
 // commitOnce is commitFrom's one try.
-func (g Git) commitOnce(ctx context.Context, path, base, message, author string, keepOut []string) (committed, error) {
+func (g Git) commitOnce(ctx context.Context, path string, base func() string, message, author string, keepOut []string) (committed, error) {
 	heads := make(chan []string, 1)
 	go func() {
 		out, err := g.run(ctx, path, "rev-parse", "--absolute-git-dir", "HEAD^{commit}", "HEAD^{tree}")
@@ -140,7 +147,7 @@ func (g Git) commitOnce(ctx context.Context, path, base, message, author string,
 	if err != nil || tree == at[2] {
 		return cm, err
 	}
-	if base == cm.parent {
+	if base != nil && base() == cm.parent {
 		cm.stat = g.numstatAside(ctx, path, at[2], tree)
 	}
 	b, err := g.runIn(ctx, path, []byte(message), append(identOf(author), "commit-tree", tree, "-p", cm.parent)...)

@@ -177,6 +177,9 @@ type Change struct {
 	Files   int    `json:"files"`
 	Added   int    `json:"added"`
 	Deleted int    `json:"deleted"`
+	// Parent is the parent of the commit CommitTask made ("" when it made
+	// none): when it is Base, Base is in Head's history without asking git.
+	Parent string `json:"-"`
 }
 
 // Empty reports whether the range holds no commit.

@@ -191,6 +191,9 @@ func workerCommits(t *testing.T, w Worktree, head string) {
 	}
 }
 
+// at is a base that is rev.
+func at(rev string) func() string { return func() string { return rev } }
+
 // TestCommitTask: a task's commit and its range in one call — one commit
 // on base (its stat read alongside), the worker's own commits counted,
 // and no change no commit.
@@ -201,7 +204,7 @@ func TestCommitTask(t *testing.T) {
 	w := add(t, r, "w-1")
 	g := Git{}
 	write(t, w.Path, "a.txt", "one\nTWO\nthree\nfour\n")
-	c, made, err := g.CommitTask(ctx, w.Path, w.Base, "task 1\n\nCicy-Task: 1\n", "w-1", nil)
+	c, made, err := g.CommitTask(ctx, w.Path, at(w.Base), "task 1\n\nCicy-Task: 1\n", "w-1", nil)
 	if err != nil || !made || c.Base != w.Base || c.Commits != 1 || c.Files != 1 || c.Added != 2 || c.Deleted != 1 {
 		t.Fatalf("one commit: %+v %v %v", c, made, err)
 	}
@@ -211,14 +214,14 @@ func TestCommitTask(t *testing.T) {
 	if got := git(t, w.Path, "rev-parse", "cicy/w-1"); got != c.Head {
 		t.Errorf("the branch is at %s, not the commit made %s", got, c.Head)
 	}
-	if same, made, err := g.CommitTask(ctx, w.Path, c.Head, "task 2", "w-1", nil); err != nil || made || same.Head != c.Head || same.Commits != 0 {
+	if same, made, err := g.CommitTask(ctx, w.Path, at(c.Head), "task 2", "w-1", nil); err != nil || made || same.Head != c.Head || same.Commits != 0 {
 		t.Fatalf("no change: %+v %v %v", same, made, err)
 	}
 	write(t, w.Path, "b.txt", "b\n")
 	git(t, w.Path, "add", "b.txt")
 	git(t, w.Path, "commit", "-q", "-m", "the worker's own")
 	write(t, w.Path, "c.txt", "c\n")
-	if own, _, err := g.CommitTask(ctx, w.Path, c.Head, "task 3", "w-1", nil); err != nil || own.Commits != 2 || own.Files != 2 {
+	if own, _, err := g.CommitTask(ctx, w.Path, at(c.Head), "task 3", "w-1", nil); err != nil || own.Commits != 2 || own.Files != 2 {
 		t.Fatalf("own commits: %+v %v", own, err)
 	}
 }
@@ -233,7 +236,7 @@ func TestCommitTaskMerging(t *testing.T) {
 	git(t, r, "add", "m.txt")
 	git(t, r, "commit", "-q", "-m", "on main")
 	git(t, w.Path, "merge", "-q", "--no-ff", "--no-commit", "main")
-	m, made, err := Git{}.CommitTask(context.Background(), w.Path, w.Base, "task 1", "w-1", nil)
+	m, made, err := Git{}.CommitTask(context.Background(), w.Path, at(w.Base), "task 1", "w-1", nil)
 	if err != nil || !made || m.Commits != 2 || m.Files != 1 {
 		t.Fatal(m, made, err)
 	}
