@@ -161,6 +161,10 @@ type Agent struct {
 	quit chan struct{}
 	done chan struct{}
 	jobs sync.WaitGroup // running turn and compaction goroutines
+	// suspendCtx ends when Suspend is called: the running turn stops at
+	// its next safe point, its model request at once.
+	suspendCtx  context.Context
+	suspendNow  context.CancelFunc
 
 	// Owned by the loop goroutine.
 	hist    []wire.Message
@@ -173,7 +177,10 @@ type Agent struct {
 	// which only appends past its end: Mentions reads it meanwhile.
 	lent    []wire.Message
 	cancel  context.CancelFunc
-	waiters []chan TurnResult
+	// turnExited is closed when the running (or last) turn's goroutine
+	// has returned.
+	turnExited chan struct{}
+	waiters    []chan TurnResult
 	reply   Reply
 	subs    map[chan Event]struct{}
 	mem     memState
@@ -240,6 +247,7 @@ func Start(cfg PaneConfig, env Env) (*Agent, error) {
 		cmds: make(chan func()), quit: make(chan struct{}), done: make(chan struct{}),
 		subs: map[chan Event]struct{}{}, store: memory.Open(cfg.Workspace),
 	}
+	a.suspendCtx, a.suspendNow = context.WithCancel(context.Background())
 	reason, err := a.restore()
 	if err != nil {
 		return nil, err
@@ -481,6 +489,42 @@ func (a *Agent) Close() {
 	a.jobs.Wait()
 	a.procs.End()
 }
+
+// Suspend stops the loop for a shutdown of the supervisor, leaving a
+// running turn for the next start to take up (as after a crash, but at a
+// safe point): its model request is dropped at once (the next start asks
+// again); a running tool call is given grace to end, its result recorded
+// and the turn stopped before the next call starts; one still running
+// after grace is cut, and the next start tells the model it was
+// interrupted with its effect unknown, never running it again. Nothing
+// marks the turn ended, so its task is not sent again.
+func (a *Agent) Suspend(grace time.Duration) {
+	a.suspendNow()
+	var exited chan struct{}
+	a.do(func() {
+		if a.inTurn {
+			exited = a.turnExited
+		}
+	})
+	if exited != nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-exited:
+		case <-t.C:
+			a.do(func() {
+				if a.cancel != nil {
+					a.cancel()
+				}
+			})
+			<-exited
+		}
+		t.Stop()
+	}
+	a.Close()
+}
+
+// suspending reports whether Suspend was called.
+func (a *Agent) suspending() bool { return a.suspendCtx.Err() != nil }
 
 // Status is the pane's state.
 func (a *Agent) Status() Status {

@@ -42,6 +42,10 @@ type turnJob struct {
 	// by the restart): the turn answers its calls first, running only
 	// those that never started.
 	resume map[string]wire.Block
+	// stopped: the supervisor's shutdown stopped the turn at a safe point
+	// (see Agent.Suspend); nothing more of it is written.
+	stopped bool
+	exited  chan struct{} // closed when the turn's goroutine returns
 }
 
 func newTurnID() string {
@@ -81,11 +85,17 @@ func (a *Agent) launch(j *turnJob, cancel context.CancelFunc, waiters []chan Tur
 	a.turnText, a.inTurn, a.ended = j.text, true, nil
 	a.reply = j.reply
 	a.setStatus(Busy, CauseTurn, "turn "+j.id)
+	j.exited = make(chan struct{})
+	a.turnExited = j.exited
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
+		defer close(j.exited)
 		res := j.run()
 		cancel()
+		if j.stopped {
+			return // the turn stays lent: the loop is closing
+		}
 		a.post(func() { a.finishTurn(j, res) })
 	}()
 }
@@ -168,14 +178,23 @@ func (j *turnJob) run() TurnResult {
 			// results, and the calls that never started.
 			j.answerTools(s, j.hist[n-1].ToolUses(), false)
 		}
+		if j.stopped {
+			return j.suspended()
+		}
 		if j.ctx.Err() != nil {
 			return j.cancelled()
 		}
 	}
 	for round := 0; round < s.maxRounds; round++ {
 		final := round == s.maxRounds-1
+		if j.a.suspending() {
+			return j.suspended()
+		}
 		resp, err := j.call(s, final)
 		if err != nil {
+			if j.a.suspending() {
+				return j.suspended()
+			}
 			if j.ctx.Err() != nil {
 				return j.cancelled()
 			}
@@ -194,6 +213,9 @@ func (j *turnJob) run() TurnResult {
 		}
 		j.persistRound() // the calls are on disk before they run
 		j.answerTools(s, uses, final)
+		if j.stopped {
+			return j.suspended()
+		}
 		if final {
 			return j.complete()
 		}
@@ -216,7 +238,10 @@ func (j *turnJob) call(s *setup, final bool) (*wire.Response, error) {
 		j.a.dumpRequest(req)
 	}
 	start := time.Now()
-	resp, err := s.prov.Stream(j.ctx, req, func(e wire.Event) {
+	ctx, cancel := context.WithCancel(j.ctx)
+	defer cancel()
+	defer context.AfterFunc(j.a.suspendCtx, cancel)() // a shutdown does not wait for the model
+	resp, err := s.prov.Stream(ctx, req, func(e wire.Event) {
 		switch e.Type {
 		case "text_delta":
 			j.a.post(func() { j.a.broadcast(Event{Kind: "text", Text: e.Text}) })
@@ -249,7 +274,11 @@ func (a *Agent) recordUsage(r UsageRecord) error {
 // answerTools answers the calls of the history's last message and puts
 // the answers in the history, on disk.
 func (j *turnJob) answerTools(s *setup, uses []wire.Block, final bool) {
-	j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: j.runTools(s, uses, final)})
+	results := j.runTools(s, uses, final)
+	if j.stopped {
+		return
+	}
+	j.hist = append(j.hist, wire.Message{Role: wire.RoleUser, Content: results})
 	j.writer.recs = nil // the results are in the history now
 	j.persistRound()
 }
@@ -262,7 +291,11 @@ const InterruptedByRestart = "error: this call was interrupted by a restart of t
 
 // runTools answers every tool_use, in order, whatever happens. Before a
 // call runs, its start is on disk (with the results of the calls before
-// it): a restart never runs a call again (see toolRecord).
+// it): a restart never runs a call again (see toolRecord). A shutdown
+// (Agent.Suspend) stops it before a call starts, the results so far on
+// disk, or when it cut a running call, whose start alone is: the next
+// start runs the calls that never started and tells the model of the
+// cut one what a crash would (j.stopped).
 func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block {
 	results := make([]wire.Block, 0, len(uses))
 	var unrecorded [][]byte // results not yet in the journal
@@ -270,6 +303,11 @@ func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block
 		res, known := j.resume[u.ID]
 		if !known {
 			content, isErr, run := j.checkTool(s, u, final)
+			if run && j.a.suspending() {
+				j.stopped = true
+				j.recordResults(unrecorded)
+				return nil
+			}
 			if run {
 				if err := j.recordStart(unrecorded, u.ID); err != nil {
 					content, isErr = fmt.Sprintf("error: the call was not run: its start could not be recorded (%s)", WriteProblem(err)), true
@@ -278,6 +316,10 @@ func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block
 					j.a.env.crashPoint("started", u.ID)
 					content, isErr = j.runTool(s, u)
 					j.a.env.crashPoint("ran", u.ID)
+					if j.a.suspending() && j.ctx.Err() != nil {
+						j.stopped = true // cut by the shutdown: its effect is unknown
+						return nil
+					}
 				}
 			}
 			res = wire.ToolResult(u.ID, content, isErr)
@@ -293,6 +335,28 @@ func (j *turnJob) runTools(s *setup, uses []wire.Block, final bool) []wire.Block
 	}
 	j.resume = nil
 	return results
+}
+
+// recordResults puts on disk (synced) the results not yet there, before
+// the turn stops for a shutdown.
+func (j *turnJob) recordResults(results [][]byte) {
+	if len(results) == 0 {
+		return
+	}
+	err := j.writer.record(j.hist, j.a.env.Now(), results...)
+	if err != nil {
+		j.a.log.WithError(err).Error("Could not record the results of the calls that ran before the shutdown; the next start tells the model they were interrupted")
+	}
+	j.a.wrote(err)
+}
+
+// suspended is the end of a turn a shutdown stopped at a safe point:
+// nothing more is written (on disk the turn is still working), so the
+// next start takes it up where it stopped, as after a crash.
+func (j *turnJob) suspended() TurnResult {
+	j.stopped = true
+	j.a.log.WithField("turn", j.id).Info("The turn stops for the shutdown; the next start takes it up")
+	return TurnResult{Status: TurnWorking}
 }
 
 // recordStart puts on disk (synced) the results before it and that the

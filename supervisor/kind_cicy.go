@@ -100,9 +100,15 @@ func (p *cicyKind) Stop(_ time.Duration, why string) pane.Status {
 	return pane.Status{State: pane.Exited, Reason: why, Since: time.Now()}
 }
 
-// Detach stops the loop: a cicy pane comes back with the next supervisor,
-// its conversation restored from disk.
-func (p *cicyKind) Detach(grace time.Duration, why string) pane.Status { return p.Stop(grace, why) }
+// Detach stops the loop for the supervisor's shutdown: a cicy pane comes
+// back with the next supervisor, its conversation restored from disk and
+// a running turn taken up where it stopped (its tool calls not run
+// again, its task not sent again).
+func (p *cicyKind) Detach(grace time.Duration, why string) pane.Status {
+	p.stopWhy.Store(&why)
+	p.a.Suspend(grace)
+	return pane.Status{State: pane.Exited, Reason: why, Since: time.Now()}
+}
 
 func (p *cicyKind) Describe(pi *api.PaneInfo) {
 	pi.Messages = p.a.MessageCount()
