@@ -47,6 +47,7 @@ var (
 	record     = flag.Bool("record", false, "record the screen corpus from the real CLI agents")
 	recordTo   = flag.String("record-to", "testdata/screens", "with -record: the folder the screens are saved in")
 	recordOnly = flag.String("only", "", "with -record: record only these comma-separated groups of situations ("+strings.Join(recordOrder, ", ")+"); all when empty")
+	recordOf   = flag.String("agents", "", "with -record: record only these comma-separated agents; all when empty")
 )
 
 func TestRecordScreens(t *testing.T) {
@@ -66,6 +67,9 @@ func TestRecordScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, agent := range cliagent.Names() {
+		if *recordOf != "" && !slices.Contains(strings.Split(*recordOf, ","), agent) {
+			continue
+		}
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			recordAgent(t, agent, out)
@@ -694,24 +698,26 @@ func recordAskForms(r *recorder, id string) {
 
 // recordPickers: the pickers and panels a person opens with a slash
 // command over the idle agent, at overlaySizes: each agent's model picker
-// (/model; not opencode's), Claude Code's help panel (/help), Codex's permissions picker
-// (/permissions); then the screen once Escape closed each. None asks the
-// model anything: the agent is idle throughout.
+// (/model; opencode's /models), Claude Code's help panel (/help), Codex's
+// permissions picker (/permissions); then the screen once Escape closed
+// each. None asks the model anything: the agent is idle throughout.
 func recordPickers(r *recorder, id string) {
 	r.resize(id, overlaySizes[0])
 	pickers := []struct{ name, command string }{{"model-picker", "/model"}}
 	switch r.agent {
 	case "opencode":
-		// Enter on its /models entry left the popup open under the
-		// recorder's keys: no picker to record.
-		return
+		pickers[0].command = "/models"
 	case "claude":
 		pickers = append(pickers, struct{ name, command string }{"help-panel", "/help"})
 	case "codex":
 		pickers = append(pickers, struct{ name, command string }{"permissions-picker", "/permissions"})
 	}
 	for _, pk := range pickers {
-		r.run("send", id, pk.command)
+		// Enter once the command's completion popup is up (opencode's
+		// took an Enter sent with the text for the popup's own)
+		r.run("send", "--no-enter", id, pk.command)
+		time.Sleep(time.Second)
+		r.run("send", "--no-enter", id, "", "--key", "Enter")
 		time.Sleep(2 * time.Second)
 		r.atTheseSizes(overlaySizes, id, "idle", pk.name, nil)
 		r.run("send", "--no-enter", id, "", "--key", "Escape")
