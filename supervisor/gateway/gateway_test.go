@@ -481,3 +481,25 @@ func TestEchoedKeyTakenOutOfStreamedErrors(t *testing.T) {
 		}
 	}
 }
+
+// An upstream (or a proxy before it) that answers 200 with a plain JSON
+// body echoing the key — an error some put in a successful answer, a
+// debug echo of the request — never shows the real key to the client.
+func TestEchoedKeyTakenOutOfPlainAnswers(t *testing.T) {
+	const key = "sk-REAL-plain-<echo>-0123456789"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("x-api-key") + r.Header.Get("x-goog-api-key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		msg, _ := json.Marshal("you sent " + got)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"error":{"message":%s},"padding":"%s"}`, msg, strings.Repeat("x", 100<<10))
+	}))
+	t.Cleanup(up.Close)
+	rg := startRigTo(t, startTap(t), Upstreams{Anthropic: up.URL, OpenAI: up.URL + "/v1", Gemini: up.URL},
+		map[string]string{"ANTHROPIC_API_KEY": key, "OPENAI_API_KEY": key, "GEMINI_API_KEY": key})
+	for _, sh := range []shape{claudeCode("hi", false), codex("hi", false), opencode("hi", false, false), geminiCLI("hi", false)} {
+		resp, got := rg.post(t, sh.path, sh.header, sh.body)
+		if resp.StatusCode != 200 || bytes.Contains(got, []byte("REAL")) || !bytes.Contains(got, []byte("[redacted]")) {
+			t.Errorf("%s: status %d body %.200q", sh.name, resp.StatusCode, got)
+		}
+	}
+}

@@ -82,14 +82,22 @@ func (m *meter) frames(pending []byte, send func([]byte) bool) (kept int) {
 	return len(pending) - done
 }
 
-// capture is the pipe filter for plain bodies: it sends everything and
-// keeps a bounded copy for [meter.body].
-func (m *meter) capture(pending []byte, send func([]byte) bool) (kept int) {
-	if len(m.plain)+len(pending) <= maxPlain {
-		m.plain = append(m.plain, pending...)
+// whole is the filter of a plain (not streamed) answer: it is kept whole
+// until its end, where the pipe sends it through scrub (its client reads
+// it whole anyway, and an echoed key is found wherever the reads cut
+// it), and read for its usage. One over maxPlain is sent as it comes,
+// each read scrubbed, and not metered.
+func (m *meter) whole(scrub *provider.Scrubber) func(pending []byte, send func([]byte) bool) (kept int) {
+	over := false
+	return func(pending []byte, send func([]byte) bool) int {
+		if !over && len(pending) <= maxPlain {
+			m.plain = pending // the pipe keeps it as is until the end
+			return len(pending)
+		}
+		over, m.plain = true, nil
+		send(scrub.Bytes(pending))
+		return 0
 	}
-	send(pending)
-	return 0
 }
 
 // event reads one raw stream event and reports whether to drop it.

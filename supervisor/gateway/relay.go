@@ -15,7 +15,8 @@ const (
 	// maxEvent bounds one buffered stream event; a longer one is passed
 	// on unread and ends metering for the stream.
 	maxEvent = 8 << 20
-	// maxPlain bounds the copy of a plain body kept for reading usage.
+	// maxPlain bounds a plain body kept whole (scrubbed at its end, read
+	// for its usage).
 	maxPlain = 32 << 20
 )
 
@@ -46,7 +47,7 @@ func (x *exchange) relay(resp *http.Response, inject bool) {
 			return m.frames(pending, func(b []byte) bool { return send(scrub.Bytes(b)) })
 		}, scrub)
 	} else {
-		x.pipe(resp.Body, m.capture, nil)
+		x.pipe(resp.Body, m.whole(scrub), scrub)
 		if resp.StatusCode/100 == 2 {
 			m.body()
 		}
