@@ -438,10 +438,11 @@ func (e *env) serviceCmd() *cli.Command {
 		Usage: "start the supervisor at boot: install, uninstall, status (a systemd user unit, else a crontab line)",
 		Description: "install writes a systemd user unit for the home, cicy-agent-<tag>.service in\n" +
 			"$XDG_CONFIG_HOME/systemd/user (~/.config/systemd/user), that runs this binary's 'serve' with\n" +
-			"CICY_HOME set, restarted 5 s after a failure (given up after 5 starts in 5 minutes). It enables\n" +
-			"and starts it, and prints the one command that makes it start at boot without a login\n" +
-			"(loginctl enable-linger <user>). The <tag> is the hash of the home path, so each home has a unit\n" +
-			"of its own. Stopping the service is a shutdown: tmux panes keep running for the next start.\n\n" +
+			"CICY_HOME and your PATH (to find tmux and the CLI agents) set, restarted 5 s after a failure\n" +
+			"(given up after 5 starts in 5 minutes). It enables and starts it, and prints the one command\n" +
+			"that makes it start at boot without a login (loginctl enable-linger <user>). The <tag> is the\n" +
+			"hash of the home path, so each home has a unit of its own. Stopping the service is a shutdown:\n" +
+			"tmux panes keep running for the next start.\n\n" +
 			"No key goes into the unit: the supervisor's keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, CICY_DB, …)\n" +
 			"go in the home's service.env, NAME=value lines, which the unit reads at each start. install\n" +
 			"names each such variable set in your shell but not in that file: the service would not have it.\n\n" +
@@ -478,8 +479,8 @@ func (e *env) serviceCmd() *cli.Command {
 // serviceAction checks the arguments and runs do on the home's service.
 func (e *env) serviceAction(do func(c *cli.Context, s *service) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if _, err := args(c, 0, 0, "[--json]"); err != nil {
-			return err
+		if c.Args().Present() {
+			return usagef("usage: cicy-agent service %s [--json]", c.Command.Name)
 		}
 		s, err := e.newService(c)
 		if err != nil {
