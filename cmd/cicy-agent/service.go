@@ -343,10 +343,12 @@ type serviceStatus struct {
 	Installed bool   `json:"installed"`
 	Systemd   bool   `json:"systemd"`
 	NoSystemd string `json:"no_systemd,omitempty"`
-	Enabled   string `json:"enabled,omitempty"` // systemctl is-enabled: enabled, disabled, …
-	Active    string `json:"active,omitempty"`  // systemctl is-active: active, inactive, failed, …
-	Linger    bool   `json:"linger"`
-	Crontab   string `json:"crontab,omitempty"` // the line that would start it, without systemd
+	// What systemctl --user is-enabled and is-active answer: enabled,
+	// disabled, …; active, inactive, failed, …
+	UnitFileState string `json:"unit_file_state,omitempty"`
+	ActiveState   string `json:"active_state,omitempty"`
+	Linger        bool   `json:"linger"`
+	Crontab       string `json:"crontab,omitempty"` // the line that would start it, without systemd
 }
 
 // Status tells whether the unit is there and what systemd says of it.
@@ -362,9 +364,9 @@ func (s *service) Status(ctx context.Context) serviceStatus {
 	res.Systemd = true
 	// is-enabled and is-active exit non-zero for "disabled", "inactive":
 	// their answer is the word.
-	res.Enabled, _ = s.Manager.Systemctl(ctx, "is-enabled", s.Unit())
-	res.Active, _ = s.Manager.Systemctl(ctx, "is-active", s.Unit())
-	res.Enabled, res.Active = firstWord(res.Enabled), firstWord(res.Active)
+	enabled, _ := s.Manager.Systemctl(ctx, "is-enabled", s.Unit())
+	active, _ := s.Manager.Systemctl(ctx, "is-active", s.Unit())
+	res.UnitFileState, res.ActiveState = firstWord(enabled), firstWord(active)
 	res.Linger = s.Manager.Lingering(s.User)
 	return res
 }
@@ -570,7 +572,7 @@ func (e *env) printServiceStatus(c *cli.Context, s *service) error {
 		fmt.Fprintf(e.stdout, "no systemd here: %s; a crontab line starts it at boot instead:\n%s\n", res.NoSystemd, res.Crontab)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "%s: %s, %s\n", res.Unit, res.Enabled, res.Active)
+	fmt.Fprintf(e.stdout, "%s: %s, %s\n", res.Unit, res.UnitFileState, res.ActiveState)
 	if !res.Linger {
 		fmt.Fprintf(e.stdout, "it starts at your login only: loginctl enable-linger %s makes it start at boot\n", s.User)
 	}

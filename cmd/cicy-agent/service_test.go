@@ -247,7 +247,7 @@ func TestServiceUninstallAndStatus(t *testing.T) {
 	m := &fakeUserManager{}
 	s := testService(t, m)
 	ctx := context.Background()
-	if st := s.Status(ctx); st.Installed || !st.Systemd || st.Enabled != "disabled" || st.Active != "inactive" {
+	if st := s.Status(ctx); st.Installed || !st.Systemd || st.UnitFileState != "disabled" || st.ActiveState != "inactive" {
 		t.Errorf("status before install: %+v", st)
 	}
 	res, err := s.Uninstall(ctx)
@@ -257,7 +257,7 @@ func TestServiceUninstallAndStatus(t *testing.T) {
 	if _, err := s.Install(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Status(ctx); !st.Installed || st.Enabled != "enabled" || st.Active != "active" {
+	if st := s.Status(ctx); !st.Installed || st.UnitFileState != "enabled" || st.ActiveState != "active" {
 		t.Errorf("status after install: %+v", st)
 	}
 	res, err = s.Uninstall(ctx)
