@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/urfave/cli/v2"
@@ -48,6 +49,9 @@ func (systemdUser) Unreachable(ctx context.Context) string {
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return "this machine was not started by systemd (/run/systemd/system is missing)"
 	}
+	// A manager that does not answer within 10 s is not reachable.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "systemctl", "--user", "is-system-running")
 	cmd.Stderr = &stderr
