@@ -68,7 +68,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
 			e.diffCmd(), e.mergeCmd(), e.worktreesCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.completionCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.serviceCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
