@@ -163,8 +163,8 @@ type Agent struct {
 	jobs sync.WaitGroup // running turn and compaction goroutines
 	// suspendCtx ends when Suspend is called: the running turn stops at
 	// its next safe point, its model request at once.
-	suspendCtx  context.Context
-	suspendNow  context.CancelFunc
+	suspendCtx context.Context
+	suspendNow context.CancelFunc
 
 	// Owned by the loop goroutine.
 	hist    []wire.Message
@@ -175,15 +175,15 @@ type Agent struct {
 	running bool
 	// lent is the history as lent to the running turn or compaction,
 	// which only appends past its end: Mentions reads it meanwhile.
-	lent    []wire.Message
-	cancel  context.CancelFunc
+	lent   []wire.Message
+	cancel context.CancelFunc
 	// turnExited is closed when the running (or last) turn's goroutine
 	// has returned.
 	turnExited chan struct{}
 	waiters    []chan TurnResult
-	reply   Reply
-	subs    map[chan Event]struct{}
-	mem     memState
+	reply      Reply
+	subs       map[chan Event]struct{}
+	mem        memState
 
 	store *memory.Store // long-term memory; safe for concurrent use
 	// procs holds what the shell tool's calls left running (a server in
