@@ -23,7 +23,7 @@ type sessionLog struct {
 	// signals racing leave the later one recorded.
 	write sync.Mutex
 	mu    sync.Mutex
-	id string
+	id    string
 	// since is when the agent was first seen in it; seen when a signal
 	// last carried a session id (signals may arrive out of order: an
 	// older one changes nothing).
