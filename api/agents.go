@@ -24,4 +24,9 @@ type AgentType struct {
 	APIs []string `json:"apis"`
 	// Signals are where its state comes from besides its screen.
 	Signals []string `json:"signals"`
+	// ResumesByID: a CLI agent that takes up one of its sessions by its
+	// id; Resume the arguments that do, after its program's name, with
+	// the id as "<id>" (absent when it cannot).
+	ResumesByID bool     `json:"resumes_by_id"`
+	Resume      []string `json:"resume,omitempty"`
 }

@@ -126,6 +126,15 @@ type PaneInfo struct {
 	ProviderError string `json:"provider_error,omitempty"`
 	// Worktree is the pane's git worktree, when it runs in one.
 	Worktree *WorktreeInfo `json:"worktree,omitempty"`
+	// SessionID is a CLI agent's own session id (its conversation, as the
+	// agent names it), the latest its signals revealed: a /clear or
+	// /resume inside the agent replaces it. SessionAt is when the agent
+	// was first seen in it; ResumeArgs the arguments, put right after its
+	// program's name, that take the session up (absent when the agent
+	// cannot resume by id). All absent before the agent revealed one.
+	SessionID  string     `json:"session_id,omitempty"`
+	SessionAt  *time.Time `json:"session_at,omitempty"`
+	ResumeArgs []string   `json:"resume_args,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
 	// other panes).
 	Signals *Signals `json:"signals,omitempty"`

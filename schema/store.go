@@ -97,7 +97,11 @@ type Pane struct {
 	BudgetUSD sql.NullFloat64 `db:"budget_usd"`
 	// Node is the node whose supervisor started the pane ("" before a
 	// supervisor adopted it: see AdoptPanes).
-	Node      string `db:"node"`
+	Node string `db:"node"`
+	// SessionID is a CLI agent's own session id, the latest it revealed
+	// (its hooks or events); SessionAt when it was seen. "" before any.
+	SessionID string `db:"session_id"`
+	SessionAt string `db:"session_at"`
 	CreatedAt string `db:"created_at"`
 	UpdatedAt string `db:"updated_at"`
 	Runtime
@@ -258,7 +262,7 @@ func (s *Store) CreatePane(ctx context.Context, p Pane, prepare func(id string) 
 }
 
 const paneSelect = `SELECT a.pane_id, a.title, a.agent_type, a.role, a.role_template, a.workspace, a.provider,
-	a.model, a.command, a.backend, a.master, a.config, a.budget_usd, a.node, a.created_at, a.updated_at,
+	a.model, a.command, a.backend, a.master, a.config, a.budget_usd, a.node, a.session_id, a.session_at, a.created_at, a.updated_at,
 	r.state, r.reason, r.since, r.pid, r.exit_code
 	FROM agent_config a LEFT JOIN pane_runtime r ON r.pane_id = a.pane_id`
 

@@ -146,6 +146,9 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	if req.At.IsZero() || req.At.After(time.Now()) {
 		req.At = time.Now()
 	}
+	if sid := cliagent.Session(req.Agent, req.Event, req.Payload); sid != "" {
+		s.recordSession(ctx, e, sid, req.At)
+	}
 	eff := cliagent.Interpret(req.Agent, req.Event, req.Payload)
 	// An agent's error may quote its upstream, which may echo the key.
 	eff.Result, eff.Failed = s.scrub.String(eff.Result), s.scrub.String(eff.Failed)

@@ -78,6 +78,9 @@ type entry struct {
 	// asked and workStale old, or after a task or merge changed it; nil
 	// when not read yet.
 	work atomic.Pointer[workRead]
+	// session is a CLI agent's own session id, the latest its signals
+	// revealed (session.go).
+	session sessionLog
 }
 
 // held boxes a kind for the atomic pointer.
@@ -96,6 +99,7 @@ func (e *entry) set(k kind) {
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
 	e := &entry{cfg: cfg, team: parsePaneConfig(cfg.Config).Team}
+	e.session.seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))
 	e.set(&stopped{cfg: cfg, st: st})
 	return e
 }

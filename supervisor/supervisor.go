@@ -44,6 +44,7 @@ type Store interface {
 	UsageGroups(ctx context.Context, q schema.UsageQuery) ([]schema.UsageGroup, error)
 	HasUsage(ctx context.Context, pane string) (bool, error)
 	SetPaneBudget(ctx context.Context, id string, usd sql.NullFloat64) error
+	SetPaneSession(ctx context.Context, id, session, at string) error
 	SetTeamBudget(ctx context.Context, team string, usd sql.NullFloat64) error
 	TeamBudgets(ctx context.Context) (map[string]float64, error)
 	Setting(ctx context.Context, key string) (string, bool, error)
@@ -941,6 +942,7 @@ func (e *entry) info() api.PaneInfo {
 	}
 	k.Describe(&pi)
 	pi.Upstream = e.answers.upstream()
+	e.describeSession(&pi)
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,7 +25,8 @@ func (e *env) agentsCmd() *cli.Command {
 			"($CICY_CLI_DIR, default ~/.cache/cicy-agent/clis), as the supervisor looks for it. Its\n" +
 			"model APIs are the ones its gateway token is good for; its signals are where its state\n" +
 			"comes from besides its screen: its hooks, its model requests through the gateway, its\n" +
-			"built-in screen rules. Asks no supervisor.",
+			"built-in screen rules. RESUME is how it takes up one of its sessions by id (ls and explain\n" +
+			"show a pane's session id); \"no\" when it cannot. Asks no supervisor.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "missing", Usage: "print the pins (npm package@version) of the CLI agents not installed at their pin in the folder make clis installs into, one per line (what scripts/install-clis.sh installs)"}},
 		Action: func(c *cli.Context) error {
@@ -52,6 +54,7 @@ func agentTypes(getenv func(string) string) []api.AgentType {
 	for _, name := range cliagent.Names() {
 		k, _ := cliagent.Lookup(name)
 		at := api.AgentType{Type: name, Program: k.Bin, Package: k.Package, Version: k.Version, APIs: k.APIs, Signals: k.Signals()}
+		at.Resume, at.ResumesByID = k.ResumeArgs(sessionPlaceholder)
 		if path, err := supervisor.FindCLI(k, getenv); err == nil {
 			at.Path, at.Installed = path, k.InstalledVersion(path)
 		} else {
@@ -60,6 +63,28 @@ func agentTypes(getenv func(string) string) []api.AgentType {
 		out = append(out, at)
 	}
 	return append(out, api.AgentType{Type: "shell", Builtin: true, APIs: []string{}, Signals: []string{"exit status"}})
+}
+
+// sessionPlaceholder stands for a session id in the resume arguments
+// agents shows.
+const sessionPlaceholder = "ID"
+
+// resumeText is how a CLI agent resumes a session by id: "claude --resume
+// <id>"; "no" when it cannot, "-" for cicy and shell panes.
+func resumeText(a api.AgentType) string {
+	switch {
+	case a.Builtin:
+		return "-"
+	case !a.ResumesByID:
+		return "no"
+	}
+	args := slices.Clone(a.Resume)
+	for i, s := range args {
+		if s == sessionPlaceholder {
+			args[i] = "<id>"
+		}
+	}
+	return a.Program + " " + strings.Join(args, " ")
 }
 
 // missingPins are the pins of the CLI agents whose pinned version is not
@@ -80,9 +105,9 @@ func missingPins(getenv func(string) string) []string {
 // printAgents is the table of agent types.
 func printAgents(w io.Writer, all []api.AgentType) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tPIN\tINSTALLED\tAPIS\tSIGNALS")
+	fmt.Fprintln(tw, "TYPE\tPIN\tINSTALLED\tAPIS\tSIGNALS\tRESUME")
 	for _, a := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Type, orDash(pinOf(a)), installedText(a), orDash(strings.Join(a.APIs, ", ")), strings.Join(a.Signals, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Type, orDash(pinOf(a)), installedText(a), orDash(strings.Join(a.APIs, ", ")), strings.Join(a.Signals, ", "), resumeText(a))
 	}
 	return tw.Flush()
 }

@@ -96,6 +96,18 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	} else if topology.IsAgentType(p.Type) {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
+	if p.SessionID != "" {
+		fmt.Fprintf(w, "session: %s", p.SessionID)
+		if p.SessionAt != nil {
+			fmt.Fprintf(w, " since %s", when(*p.SessionAt))
+		}
+		if len(p.ResumeArgs) > 0 {
+			fmt.Fprintf(w, "; resumed with %s", strings.Join(p.ResumeArgs, " "))
+		}
+		fmt.Fprintln(w)
+	} else if topology.IsAgentType(p.Type) {
+		fmt.Fprintln(w, "session: none seen yet (the agent tells its session id in its hooks or events)")
+	}
 	if h := x.LastIgnored; h != nil {
 		fmt.Fprintf(w, "ignored: %s at %s: %s\n", h.Event, when(h.At), h.Why)
 	}

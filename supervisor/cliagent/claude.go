@@ -20,6 +20,9 @@ var claude = Kind{
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
+	// Every hook carries "session_id"; SessionStart a new one after /clear
+	// or /resume. `claude --resume <id>` takes a session up.
+	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
 	// CLAUDE.md in CLAUDE_CONFIG_DIR: its user memory.
 	guidance: func(dir string) string { return filepath.Join(dir, "claude", "CLAUDE.md") },
 }

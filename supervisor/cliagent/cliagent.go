@@ -48,6 +48,12 @@ type Kind struct {
 	// guidance file that is kept out of its workspace (a git worktree):
 	// its user-level instructions.
 	guidance func(dir string) string
+	// session reads the agent's own session id from one of its signals
+	// ("" when the signal carries none, or not the pane's main session).
+	session func(event string, payload []byte) string
+	// resume is what, after the program's name in its launch argv, makes
+	// it take up session id; nil when it cannot resume a session by id.
+	resume func(id string) []string
 }
 
 // Leads reports whether the agent can be a master: whether it runs the
@@ -164,6 +170,58 @@ func (k Kind) Prepare(s Setup) (argv, env []string, err error) { return k.prepar
 // agent shows it to its model.
 func (k Kind) ToolName(tool string) string { return k.toolName(tool) }
 
+// SessionOf is the agent's own session id that one of its signals
+// carries: its conversation, as the agent names it and resumes it. ""
+// when the signal carries none (or one of a side thread or sub-agent),
+// or an id that is not a plain token (it would become an argument).
+func (k Kind) SessionOf(event string, payload []byte) string {
+	if k.session == nil {
+		return ""
+	}
+	if id := k.session(event, payload); validSession(id) {
+		return id
+	}
+	return ""
+}
+
+// ResumesByID reports whether the agent can take up a session by its id.
+func (k Kind) ResumesByID() bool { return k.resume != nil }
+
+// ResumeArgs are the arguments that make the agent take up session id,
+// put right after the program's name in its launch argv (Prepare's);
+// ok is false when it cannot resume by id, or id is not a session id.
+func (k Kind) ResumeArgs(id string) (args []string, ok bool) {
+	if k.resume == nil || !validSession(id) {
+		return nil, false
+	}
+	return k.resume(id), true
+}
+
+// validSession reports whether id can be a session id: a plain token of
+// letters, digits, '-', '_' and '.', not starting with '-' (it becomes an
+// argument), at most 200 bytes.
+func validSession(id string) bool {
+	if id == "" || len(id) > 200 || id[0] == '-' {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Session is the session id one signal of an agent carries ("" for none,
+// or an agent that is not a CLI agent).
+func Session(agent, event string, payload []byte) string {
+	k, ok := Lookup(agent)
+	if !ok {
+		return ""
+	}
+	return k.SessionOf(event, payload)
+}
+
 // Interpret maps one of the agent's signals to its effect.
 func (k Kind) Interpret(event string, payload []byte) Effect { return k.interpret(event, payload) }
 
@@ -229,6 +287,17 @@ func decode(payload []byte, v any) {
 	if len(payload) > 0 {
 		_ = json.Unmarshal(payload, v)
 	}
+}
+
+// sessionField is the session id in a payload's field "session_id":
+// Claude Code's hooks and those that took their format (Codex, Qwen Code,
+// Gemini CLI), and pi's extension.
+func sessionField(_ string, payload []byte) string {
+	var p struct {
+		Session string `json:"session_id"`
+	}
+	decode(payload, &p)
+	return p.Session
 }
 
 // turnFailed is the failure text of a turn that ended in an error.

@@ -25,6 +25,10 @@ var codex = Kind{
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout, aux: codexAux,
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.
 	toolName: func(tool string) string { return "mcp__" + MCPName + "." + tool },
+	// Its hooks carry "session_id" (notify's "thread-id" is also the
+	// hidden thread-title thread's). `codex resume <id>` is a subcommand
+	// that takes the same options.
+	session: codexSession, resume: func(id string) []string { return []string{"resume", id} },
 	// AGENTS.md in CODEX_HOME: its global instructions.
 	guidance: func(dir string) string { return filepath.Join(dir, "codex", "AGENTS.md") },
 }
@@ -144,6 +148,14 @@ func interpretCodex(event string, payload []byte) Effect {
 		return eff
 	}
 	return unused("codex", event)
+}
+
+// codexSession is the session id of a Codex hook; notify is not read.
+func codexSession(event string, payload []byte) string {
+	if event == "notify" {
+		return ""
+	}
+	return sessionField(event, payload)
 }
 
 // codexTurnComplete is the effect of a notify: the end of a turn, unless

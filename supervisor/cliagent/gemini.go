@@ -23,6 +23,9 @@ var gemini = Kind{
 	prepare:    prepareGemini, interpret: interpretGemini, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
 	// An MCP tool is offered as mcp_<server>_<tool>.
 	toolName: func(tool string) string { return "mcp_" + MCPName + "_" + tool },
+	// Its hooks carry "session_id"; `gemini --resume <uuid>` (it also
+	// takes "latest" or an index).
+	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
 	// GEMINI.md in GEMINI_CLI_HOME/.gemini: its global context file.
 	guidance: func(dir string) string { return filepath.Join(dir, "gemini", ".gemini", "GEMINI.md") },
 }

@@ -25,6 +25,9 @@ var opencode = Kind{
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	toolName: func(tool string) string { return MCPName + "_" + tool },
+	// The plugin's events carry "sessionID" (a sub-agent's session is
+	// marked "child"); `opencode --session <id>`.
+	session: opencodeSession, resume: func(id string) []string { return []string{"--session", id} },
 	// Next to the pane's opencode.json, named in its "instructions".
 	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
 }
@@ -42,6 +45,7 @@ import { spawn } from "node:child_process";
 const BIN = %s;
 const roles = {};
 const last = {};
+const children = {};
 
 function send(event, payload) {
   try {
@@ -58,18 +62,22 @@ export const CicyAgentHooks = async () => ({
   event: async ({ event }) => {
     const t = event.type;
     const pr = event.properties || {};
+    const child = !!children[pr.sessionID];
     if (t === "message.updated" && pr.info) {
       roles[pr.info.id] = pr.info.role;
+    } else if ((t === "session.created" || t === "session.updated") && pr.info) {
+      // A sub-agent's session (the task tool's) has a parent.
+      if (pr.info.parentID) children[pr.info.id] = true;
     } else if (t === "message.part.updated" && pr.part && pr.part.type === "text") {
       if (roles[pr.part.messageID] === "assistant") last[pr.part.sessionID] = pr.part.text;
     } else if (t === "session.status") {
-      send(t, { sessionID: pr.sessionID, status: pr.status && pr.status.type });
+      send(t, { sessionID: pr.sessionID, child, status: pr.status && pr.status.type });
     } else if (t === "session.idle") {
-      send(t, { sessionID: pr.sessionID, last_assistant_message: last[pr.sessionID] || "" });
+      send(t, { sessionID: pr.sessionID, child, last_assistant_message: last[pr.sessionID] || "" });
     } else if (t === "session.error") {
-      send(t, { sessionID: pr.sessionID, error: JSON.stringify(pr.error || {}) });
+      send(t, { sessionID: pr.sessionID, child, error: JSON.stringify(pr.error || {}) });
     } else if (t === "permission.asked" || t === "permission.replied") {
-      send(t, pr);
+      send(t, { ...pr, child });
     }
   },
 });
@@ -203,6 +211,20 @@ type opencodePayload struct {
 	LastAssistant string `json:"last_assistant_message"`
 	Status        string `json:"status"`
 	Error         any    `json:"error"`
+}
+
+// opencodeSession is the session id of an event the plugin forwards;
+// a sub-agent's session (marked "child") is not the pane's.
+func opencodeSession(_ string, payload []byte) string {
+	var p struct {
+		Session string `json:"sessionID"`
+		Child   bool   `json:"child"`
+	}
+	decode(payload, &p)
+	if p.Child {
+		return ""
+	}
+	return p.Session
 }
 
 // interpretOpencode maps an event the plugin forwards to its effect.

@@ -29,6 +29,10 @@ var pi = Kind{
 	// pi has no MCP client (a pi pane is never a master): no team tool
 	// is shown to it under any name but its own.
 	toolName: func(tool string) string { return tool },
+	// The extension's events carry "session_id" (its session manager's);
+	// session_start a new one after /new, /resume or /fork. `pi --session
+	// <id>`.
+	session: sessionField, resume: func(id string) []string { return []string{"--session", id} },
 	// AGENTS.md in its agent dir: its global context file.
 	guidance: func(dir string) string { return filepath.Join(dir, "pi", "AGENTS.md") },
 }
@@ -82,11 +86,15 @@ function describe(tool, input) {
 }
 
 export default function (pi) {
-  pi.on("session_start", async (event) => send("session_start", { reason: event.reason }));
-  pi.on("agent_start", async () => send("agent_start", {}));
+  // Its session manager's id: a new one after /new, /resume or /fork.
+  const sid = (ctx) => {
+    try { return (ctx && ctx.sessionManager && ctx.sessionManager.getSessionId()) || ""; } catch (e) { return ""; }
+  };
+  pi.on("session_start", async (event, ctx) => send("session_start", { reason: event.reason, session_id: sid(ctx) }));
+  pi.on("agent_start", async (_event, ctx) => send("agent_start", { session_id: sid(ctx) }));
   pi.on("tool_execution_start", async (event) => send("tool_execution_start", { tool: event.toolName }));
   pi.on("tool_execution_end", async (event) => send("tool_execution_end", { tool: event.toolName, is_error: !!event.isError }));
-  pi.on("agent_end", async (event) => send("agent_end", runEnd(event.messages)));
+  pi.on("agent_end", async (event, ctx) => send("agent_end", { ...runEnd(event.messages), session_id: sid(ctx) }));
   if (!ASK) return;
   pi.on("tool_call", async (event, ctx) => {
     if (!ASKED.includes(event.toolName) || !ctx.hasUI) return undefined;

@@ -18,6 +18,8 @@ var qwen = Kind{
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
 	toolName: qwenToolName,
+	// Its hooks carry "session_id", as Claude Code's; `qwen --resume <id>`.
+	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
 	// QWEN.md in QWEN_HOME: its global context file.
 	guidance: func(dir string) string { return filepath.Join(dir, "qwen", "QWEN.md") },
 }
