@@ -392,9 +392,18 @@ func (c *Client) KillPane(ctx context.Context, id string) (KillResult, error) {
 	return out, err
 }
 
-// Restart starts a pane again.
+// Restart starts a pane again; a CLI agent resumes its recorded session.
 func (c *Client) Restart(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/restart", nil, nil)
+	return c.RestartAs(ctx, id, false)
+}
+
+// RestartAs is Restart; with fresh, a CLI agent starts a new conversation.
+func (c *Client) RestartAs(ctx context.Context, id string, fresh bool) error {
+	path := "/api/panes/" + seg(id) + "/restart"
+	if fresh {
+		path += "?new=1"
+	}
+	return c.do(ctx, http.MethodPost, path, nil, nil)
 }
 
 // Status returns the topology view.

@@ -46,6 +46,10 @@ type CreateRequest struct {
 	// sharing a database: the request goes to that node's supervisor
 	// ("": the one asked).
 	Node string `json:"node,omitempty"`
+	// Restart is the pane's restart policy: always, on-failure or never
+	// ("": what was running comes back after a reboot; an exit of its
+	// own is final).
+	Restart string `json:"restart,omitempty"`
 }
 
 // CreateResponse is the new pane's id and what the user should be told.
@@ -135,6 +139,13 @@ type PaneInfo struct {
 	SessionID  string     `json:"session_id,omitempty"`
 	SessionAt  *time.Time `json:"session_at,omitempty"`
 	ResumeArgs []string   `json:"resume_args,omitempty"`
+	// Restart is the pane's restart policy (always, on-failure, never;
+	// absent for the default: what was running comes back after a
+	// reboot). CameBack is how it last came back by it: "resumed <session
+	// id>", "restarted: …", "restarted as a new conversation: …"; absent
+	// when it did not (or was started by hand since).
+	Restart  string `json:"restart,omitempty"`
+	CameBack string `json:"came_back,omitempty"`
 	// Signals is a running CLI agent pane's state signals (absent for
 	// other panes).
 	Signals *Signals `json:"signals,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
@@ -85,6 +86,9 @@ type paneConfig struct {
 	Env []string `json:"env,omitempty"`
 	// Worktree: the pane runs in a git worktree of its own (worktrees.go).
 	Worktree *paneWorktree `json:"worktree,omitempty"`
+	// Restart: the pane's restart policy (topology.RestartPolicies; ""
+	// for the default).
+	Restart string `json:"restart,omitempty"`
 }
 
 func parsePaneConfig(s string) paneConfig {
@@ -97,8 +101,9 @@ type agentLaunch struct{ argv, env []string }
 
 // prepareAgent seeds a CLI agent's config folder (again at every start,
 // so a moved binary or a changed environment is picked up) and returns its
-// command line and extra environment.
-func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch, error) {
+// command line and extra environment; with resume set, the command
+// resumes that session of the agent's own.
+func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string) (agentLaunch, error) {
 	path, err := s.findAgent(cfg.Type)
 	if err != nil {
 		return agentLaunch{}, err
@@ -130,6 +135,13 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string) (agentLaunch,
 		return agentLaunch{}, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)
 	}
 	argv[0] = path
+	if resume != "" {
+		args, ok := k.ResumeArgs(resume)
+		if !ok {
+			return agentLaunch{}, fmt.Errorf("%s cannot resume the session %q", cfg.Type, resume)
+		}
+		argv = slices.Concat(argv[:1], args, argv[1:])
+	}
 	// The agent's shell finds cicy-agent (dispatch, wait, status) and the
 	// other CLIs where the supervisor found them.
 	env = append(env, "PATH="+s.cfg.Getenv("PATH")+string(os.PathListSeparator)+filepath.Dir(self))

@@ -44,6 +44,9 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if req.AllowAll && !topology.IsAgentType(req.Type) {
 		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(topology.AgentTypes(), "and"))
 	}
+	if !topology.ValidRestart(req.Restart) {
+		return nil, usageErr("--restart %q is not a restart policy (choose %s)", req.Restart, topology.List(topology.RestartPolicies, "or"))
+	}
 	if err := checkEnvNames(req); err != nil {
 		return nil, err
 	}

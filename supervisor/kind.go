@@ -81,6 +81,22 @@ type entry struct {
 	// session is a CLI agent's own session id, the latest its signals
 	// revealed (session.go).
 	session sessionLog
+	// lives are its starts and deaths, for its restart policy.
+	lives lives
+	// cameBack is how the pane last came back by its restart policy ("":
+	// it did not, or was started by hand since).
+	cameBack atomic.Pointer[string]
+}
+
+// setCameBack notes how the pane came back ("" when started by hand).
+func (e *entry) setCameBack(why string) { e.cameBack.Store(&why) }
+
+// cameBackAs is how the pane last came back, "" when it did not.
+func (e *entry) cameBackAs() string {
+	if p := e.cameBack.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // held boxes a kind for the atomic pointer.

@@ -19,6 +19,9 @@ type stopped struct {
 	// noRoom: its restore failed for lack of space; it is tried again
 	// when there is room (Supervisor.retryRestore).
 	noRoom bool
+	// gone: found gone at the start, it waits to come back by its
+	// restart policy (comeback.go).
+	gone bool
 }
 
 func (p *stopped) Status() pane.Status { return p.st }

@@ -608,7 +608,7 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
-	if err := a.sup.Restart(r.Context(), r.PathValue("id")); err != nil {
+	if err := a.sup.RestartPane(r.Context(), r.PathValue("id"), r.URL.Query().Get("new") == "1"); err != nil {
 		writeErr(w, err)
 		return
 	}

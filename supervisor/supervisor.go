@@ -129,6 +129,15 @@ type Supervisor struct {
 	// CLI agent's first hook (SessionStart) can come before Create is done.
 	starting  map[string]*entry
 	closeOnce sync.Once
+	// closing is set when Close begins: no pane comes back after it.
+	closing bool
+	// gone are the panes found gone at the start, to bring back once the
+	// outbox has settled their tasks (comeback.go).
+	gone []string
+	// comeBacks are the goroutines bringing panes back; quit ends their
+	// waits.
+	comeBacks sync.WaitGroup
+	quit      chan struct{}
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
@@ -156,7 +165,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(),
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(), quit: make(chan struct{}),
 		held: heldBudget{usd: map[string]float64{}, n: map[string]int{}}, billed: billedAs{price: map[string]Price{}}}
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
@@ -178,8 +187,9 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
-		// Spooled hooks may settle tasks the recovery resumed.
-		Recovered: s.replayHooks,
+		// Spooled hooks may settle tasks the recovery resumed; then the
+		// panes found gone come back.
+		Recovered: func() { s.replayHooks(); s.bringBackAll() },
 		Scrub:     s.scrub.String,
 		Finish:    s.finishTask,
 		Pane: func(id string) (outbox.Pane, bool) {
@@ -274,6 +284,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	var lost string
 	switch {
 	case r.Backend == "tmux" || topology.InProcess(r.Type):
+		wasRunning := e.status().Running()
 		k, err := s.launch(e, true)
 		if err == nil {
 			e.set(k)
@@ -287,14 +298,24 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 			}
 			return e, nil
 		}
-		lost = lostTmux + " (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
+		if !wasRunning {
+			return e, nil // it had ended before: it stays so
+		}
+		lost = lostTmux + " (" + err.Error() + ")"
 	case e.status().Running():
-		lost = lostDied + "; 'cicy-agent restart " + r.ID + "' starts it again"
+		lost = lostDied
 	default:
 		return e, nil
 	}
+	back := comesBackAtStart(e)
+	if back {
+		lost += "; it comes back by its restart policy"
+		s.gone = append(s.gone, r.ID)
+	} else {
+		lost += "; 'cicy-agent restart " + r.ID + "' starts it again (its restart policy is never)"
+	}
 	st := pane.Status{State: pane.Exited, Reason: lost, Since: time.Now()}
-	e.set(&stopped{cfg: r, st: st})
+	e.set(&stopped{cfg: r, st: st, gone: back})
 	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
 		return nil, err
 	}
@@ -541,8 +562,8 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 func newPaneRow(req api.CreateRequest, pw *paneWorktree) schema.Pane {
 	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
 	config := "{}"
-	if req.Team != "" || req.AllowAll || len(req.Env) > 0 || pw != nil {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env, Worktree: pw})
+	if req.Team != "" || req.AllowAll || len(req.Env) > 0 || pw != nil || req.Restart != "" {
+		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env, Worktree: pw, Restart: req.Restart})
 		config = string(b)
 	}
 	return schema.Pane{
@@ -629,6 +650,21 @@ func (s *Supervisor) register(row schema.Pane) error {
 // its running tmux session (or restores its turn loop) after a supervisor
 // restart.
 func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
+	return s.launchAs(e, adopt, "")
+}
+
+// launchAs is launch; a CLI agent with resume set ("" for a new
+// conversation) resumes that session of its own. Its start is noted for
+// its restart policy.
+func (s *Supervisor) launchAs(e *entry, adopt bool, resume string) (kind, error) {
+	k, err := s.launchKind(e, adopt, resume)
+	if err == nil {
+		e.lives.start(time.Now())
+	}
+	return k, err
+}
+
+func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, error) {
 	if err := s.ensureWorktree(e.cfg); err != nil {
 		return nil, err
 	}
@@ -636,7 +672,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 		return s.startAgent(e.cfg)
 	}
 	agent, isCLI := cliagent.Lookup(e.cfg.Type)
-	opts, err := s.terminalOptions(e.cfg, agent, isCLI, adopt)
+	opts, err := s.terminalOptions(e.cfg, agent, isCLI, adopt, resume)
 	if err != nil {
 		return nil, err
 	}
@@ -673,7 +709,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 // terminalOptions is how a terminal pane's program runs: its command, its
 // environment and, for a CLI agent, its seeded config (not when adopting
 // its running session), its screen rules and Enter delay.
-func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI, adopt bool) (pane.Options, error) {
+func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI, adopt bool, resume string) (pane.Options, error) {
 	var argv []string
 	if err := json.Unmarshal([]byte(cfg.Command), &argv); err != nil {
 		return pane.Options{}, fmt.Errorf("stored command of %s is not a JSON list: %w", cfg.ID, err)
@@ -692,6 +728,9 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 					log.WithError(err).Error("Could not record the pane's state")
 				}
 			}
+			if !st.Running() {
+				s.exited(id, st)
+			}
 		},
 	}
 	var extra []string
@@ -708,7 +747,7 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		}
 		opts.Rules, opts.Layout, opts.EnterDelay = rules, agent.Layout(), agent.EnterDelay
 		if !adopt {
-			l, err := s.prepareAgent(cfg, argv)
+			l, err := s.prepareAgent(cfg, argv, resume)
 			if err != nil {
 				return pane.Options{}, err
 			}
@@ -943,6 +982,7 @@ func (e *entry) info() api.PaneInfo {
 	k.Describe(&pi)
 	pi.Upstream = e.answers.upstream()
 	e.describeSession(&pi)
+	pi.Restart, pi.CameBack = policyOf(e), e.cameBackAs()
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m
@@ -1028,6 +1068,12 @@ func lastLines(s string, n int) string {
 // Restart starts a pane again with the same argv and workspace, stopping
 // it first if it runs.
 func (s *Supervisor) Restart(ctx context.Context, id string) error {
+	return s.RestartPane(ctx, id, false)
+}
+
+// RestartPane is Restart; a CLI agent resumes its recorded session (the
+// conversation goes on) unless fresh is set or it has none.
+func (s *Supervisor) RestartPane(ctx context.Context, id string, fresh bool) error {
 	e, err := s.get(id)
 	if err != nil {
 		return err
@@ -1035,7 +1081,12 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.halt(s.cfg.StopGrace, stopRestarted)
-	k, err := s.launch(e, false)
+	e.lives.reset()
+	session := ""
+	if !fresh {
+		session = resumable(e)
+	}
+	k, err := s.launchAs(e, false, session)
 	if err != nil {
 		st := pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
 		e.set(&stopped{cfg: e.cfg, st: st})
@@ -1045,8 +1096,13 @@ func (s *Supervisor) Restart(ctx context.Context, id string) error {
 		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
 	}
 	e.set(k)
+	if session != "" {
+		e.setCameBack(resumedAs + session)
+	} else {
+		e.setCameBack("")
+	}
 	s.paneChanged(e.cfg.ID)
-	s.log.WithField("pane", e.cfg.ID).Info("Pane restarted")
+	s.log.WithFields(logrus.Fields{"pane": e.cfg.ID, "resumed": session}).Info("Pane restarted")
 	return nil
 }
 
@@ -1108,6 +1164,12 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 // Close stops every pane (in parallel, each with its grace period) and
 // records why.
 func (s *Supervisor) Close() {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		close(s.quit)
+	}
+	s.mu.Unlock()
 	s.closeOnce.Do(func() {
 		s.cl.close()
 		s.tasks.Stop()
@@ -1130,6 +1192,7 @@ func (s *Supervisor) Close() {
 		}()
 	}
 	wg.Wait()
+	s.comeBacks.Wait()
 	if err := s.gw.Close(); err != nil {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}

@@ -49,7 +49,10 @@ type TeamPane struct {
 	// names none). Set per pane, or for every worker by the team's
 	// worktree key; nil when the pane's entry does not say.
 	Worktree *bool `yaml:"worktree"`
-	Line     int   `yaml:"-"` // line of this pane in the file
+	// Restart is the pane's restart policy (RestartPolicies; "" for the
+	// default), like cicy-agent create --restart.
+	Restart string `yaml:"restart"`
+	Line    int    `yaml:"-"` // line of this pane in the file
 }
 
 // InWorktree reports whether the pane runs in a worktree of its own.
@@ -142,7 +145,7 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 // Known keys, in the order error messages list them.
 var (
 	teamKeys = []string{"name", "panes", "goal", "budget_usd", "worktree"}
-	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node", "worktree"}
+	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node", "worktree", "restart"}
 	goalKeys = []string{"to", "text"}
 
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -338,7 +341,7 @@ func (p *parser) pane(n *yaml.Node, index int) (TeamPane, error) {
 	if err != nil {
 		return tp, err
 	}
-	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.switches, r.node, r.links}
+	steps := []func(*TeamPane) error{r.names, r.lists, r.workspace, r.texts, r.budget, r.switches, r.node, r.restart, r.links}
 	for _, step := range steps {
 		if err := step(&tp); err != nil {
 			return tp, err
@@ -445,6 +448,18 @@ func (r *paneFields) node(tp *TeamPane) (err error) {
 	}
 	if tp.Node != "" && !ValidNode(tp.Node) {
 		return r.p.errf(line, `"node" %q %s is not a node name (letters, digits, '.', '_' and '-'; see cicy-agent nodes)`, tp.Node, r.where)
+	}
+	return nil
+}
+
+// restart reads the pane's restart policy.
+func (r *paneFields) restart(tp *TeamPane) (err error) {
+	var line int
+	if tp.Restart, line, err = r.text("restart"); err != nil {
+		return err
+	}
+	if !ValidRestart(tp.Restart) {
+		return r.p.errf(line, `"restart" %q %s is not a restart policy (choose %s)`, tp.Restart, r.where, List(RestartPolicies, "or"))
 	}
 	return nil
 }

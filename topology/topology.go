@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -112,7 +113,8 @@ type Attention struct {
 	State  string `json:"state"`
 	Reason string `json:"reason"`
 	// Kind is one of NeedKinds: waiting, error, unreachable, task_failed,
-	// all_done, budget, upstream, provider, worker-stopped or disk-full.
+	// all_done, budget, upstream, provider, worker-stopped, disk-full or
+	// crash-loop.
 	Kind string `json:"kind"`
 	// Task is the failed task (task_failed).
 	Task int64 `json:"task,omitempty"`
@@ -143,6 +145,11 @@ const (
 	// NeedDiskFull is the home (id HomeID, state disk-full) whose writes
 	// fail for lack of space, until they succeed again.
 	NeedDiskFull = "disk-full"
+	// NeedCrashLoop is a pane whose program died at once after each of
+	// three starts in a row by its restart policy: it is not started
+	// again until restarted by hand (its state is error, its reason
+	// starts with "crash-loop").
+	NeedCrashLoop = "crash-loop"
 )
 
 // NeedLabel is a kind of attention as a person reads it: every kind
@@ -167,6 +174,7 @@ var NeedKinds = []NeedKind{
 	{NeedProvider, "a pane cannot make a model call: its provider has no key"},
 	{NeedWorkerStopped, "a task waits for a worker that is not running"},
 	{NeedDiskFull, "the home's disk is full: a write was refused (a message, a task, a turn's history or usage, a pane's restore)"},
+	{NeedCrashLoop, "a pane's program died within 10 s of each of three starts in a row: it is not started again"},
 }
 
 // HomeID is the id of an attention about the home, not one pane.
@@ -252,7 +260,10 @@ func needs(p Pane, m *Master, failed []FailedTask) []Attention {
 		a.ID, a.State, a.Node = p.ID, p.State, p.Node
 		out = append(out, a)
 	}
-	if p.State == NeedWaiting || p.State == NeedError || p.State == NeedUnreachable {
+	switch {
+	case p.State == NeedError && strings.HasPrefix(p.Reason, NeedCrashLoop+":"):
+		add(Attention{Reason: p.Reason, Kind: NeedCrashLoop})
+	case p.State == NeedWaiting || p.State == NeedError || p.State == NeedUnreachable:
 		add(Attention{Reason: p.Reason, Kind: p.State})
 	}
 	for _, f := range failed {
@@ -336,3 +347,24 @@ func countsOf(m map[string]int) TaskCounts {
 	c.Total = c.Queued + c.Delivered + c.Done + c.Failed + c.Cancelled
 	return c
 }
+
+// The restart policies of a pane, docker-like: what brings it back when
+// its process is gone. Left unset, a pane that was running when the
+// machine (or the supervisor) went down is brought back at the next
+// start, and an exit of its own is final.
+const (
+	// RestartAlways: brought back after a reboot, and whenever its
+	// program exits.
+	RestartAlways = "always"
+	// RestartOnFailure: brought back after a reboot, and when its program
+	// exits with a failure (a non-zero code or a signal).
+	RestartOnFailure = "on-failure"
+	// RestartNever: never brought back; a reboot leaves it exited.
+	RestartNever = "never"
+)
+
+// RestartPolicies are the policies, as a user writes them.
+var RestartPolicies = []string{RestartAlways, RestartOnFailure, RestartNever}
+
+// ValidRestart reports whether p is a restart policy ("" is the default).
+func ValidRestart(p string) bool { return p == "" || slices.Contains(RestartPolicies, p) }

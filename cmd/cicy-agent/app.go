@@ -406,6 +406,7 @@ func (e *env) createCmd() *cli.Command {
 			&cli.BoolFlag{Name: "allow-all", Usage: "let a CLI agent's pane (" + strings.Join(topology.AgentTypes(), ", ") + ") run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 			&cli.StringFlag{Name: "node", Usage: "run the pane on the cluster's node `NAME` (its supervisor is asked through this one; see 'cicy-agent nodes')"},
 			&cli.StringFlag{Name: "budget-usd", Usage: "the pane's spending limit in `USD` at the price table, e.g. 2.50: once its calls cost that much, its model requests are refused (see 'cicy-agent budget')"},
+			&cli.StringFlag{Name: "restart", Usage: "restart `POLICY`: always (brought back after a reboot and whenever its program exits), on-failure (after a reboot, and when it exits with an error) or never; by default a pane that was running when the machine went down comes back at the next start and an exit of its own is final. Three deaths within 10 s of starting stop the restarts (crash-loop, under needs-you)"},
 		},
 		Action: func(c *cli.Context) error {
 			before, argv := splitDashDash(c.Args().Slice())
@@ -416,7 +417,7 @@ func (e *env) createCmd() *cli.Command {
 				Title: before[0], Type: c.String("type"), Role: c.String("role"), RoleTemplate: c.String("role-template"),
 				Master: c.String("master"), Provider: c.String("provider"), Model: c.String("model"),
 				Backend: c.String("backend"), Command: argv, AllowAll: c.Bool("allow-all"), Node: c.String("node"),
-				Env: c.StringSlice("env"),
+				Env: c.StringSlice("env"), Restart: c.String("restart"),
 			}
 			if c.IsSet("role") && req.Role == "" {
 				return usagef("--role must not be empty")
@@ -856,9 +857,13 @@ func (e *env) restartCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "restart",
 		Usage:     "start a pane again with the same argv and workspace (stopping it first if it runs)",
-		ArgsUsage: "<pane>",
+		ArgsUsage: "<pane> [--new]",
+		Description: "A CLI agent (" + strings.Join(topology.AgentTypes(), ", ") + ") resumes its own recorded session, so its\n" +
+			"conversation goes on (after an upgrade of the CLIs, say); --new starts a new one. A pane\n" +
+			"with no recorded session starts afresh. 'cicy-agent explain <pane>' shows the session.",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "new", Usage: "start a CLI agent in a new conversation instead of resuming its session"}},
 		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *api.Client, id string) error { return cl.Restart(c.Context, id) })
+			return withPane(c, func(cl *api.Client, id string) error { return cl.RestartAs(c.Context, id, c.Bool("new")) })
 		},
 	}
 }

@@ -96,6 +96,9 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	} else if topology.IsAgentType(p.Type) {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
+	if p.CameBack != "" {
+		fmt.Fprintf(w, "back:    %s\n", p.CameBack)
+	}
 	if p.SessionID != "" {
 		fmt.Fprintf(w, "session: %s", p.SessionID)
 		if p.SessionAt != nil {

@@ -118,6 +118,7 @@ func TestScripts(t *testing.T) {
 			"waitscreen":      cmdWaitScreen,
 			"waitstate":       cmdWaitState,
 			"killsupervisor":  cmdKillSupervisor,
+			"reboot":          cmdReboot,
 			"filemode":        cmdFileMode,
 			"nopaneprocesses": cmdNoPaneProcesses,
 			"waitsocket":      cmdWaitSocket,
@@ -457,6 +458,33 @@ func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("pane processes still alive: %v", alive)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// reboot kills what a reboot of the machine would: the supervisor, its
+// private tmux server and every pane process of the home (kill -9 each),
+// and waits until all are gone.
+func cmdReboot(ts *testscript.TestScript, neg bool, args []string) {
+	cmdKillSupervisor(ts, false, nil)
+	sock := ts.Getenv("TMUXSOCK")
+	if out, err := exec.Command("tmux", "-L", sock, "display-message", "-p", "#{pid}").Output(); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(pollDeadline)
+	for {
+		alive := paneProcesses(ts.Getenv("CICY_HOME"))
+		for _, pid := range alive {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("pane processes still alive after kill -9: %v", alive)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

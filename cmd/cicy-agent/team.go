@@ -133,7 +133,7 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 		req := api.CreateRequest{
 			Title: p.Title, Type: p.Type, Role: p.Role, RoleTemplate: p.RoleTemplate, Workspace: p.Workspace,
 			Provider: p.Provider, Model: p.Model, Command: p.Command, Team: team.Name, Master: ids[p.Master],
-			Env: p.Env, BudgetUSD: p.BudgetUSD, AllowAll: p.AllowAll, Node: p.Node, Worktree: p.InWorktree(),
+			Env: p.Env, BudgetUSD: p.BudgetUSD, AllowAll: p.AllowAll, Node: p.Node, Worktree: p.InWorktree(), Restart: p.Restart,
 		}
 		resp, err := cl.Create(ctx, req)
 		if err != nil {

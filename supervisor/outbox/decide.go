@@ -265,7 +265,7 @@ func recovery(s Snapshot) []Action {
 		case r.Verdict == Interrupted:
 			add(OpMove, t, failed("interrupted twice by supervisor restarts"))
 		case r.Verdict == Lost:
-			add(OpMove, t, failed("the worker's process ended with the supervisor"))
+			add(OpMove, t, failed("interrupted by a restart: the worker's process ended with the supervisor"))
 		}
 	}
 	for _, t := range s.Ended {

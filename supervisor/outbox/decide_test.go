@@ -349,7 +349,7 @@ func TestDecideRecovery(t *testing.T) {
 			name: "shell on a PTY: its process ended with the supervisor",
 			s: recovering([]schema.Task{delivered(1, "w-2", 1)}, panes("w-2", exited),
 				map[int64]Recovery{1: {Verdict: Lost}}),
-			want: []string{`move 1 delivered→failed error="the worker's process ended with the supervisor" reason="recovered after a restart"`},
+			want: []string{`move 1 delivered→failed error="interrupted by a restart: the worker's process ended with the supervisor" reason="recovered after a restart"`},
 		},
 		{
 			name: "tmux shell and CLI agent alive: tracked on",

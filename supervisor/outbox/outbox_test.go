@@ -534,7 +534,7 @@ func TestRecoveryAfterRestart(t *testing.T) {
 		got, _ := cicy.counts()
 		recoveredAt.Store(int64(got) + 1)
 	})
-	if tk := r.waitStatus(b, schema.TaskFailed); tk.Error != "the worker's process ended with the supervisor" || tk.Reason != "recovered after a restart" {
+	if tk := r.waitStatus(b, schema.TaskFailed); tk.Error != "interrupted by a restart: the worker's process ended with the supervisor" || tk.Reason != "recovered after a restart" {
 		t.Fatalf("lost task: %+v", tk)
 	}
 	if tk := r.waitStatus(gone, schema.TaskFailed); tk.Error != "the worker no longer exists" {

@@ -1,0 +1,270 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Coming back: a pane whose process is gone is brought back by its
+// restart policy (topology.RestartPolicies). At a start, one that was
+// running when the machine or the supervisor went down comes back unless
+// its policy is never; while the supervisor runs, one whose program
+// exits by itself comes back when its policy is always (or on-failure
+// and the exit was a failure). Three deaths in a row within quickDeath
+// of starting stop it: a crash loop, under needs-you.
+const (
+	// quickDeath: a pane that dies this soon after it started died at
+	// once (its program cannot run, its session cannot be resumed).
+	quickDeath = 10 * time.Second
+	// loopDeaths quick deaths in a row make a crash loop.
+	loopDeaths = 3
+	// comeBackFirst is the wait before the first restart of a pane that
+	// exited; each quick death in a row doubles it.
+	comeBackFirst = 500 * time.Millisecond
+)
+
+// Reasons a pane came back with.
+const (
+	cameBackReboot = "restarted: its process was gone at the supervisor's start (a reboot or crash)"
+	cameBackExit   = "restarted by its restart policy"
+	crashLoopWhy   = topology.NeedCrashLoop
+	// resumedAs starts the reason of a CLI agent that came back in its
+	// own recorded session.
+	resumedAs = "resumed "
+)
+
+// lives is what the restart policy knows of a pane's starts and deaths.
+type lives struct {
+	mu      sync.Mutex
+	started time.Time
+	quick   int // quick deaths in a row
+}
+
+// start notes a start of the pane's program.
+func (l *lives) start(at time.Time) {
+	l.mu.Lock()
+	l.started = at
+	l.mu.Unlock()
+}
+
+// died notes a death at at and returns the quick deaths in a row so far.
+func (l *lives) died(at time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started.IsZero() && at.Sub(l.started) < quickDeath {
+		l.quick++
+	} else {
+		l.quick = 0
+	}
+	return l.quick
+}
+
+// reset forgets the deaths (a start by hand).
+func (l *lives) reset() {
+	l.mu.Lock()
+	l.quick = 0
+	l.mu.Unlock()
+}
+
+// policyOf is a pane's restart policy ("" for the default).
+func policyOf(e *entry) string { return parsePaneConfig(e.cfg.Config).Restart }
+
+// comesBackAtStart reports whether a pane found gone at a start comes
+// back: every policy but never.
+func comesBackAtStart(e *entry) bool { return policyOf(e) != topology.RestartNever }
+
+// comesBackAfterExit reports whether a pane whose program exited by
+// itself with st comes back.
+func comesBackAfterExit(e *entry, st pane.Status) bool {
+	switch policyOf(e) {
+	case topology.RestartAlways:
+		return true
+	case topology.RestartOnFailure:
+		return st.ExitCode == nil || *st.ExitCode != 0
+	}
+	return false
+}
+
+// bringBackAll brings back, each on a goroutine of its own, the panes
+// found gone at the start; it runs once the outbox has settled their
+// tasks (a task a pane that cannot resume was working on failed as
+// interrupted by a restart).
+func (s *Supervisor) bringBackAll() {
+	s.mu.Lock()
+	ids := s.gone
+	s.gone = nil
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.goBack(func() { s.bringBack(id, cameBackReboot, 0, true) })
+	}
+}
+
+// goBack runs f on a goroutine the supervisor's Close waits for.
+func (s *Supervisor) goBack(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	s.comeBacks.Add(1)
+	go func() {
+		defer s.comeBacks.Done()
+		f()
+	}()
+}
+
+// exited is the restart policy's look at a terminal pane whose program
+// ended: one that exited by itself (not stopped, killed or restarted)
+// comes back by its policy, after a wait that doubles with each quick
+// death, or stops in a crash loop.
+func (s *Supervisor) exited(id string, st pane.Status) {
+	e, err := s.get(id)
+	if err != nil {
+		return
+	}
+	quick := e.lives.died(st.Since)
+	if quick > 0 && strings.HasPrefix(e.cameBackAs(), resumedAs) {
+		// Its session could not be resumed (its file deleted, a CLI that
+		// refuses an older one): a new conversation, said so.
+		why := fmt.Sprintf("restarted as a new conversation: resuming its session died at once (%s)", deathOf(st))
+		s.goBack(func() { s.bringBack(id, why, quick, false) })
+		return
+	}
+	if !comesBackAfterExit(e, st) {
+		return
+	}
+	s.goBack(func() {
+		if quick >= loopDeaths {
+			s.crashLoop(e, st, quick)
+			return
+		}
+		wait := comeBackFirst << max(quick-1, 0)
+		select {
+		case <-time.After(wait):
+		case <-s.quit:
+			return
+		}
+		s.bringBack(id, cameBackExit, quick, true)
+	})
+}
+
+// ownExit reports whether k, what runs for e, is a terminal whose program
+// ended by itself: a stop, kill or restart set another kind first.
+func ownExit(k kind) bool {
+	if _, ok := k.(*stopped); ok {
+		return false
+	}
+	return !k.Status().Running()
+}
+
+// bringBack starts pane id's program again in its workspace, unless
+// something else started, stopped or removed it meanwhile (wasQuick: the
+// quick deaths in a row before it, for the log). A CLI agent resumes its
+// recorded session when resume is set and it has one.
+func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
+	e, err := s.get(id)
+	if err != nil {
+		return
+	}
+	e.op.Lock()
+	defer e.op.Unlock()
+	k := e.kind()
+	if p, ok := k.(*stopped); !(ok && p.gone) && !ownExit(k) {
+		return // started, stopped by hand or replaced meanwhile
+	}
+	if ownExit(k) {
+		k.Stop(s.cfg.StopGrace, why) // its ended session, kept for its screen
+	}
+	log := s.log.WithField("pane", id)
+	session := ""
+	if resume {
+		session = resumable(e)
+	}
+	nk, err := s.launchAs(e, false, session)
+	if err != nil {
+		st := pane.Status{State: pane.Error, Reason: "could not come back: " + err.Error() + "; 'cicy-agent restart " + id + "' tries again", Since: time.Now()}
+		e.set(&stopped{cfg: e.cfg, st: st})
+		s.saveState(id, st)
+		s.paneChanged(id)
+		log.WithError(err).Error("The pane could not come back")
+		return
+	}
+	e.set(nk)
+	if session != "" {
+		why = resumedAs + session
+	}
+	e.setCameBack(why)
+	s.paneChanged(id)
+	s.tasks.Kick()
+	log.WithField("quick_deaths", wasQuick).Info("Pane came back: " + why)
+}
+
+// resumable is the session a CLI agent pane resumes when it starts
+// again: its recorded one, when its agent resumes by id ("" otherwise).
+func resumable(e *entry) string {
+	k, ok := cliagent.Lookup(e.cfg.Type)
+	if !ok || !k.ResumesByID() {
+		return ""
+	}
+	id, _ := e.session.get()
+	return id
+}
+
+// crashLoop stops bringing pane e back: its state says so, with the end
+// of its last screen, under needs-you (crash-loop).
+func (s *Supervisor) crashLoop(e *entry, last pane.Status, quick int) {
+	e.op.Lock()
+	defer e.op.Unlock()
+	k := e.kind()
+	if !ownExit(k) {
+		return
+	}
+	screen, _ := k.Screen()
+	why := fmt.Sprintf("%s: its program died within %s of starting %d times in a row (%s), so it is not started again; 'cicy-agent restart %s' tries once more",
+		crashLoopWhy, quickDeath, quick, deathOf(last), e.cfg.ID)
+	if tail := screenTail(s.scrub.String(screen), 3); tail != "" {
+		why += "; its last screen ends: " + tail
+	}
+	st := pane.Status{State: pane.Error, Reason: why, Since: time.Now(), ExitCode: last.ExitCode}
+	e.set(&stopped{cfg: e.cfg, st: st})
+	s.saveState(e.cfg.ID, st)
+	s.paneChanged(e.cfg.ID)
+	s.log.WithField("pane", e.cfg.ID).Warn("The pane is in a crash loop: not started again")
+}
+
+// deathOf says how a program ended.
+func deathOf(st pane.Status) string {
+	if st.ExitCode != nil {
+		return fmt.Sprintf("last exit code %d", *st.ExitCode)
+	}
+	if st.Reason != "" {
+		return "last: " + st.Reason
+	}
+	return "last: ended"
+}
+
+// screenTail is the last n non-blank lines of a screen, joined with " ⏎ ".
+func screenTail(screen string, n int) string {
+	var out []string
+	lines := strings.Split(screen, "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "Pane is dead") { // tmux's own line
+			out = append([]string{l}, out...)
+		}
+	}
+	return strings.Join(out, " ⏎ ")
+}
+
+// saveState records a pane's state in the database (its start and end).
+func (s *Supervisor) saveState(id string, st pane.Status) {
+	if err := s.store.SaveRuntime(context.Background(), id, runtimeOf(st)); err != nil {
+		s.log.WithError(err).WithField("pane", id).Error("Could not record the pane's state")
+	}
+}
