@@ -140,8 +140,9 @@ func TestParseTeamErrors(t *testing.T) {
 		{"bidi title", head + "  - {title: a}\n  - {title: \"evil\u202Egnp\"}\n", 4, []string{`"title"`, "bidirectional control (U+202E)"}},
 		{"title is an id", head + "  - {title: a}\n  - {title: w-1}\n", 4, []string{`"title"`, "pane id"}},
 		{"unknown pane key", head + "  - {title: a}\n  - title: alice\n    rol: worker\n", 5,
-			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node, worktree"}},
+			[]string{`unknown key "rol" in pane "alice"`, "known: title, type, role, role_template, command, workspace, provider, model, master, env, budget_usd, allow_all, node, worktree, restart)"}},
 		{"bad node", head + "  - {title: a, node: two words}\n", 3, []string{`"node" "two words" in pane "a" is not a node name`}},
+		{"bad restart", head + "  - {title: a, restart: sometimes}\n", 3, []string{`"restart" "sometimes" in pane "a" is not a restart policy (choose always, on-failure or never)`}},
 		{"env with a value", head + "  - {title: a, type: shell, command: [sh], env: [FOO=bar]}\n", 3, []string{`entry 1 of "env" in pane "a"`, "without a value"}},
 		{"env bad name", head + "  - {title: a, type: shell, command: [sh], env: [1X]}\n", 3, []string{`"1X"`, "not a variable name"}},
 		{"env not a list", head + "  - {title: a, type: shell, command: [sh], env: FOO}\n", 3, []string{`"env"`, "list of variable names"}},
@@ -323,5 +324,17 @@ func checkMixedPane(t *testing.T, p TeamPane, title, typ, role string) {
 	cli := typ != "cicy"
 	if cli && (!p.AllowAll || p.Model != "script") {
 		t.Errorf("CLI pane %s: allow_all %v, model %q", p.Title, p.AllowAll, p.Model)
+	}
+}
+
+// TestParseTeamRestart: a pane's restart policy is read as written; left
+// out, it is the default ("").
+func TestParseTeamRestart(t *testing.T) {
+	team, err := ParseTeam([]byte("name: r\npanes:\n  - {title: a, restart: on-failure}\n  - {title: b}\n"), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if team.Panes[0].Restart != RestartOnFailure || team.Panes[1].Restart != "" {
+		t.Errorf("restart policies %q, %q; want on-failure and the default", team.Panes[0].Restart, team.Panes[1].Restart)
 	}
 }
