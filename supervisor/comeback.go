@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -266,5 +268,65 @@ func screenTail(screen string, n int) string {
 func (s *Supervisor) saveState(id string, st pane.Status) {
 	if err := s.store.SaveRuntime(context.Background(), id, runtimeOf(st)); err != nil {
 		s.log.WithError(err).WithField("pane", id).Error("Could not record the pane's state")
+	}
+}
+
+// restartLine is what a CLI agent that came back in its own session is
+// told of the task it was working on when the machine went down.
+const restartLine = "the machine restarted while you were working on this task, and you are back in the same conversation: check what is already done, finish the task, and answer as you would have"
+
+// resumedTask is a task delivered to a CLI agent that was gone at the
+// start and comes back resuming its session: once it is back and idle it
+// is told, in one line, that the machine restarted while it worked on the
+// task, and the task ends with that turn as usual. One that does not come
+// back in that session fails, interrupted by the restart.
+type resumedTask struct {
+	e     *entry
+	t     schema.Task
+	wake  func()
+	inner outbox.Delivery
+}
+
+// comeBackLook is how often a task waiting for its worker to come back
+// looks again.
+const comeBackLook = 500 * time.Millisecond
+
+func (d *resumedTask) Check(now time.Time) outbox.Progress {
+	if d.inner != nil {
+		return d.inner.Check(now)
+	}
+	failed := func(why string) outbox.Progress {
+		return outbox.Progress{Ended: true, Failed: true, Error: "interrupted by a restart: " + why, How: "its worker did not come back in its session"}
+	}
+	k := d.e.kind()
+	if p, ok := k.(*stopped); ok {
+		if p.gone {
+			return outbox.Progress{Next: now.Add(comeBackLook)}
+		}
+		return failed("the worker did not come back (" + p.st.Reason + ")")
+	}
+	if back := d.e.cameBackAs(); !strings.HasPrefix(back, resumedAs) {
+		return failed("the worker came back in a new conversation, which does not know the task (" + back + ")")
+	}
+	v := k.View()
+	switch {
+	case !v.Running:
+		return failed("the worker's process ended (" + v.Reason + ")")
+	case !v.Idle:
+		return outbox.Progress{Next: now.Add(comeBackLook)}
+	}
+	told := d.t
+	told.Text = restartLine
+	inner, err := k.Deliver(told, d.wake)
+	if err != nil {
+		return failed("could not tell the worker: " + err.Error())
+	}
+	d.inner = inner
+	return inner.Check(now)
+}
+
+func (d *resumedTask) Abandon() {
+	if d.inner != nil {
+		d.inner.Abandon()
 	}
 }

@@ -22,6 +22,10 @@ type stopped struct {
 	// gone: found gone at the start, it waits to come back by its
 	// restart policy (comeback.go).
 	gone bool
+	// back is the entry of a CLI agent found gone that comes back in its
+	// recorded session: a task it was working on waits for it (nil
+	// otherwise).
+	back *entry
 }
 
 func (p *stopped) Status() pane.Status { return p.st }
@@ -52,7 +56,9 @@ func (p *stopped) Preview(ctx context.Context, lines int, emit func(api.ScreenRe
 	return previewLoop(ctx, screen, nil, nil, emit, gone)
 }
 
-func (p *stopped) View() outbox.View { return outbox.View{Reason: p.st.Reason} }
+// View: a pane coming back in its own session is waited for (its task is
+// not given up), though it takes nothing yet.
+func (p *stopped) View() outbox.View { return outbox.View{Running: p.back != nil, Reason: p.st.Reason} }
 
 func (p *stopped) Deliver(schema.Task, func()) (outbox.Delivery, error) {
 	return nil, errors.New("the worker is not running")
@@ -60,7 +66,10 @@ func (p *stopped) Deliver(schema.Task, func()) (outbox.Delivery, error) {
 
 func (p *stopped) Notify(schema.Task) error { return p.notRunning() }
 
-func (p *stopped) Recover(schema.Task, func()) outbox.Recovery {
+func (p *stopped) Recover(t schema.Task, wake func()) outbox.Recovery {
+	if p.back != nil {
+		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: &resumedTask{e: p.back, t: t, wake: wake}}
+	}
 	return outbox.Recovery{Verdict: outbox.Lost}
 }
 

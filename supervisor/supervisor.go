@@ -315,7 +315,11 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 		lost += "; 'cicy-agent restart " + r.ID + "' starts it again (its restart policy is never)"
 	}
 	st := pane.Status{State: pane.Exited, Reason: lost, Since: time.Now()}
-	e.set(&stopped{cfg: r, st: st, gone: back})
+	k := &stopped{cfg: r, st: st, gone: back}
+	if back && resumable(e) != "" {
+		k.back = e
+	}
+	e.set(k)
 	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
 		return nil, err
 	}
