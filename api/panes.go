@@ -254,6 +254,9 @@ type HomeInfo struct {
 	DiskFull string `json:"disk_full,omitempty"`
 	// Node is the node whose home it is.
 	Node string `json:"node,omitempty"`
+	// CameBack is how the panes found gone at the supervisor's start came
+	// back (absent when none was, or an hour after).
+	CameBack *topology.CameBack `json:"came_back,omitempty"`
 }
 
 // Needs is the home's part of needs-you.

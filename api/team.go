@@ -59,5 +59,6 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, home HomeIn
 	if needs := home.Needs(); len(needs) > 0 {
 		st.NeedsYou = append(needs, st.NeedsYou...)
 	}
+	st.CameBack = home.CameBack
 	return st
 }

@@ -127,8 +127,13 @@ func (s *Supervisor) goBack(f func()) {
 // comes back by its policy, after a wait that doubles with each quick
 // death, or stops in a crash loop.
 func (s *Supervisor) exited(id string, st pane.Status) {
-	e, err := s.get(id)
-	if err != nil {
+	s.mu.Lock()
+	e, ok := s.panes[id]
+	if !ok {
+		e, ok = s.starting[id] // it ended before Create was done
+	}
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
 	quick := e.lives.died(st.Since)
@@ -329,4 +334,35 @@ func (d *resumedTask) Abandon() {
 	if d.inner != nil {
 		d.inner.Abandon()
 	}
+}
+
+// cameBackFor is how long status sums up how the panes came back.
+const cameBackFor = time.Hour
+
+// cameBack sums up how the panes found gone at the start came back; nil
+// when none was, or cameBackFor after the start.
+func (s *Supervisor) cameBack() *topology.CameBack {
+	if len(s.goneAtStart) == 0 || time.Since(s.startedAt) > cameBackFor {
+		return nil
+	}
+	c := &topology.CameBack{At: s.startedAt, Gone: len(s.goneAtStart)}
+	for _, id := range s.goneAtStart {
+		e, err := s.get(id)
+		if err != nil {
+			c.Gone-- // removed since
+			continue
+		}
+		p, stopped := e.kind().(*stopped)
+		switch back := e.cameBackAs(); {
+		case stopped && p.gone:
+			c.Waiting++
+		case stopped && back == "":
+			c.Failed++
+		case strings.HasPrefix(back, resumedAs):
+			c.Resumed++
+		default:
+			c.Restarted++
+		}
+	}
+	return c
 }

@@ -181,7 +181,7 @@ func (d *diskWatch) reason() string {
 
 // Home is what needs a person about the home as a whole.
 func (s *Supervisor) Home() api.HomeInfo {
-	return api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node}
+	return api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.cameBack()}
 }
 
 // homeNeeds is the home's part of needs-you (for health).

@@ -134,6 +134,10 @@ type Supervisor struct {
 	// gone are the panes found gone at the start, to bring back once the
 	// outbox has settled their tasks (comeback.go).
 	gone []string
+	// goneAtStart are all of them, and startedAt the start, for status's
+	// summary (comeback.go).
+	goneAtStart []string
+	startedAt   time.Time
 	// comeBacks are the goroutines bringing panes back; quit ends their
 	// waits.
 	comeBacks sync.WaitGroup
@@ -228,6 +232,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.pruneWorktrees(ctx, rows)
+	s.startedAt = time.Now()
 	if err := s.restore(ctx, rows, cfg.Restoring); err != nil {
 		s.gw.Close()
 		s.ledger.close()
@@ -311,6 +316,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	if back {
 		lost += "; it comes back by its restart policy"
 		s.gone = append(s.gone, r.ID)
+		s.goneAtStart = append(s.goneAtStart, r.ID)
 	} else {
 		lost += "; 'cicy-agent restart " + r.ID + "' starts it again (its restart policy is never)"
 	}
@@ -661,11 +667,8 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 // conversation) resumes that session of its own. Its start is noted for
 // its restart policy.
 func (s *Supervisor) launchAs(e *entry, adopt bool, resume string) (kind, error) {
-	k, err := s.launchKind(e, adopt, resume)
-	if err == nil {
-		e.lives.start(time.Now())
-	}
-	return k, err
+	e.lives.start(time.Now()) // before: a program may end before launch returns
+	return s.launchKind(e, adopt, resume)
 }
 
 func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, error) {

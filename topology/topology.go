@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The two magic values of agent_config.role. Any other text is a label: the
@@ -202,6 +203,35 @@ type Status struct {
 	Unassigned []Worker    `json:"unassigned"`
 	Untracked  []Untracked `json:"untracked"`
 	NeedsYou   []Attention `json:"needs_you"`
+	// CameBack is how the panes found gone at the supervisor's start (a
+	// reboot, a crash) came back; absent when none was, or an hour after.
+	CameBack *CameBack `json:"came_back,omitempty"`
+}
+
+// CameBack counts the panes a supervisor found gone at its start: Gone in
+// all; of them Resumed (CLI agents in their own session), Restarted (a
+// new process or conversation), Failed (could not come back) and Waiting
+// (not back yet). At is the start.
+type CameBack struct {
+	At        time.Time `json:"at"`
+	Gone      int       `json:"gone"`
+	Resumed   int       `json:"resumed"`
+	Restarted int       `json:"restarted"`
+	Failed    int       `json:"failed"`
+	Waiting   int       `json:"waiting"`
+}
+
+// Line is the summary as status prints it.
+func (c CameBack) Line() string {
+	s := fmt.Sprintf("after the restart at %s: %d of %d panes came back (%d resumed, %d restarted)",
+		c.At.Local().Format("15:04:05"), c.Resumed+c.Restarted, c.Gone, c.Resumed, c.Restarted)
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d could not", c.Failed)
+	}
+	if c.Waiting > 0 {
+		s += fmt.Sprintf(", %d still coming", c.Waiting)
+	}
+	return s
 }
 
 // Build assembles the status view. panes must be in display order; counts

@@ -908,6 +908,9 @@ func (e *env) statusCmd() *cli.Command {
 // printStatus is status as text; each pane's node is in it ("node b")
 // when the team runs on more than one node.
 func printStatus(w io.Writer, st api.StatusResponse) {
+	if st.CameBack != nil {
+		fmt.Fprintln(w, st.CameBack.Line())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	many := topology.SpansNodes(st.Nodes()...)
 	node := func(n string) string {
