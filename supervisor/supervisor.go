@@ -101,6 +101,9 @@ type Config struct {
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
 	LedgerRetry time.Duration
+	// onInputOnly leaves the cicy panes dormant until their first input:
+	// no background restore (tests of the dormant panes).
+	onInputOnly bool
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -128,6 +131,9 @@ type Supervisor struct {
 	// CLI agent's first hook (SessionStart) can come before Create is done.
 	starting  map[string]*entry
 	closeOnce sync.Once
+	// wakeQuit stops the background restore of the dormant cicy panes
+	// (restoreDormant), wakeDone is closed when it has ended.
+	wakeQuit, wakeDone chan struct{}
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
@@ -227,6 +233,13 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
+	if !cfg.onInputOnly {
+		s.wakeQuit, s.wakeDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(s.wakeDone)
+			s.restoreDormant(s.wakeQuit)
+		}()
+	}
 	return s, nil
 }
 
@@ -265,25 +278,22 @@ func foundAtRestart(st pane.Status) bool {
 
 // load makes the entry of a stored pane. A tmux session outlives the
 // supervisor: the running one is adopted. A cicy pane lives in the
-// supervisor: it comes back with it, its conversation restored from disk.
+// supervisor: it comes back with it, dormant until its first input or the
+// background restore after the start (restoreDormant) brings back its
+// conversation from disk.
 // A PTY pane cannot outlive the supervisor: one recorded as running is now
 // exited, with the reason.
 func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	e := newEntry(r, statusFromRuntime(r.Runtime))
 	var lost string
 	switch {
-	case r.Backend == "tmux" || topology.InProcess(r.Type):
+	case topology.InProcess(r.Type):
+		s.sleepEntry(e)
+		return e, nil
+	case r.Backend == "tmux":
 		k, err := s.launch(e, true)
 		if err == nil {
 			e.set(k)
-			return e, nil
-		}
-		if topology.InProcess(r.Type) {
-			full := cicy.IsDiskFull(err)
-			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}, noRoom: full})
-			if full {
-				s.disk.retry("the restore of "+r.ID, err, func() error { return s.retryRestore(r.ID) })
-			}
 			return e, nil
 		}
 		lost = lostTmux + " (" + err.Error() + "); 'cicy-agent restart " + r.ID + "' starts it again"
@@ -1110,6 +1120,10 @@ func (s *Supervisor) Close() {
 		s.cl.close()
 		s.tasks.Stop()
 		s.spares.close()
+		if s.wakeQuit != nil {
+			close(s.wakeQuit)
+			<-s.wakeDone // no pane is restored after its detach
+		}
 	})
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))
