@@ -60,6 +60,7 @@ var (
 // period to stop stalls nobody.
 type entry struct {
 	cfg     schema.Pane // fixed once the pane is created
+	num     int64       // the N of its id w-N, for ordering
 	team    string      // the team in cfg.Config, "" for none
 	op      sync.Mutex
 	cur     atomic.Pointer[held]
@@ -95,7 +96,10 @@ func (e *entry) set(k kind) {
 
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
-	e := &entry{cfg: cfg, team: parsePaneConfig(cfg.Config).Team}
+	e := &entry{cfg: cfg, num: paneNum(cfg.ID)}
+	if cfg.Config != "" && cfg.Config != "{}" { // most panes have no team: no JSON to read
+		e.team = parsePaneConfig(cfg.Config).Team
+	}
 	e.set(&stopped{cfg: cfg, st: st})
 	return e
 }

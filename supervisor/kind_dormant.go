@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -128,6 +130,7 @@ func (s *Supervisor) restoreFailed(r schema.Pane, err error) kind {
 // in flight, queued messages: they cannot wait for input), then the
 // others, in id order.
 func (s *Supervisor) restoreDormant(quit <-chan struct{}) {
+	began, n := time.Now(), 0
 	var rest []*entry
 	for _, e := range s.entries() {
 		if _, ok := e.kind().(*dormant); !ok {
@@ -140,6 +143,7 @@ func (s *Supervisor) restoreDormant(quit <-chan struct{}) {
 		}
 		if cicy.TakesUp(e.cfg.Workspace) {
 			s.awaken(e)
+			n++
 		} else {
 			rest = append(rest, e)
 		}
@@ -151,6 +155,9 @@ func (s *Supervisor) restoreDormant(quit <-chan struct{}) {
 		default:
 		}
 		s.awaken(e)
+		n++
 	}
-	s.log.Debug("Every cicy pane is restored")
+	if n > 0 {
+		s.log.WithFields(logrus.Fields{"panes": n, "took": time.Since(began).Round(time.Millisecond).String()}).Info("Every cicy pane is restored")
+	}
 }
