@@ -37,7 +37,7 @@ func dormantHome(t *testing.T) func(onInputOnly bool) *Supervisor {
 }
 
 // TestDormantPaneListedThenRestoredOnSend: after a restart a cicy pane is
-// listed at once, idle and marked not restored (its history not read),
+// listed at once, starting and marked not restored (its history not read),
 // and its first message restores it: the answer comes from the
 // conversation it had, and ls then counts its messages.
 func TestDormantPaneListedThenRestoredOnSend(t *testing.T) {
@@ -58,8 +58,8 @@ func TestDormantPaneListedThenRestoredOnSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != "idle" || !got.Unrestored || got.Messages != 0 {
-		t.Fatalf("the pane after the restart: %s (%s), unrestored %v, %d messages; want idle, not restored yet, messages unknown",
+	if got.State != "starting" || got.Reason != dormantReason || !got.Unrestored || got.Messages != 0 {
+		t.Fatalf("the pane after the restart: %s (%s), unrestored %v, %d messages; want starting, not restored yet, messages unknown",
 			got.State, got.Reason, got.Unrestored, got.Messages)
 	}
 	res, err := s.Send(ctx, p.ID, api.SendRequest{Text: "second", Wait: true})

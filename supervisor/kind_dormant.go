@@ -15,7 +15,7 @@ import (
 )
 
 // dormant is a cicy pane a start has not restored yet: listed at once
-// from its row, its turn loop and history are brought back (awaken) when
+// from its row (starting, "not restored yet"), its turn loop and history are brought back (awaken) when
 // it first gets input — a message, a task, a command, a look at its turn
 // — or by the background restore that follows the start, which takes up
 // first the panes whose turn was in flight or whose queue holds messages.
@@ -84,10 +84,14 @@ func (d *dormant) Recover(t schema.Task, wake func()) outbox.Recovery {
 
 func (d *dormant) Noticed(t schema.Task) outbox.Notice { return d.wake().Noticed(t) }
 
-// sleepEntry makes e a dormant cicy pane, listed as idle until restored.
+// sleepEntry makes e a dormant cicy pane, listed as starting until
+// restored: it takes messages and tasks (each restores it), but whether
+// its last turn goes on is not known before its history is read, so it
+// is not said to be idle (a wait for idle after a crash waits for the
+// turn that goes on).
 func (s *Supervisor) sleepEntry(e *entry) {
 	e.set(&dormant{
-		cfg: e.cfg, st: pane.Status{State: pane.Idle, Reason: dormantReason, Since: time.Now()},
+		cfg: e.cfg, st: pane.Status{State: pane.Starting, Reason: dormantReason, Since: time.Now()},
 		wake:  func() kind { return s.awaken(e) },
 		start: func() (kind, error) { return s.launch(e, true) },
 	})
