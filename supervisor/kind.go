@@ -13,10 +13,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
-// kind is a pane of one kind as the registry drives it. Four adapters
-// implement it: cicyKind (a turn loop in this process), shellKind and
-// cliKind (a program in a terminal: a shell command, or Claude Code, Codex
-// or opencode), and stopped (nothing runs). Only the adapters know which
+// kind is a pane of one kind as the registry drives it. Five adapters
+// implement it: cicyKind (a turn loop in this process), dormant (a cicy
+// pane a start has not restored yet), shellKind and cliKind (a program in
+// a terminal: a shell command, or Claude Code, Codex or opencode), and
+// stopped (nothing runs). Only the adapters know which
 // kind they are; operations that exist for some kinds only are small
 // interfaces of their own (turnLoop, attachable, hookTarget).
 type kind interface {
@@ -48,6 +49,7 @@ type kind interface {
 // Every adapter is a kind and, through it, an outbox.Pane.
 var (
 	_ kind = (*cicyKind)(nil)
+	_ kind = (*dormant)(nil)
 	_ kind = (*shellKind)(nil)
 	_ kind = (*cliKind)(nil)
 	_ kind = (*stopped)(nil)
