@@ -113,6 +113,10 @@ type PaneInfo struct {
 	// Messages is a cicy pane's history length; Compactable when over 300.
 	Messages    int  `json:"messages,omitempty"`
 	Compactable bool `json:"compactable,omitempty"`
+	// Unrestored: a cicy pane a start has not restored yet (it is on its
+	// first input, or soon in the background); its history is not read,
+	// so Messages and Compactable are not known yet.
+	Unrestored bool `json:"unrestored,omitempty"`
 	// BudgetUSD is the pane's own spending limit (null: none; its team's
 	// is in GET /api/budgets/{id}).
 	BudgetUSD *float64 `json:"budget_usd"`

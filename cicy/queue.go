@@ -77,3 +77,19 @@ func lastUserText(h []wire.Message) string {
 	}
 	return ""
 }
+
+// TakesUp reports whether a pane's restore would start work of its own,
+// read from its files without restoring it: its last turn was in flight
+// (reply.json says working) or messages wait in its queue file. A file it
+// cannot read says yes: the restore decides, and shows what it found.
+func TakesUp(workspace string) bool {
+	dir := HistoryDir(workspace)
+	var rep struct {
+		Status string `json:"status"`
+	}
+	if ok, err := readJSON(filepath.Join(dir, "reply.json"), &rep); err != nil || ok && rep.Status == TurnWorking {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(dir, queueFile))
+	return !errors.Is(err, fs.ErrNotExist)
+}

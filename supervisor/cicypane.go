@@ -64,7 +64,7 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if t, ok := e.kind().(turnLoop); ok {
+	if t, ok := s.awaken(e).(turnLoop); ok {
 		return e, t.agent(), nil
 	}
 	if topology.InProcess(e.cfg.Type) {

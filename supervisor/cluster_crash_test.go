@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -40,6 +41,18 @@ func serveNodeProcess() int {
 	l := logrus.New()
 	l.SetOutput(f)
 	l.SetLevel(logrus.DebugLevel)
+	if prof := os.Getenv("CICY_TEST_CPUPROFILE"); prof != "" {
+		// A benchmark's profile of the supervisor's process, one file a start.
+		pf, err := os.Create(fmt.Sprintf("%s.%d", prof, os.Getpid()))
+		if err != nil {
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = Serve(ctx, Config{Home: h, Version: "test", Log: logrus.NewEntry(l), DB: os.Getenv("CICY_DB"), Node: os.Getenv("CICY_NODE"),

@@ -322,6 +322,8 @@ func TestDiskFullRestoreRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its cut turn is taken up by the background restore after the start.
+	pollFor(t, "the pane's restore tried", func() bool { return e.status().Reason != dormantReason })
 	if st := e.status(); st.State != "error" || !strings.HasPrefix(st.Reason, "could not restore: ") {
 		t.Fatalf("the pane after a restart on a full disk: %+v; want could not restore", st)
 	}

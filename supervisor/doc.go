@@ -60,8 +60,10 @@
 // refused unless serve --fresh (lostdb.go). On start the supervisor lists
 // the panes of its node: a tmux pane's session outlived it and is adopted;
 // a PTY pane could not, so one that was running is shown exited with the
-// reason and comes back with restart; a cicy pane starts again from its
-// history on disk.
+// reason and comes back with restart; a cicy pane is listed at once,
+// dormant (kind_dormant.go), and starts again from its history on disk on
+// its first input or in the background after the start, the panes whose
+// turn was cut short first.
 //
 // A stop ends a pane's whole process tree, read from /proc while the
 // program stops (package reaper), so a child that outlived its parent is

@@ -18,6 +18,7 @@ func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 	if err != nil {
 		return api.Explanation{}, err
 	}
+	s.awaken(e) // a dormant cicy pane's turn is read from its history
 	x := api.Explanation{Pane: s.describe(e)}
 	if sc, err := s.Screen(id, 0); err == nil {
 		x.Screen = sc.Screen

@@ -13,10 +13,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
-// kind is a pane of one kind as the registry drives it. Four adapters
-// implement it: cicyKind (a turn loop in this process), shellKind and
-// cliKind (a program in a terminal: a shell command, or Claude Code, Codex
-// or opencode), and stopped (nothing runs). Only the adapters know which
+// kind is a pane of one kind as the registry drives it. Five adapters
+// implement it: cicyKind (a turn loop in this process), dormant (a cicy
+// pane a start has not restored yet), shellKind and cliKind (a program in
+// a terminal: a shell command, or Claude Code, Codex or opencode), and
+// stopped (nothing runs). Only the adapters know which
 // kind they are; operations that exist for some kinds only are small
 // interfaces of their own (turnLoop, attachable, hookTarget).
 type kind interface {
@@ -48,6 +49,7 @@ type kind interface {
 // Every adapter is a kind and, through it, an outbox.Pane.
 var (
 	_ kind = (*cicyKind)(nil)
+	_ kind = (*dormant)(nil)
 	_ kind = (*shellKind)(nil)
 	_ kind = (*cliKind)(nil)
 	_ kind = (*stopped)(nil)
@@ -60,6 +62,7 @@ var (
 // period to stop stalls nobody.
 type entry struct {
 	cfg     schema.Pane // fixed once the pane is created
+	num     int64       // the N of its id w-N, for ordering
 	team    string      // the team in cfg.Config, "" for none
 	op      sync.Mutex
 	cur     atomic.Pointer[held]
@@ -114,8 +117,13 @@ func (e *entry) set(k kind) {
 
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
-	e := &entry{cfg: cfg, team: parsePaneConfig(cfg.Config).Team}
-	e.session.seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))
+	e := &entry{cfg: cfg, num: paneNum(cfg.ID)}
+	if cfg.Config != "" && cfg.Config != "{}" { // most panes have no team: no JSON to read
+		e.team = parsePaneConfig(cfg.Config).Team
+	}
+	if cfg.SessionID != "" {
+		e.session.seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))
+	}
 	e.set(&stopped{cfg: cfg, st: st})
 	return e
 }

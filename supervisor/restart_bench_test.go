@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,9 +20,13 @@ import (
 // SQLite, is started, and is measured until
 //
 //   - socket: its socket answers health (saying it is starting);
-//   - ready: health says it is ready (every pane restored);
+//   - ready: health says it is ready (every pane listed; a cicy pane's
+//     history is read on its first input, or in the background);
 //   - ls-first, ls: the first `ls` has brought its first pane, and every
 //     pane;
+//   - send: a message to the last pane (not restored yet) has its answer;
+//   - restored: the background restore has restored every pane (its
+//     line in the supervisor's log);
 //
 // then it is shut down (stop: the shutdown request until the process
 // has exited). The panes are made once: one by the API, the others
@@ -37,7 +43,7 @@ func benchRestart(b *testing.B, n int) {
 	h := Home{Root: filepath.Join(b.TempDir(), "home")}
 	seedCicyPanes(b, h, n)
 	restartOnce(b, h, n) // the panes' folders are made
-	var times [5][]time.Duration
+	var times [7][]time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for i, d := range restartOnce(b, h, n) {
@@ -45,17 +51,22 @@ func benchRestart(b *testing.B, n int) {
 		}
 	}
 	b.StopTimer()
-	for i, name := range []string{"socket", "ready", "ls-first", "ls", "stop"} {
+	for i, name := range []string{"socket", "ready", "ls-first", "ls", "send", "restored", "stop"} {
 		reportPercentiles(b, name, times[i])
 	}
 	b.ReportMetric(0, "ns/op")
 }
 
 // restartOnce starts the supervisor, waits for it and lists its panes,
+// sends the last pane a message and waits for the background restore,
 // then shuts it down: the times to the socket, ready, the first pane and
-// the last one listed, and of the stop.
-func restartOnce(b *testing.B, h Home, n int) [5]time.Duration {
+// the last one listed, the answer, every pane restored, and of the stop.
+func restartOnce(b *testing.B, h Home, n int) [7]time.Duration {
 	b.Helper()
+	var logFrom int64 // this start's lines of the supervisor's log
+	if fi, err := os.Stat(h.Log()); err == nil {
+		logFrom = fi.Size()
+	}
 	began := time.Now()
 	p := startServeProcess(b, "", h)
 	var socket time.Duration
@@ -92,6 +103,20 @@ func restartOnce(b *testing.B, h Home, n int) [5]time.Duration {
 	if listed != n {
 		b.Fatalf("ls lists %d panes, want %d", listed, n)
 	}
+	res, err := p.c.Send(context.Background(), fmt.Sprintf("w-%d", n), api.SendRequest{Text: "hello", Wait: true})
+	if err != nil || res.Status != "completed" {
+		b.Fatalf("send to w-%d: %+v, %v", n, res, err)
+	}
+	sent := time.Since(began)
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if log, _ := os.ReadFile(h.Log()); int64(len(log)) > logFrom && bytes.Contains(log[logFrom:], []byte("Every cicy pane is restored")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the panes were not all restored within 10 minutes")
+		}
+	}
+	restored := time.Since(began)
 	stopped := time.Now()
 	if err := p.c.Shutdown(context.Background(), 5*time.Minute); err != nil {
 		b.Fatal(err)
@@ -99,7 +124,7 @@ func restartOnce(b *testing.B, h Home, n int) [5]time.Duration {
 	if err := p.cmd.Wait(); err != nil {
 		b.Fatalf("the supervisor's exit: %v", err)
 	}
-	return [5]time.Duration{socket, ready, first, ls, time.Since(stopped)}
+	return [7]time.Duration{socket, ready, first, ls, sent, restored, time.Since(stopped)}
 }
 
 // seedCicyPanes makes n cicy panes in h: one through the API, the rest

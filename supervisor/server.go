@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -371,7 +373,7 @@ func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
 func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 	f := api.FilterOf(r.URL.Query())
 	if len(f.Query()) == 0 {
-		writeList(w, a.sup.List(r.Context()))
+		writeList(w, a.sup.Panes(r.Context()))
 		return
 	}
 	out, err := a.sup.ListFiltered(r.Context(), f)
@@ -379,21 +381,23 @@ func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeList(w, out)
+	writeList(w, slices.Values(out))
 }
 
-// writeList answers a JSON array of panes written as it is encoded, a
-// few hundred at a time, so a client shows the first of 100,000 panes
-// while the rest are still on their way (api.Client.ListEach).
-func writeList(w http.ResponseWriter, panes []api.PaneInfo) {
+// writeList answers a JSON array of panes written as it is encoded (and,
+// from Supervisor.Panes, as each is described), a few hundred at a time,
+// so a client shows the first of 100,000 panes while the rest are still
+// on their way (api.Client.ListEach).
+func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	flusher, _ := w.(http.Flusher)
 	_ = bw.WriteByte('[')
-	for i, p := range panes {
-		if i > 0 {
+	i := -1
+	for p := range panes {
+		if i++; i > 0 {
 			_ = bw.WriteByte(',')
 		}
 		if enc.Encode(p) != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -102,6 +103,9 @@ type Config struct {
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
 	LedgerRetry time.Duration
+	// onInputOnly leaves the cicy panes dormant until their first input:
+	// no background restore (tests of the dormant panes).
+	onInputOnly bool
 }
 
 // Supervisor owns the panes. Its registry maps ids to entries; each running
@@ -142,6 +146,9 @@ type Supervisor struct {
 	// waits.
 	comeBacks sync.WaitGroup
 	quit      chan struct{}
+	// wakeQuit stops the background restore of the dormant cicy panes
+	// (restoreDormant), wakeDone is closed when it has ended.
+	wakeQuit, wakeDone chan struct{}
 
 	usageMu sync.Mutex
 	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
@@ -243,6 +250,13 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
 	go s.tasks.Run()
+	if !cfg.onInputOnly {
+		s.wakeQuit, s.wakeDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(s.wakeDone)
+			s.restoreDormant(s.wakeQuit)
+		}()
+	}
 	return s, nil
 }
 
@@ -281,26 +295,23 @@ func foundAtRestart(st pane.Status) bool {
 
 // load makes the entry of a stored pane. A tmux session outlives the
 // supervisor: the running one is adopted. A cicy pane lives in the
-// supervisor: it comes back with it, its conversation restored from disk.
+// supervisor: it comes back with it, dormant until its first input or the
+// background restore after the start (restoreDormant) brings back its
+// conversation from disk.
 // A PTY pane cannot outlive the supervisor: one recorded as running is now
 // exited, with the reason.
 func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	e := newEntry(r, statusFromRuntime(r.Runtime))
 	var lost string
 	switch {
-	case r.Backend == "tmux" || topology.InProcess(r.Type):
+	case topology.InProcess(r.Type):
+		s.sleepEntry(e)
+		return e, nil
+	case r.Backend == "tmux":
 		wasRunning := e.status().Running()
 		k, err := s.launch(e, true)
 		if err == nil {
 			e.set(k)
-			return e, nil
-		}
-		if topology.InProcess(r.Type) {
-			full := cicy.IsDiskFull(err)
-			e.set(&stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}, noRoom: full})
-			if full {
-				s.disk.retry("the restore of "+r.ID, err, func() error { return s.retryRestore(r.ID) })
-			}
 			return e, nil
 		}
 		if !wasRunning {
@@ -825,6 +836,24 @@ func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 	return out
 }
 
+// Panes is List as it is written: this node's panes are described one by
+// one as they are yielded, so the first of 100,000 is on its way before
+// the others are described (when another node's panes are listed too,
+// the list is made first, to be ordered).
+func (s *Supervisor) Panes(ctx context.Context) iter.Seq[api.PaneInfo] {
+	if len(s.cl.panes(time.Now())) > 0 {
+		return slices.Values(s.List(ctx))
+	}
+	entries := s.entries()
+	return func(yield func(api.PaneInfo) bool) {
+		for _, e := range entries {
+			if !yield(s.describe(e)) {
+				return
+			}
+		}
+	}
+}
+
 // ListFiltered is List limited to the panes that pass f. A state or role
 // that does not exist, or a team or node that no pane has, is refused
 // with the ones there are.
@@ -913,7 +942,7 @@ func (s *Supervisor) entries() []*entry {
 		entries = append(entries, e)
 	}
 	s.mu.Unlock()
-	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(paneNum(a.cfg.ID), paneNum(b.cfg.ID)) })
+	slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(a.num, b.num) })
 	return entries
 }
 
@@ -976,7 +1005,13 @@ func (e *entry) info() api.PaneInfo {
 	k := e.kind()
 	st := k.Status()
 	var argv []string
-	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
+	switch e.cfg.Command {
+	case "", "null":
+	case "[]": // a cicy pane's: no JSON to read for 100,000 of them
+		argv = []string{}
+	default:
+		_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
+	}
 	pi := api.PaneInfo{
 		ID: e.cfg.ID, Title: e.cfg.Title, Type: e.cfg.Type, Role: e.cfg.Role, RoleTemplate: e.cfg.RoleTemplate,
 		Backend: e.cfg.Backend, State: string(st.State), Reason: st.Reason, Since: st.Since,
@@ -994,7 +1029,7 @@ func (e *entry) info() api.PaneInfo {
 		m := e.cfg.Master.String
 		pi.Master = &m
 	}
-	pi.Team = parsePaneConfig(e.cfg.Config).Team
+	pi.Team = e.team
 	return pi
 }
 
@@ -1181,6 +1216,10 @@ func (s *Supervisor) Close() {
 		s.cl.close()
 		s.tasks.Stop()
 		s.spares.close()
+		if s.wakeQuit != nil {
+			close(s.wakeQuit)
+			<-s.wakeDone // no pane is restored after its detach
+		}
 	})
 	s.mu.Lock()
 	entries := make([]*entry, 0, len(s.panes))

@@ -510,6 +510,9 @@ func short(rev string) string {
 // worktreeInfo is what ls shows of pane e's worktree (nil for a pane
 // that runs in none), read from git once and again after it changed.
 func (s *Supervisor) worktreeInfo(e *entry) *api.WorktreeInfo {
+	if !strings.Contains(e.cfg.Config, `"worktree"`) {
+		return nil // ls of 100,000 panes reads no config that has none
+	}
 	w, ok := worktreeOf(e.cfg)
 	if !ok {
 		return nil
