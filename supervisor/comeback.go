@@ -9,8 +9,8 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
