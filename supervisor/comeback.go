@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -194,7 +195,13 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 	if resume {
 		session = resumable(e)
 	}
-	nk, err := s.launchAs(e, false, session)
+	var nk kind
+	if _, serr := os.Stat(e.cfg.Workspace); serr != nil && !isWorktreePane(e) {
+		// its program would start elsewhere (tmux: in the home folder)
+		err = fmt.Errorf("its workspace %s is gone (deleted while it was down?)", e.cfg.Workspace)
+	} else {
+		nk, err = s.launchAs(e, false, session)
+	}
 	if err != nil {
 		st := pane.Status{State: pane.Error, Reason: "could not come back: " + err.Error() + "; 'cicy-agent restart " + id + "' tries again", Since: time.Now()}
 		e.set(&stopped{cfg: e.cfg, st: st})
@@ -366,3 +373,7 @@ func (s *Supervisor) cameBack() *topology.CameBack {
 	}
 	return c
 }
+
+// isWorktreePane reports whether e runs in a git worktree of its own
+// (made again from its branch when its folder is gone).
+func isWorktreePane(e *entry) bool { _, ok := worktreeOf(e.cfg); return ok }
