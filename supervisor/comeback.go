@@ -35,7 +35,7 @@ const (
 
 // Reasons a pane came back with.
 const (
-	cameBackReboot = "restarted: its process was gone at the supervisor's start (a reboot or crash)"
+	cameBackReboot = "restarted after a reboot or crash"
 	cameBackExit   = "restarted by its restart policy"
 	crashLoopWhy   = topology.NeedCrashLoop
 	// resumedAs starts the reason of a CLI agent that came back in its
@@ -377,3 +377,14 @@ func (s *Supervisor) cameBack() *topology.CameBack {
 // isWorktreePane reports whether e runs in a git worktree of its own
 // (made again from its branch when its folder is gone).
 func isWorktreePane(e *entry) bool { _, ok := worktreeOf(e.cfg); return ok }
+
+// tookWork notes that pane id was busy: its reason no longer says how it
+// came back (explain still does).
+func (s *Supervisor) tookWork(id string) {
+	s.mu.Lock()
+	e := s.panes[id]
+	s.mu.Unlock()
+	if e != nil {
+		e.backFresh.Store(false)
+	}
+}

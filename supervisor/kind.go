@@ -89,10 +89,16 @@ type entry struct {
 	// cameBack is how the pane last came back by its restart policy ("":
 	// it did not, or was started by hand since).
 	cameBack atomic.Pointer[string]
+	// backFresh: it came back and has not been busy since; its reason
+	// then says how it came back (ls, status, the dashboard).
+	backFresh atomic.Bool
 }
 
 // setCameBack notes how the pane came back ("" when started by hand).
-func (e *entry) setCameBack(why string) { e.cameBack.Store(&why) }
+func (e *entry) setCameBack(why string) {
+	e.cameBack.Store(&why)
+	e.backFresh.Store(why != "")
+}
 
 // cameBackAs is how the pane last came back, "" when it did not.
 func (e *entry) cameBackAs() string {

@@ -749,6 +749,9 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 			if !st.Running() {
 				s.exited(id, st)
 			}
+			if st.State == pane.Busy {
+				s.tookWork(id)
+			}
 		},
 	}
 	var extra []string
@@ -1025,6 +1028,9 @@ func (e *entry) info() api.PaneInfo {
 	pi.Upstream = e.answers.upstream()
 	e.describeSession(&pi)
 	pi.Restart, pi.CameBack = policyOf(e), e.cameBackAs()
+	if e.backFresh.Load() && st.Running() {
+		pi.Reason = pi.CameBack + " · " + pi.Reason
+	}
 	if e.cfg.Master.Valid {
 		m := e.cfg.Master.String
 		pi.Master = &m
