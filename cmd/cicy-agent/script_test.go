@@ -467,27 +467,7 @@ func cmdNoPaneProcesses(ts *testscript.TestScript, neg bool, args []string) {
 // private tmux server and every pane process of the home (kill -9 each),
 // and waits until all are gone.
 func cmdReboot(ts *testscript.TestScript, neg bool, args []string) {
-	cmdKillSupervisor(ts, false, nil)
-	sock := ts.Getenv("TMUXSOCK")
-	if out, err := exec.Command("tmux", "-L", sock, "display-message", "-p", "#{pid}").Output(); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	deadline := time.Now().Add(pollDeadline)
-	for {
-		alive := paneProcesses(ts.Getenv("CICY_HOME"))
-		for _, pid := range alive {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("pane processes still alive after kill -9: %v", alive)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ts.Check(rebootHome(ts.Getenv("CICY_HOME")))
 }
 
 // waitsocket waits until the home's socket exists (a supervisor started
