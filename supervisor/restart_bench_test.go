@@ -108,14 +108,7 @@ func restartOnce(b *testing.B, h Home, n int) [7]time.Duration {
 		b.Fatalf("send to w-%d: %+v, %v", n, res, err)
 	}
 	sent := time.Since(began)
-	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if log, _ := os.ReadFile(h.Log()); int64(len(log)) > logFrom && bytes.Contains(log[logFrom:], []byte("Every cicy pane is restored")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the panes were not all restored within 10 minutes")
-		}
-	}
+	waitLogged(b, h, logFrom, "Every cicy pane is restored", 10*time.Minute)
 	restored := time.Since(began)
 	stopped := time.Now()
 	if err := p.c.Shutdown(context.Background(), 5*time.Minute); err != nil {
@@ -125,6 +118,20 @@ func restartOnce(b *testing.B, h Home, n int) [7]time.Duration {
 		b.Fatalf("the supervisor's exit: %v", err)
 	}
 	return [7]time.Duration{socket, ready, first, ls, sent, restored, time.Since(stopped)}
+}
+
+// waitLogged waits up to d until the supervisor's log of h, past its
+// first from bytes, holds line.
+func waitLogged(b *testing.B, h Home, from int64, line string, d time.Duration) {
+	b.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if log, _ := os.ReadFile(h.Log()); int64(len(log)) > from && bytes.Contains(log[from:], []byte(line)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the supervisor did not log %q within %s", line, d)
+		}
+	}
 }
 
 // seedCicyPanes makes n cicy panes in h: one through the API, the rest
