@@ -47,12 +47,7 @@ func BenchmarkReboot(b *testing.B) {
 		}
 		return strings.TrimSpace(string(out))
 	}
-	b.Cleanup(func() {
-		cmd := exec.Command(filepath.Join(binDir, "cicy-agent"), "shutdown")
-		cmd.Env = env
-		_ = cmd.Run()
-		_ = exec.Command("tmux", "-L", pane.NewTmuxServer(home, nil).Socket, "kill-server").Run()
-	})
+	b.Cleanup(func() { _ = rebootHome(home) }) // nothing of it left running
 	var ids []string
 	for _, agent := range cliagent.Names() {
 		ids = append(ids, run("create", agent, "--type", agent, "--allow-all", "--model", "fake-model"))
