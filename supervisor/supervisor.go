@@ -446,6 +446,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		}
 		req.Workspace = "" // the worktree, under the home
 	}
+	left := s.takeLeft(ctx, &req) // down, then up: the agent's session goes on
 	var undo func()
 	newRow := newPaneRow(req, pw)
 	newRow.Node = s.cfg.Node
@@ -463,7 +464,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if row.BudgetUSD.Valid { // in force before the pane's first request
 		s.budgets.put(api.BudgetPane, row.ID, &row.BudgetUSD.Float64)
 	}
-	if err := s.register(row); err != nil {
+	if err := s.register(row, s.resumeLeft(left, row)); err != nil {
 		s.budgets.put(api.BudgetPane, row.ID, nil)
 		// The row must not outlive a pane that never ran.
 		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
@@ -646,12 +647,20 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 // register starts a new pane and puts it in the registry. Hooks that
 // come while its process starts are kept (recordHook); from here on they
 // go to the process, once the pending one is applied.
-func (s *Supervisor) register(row schema.Pane) error {
+func (s *Supervisor) register(row schema.Pane, resume string) error {
 	e := newEntry(row, pane.Status{State: pane.Starting, Reason: "starting", Since: time.Now()})
+	if resume != "" {
+		now := time.Now()
+		e.session.seed(resume, now)
+		if err := s.store.SetPaneSession(context.Background(), row.ID, resume, schema.FormatTime(now)); err != nil {
+			s.log.WithError(err).WithField("pane", row.ID).Warn("Could not record the session the pane resumes")
+		}
+		e.setCameBack(resumedAs + resume + " (the session of the team's earlier pane)")
+	}
 	s.mu.Lock()
 	s.starting[row.ID] = e
 	s.mu.Unlock()
-	k, err := s.launch(e, false)
+	k, err := s.launchAs(e, false, resume)
 	e.op.Lock()
 	defer e.op.Unlock()
 	s.mu.Lock()
@@ -1172,6 +1181,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	defer e.op.Unlock()
 	e.leaving.Store(true)
 	e.halt(s.cfg.StopGrace, stopKilled)
+	s.noteLeft(ctx, e)
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
 		return api.KillResult{}, err
 	}
