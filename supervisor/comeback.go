@@ -47,7 +47,8 @@ const (
 type lives struct {
 	mu      sync.Mutex
 	started time.Time
-	quick   int // quick deaths in a row
+	quick   int       // quick deaths in a row
+	last    time.Time // the last death counted (one end may be told twice)
 }
 
 // start notes a start of the pane's program.
@@ -61,6 +62,10 @@ func (l *lives) start(at time.Time) {
 func (l *lives) died(at time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if at.Equal(l.last) {
+		return l.quick
+	}
+	l.last = at
 	if !l.started.IsZero() && at.Sub(l.started) < quickDeath {
 		l.quick++
 	} else {
