@@ -92,6 +92,9 @@ type entry struct {
 	// backFresh: it came back and has not been busy since; its reason
 	// then says how it came back (ls, status, the dashboard).
 	backFresh atomic.Bool
+	// worktreeAgain: its worktree's folder was gone at a start and was
+	// checked out again from its branch (said when it comes back).
+	worktreeAgain atomic.Bool
 }
 
 // setCameBack notes how the pane came back ("" when started by hand).

@@ -692,8 +692,12 @@ func (s *Supervisor) launchAs(e *entry, adopt bool, resume string) (kind, error)
 }
 
 func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, error) {
-	if err := s.ensureWorktree(e.cfg); err != nil {
+	restored, err := s.ensureWorktree(e.cfg)
+	if err != nil {
 		return nil, err
+	}
+	if restored {
+		e.worktreeAgain.Store(true)
 	}
 	if topology.InProcess(e.cfg.Type) {
 		return s.startAgent(e.cfg)

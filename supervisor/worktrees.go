@@ -224,21 +224,21 @@ func (s *Supervisor) addWorktree(id, ws string, pw *paneWorktree) (func(), error
 
 // ensureWorktree makes a worktree pane's folder there again before it
 // starts: one deleted by hand is checked out again from its branch.
-func (s *Supervisor) ensureWorktree(cfg schema.Pane) error {
+func (s *Supervisor) ensureWorktree(cfg schema.Pane) (restored bool, err error) {
 	w, ok := worktreeOf(cfg)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	if _, err := os.Stat(w.Path); err == nil {
-		return nil
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
 	if err := s.git.Restore(ctx, w); err != nil {
-		return fmt.Errorf("check out the worktree %s again: %w", w.Path, err)
+		return false, fmt.Errorf("check out the worktree %s again: %w", w.Path, err)
 	}
 	s.log.WithField("pane", cfg.ID).Warn("The worktree's folder was gone; checked out " + w.Branch + " there again")
-	return nil
+	return true, nil
 }
 
 // pruneWorktrees lets git forget the worktrees of the home's workers
