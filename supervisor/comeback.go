@@ -201,13 +201,14 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 		session = resumable(e)
 	}
 	var nk kind
+	note := ""
 	_, serr := os.Stat(e.cfg.Workspace)
 	if serr != nil && !isWorktreePane(e) {
 		// its program would start elsewhere (tmux: in the home folder)
 		err = fmt.Errorf("its workspace %s is gone (deleted while it was down?)", e.cfg.Workspace)
 	} else {
 		if w, ok := worktreeOf(e.cfg); ok && (serr != nil || e.worktreeAgain.Swap(false)) {
-			why += "; its worktree was gone: " + w.Branch + " checked out there again (what was not committed is lost)"
+			note = "; its worktree was gone: " + w.Branch + " checked out there again (what was not committed is lost)"
 		}
 		nk, err = s.launchAs(e, false, session)
 	}
@@ -223,6 +224,7 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 	if session != "" {
 		why = resumedAs + session
 	}
+	why += note
 	e.setCameBack(why)
 	s.paneChanged(id)
 	s.tasks.Kick()
