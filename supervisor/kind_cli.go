@@ -81,6 +81,11 @@ func (p *cliKind) Explain(x *api.Explanation) {
 const (
 	agentConfirm = 60 * time.Second
 	agentReEnter = 3 * time.Second
+	// agentRetype: a task typed into an agent that shows it nowhere (not
+	// in its composer, not in its transcript) and has not taken it up
+	// this long after is typed once more: the agent was not reading its
+	// input yet (a CLI still drawing a resumed conversation drops keys).
+	agentRetype = 15 * time.Second
 )
 
 // Task text longer than this is written to a file in the workspace; the
@@ -154,6 +159,7 @@ type cliDelivery struct {
 	confirmed   bool
 	confirmedAt time.Time // when the agent was first seen taking it up
 	reEnters    int       // the Enters sent again
+	retyped     bool      // the task was typed once more (agentRetype)
 	nextEnter   time.Time // when the next one is due
 	typed       string    // what was typed, for the screen fallback's result
 	settleBy    time.Time // how long an ended turn's last answer is waited for
@@ -298,8 +304,16 @@ func (d *cliDelivery) reEnter(now time.Time) {
 	if d.reEnters >= resubmitTries || now.Before(d.nextEnter) {
 		return
 	}
-	shown, holds := composerHolds(d.p.Screen(), d.typ, d.typed)
+	screen := d.p.Screen()
+	shown, holds := composerHolds(screen, d.typ, d.typed)
 	switch {
+	case shown && !holds && d.reEnters == 0 && d.lost(screen, now):
+		d.retyped = true
+		d.log.Warn("Typed task shown nowhere and not taken up; typing it once more")
+		if err := d.p.SendText(d.typed, true); err != nil {
+			d.log.WithError(err).Warn("Could not type the task again")
+		}
+		return
 	case !shown || !holds && d.reEnters == 0:
 		return
 	case !holds:
@@ -313,6 +327,20 @@ func (d *cliDelivery) reEnter(now time.Time) {
 	if err := d.p.SendText("", true); err != nil {
 		d.log.WithError(err).Warn("Could not send Enter again for a typed task")
 	}
+}
+
+// lost reports whether the typed task is, by now, nowhere on the screen
+// (neither the composer nor the transcript shows its end) although
+// agentRetype went by: the agent dropped the keys. Once only.
+func (d *cliDelivery) lost(screen string, now time.Time) bool {
+	if d.retyped || now.Before(d.at.Add(agentRetype)) {
+		return false
+	}
+	tail := []rune(composerText(d.typed))
+	if len(tail) > 16 {
+		tail = tail[len(tail)-16:]
+	}
+	return len(tail) > 0 && !strings.Contains(composerText(screen), string(tail))
 }
 
 // takenAt is when the agent was first seen taking the typed task up.
