@@ -2,12 +2,14 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
@@ -189,7 +191,7 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 	e.op.Lock()
 	defer e.op.Unlock()
 	k := e.kind()
-	if p, ok := k.(*stopped); !(ok && p.gone) && !ownExit(k) {
+	if p, ok := k.(*stopped); !(ok && (p.gone || p.cannotBack)) && !ownExit(k) {
 		return // started, stopped by hand or replaced meanwhile
 	}
 	if ownExit(k) {
@@ -213,11 +215,19 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 		nk, err = s.launchAs(e, false, session)
 	}
 	if err != nil {
-		st := pane.Status{State: pane.Error, Reason: "could not come back: " + err.Error() + "; 'cicy-agent restart " + id + "' tries again", Since: time.Now()}
-		e.set(&stopped{cfg: e.cfg, st: st})
+		full := cicy.IsDiskFull(err)
+		again := "; 'cicy-agent restart " + id + "' tries again"
+		if full {
+			again = "; it is tried again once the disk has room"
+		}
+		st := pane.Status{State: pane.Error, Reason: "could not come back: " + err.Error() + again, Since: time.Now()}
+		e.set(&stopped{cfg: e.cfg, st: st, cannotBack: full})
 		s.saveState(id, st)
 		s.paneChanged(id)
 		log.WithError(err).Error("The pane could not come back")
+		if full {
+			s.disk.retry("the return of "+id, err, func() error { return s.bringBackAgain(id, why, resume) })
+		}
 		return
 	}
 	e.set(nk)
@@ -398,4 +408,19 @@ func (s *Supervisor) tookWork(id string) {
 	if e != nil {
 		e.backFresh.Store(false)
 	}
+}
+
+// bringBackAgain is the retry of a return a full disk refused: the error
+// is the new failure's, nil once the pane runs (or something else started
+// or removed it meanwhile).
+func (s *Supervisor) bringBackAgain(id, why string, resume bool) error {
+	s.bringBack(id, why, 0, resume)
+	e, err := s.get(id)
+	if err != nil {
+		return nil
+	}
+	if p, ok := e.kind().(*stopped); ok && p.cannotBack {
+		return errors.New(p.st.Reason)
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ type stopped struct {
 	// recorded session: a task it was working on waits for it (nil
 	// otherwise).
 	back *entry
+	// cannotBack: it could not come back for lack of space; it is tried
+	// again when there is room (Supervisor.bringBackAgain).
+	cannotBack bool
 }
 
 func (p *stopped) Status() pane.Status { return p.st }

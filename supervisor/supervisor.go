@@ -338,7 +338,10 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	}
 	e.set(k)
 	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
-		return nil, err
+		// A full disk must not keep the team from coming back: the row
+		// says running until a later write (and the next start finds it
+		// gone again); the refused write puts the disk under needs-you.
+		s.log.WithError(err).WithField("pane", r.ID).Warn("Could not record that the pane was found gone")
 	}
 	return e, nil
 }
