@@ -649,6 +649,13 @@ func (s *TmuxServer) Start(name string, opts Options) (*TmuxPane, error) {
 	setup := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"bind-key", "-n", "C-q", "detach-client", ";"}
 	out, err := s.run(context.Background(), append(setup, args...)...)
+	// The server on its way out (its last session just ended: a restart of
+	// its only pane) takes the command and exits under it: once it is
+	// gone, a new one starts.
+	for try := 0; err != nil && strings.Contains(err.Error(), "server exited unexpectedly") && try < 20; try++ {
+		time.Sleep(50 * time.Millisecond)
+		out, err = s.run(context.Background(), append(setup, args...)...)
+	}
 	if err != nil {
 		_ = os.Remove(envFile)
 		group.Remove()
