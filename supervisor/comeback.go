@@ -135,13 +135,8 @@ func (s *Supervisor) goBack(f func()) {
 // comes back by its policy, after a wait that doubles with each quick
 // death, or stops in a crash loop.
 func (s *Supervisor) exited(id string, st pane.Status) {
-	s.mu.Lock()
-	e, ok := s.panes[id]
-	if !ok {
-		e, ok = s.starting[id] // it ended before Create was done
-	}
-	s.mu.Unlock()
-	if !ok {
+	e := s.liveEntry(id)
+	if e == nil {
 		return
 	}
 	quick := e.lives.died(st.Since)
@@ -402,12 +397,20 @@ func isWorktreePane(e *entry) bool { _, ok := worktreeOf(e.cfg); return ok }
 // tookWork notes that pane id was busy: its reason no longer says how it
 // came back (explain still does).
 func (s *Supervisor) tookWork(id string) {
-	s.mu.Lock()
-	e := s.panes[id]
-	s.mu.Unlock()
-	if e != nil {
+	if e := s.liveEntry(id); e != nil {
 		e.backFresh.Store(false)
 	}
+}
+
+// liveEntry is this node's entry of pane id, registered or still being
+// created (its program may report before Create is done); nil when none.
+func (s *Supervisor) liveEntry(id string) *entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.panes[id]; ok {
+		return e
+	}
+	return s.starting[id]
 }
 
 // bringBackAgain is the retry of a return a full disk refused: the error

@@ -80,23 +80,8 @@ func TestDormantPaneListedThenRestoredOnSend(t *testing.T) {
 // comes, and the call ran once.
 func TestDormantPaneInFlightResumedWithoutInput(t *testing.T) {
 	start := dormantHome(t)
-	ctx := context.Background()
+	p, _, log := stepAndShutdown(t, start(false), false)
 	s := start(false)
-	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(t.TempDir(), "calls.log")
-	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "step " + log}); err != nil {
-		t.Fatal(err)
-	}
-	pollFor(t, "the call starts", func() bool {
-		_, err := os.Stat(log + ".started")
-		return err == nil
-	})
-	s.Close()
-
-	s = start(false)
 	// Its files, not the API: a look at its screen would restore it.
 	pi, err := s.Get(p.ID)
 	if err != nil {
@@ -119,24 +104,8 @@ func TestDormantPaneInFlightResumedWithoutInput(t *testing.T) {
 // its turn.
 func TestDormantWorkerTaskEndsOnce(t *testing.T) {
 	start := dormantHome(t)
-	ctx := context.Background()
-	s := start(false)
-	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(t.TempDir(), "calls.log")
-	task, err := s.Dispatch(ctx, "", p.ID, "step "+log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pollFor(t, "the call starts", func() bool {
-		_, err := os.Stat(log + ".started")
-		return err == nil
-	})
-	s.Close()
-
-	s = start(true)
+	_, task, log := stepAndShutdown(t, start(false), true)
+	s := start(true)
 	got := waitTask(t, s, task.ID, 30*time.Second)
 	if got.Status != schema.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
 		t.Errorf("the task after the restart: %s after %d deliveries, result %q (%s); want done by its first delivery with %q",

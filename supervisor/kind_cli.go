@@ -336,11 +336,8 @@ func (d *cliDelivery) lost(screen string, now time.Time) bool {
 	if d.retyped || now.Before(d.at.Add(agentRetype)) {
 		return false
 	}
-	tail := []rune(composerText(d.typed))
-	if len(tail) > 16 {
-		tail = tail[len(tail)-16:]
-	}
-	return len(tail) > 0 && !strings.Contains(composerText(screen), string(tail))
+	tail := typedTail(d.typed)
+	return tail != "" && !strings.Contains(composerText(screen), tail)
 }
 
 // takenAt is when the agent was first seen taking the typed task up.
@@ -457,16 +454,20 @@ func inComposer(screen, typ, text string) bool {
 // composerHolds reports whether an agent's screen shows a composer, and
 // whether that composer shows the end of text.
 func composerHolds(screen, typ, text string) (shown, holds bool) {
-	tail := []rune(composerText(text))
-	if len(tail) > 16 {
-		tail = tail[len(tail)-16:]
-	}
+	tail := typedTail(text)
 	l := pane.NewLayout(screen, cliagent.Layout(typ))
 	s, ok := l.Find(pane.PartComposer)
 	if !ok {
 		return false, false
 	}
-	return true, len(tail) > 0 && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), string(tail))
+	return true, tail != "" && strings.Contains(composerText(strings.Join(l.Lines[s.From:s.To], "")), tail)
+}
+
+// typedTail is the end of typed text as a screen shows it (composerText),
+// its last 16 runes: what is looked for of it, however it was wrapped.
+func typedTail(text string) string {
+	tail := []rune(composerText(text))
+	return string(tail[max(len(tail)-16, 0):])
 }
 
 // composerText is s without spaces and box-drawing borders, so text can

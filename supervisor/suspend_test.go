@@ -33,40 +33,10 @@ const stepRules = `rules:
 // used to end the turn as cancelled, so the restart sent the task again
 // and its call ran a second time).
 func TestShutdownMidToolTaskGoesOn(t *testing.T) {
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	if err := os.WriteFile(rules, []byte(stepRules), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", t.TempDir())
-	root := t.TempDir()
-	getenv := func(k string) string { return map[string]string{"CICY_SCRIPT": rules}[k] }
-	start := func() *Supervisor {
-		h, store := openTestHome(t, root)
-		s, err := New(context.Background(), Config{Home: h, Log: quietLog(), Getenv: getenv, StopGrace: 10 * time.Second}, store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close(); _ = s.tmux.KillServer() })
-		return s
-	}
-	ctx := context.Background()
-	s := start()
-	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := filepath.Join(t.TempDir(), "calls.log")
-	task, err := s.Dispatch(ctx, "", p.ID, "step "+log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pollFor(t, "the call starts", func() bool {
-		_, err := os.Stat(log + ".started")
-		return err == nil
-	})
-	s.Close()
-
-	s = start()
+	start := dormantHome(t)
+	s := start(false)
+	_, task, log := stepAndShutdown(t, s, true)
+	s = start(false)
 	got := waitTask(t, s, task.ID, 30*time.Second)
 	if got.Status != schema.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
 		t.Errorf("the task after the restart: %s after %d deliveries, result %q (%s); want done by its first delivery with %q",
@@ -75,4 +45,33 @@ func TestShutdownMidToolTaskGoesOn(t *testing.T) {
 	if b, _ := os.ReadFile(log); strings.Count(string(b), "ran") != 1 {
 		t.Errorf("the call ran %d times, want once", strings.Count(string(b), "ran"))
 	}
+}
+
+// stepAndShutdown creates a cicy pane on s, gives it "step LOG" (as a
+// task when dispatch is set, else as a message), waits until its tool
+// call has started and shuts s down mid-call. It returns the pane, the
+// task (zero for a message) and LOG.
+func stepAndShutdown(t *testing.T, s *Supervisor, dispatch bool) (api.CreateResponse, schema.Task, string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "ci", Type: "cicy", Provider: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(t.TempDir(), "calls.log")
+	var task schema.Task
+	if dispatch {
+		task, err = s.Dispatch(ctx, "", p.ID, "step "+log)
+	} else {
+		_, err = s.Send(ctx, p.ID, api.SendRequest{Text: "step " + log})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollFor(t, "the call starts", func() bool {
+		_, err := os.Stat(log + ".started")
+		return err == nil
+	})
+	s.Close()
+	return p, task, log
 }
