@@ -84,7 +84,7 @@ func (l *lives) reset() {
 }
 
 // policyOf is a pane's restart policy ("" for the default).
-func policyOf(e *entry) string { return parsePaneConfig(e.cfg.Config).Restart }
+func policyOf(e *entry) string { return e.restart }
 
 // comesBackAtStart reports whether a pane found gone at a start comes
 // back: every policy but never.

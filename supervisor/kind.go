@@ -64,6 +64,7 @@ type entry struct {
 	cfg     schema.Pane // fixed once the pane is created
 	num     int64       // the N of its id w-N, for ordering
 	team    string      // the team in cfg.Config, "" for none
+	restart string      // the restart policy in cfg.Config, "" for the default
 	op      sync.Mutex
 	cur     atomic.Pointer[held]
 	hooks   hookLog   // what a CLI agent's own signals said; kept across restarts
@@ -127,8 +128,9 @@ func (e *entry) set(k kind) {
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
 	e := &entry{cfg: cfg, num: paneNum(cfg.ID)}
-	if cfg.Config != "" && cfg.Config != "{}" { // most panes have no team: no JSON to read
-		e.team = parsePaneConfig(cfg.Config).Team
+	if cfg.Config != "" && cfg.Config != "{}" { // most panes have none: no JSON to read
+		pc := parsePaneConfig(cfg.Config)
+		e.team, e.restart = pc.Team, pc.Restart
 	}
 	if cfg.SessionID != "" {
 		e.session.seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))

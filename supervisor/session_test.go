@@ -2,17 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 // A CLI agent's session id is recorded from the first signal that
@@ -26,25 +22,15 @@ func TestSessionRecorded(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "codex"), []byte("#!/bin/sh\nexec sleep 100000\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := Home{Root: filepath.Join(t.TempDir(), "home")}
-	if err := h.Prepare(); err != nil {
-		t.Fatal(err)
-	}
+	h, store := openTestHome(t, filepath.Join(t.TempDir(), "home"))
 	ctx := context.Background()
-	store, err := schema.Open(ctx, h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	l := logrus.New()
-	l.SetOutput(io.Discard)
 	getenv := func(k string) string {
 		if k == "PATH" {
 			return dir + string(os.PathListSeparator) + os.Getenv("PATH")
 		}
 		return os.Getenv(k)
 	}
-	s, err := New(ctx, Config{Home: h, Log: logrus.NewEntry(l), Getenv: getenv}, store)
+	s, err := New(ctx, Config{Home: h, Log: quietLog(), Getenv: getenv}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
