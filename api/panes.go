@@ -261,6 +261,8 @@ type HomeInfo struct {
 	// CameBack is how the panes found gone at the supervisor's start came
 	// back (absent when none was, or an hour after).
 	CameBack *topology.CameBack `json:"came_back,omitempty"`
+	// Notify are the notification sinks and what they did.
+	Notify []topology.SinkState `json:"notify,omitempty"`
 }
 
 // Needs is the home's part of needs-you.

@@ -60,5 +60,6 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, home HomeIn
 		st.NeedsYou = append(needs, st.NeedsYou...)
 	}
 	st.CameBack = home.CameBack
+	st.Notify = home.Notify
 	return st
 }

@@ -181,7 +181,11 @@ func (d *diskWatch) reason() string {
 
 // Home is what needs a person about the home as a whole.
 func (s *Supervisor) Home() api.HomeInfo {
-	return api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.cameBack()}
+	h := api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.cameBack()}
+	if s.notify != nil {
+		h.Notify = s.notify.states(context.Background())
+	}
+	return h
 }
 
 // homeNeeds is the home's part of needs-you (for health).

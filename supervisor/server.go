@@ -254,6 +254,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	})
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
+	a.notifyRoutes(mux)
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)

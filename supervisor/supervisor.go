@@ -158,6 +158,7 @@ type Supervisor struct {
 
 	budgets budgetBook
 	held    heldBudget // the worst cost of the model requests in flight (Reserve)
+	notify  *notifier  // nil when the store has no notification tables
 	billed  billedAs   // the prices answers were billed at, by the model asked for
 }
 
@@ -249,6 +250,13 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	// tmux server killed, say) ends now that the running ones are adopted.
 	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
+	if ns, ok := store.(notifyStore); ok {
+		s.notify = newNotifier(s, ns)
+		if err := s.notify.start(ctx); err != nil {
+			s.log.WithError(err).Error("Notifications could not start")
+			s.notify = nil
+		}
+	}
 	go s.tasks.Run()
 	if !cfg.onInputOnly {
 		s.wakeQuit, s.wakeDone = make(chan struct{}), make(chan struct{})
@@ -1207,6 +1215,11 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 
 // Status builds the topology view.
 func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
+	return s.statusOf(ctx, s.List(ctx))
+}
+
+// statusOf is the topology view of panes (List's).
+func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
 	sum, err := s.taskSummary(ctx)
 	if err != nil {
 		return api.StatusResponse{}, err
@@ -1223,7 +1236,7 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 	for _, t := range append(delivered, queued...) {
 		tasks = append(tasks, s.taskInfo(t))
 	}
-	return api.TeamStatus(s.List(ctx), tasks, sum, s.Home(), time.Now()), nil
+	return api.TeamStatus(panes, tasks, sum, s.Home(), time.Now()), nil
 }
 
 // Close stops every pane (in parallel, each with its grace period) and
@@ -1236,6 +1249,9 @@ func (s *Supervisor) Close() {
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() {
+		if s.notify != nil {
+			s.notify.close()
+		}
 		s.cl.close()
 		s.tasks.Stop()
 		s.spares.close()

@@ -75,8 +75,10 @@ type Team struct {
 	BudgetUSD float64 `yaml:"budget_usd"`
 	// Worktree gives every worker whose entry does not say otherwise a
 	// git worktree of its own.
-	Worktree bool   `yaml:"worktree"`
-	Path     string `yaml:"-"` // absolute path of the file (LoadTeam)
+	Worktree bool `yaml:"worktree"`
+	// Notify are the sinks the team's events go to.
+	Notify []TeamSink `yaml:"notify"`
+	Path   string     `yaml:"-"` // absolute path of the file (LoadTeam)
 }
 
 // Pane returns the pane with this title, or nil.
@@ -144,7 +146,7 @@ func ParseTeam(data []byte, dir string) (*Team, error) {
 
 // Known keys, in the order error messages list them.
 var (
-	teamKeys = []string{"name", "panes", "goal", "budget_usd", "worktree"}
+	teamKeys = []string{"name", "panes", "goal", "budget_usd", "worktree", "notify"}
 	paneKeys = []string{"title", "type", "role", "role_template", "command", "workspace", "provider", "model", "master", "env", "budget_usd", "allow_all", "node", "worktree", "restart"}
 	goalKeys = []string{"to", "text"}
 
@@ -190,6 +192,11 @@ func parseTeam(data []byte, dir, file string) (*Team, error) {
 	}
 	if t.Panes, err = p.panes(root, fields); err != nil {
 		return nil, err
+	}
+	if e, ok := fields["notify"]; ok {
+		if t.Notify, err = p.sinks(e); err != nil {
+			return nil, err
+		}
 	}
 	for i := range t.Panes {
 		if tp := &t.Panes[i]; t.Worktree && tp.Worktree == nil && tp.Role == RoleWorker {

@@ -206,6 +206,9 @@ type Status struct {
 	// CameBack is how the panes found gone at the supervisor's start (a
 	// reboot, a crash) came back; absent when none was, or an hour after.
 	CameBack *CameBack `json:"came_back,omitempty"`
+	// Notify are the home's notification sinks and what they did; absent
+	// when there are none.
+	Notify []SinkState `json:"notify,omitempty"`
 }
 
 // CameBack counts the panes a supervisor found gone at its start: Gone in

@@ -68,7 +68,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
 			e.diffCmd(), e.mergeCmd(), e.worktreesCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.serviceCmd(), e.completionCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.notifyCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.serviceCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -910,6 +910,9 @@ func (e *env) statusCmd() *cli.Command {
 func printStatus(w io.Writer, st api.StatusResponse) {
 	if st.CameBack != nil {
 		fmt.Fprintln(w, st.CameBack.Line())
+	}
+	for _, n := range st.Notify {
+		fmt.Fprintln(w, n.Line())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	many := topology.SpansNodes(st.Nodes()...)

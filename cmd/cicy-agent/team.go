@@ -97,6 +97,10 @@ func (e *env) bringUp(ctx context.Context, cl *api.Client, team *topology.Team) 
 	sort.SliceStable(panes, func(i, j int) bool {
 		return panes[i].Role == topology.RoleMaster && panes[j].Role != topology.RoleMaster
 	})
+	// Its sinks hear of its panes from their start.
+	if err := teamSinks(ctx, cl, team); err != nil {
+		return nil, err
+	}
 	// The team's budget is in force before its panes start.
 	unbudget, err := e.teamBudget(ctx, cl, team)
 	if err != nil {
@@ -404,4 +408,23 @@ func (e *env) downCmd() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// teamSinks adds (or replaces) the team file's notification sinks, their
+// secrets read from the files it names.
+func teamSinks(ctx context.Context, cl *api.Client, team *topology.Team) error {
+	for _, s := range team.Notify {
+		req := api.NotifyAddRequest{Name: s.Name, Type: s.Type, URL: s.URL, Chat: s.Chat, Events: s.Events, SecretEnv: s.SecretEnv, Team: team.Name}
+		if s.SecretFile != "" {
+			secret, err := readSecretFile(s.SecretFile)
+			if err != nil {
+				return fmt.Errorf("%s line %d: sink %s: %w", team.Path, s.Line, s.Name, err)
+			}
+			req.Secret = secret
+		}
+		if _, err := cl.AddNotifySink(ctx, req); err != nil {
+			return fmt.Errorf("%s line %d: sink %s: %w", team.Path, s.Line, s.Name, err)
+		}
+	}
+	return nil
 }

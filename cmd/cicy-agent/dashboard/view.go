@@ -439,6 +439,9 @@ func (m *Model) header(status topology.Status) string {
 	if known {
 		parts = append(parts, fmt.Sprintf("$%.2f", cost))
 	}
+	if n := notifyPart(status.Notify); n != "" {
+		parts = append(parts, n)
+	}
 	link := "● live"
 	switch {
 	case !m.linked && m.linkErr != "":
@@ -452,6 +455,26 @@ func (m *Model) header(status topology.Status) string {
 		return st.head.Render(fit(left, m.width))
 	}
 	return st.head.Render(fit(left, room)) + st.dim.Render(link) + " "
+}
+
+// notifyPart is the header's word on the notification sinks: which fail
+// ("notify: telegram failing"), else how many deliver; "" with none.
+func notifyPart(sinks []topology.SinkState) string {
+	var failing []string
+	for _, s := range sinks {
+		if s.FailingSince != nil {
+			failing = append(failing, s.Name)
+		}
+	}
+	switch {
+	case len(failing) > 0:
+		return "notify: " + strings.Join(failing, ", ") + " failing"
+	case len(sinks) == 1:
+		return "notify: " + sinks[0].Name
+	case len(sinks) > 1:
+		return fmt.Sprintf("notify: %d sinks", len(sinks))
+	}
+	return ""
 }
 
 // needs lists what needs you (at most max lines).

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// NotifySink is a notification sink as the API shows it: its secret
+// never, its URL masked where the URL is itself a secret (Slack's).
+type NotifySink struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	URL    string   `json:"url"`
+	Chat   string   `json:"chat,omitempty"`
+	Events []string `json:"events,omitempty"`
+	// Secret says where its secret is ("stored" in the home, "env NAME"),
+	// and the secret masked ("1234…ab"); "" when it has none.
+	Secret string `json:"secret,omitempty"`
+	// Team is the team file the sink came from ("" when added by hand).
+	Team string `json:"team,omitempty"`
+	// What it did: the last message sent, and since when it fails (its
+	// last error and status), the messages waiting.
+	LastSent     *time.Time `json:"last_sent,omitempty"`
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	LastStatus   int        `json:"last_status,omitempty"`
+	Pending      int        `json:"pending"`
+}
+
+// NotifyAddRequest adds a sink (POST /api/notify/sinks). The secret is
+// read by the client from a file (never given on a command line), or
+// named as a variable of the supervisor's environment (SecretEnv).
+type NotifyAddRequest struct {
+	Name      string   `json:"name"`
+	Type      string   `json:"type"`
+	URL       string   `json:"url,omitempty"`
+	Chat      string   `json:"chat,omitempty"`
+	Events    []string `json:"events,omitempty"`
+	Secret    string   `json:"secret,omitempty"`
+	SecretEnv string   `json:"secret_env,omitempty"`
+	// Team marks a team file's sink: it replaces the one of that name.
+	Team string `json:"team,omitempty"`
+}
+
+// NotifyTestResult is what a sink answered a sample (notify test).
+type NotifyTestResult struct {
+	Sink   string `json:"sink"`
+	Status int    `json:"status"`
+	Answer string `json:"answer"`
+	Error  string `json:"error,omitempty"`
+}
+
+// NotifyMute silences the notifications of a pane or a team (Target: a
+// pane id, or team:<name>) until Until (nil: until unmuted).
+type NotifyMute struct {
+	Target string     `json:"target"`
+	Until  *time.Time `json:"until,omitempty"`
+}
+
+// NotifyMuteRequest mutes a target for For (0: until unmuted).
+type NotifyMuteRequest struct {
+	Target string        `json:"target"`
+	For    time.Duration `json:"for,omitempty"`
+}
+
+// NotifySinks lists the sinks with what they did.
+func (c *Client) NotifySinks(ctx context.Context) ([]NotifySink, error) {
+	var out []NotifySink
+	err := c.do(ctx, http.MethodGet, "/api/notify/sinks", nil, &out)
+	return out, err
+}
+
+// AddNotifySink adds a sink (or, for a team's, replaces it).
+func (c *Client) AddNotifySink(ctx context.Context, req NotifyAddRequest) (NotifySink, error) {
+	var out NotifySink
+	err := c.do(ctx, http.MethodPost, "/api/notify/sinks", req, &out)
+	return out, err
+}
+
+// RemoveNotifySink removes a sink and its messages not sent yet.
+func (c *Client) RemoveNotifySink(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/notify/sinks/"+seg(name), nil, nil)
+}
+
+// TestNotifySink sends a sample to a sink and returns its answer.
+func (c *Client) TestNotifySink(ctx context.Context, name string) (NotifyTestResult, error) {
+	var out NotifyTestResult
+	err := c.do(ctx, http.MethodPost, "/api/notify/sinks/"+seg(name)+"/test", nil, &out)
+	return out, err
+}
+
+// NotifyMutes lists the mutes in force.
+func (c *Client) NotifyMutes(ctx context.Context) ([]NotifyMute, error) {
+	var out []NotifyMute
+	err := c.do(ctx, http.MethodGet, "/api/notify/mutes", nil, &out)
+	return out, err
+}
+
+// MuteNotify mutes a pane or a team.
+func (c *Client) MuteNotify(ctx context.Context, req NotifyMuteRequest) (NotifyMute, error) {
+	var out NotifyMute
+	err := c.do(ctx, http.MethodPost, "/api/notify/mutes", req, &out)
+	return out, err
+}
+
+// UnmuteNotify lifts a mute.
+func (c *Client) UnmuteNotify(ctx context.Context, target string) error {
+	return c.do(ctx, http.MethodDelete, "/api/notify/mutes/"+seg(target), nil, nil)
+}

@@ -1,0 +1,766 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/notify"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Notifications (docs/notifications.md). The notifier watches what needs
+// the person — the same needs-you list status shows, plus failed tasks,
+// goals done, budgets reached and nodes down — and turns each new
+// episode (a pane that starts to wait, a task that fails) into one event,
+// queued in the database for every sink that wants it. Each sink has a
+// sender of its own that claims its queued messages, sends them and
+// records the answer: at least once, each with its idempotency id, with
+// backoff on failure, so a sink that hangs or fails slows nothing but
+// itself. A telegram sink also listens to its chat's answers.
+
+// notifyStore is what the notifier needs of the store.
+type notifyStore interface {
+	NotifySinks(ctx context.Context) ([]schema.NotifySink, error)
+	AddNotifySink(ctx context.Context, s schema.NotifySink) error
+	PutNotifySink(ctx context.Context, s schema.NotifySink) error
+	DeleteNotifySink(ctx context.Context, name string) error
+	EnqueueNotify(ctx context.Context, eventID, payload string, sinks []string, at time.Time) (int, error)
+	ClaimNotify(ctx context.Context, node string, sinks []string, now time.Time, lease time.Duration, limit int) ([]schema.NotifyItem, error)
+	NotifySent(ctx context.Context, id int64, node string, status int, answer string, at time.Time) error
+	NotifyFailed(ctx context.Context, id int64, node string, status int, errText string, next, at time.Time) error
+	NotifyNextDue(ctx context.Context, sinks []string) (time.Time, bool, error)
+	NotifyStats(ctx context.Context) ([]schema.NotifyStat, error)
+	OpenNeeds(ctx context.Context) ([]schema.OpenNeed, error)
+	OpenNeed(ctx context.Context, n schema.OpenNeed) (bool, error)
+	CloseNeeds(ctx context.Context, keys []string) error
+	OpenNeedByEvent(ctx context.Context, eventID string) (schema.OpenNeed, error)
+	SetNotifyMute(ctx context.Context, target, until string) error
+	DeleteNotifyMute(ctx context.Context, target string) error
+	NotifyMutes(ctx context.Context) (map[string]string, error)
+	RecordNotifyAnswer(ctx context.Context, a schema.NotifyAnswer) (schema.NotifyAnswer, bool, error)
+	NotifyAnswers(ctx context.Context, pane string) ([]schema.NotifyAnswer, error)
+	NotifyAnswersOfTask(ctx context.Context, task int64) ([]schema.NotifyAnswer, error)
+	NotifyFlap(ctx context.Context, key string, now time.Time, window time.Duration, event string) (bool, schema.NotifyFlap, error)
+	DueNotifyDigests(ctx context.Context, now time.Time, window time.Duration) ([]schema.NotifyFlap, error)
+	TakeNotifyDigest(ctx context.Context, key, windowStart string) (bool, error)
+	Setting(ctx context.Context, key string) (string, bool, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
+
+const (
+	// notifyWindow coalesces a flapping pane: one message per pane and
+	// kind in it, then a digest of the rest.
+	notifyWindow = time.Minute
+	// notifyRescan is how often the notifier looks again with nothing
+	// changed (digests due, sinks added on another node).
+	notifyRescan = 5 * time.Second
+	// notifyLease is how long a claimed message is its sender's.
+	notifyLease = 2 * time.Minute
+	// notifyBackoffMax caps the wait between two tries of a message.
+	notifyBackoffMax = 10 * time.Minute
+	// notifyTextMax cuts an event's text (a question, a command) to a
+	// readable length.
+	notifyTextMax = 400
+	// notifySettle gathers the changes of one moment into one scan.
+	notifySettle = 20 * time.Millisecond
+)
+
+// notifier is the home's notifications.
+type notifier struct {
+	s     *Supervisor
+	store notifyStore
+	log   *logrus.Entry
+	node  string
+	send  *notify.Sender
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	kick  chan struct{} // a scan is asked for
+
+	scanMu sync.Mutex
+	open   map[string]string // the open episodes this node raised: key → event id
+
+	mu      sync.Mutex
+	runs    map[string]*sinkRun // by sink name
+	secrets []string            // every sink secret, to scrub
+	mutes   map[string]time.Time
+}
+
+// sinkRun is one sink's sender (and a telegram sink's listener).
+type sinkRun struct {
+	sink      notify.Sink // with its secret
+	missing   string      // why its secret cannot be read here
+	wake      chan struct{}
+	cancel    context.CancelFunc
+	done      sync.WaitGroup
+	fingerpr  string // what the run was started with
+	listening bool
+}
+
+func newNotifier(s *Supervisor, store notifyStore) *notifier {
+	return &notifier{s: s, store: store, log: s.log.WithField("part", "notify"), node: s.cfg.Node,
+		send: &notify.Sender{Env: notifyEnv()},
+		quit: make(chan struct{}), kick: make(chan struct{}, 1), open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
+}
+
+// notifyEnv is a command sink's environment: the supervisor's without a
+// credential.
+func notifyEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if isSecretName(name) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// isSecretName reports whether an environment variable's name looks like
+// it holds a credential.
+func isSecretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return name == "CICY_DB" || name == "DATABASE_URL"
+}
+
+// start loads the open episodes and the sinks, and runs the watch.
+func (n *notifier) start(ctx context.Context) error {
+	open, err := n.store.OpenNeeds(ctx)
+	if err != nil {
+		return fmt.Errorf("read the open notifications: %w", err)
+	}
+	for _, o := range open {
+		if n.ours(o.Key) {
+			n.open[o.Key] = o.EventID
+		}
+	}
+	if err := n.reload(ctx); err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.watch()
+	}()
+	return nil
+}
+
+// close stops every goroutine of the notifier.
+func (n *notifier) close() {
+	select {
+	case <-n.quit:
+		return
+	default:
+	}
+	close(n.quit)
+	n.wg.Wait()
+	n.mu.Lock()
+	runs := n.runs
+	n.runs = map[string]*sinkRun{}
+	n.mu.Unlock()
+	for _, r := range runs {
+		r.cancel()
+		r.done.Wait()
+	}
+}
+
+// scanNow asks for a scan.
+func (n *notifier) scanNow() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watch scans whenever the team changes, and every notifyRescan.
+func (n *notifier) watch() {
+	sub, unsub := n.s.events.subscribe()
+	defer unsub()
+	tick := time.NewTicker(notifyRescan)
+	defer tick.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-n.quit
+		cancel()
+	}()
+	n.scan(ctx)
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-sub.wake:
+			select {
+			case <-n.quit:
+				return
+			case <-time.After(notifySettle):
+			}
+			sub.take()
+		case <-n.kick:
+		case <-tick.C:
+			if err := n.reload(ctx); err != nil && ctx.Err() == nil {
+				n.log.WithError(err).Warn("Could not read the notification sinks")
+			}
+			n.digests(ctx)
+		}
+		n.scan(ctx)
+	}
+}
+
+// Keys of episodes: "<node>|<pane>/<kind>" for what one node watches (its
+// panes, its home), "*|node-down/<node>" for what any node sees.
+func (n *notifier) paneKey(pane, kind string) string { return n.node + "|" + pane + "/" + kind }
+
+func nodeDownKey(node string) string { return "*|node-down/" + node }
+
+// ours reports whether this node closes the episode of key.
+func (n *notifier) ours(key string) bool {
+	return strings.HasPrefix(key, n.node+"|") || strings.HasPrefix(key, "*|")
+}
+
+// scan raises an event for each new episode and closes those that ended.
+func (n *notifier) scan(ctx context.Context) {
+	n.scanMu.Lock()
+	defer n.scanMu.Unlock()
+	panes := n.s.List(ctx)
+	st, err := n.s.statusOf(ctx, panes)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.WithError(err).Warn("Could not read what needs you")
+		}
+		return
+	}
+	byID := make(map[string]api.PaneInfo, len(panes))
+	for _, p := range panes {
+		byID[p.ID] = p
+	}
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, a := range st.NeedsYou {
+		key, ok := n.keyOf(a)
+		if !ok || seen[key] {
+			continue
+		}
+		seen[key] = true
+		if _, open := n.open[key]; open {
+			continue
+		}
+		n.raise(ctx, key, n.eventOf(a, byID[a.ID], now), now)
+	}
+	var ended []string
+	for key := range n.open {
+		if !seen[key] {
+			ended = append(ended, key)
+		}
+	}
+	if len(ended) == 0 {
+		return
+	}
+	if err := n.store.CloseNeeds(ctx, ended); err != nil {
+		n.log.WithError(err).Warn("Could not record the end of what needed you")
+		return
+	}
+	for _, k := range ended {
+		delete(n.open, k)
+	}
+}
+
+// keyOf is the episode key of a need; ok is false for one another node
+// watches.
+func (n *notifier) keyOf(a topology.Attention) (string, bool) {
+	switch {
+	case a.Kind == topology.NeedUnreachable:
+		return nodeDownKey(a.Node), true
+	case a.ID != topology.HomeID && a.Node != "" && a.Node != n.node:
+		return "", false
+	case a.Kind == topology.NeedTaskFailed:
+		return n.paneKey(a.ID, a.Kind+"/"+strconv.FormatInt(a.Task, 10)), true
+	}
+	return n.paneKey(a.ID, a.Kind), true
+}
+
+// raise records a new episode and queues its event (unless muted, or
+// coalesced with the pane's others of this minute).
+func (n *notifier) raise(ctx context.Context, key string, ev notify.Event, now time.Time) {
+	added, err := n.store.OpenNeed(ctx, schema.OpenNeed{Key: key, EventID: ev.ID, Pane: ev.Pane, Kind: ev.Kind, OpenedAt: schema.FormatTime(now), Detail: ev.Text})
+	if err != nil {
+		n.log.WithError(err).WithField("pane", ev.Pane).Warn("Could not record what needs you")
+		return
+	}
+	if !added {
+		// Another node raised it (a node down), or this one before a
+		// restart: its event was queued then.
+		if o, err := n.store.OpenNeeds(ctx); err == nil {
+			for _, x := range o {
+				if x.Key == key {
+					n.open[key] = x.EventID
+				}
+			}
+		}
+		if _, ok := n.open[key]; !ok {
+			n.open[key] = ev.ID
+		}
+		return
+	}
+	n.open[key] = ev.ID
+	if n.muted(ctx, ev) {
+		n.log.WithFields(logrus.Fields{"pane": ev.Pane, "event": ev.Event}).Debug("Notification muted")
+		return
+	}
+	payload, _ := json.Marshal(ev)
+	flap := ev.Pane + "/" + ev.Kind
+	send, digest, err := n.store.NotifyFlap(ctx, flap, now, notifyWindow, string(payload))
+	if err != nil {
+		n.log.WithError(err).Warn("Could not coalesce a notification")
+		send = true
+	}
+	if digest.Suppressed > 0 {
+		n.queueDigest(ctx, digest)
+	}
+	if send {
+		n.queue(ctx, ev)
+	}
+}
+
+// muted reports whether the event's pane or team is muted now.
+func (n *notifier) muted(ctx context.Context, ev notify.Event) bool {
+	mutes, err := n.store.NotifyMutes(ctx)
+	if err != nil || len(mutes) == 0 {
+		return false
+	}
+	now := time.Now()
+	for _, t := range []string{ev.Pane, api.TeamRef + ev.Team, "all"} {
+		until, ok := mutes[t]
+		if !ok || t == api.TeamRef {
+			continue
+		}
+		if until == "" || schema.ParseTime(until).After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// queue puts the event in the queue of every sink that wants it, and
+// wakes their senders.
+func (n *notifier) queue(ctx context.Context, ev notify.Event) {
+	n.mu.Lock()
+	var names []string
+	var wake []chan struct{}
+	for name, r := range n.runs {
+		if r.sink.Wants(ev) {
+			names = append(names, name)
+			wake = append(wake, r.wake)
+		}
+	}
+	n.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	slices.Sort(names)
+	if _, err := n.store.EnqueueNotify(ctx, ev.ID, string(payload), names, time.Now()); err != nil {
+		n.log.WithError(err).WithField("event", ev.Event).Warn("Could not queue a notification")
+		return
+	}
+	for _, w := range wake {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// queueDigest sends what a flapping pane's window coalesced.
+func (n *notifier) queueDigest(ctx context.Context, f schema.NotifyFlap) {
+	var last notify.Event
+	if err := json.Unmarshal([]byte(f.LastEvent), &last); err != nil {
+		return
+	}
+	d := last
+	d.ID = "d" + last.ID
+	d.Count = f.Suppressed
+	d.Actions = nil
+	d.Text = fmt.Sprintf("%d more time(s) within a minute (the last: %s)", f.Suppressed, last.Text)
+	d.At = time.Now()
+	n.queue(ctx, d)
+}
+
+// digests sends the digests of the windows that ended.
+func (n *notifier) digests(ctx context.Context) {
+	due, err := n.store.DueNotifyDigests(ctx, time.Now(), notifyWindow)
+	if err != nil {
+		return
+	}
+	for _, f := range due {
+		if ok, err := n.store.TakeNotifyDigest(ctx, f.Key, f.WindowStart); err == nil && ok {
+			n.queueDigest(ctx, f)
+		}
+	}
+}
+
+// newEventID is a short random id: an event's idempotency key, and in a
+// telegram button's data.
+func newEventID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "n" + hex.EncodeToString(b)
+}
+
+// eventOf is the event of a need of pane p.
+func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) notify.Event {
+	ev := notify.Event{ID: newEventID(), Event: notify.EventNeedsYou, Kind: topology.NeedLabel(a.Kind), Pane: a.ID, Title: p.Title, Team: p.Team, Node: a.Node,
+		Task: a.Task, Text: clip.Runes(a.Reason, notifyTextMax), At: now, Resolve: "cicy-agent explain " + a.ID}
+	switch a.Kind {
+	case topology.NeedWaiting:
+		n.dialog(&ev, p)
+	case topology.NeedCrashLoop, topology.NeedWorkerStopped:
+		ev.Actions = []string{"restart", "screen"}
+		ev.Resolve = "cicy-agent restart " + a.ID
+	case topology.NeedUnreachable:
+		ev.Event, ev.Kind, ev.Pane, ev.Title, ev.Team = notify.EventNodeDown, notify.EventNodeDown, "", "", ""
+		ev.Text = fmt.Sprintf("node %s does not answer: %s", a.Node, clip.Runes(a.Reason, notifyTextMax))
+		ev.Resolve = "cicy-agent nodes"
+	case topology.NeedTaskFailed:
+		ev.Event, ev.Kind = notify.EventTaskFailed, notify.EventTaskFailed
+		ev.Resolve = fmt.Sprintf("cicy-agent tasks --pane %s", a.ID)
+	case topology.NeedAllDone:
+		ev.Event, ev.Kind = notify.EventGoalDone, notify.EventGoalDone
+		ev.Resolve = "cicy-agent status"
+	case topology.NeedBudget:
+		ev.Event, ev.Kind = notify.EventBudgetReached, topology.NeedBudget
+		ev.Resolve = "cicy-agent budget " + a.ID
+	case topology.NeedDiskFull:
+		ev.Pane = ""
+		ev.Resolve = "free some space on " + n.s.cfg.Home.Root
+	}
+	return ev
+}
+
+// dialog fills a waiting pane's event from its screen: an approval (the
+// command awaiting it), a question (its options), or what it shows.
+func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) {
+	ev.Kind = topology.NeedWaiting
+	ev.Actions = []string{"screen"}
+	ev.Resolve = "cicy-agent attach " + p.ID
+	kind, ok := cliagent.Lookup(p.Type)
+	if !ok {
+		return
+	}
+	sc, err := n.s.Screen(p.ID, 0)
+	if err != nil {
+		return
+	}
+	d := kind.ReadDialog(strings.Split(sc.Screen, "\n"))
+	if d.Text != "" {
+		ev.Text = clip.Runes(d.Text, notifyTextMax)
+	}
+	switch d.Kind {
+	case notify.KindApproval:
+		ev.Kind = notify.KindApproval
+		ev.Actions = []string{"approve", "deny", "screen"}
+		ev.Resolve = fmt.Sprintf("cicy-agent answer %s approve", p.ID)
+	case notify.KindQuestion:
+		ev.Kind = notify.KindQuestion
+		ev.Options = d.Options
+		ev.Actions = nil
+		for i := range d.Options {
+			ev.Actions = append(ev.Actions, fmt.Sprintf("option:%d", i+1))
+		}
+		ev.Actions = append(ev.Actions, "screen")
+		if len(d.Options) > 0 {
+			ev.Resolve = fmt.Sprintf("cicy-agent answer %s option:1", p.ID)
+		}
+	}
+}
+
+// reload reads the sinks and (re)starts their senders.
+func (n *notifier) reload(ctx context.Context) error {
+	rows, err := n.store.NotifySinks(ctx)
+	if err != nil {
+		return fmt.Errorf("read the notification sinks: %w", err)
+	}
+	want := map[string]schema.NotifySink{}
+	for _, r := range rows {
+		want[r.Name] = r
+	}
+	n.mu.Lock()
+	var stop []*sinkRun
+	for name, r := range n.runs {
+		if w, ok := want[name]; !ok || sinkPrint(w) != r.fingerpr {
+			stop = append(stop, r)
+			delete(n.runs, name)
+		}
+	}
+	var start []*sinkRun
+	var secrets []string
+	for name, row := range want {
+		if r, ok := n.runs[name]; ok {
+			if r.sink.Secret != "" {
+				secrets = append(secrets, r.sink.Secret)
+			}
+			continue
+		}
+		r := n.newRun(ctx, row)
+		n.runs[name] = r
+		start = append(start, r)
+		if r.sink.Secret != "" {
+			secrets = append(secrets, r.sink.Secret)
+		}
+	}
+	n.secrets = secrets
+	n.mu.Unlock()
+	for _, r := range stop {
+		r.cancel()
+		r.done.Wait()
+	}
+	for _, r := range start {
+		n.run(r)
+	}
+	if len(stop)+len(start) > 0 {
+		n.s.events.publish(keyHome)
+	}
+	return nil
+}
+
+// sinkPrint is what a sink's run depends on: a change restarts it.
+func sinkPrint(r schema.NotifySink) string {
+	return strings.Join([]string{r.Type, r.URL, r.Chat, r.Events, r.SecretRef}, "\x00")
+}
+
+// newRun makes a sink's run, its secret read.
+func (n *notifier) newRun(ctx context.Context, row schema.NotifySink) *sinkRun {
+	s := notify.Sink{Name: row.Name, Type: row.Type, URL: row.URL, Chat: row.Chat}
+	if row.Events != "" {
+		s.Events = strings.Split(row.Events, ",")
+	}
+	r := &sinkRun{fingerpr: sinkPrint(row), wake: make(chan struct{}, 1)}
+	secret, err := n.secretOf(row)
+	if err != nil {
+		r.missing = err.Error()
+	}
+	s.Secret = secret
+	if s.Type == notify.TypeSlack && secret != "" {
+		s.URL = secret // a Slack webhook's URL is its secret
+	}
+	r.sink = s.WithDefaults()
+	r.cancel = func() {}
+	_ = ctx
+	return r
+}
+
+// secretFile is where a sink's secret is kept in the home.
+func (n *notifier) secretFile(name string) string {
+	return n.s.cfg.Home.path("notify", name+".secret")
+}
+
+// secretOf reads a sink's secret where its row says it is.
+func (n *notifier) secretOf(row schema.NotifySink) (string, error) {
+	ref := row.SecretRef
+	switch {
+	case ref == "":
+		return "", nil
+	case ref == "home":
+		b, err := os.ReadFile(n.secretFile(row.Name))
+		if err != nil {
+			return "", fmt.Errorf("its secret is not in this home (%s): add it again here", n.secretFile(row.Name))
+		}
+		return strings.TrimSpace(string(b)), nil
+	case strings.HasPrefix(ref, "env:"):
+		name := strings.TrimPrefix(ref, "env:")
+		v := strings.TrimSpace(n.s.cfg.Getenv(name))
+		if v == "" {
+			return "", fmt.Errorf("its secret's variable %s is not set in the supervisor's environment", name)
+		}
+		return v, nil
+	}
+	return "", fmt.Errorf("its secret is kept in a way this version does not know (%q)", ref)
+}
+
+// run starts a sink's sender (and listener).
+func (n *notifier) run(r *sinkRun) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	if r.missing != "" {
+		return
+	}
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		n.sendLoop(ctx, r)
+	}()
+	if r.sink.Type == notify.TypeTelegram && n.polls(ctx, r.sink.Name) {
+		r.listening = true
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			n.listen(ctx, r.sink)
+		}()
+	}
+}
+
+// sendLoop sends a sink's queued messages until ctx ends.
+func (n *notifier) sendLoop(ctx context.Context, r *sinkRun) {
+	names := []string{r.sink.Name}
+	for ctx.Err() == nil {
+		items, err := n.store.ClaimNotify(ctx, n.node, names, time.Now(), notifyLease, 16)
+		if err != nil && ctx.Err() == nil {
+			n.log.WithError(err).Warn("Could not read the notification queue")
+		}
+		for _, it := range items {
+			n.deliver(ctx, r.sink, it)
+		}
+		if len(items) > 0 {
+			n.s.events.publish(keyHome)
+			continue
+		}
+		wait := notifyRescan
+		if next, ok, err := n.store.NotifyNextDue(ctx, names); err == nil && ok {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// deliver sends one queued message and records what the sink answered.
+func (n *notifier) deliver(ctx context.Context, s notify.Sink, it schema.NotifyItem) {
+	var ev notify.Event
+	if err := json.Unmarshal([]byte(it.Payload), &ev); err != nil {
+		_ = n.store.NotifySent(ctx, it.ID, n.node, 0, "not sent: its payload is not an event", time.Now())
+		return
+	}
+	res, err := n.send.Send(ctx, s, ev)
+	if ctx.Err() != nil {
+		return // claimed: another try once the lease lapses
+	}
+	now := time.Now()
+	if err != nil {
+		msg := n.scrub(err.Error())
+		next := now.Add(notifyBackoff(it.Attempts + 1))
+		if err := n.store.NotifyFailed(ctx, it.ID, n.node, res.Status, msg, next, now); err != nil {
+			n.log.WithError(err).Warn("Could not record a failed notification")
+		}
+		n.log.WithFields(logrus.Fields{"sink": s.Name, "event": ev.Event, "attempt": it.Attempts + 1}).Warn("Notification not delivered: " + msg)
+		return
+	}
+	if err := n.store.NotifySent(ctx, it.ID, n.node, res.Status, n.scrub(res.Body), now); err != nil {
+		n.log.WithError(err).Warn("Could not record a sent notification")
+	}
+}
+
+// notifyBackoff is the wait before try n+1: 1 s doubling, at most
+// notifyBackoffMax.
+func notifyBackoff(attempts int) time.Duration {
+	d := time.Second
+	for i := 1; i < attempts && d < notifyBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, notifyBackoffMax)
+}
+
+// scrub takes the sinks' secrets (and the supervisor's) out of text.
+func (n *notifier) scrub(text string) string {
+	n.mu.Lock()
+	secrets := n.secrets
+	n.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) >= 6 {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	return n.s.scrub.String(text)
+}
+
+// states is what each sink did, for status and the dashboard.
+func (n *notifier) states(ctx context.Context) []topology.SinkState {
+	n.mu.Lock()
+	none := len(n.runs) == 0
+	n.mu.Unlock()
+	if none {
+		return nil
+	}
+	stats, err := n.store.NotifyStats(ctx)
+	if err != nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []topology.SinkState
+	for _, st := range stats {
+		r, ok := n.runs[st.Sink]
+		if !ok {
+			continue
+		}
+		s := topology.SinkState{Name: st.Sink, Type: r.sink.Type, LastError: n.scrubLocked(st.LastError), LastStatus: st.LastStatus, Pending: st.Pending}
+		if st.LastSentAt != "" {
+			t := schema.ParseTime(st.LastSentAt)
+			s.LastSent = &t
+		}
+		if st.FailingSince != "" {
+			t := schema.ParseTime(st.FailingSince)
+			s.FailingSince = &t
+		}
+		if r.missing != "" {
+			s.LastError = r.missing
+			if s.FailingSince == nil {
+				t := time.Now()
+				s.FailingSince = &t
+			}
+		}
+		out = append(out, s)
+	}
+	// Sinks with no row yet.
+	for name, r := range n.runs {
+		if !slices.ContainsFunc(out, func(s topology.SinkState) bool { return s.Name == name }) {
+			s := topology.SinkState{Name: name, Type: r.sink.Type}
+			if r.missing != "" {
+				t := time.Now()
+				s.LastError, s.FailingSince = r.missing, &t
+			}
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b topology.SinkState) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (n *notifier) scrubLocked(text string) string {
+	for _, s := range n.secrets {
+		if len(s) >= 6 {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	return n.s.scrub.String(text)
+}
+
+// errNoNotify is the notifier's absence (a store without its tables).
+var errNoNotify = errors.New("notifications are not available with this store")
