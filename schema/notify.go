@@ -165,7 +165,7 @@ func (s *Store) EnqueueNotify(ctx context.Context, eventID, payload string, sink
 
 // claimFree is the SQL condition that a row's claim is free or lapsed at
 // the time bound to its one ?. (A CASE, not an OR: PostgreSQL does not
-// promise to test claimed_until = ” before casting it.)
+// promise to test for an empty claimed_until before casting it.)
 func (c *conn) claimFree() string {
 	return `CASE WHEN claimed_until = '' THEN TRUE ELSE ` + c.instant("claimed_until") + ` <= ` + c.instant("?") + ` END`
 }
