@@ -316,11 +316,12 @@ func testNotifyStats(t *testing.T, reopen func() *Store) {
 		t.Fatal(err)
 	}
 	rest := claim(t0.Add(time.Second), 2)
-	// e2 fails first at :02, e3 at :03; then e2 again at :04 (401).
+	// e2 fails first at :02, e3 at :04; then e2 again at :04.5 (401),
+	// the latest attempt (whose time's text sorts before :04's).
 	if err := s.NotifyFailed(ctx, rest[0].ID, "n1", 500, "boom", t0.Add(5*time.Second), t0.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.NotifyFailed(ctx, rest[1].ID, "n1", 502, "bad gateway", t0.Add(5*time.Second), t0.Add(3*time.Second)); err != nil {
+	if err := s.NotifyFailed(ctx, rest[1].ID, "n1", 502, "bad gateway", t0.Add(5*time.Second), t0.Add(4*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	again := claim(t0.Add(5*time.Second), 2)
@@ -541,10 +542,16 @@ func testNotifyFlaps(t *testing.T, reopen func() *Store) {
 	if want := (NotifyFlap{Key: "w-1/approval", WindowStart: FormatTime(t1), Suppressed: 1, LastEvent: "ev5"}); !send || d != want {
 		t.Fatalf("the event after a window = send %v, digest %+v; want true, %+v", send, d, want)
 	}
-	if ok, _ := s.TakeNotifyDigest(ctx, "w-1/approval", FormatTime(t1)); ok {
-		t.Fatal("a digest handed out twice")
+	if send, _ := flap("w-1/approval", t1.Add(w+time.Second), "ev7"); send {
+		t.Fatal("an event inside the new window was sent")
 	}
-	if send, d := flap("w-1/approval", t1.Add(2*w), "ev7"); !send || d != (NotifyFlap{}) {
+	if ok, _ := s.TakeNotifyDigest(ctx, "w-1/approval", FormatTime(t1)); ok {
+		t.Fatal("a digest handed out twice (or the new window's taken for the old)")
+	}
+	if send, d := flap("w-1/approval", t1.Add(3*w), "ev8"); !send || d.Suppressed != 1 || d.LastEvent != "ev7" {
+		t.Fatalf("after the new window: send %v, digest %+v; want ev7's", send, d)
+	}
+	if send, d := flap("w-1/approval", t1.Add(5*w), "ev9"); !send || d != (NotifyFlap{}) {
 		t.Fatalf("after a window that held nothing: send %v, digest %+v", send, d)
 	}
 }
