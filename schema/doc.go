@@ -36,4 +36,14 @@
 // (nodetasks.go). A write the database refused for lack of space is
 // marked as a full disk, errors.Is(err, syscall.ENOSPC) whatever the
 // database (diskfull.go; the ledger's AddUsage).
+//
+// Notifications (notify.go) go through a durable queue, one row per event
+// and sink (enqueued once however often): a sender claims due rows for a
+// lease — on PostgreSQL skipping the rows another node is claiming, and
+// re-checking the claim, so two nodes never hold one row — and records
+// each as sent (never claimed again) or failed (due again at its
+// backoff). Beside it are the sinks (where each one's secret lives, not
+// the secret), the needs-you episodes open now, mutes, the answers given
+// from a messenger (the first of an event wins) and the flap windows
+// that hold back a key's repeated events for a digest.
 package schema
