@@ -314,9 +314,14 @@ func scrubberFor(s Sink) scrubber {
 			add(strings.Trim(u.Path, "/"))
 		}
 	}
-	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+	if u, err := url.Parse(s.URL); err == nil && s.Type != TypeCommand {
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
+		}
+		for _, vs := range u.Query() { // a key in the query
+			for _, v := range vs {
+				add(v)
+			}
 		}
 	}
 	return sc
