@@ -254,13 +254,13 @@ func (s Sink) MaskedURL() string {
 	if err != nil || u.Host == "" {
 		return Mask(raw)
 	}
-	m := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	base := u.Scheme + "://" + u.Host
 	switch s.Type {
 	case TypeSlack:
-		return u.Scheme + "://" + u.Host + "/…"
+		return base + "/…"
 	case TypeNtfy:
 		dir, topic := path.Split(strings.TrimSuffix(u.Path, "/"))
-		m.Path = dir + Mask(topic)
+		return base + dir + Mask(topic)
 	}
-	return m.String()
+	return base + u.EscapedPath()
 }
