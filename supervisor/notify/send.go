@@ -54,6 +54,18 @@ type Sender struct {
 	Poll time.Duration
 }
 
+// ErrInvalid is matched (errors.Is) by Send's error when the sink or
+// the event cannot be sent as it is (a sink that does not validate, a
+// button Telegram would refuse): sending it again fails the same way.
+var ErrInvalid = errors.New("invalid sink or event")
+
+// invalid marks an error as ErrInvalid and keeps its text.
+type invalid struct{ err error }
+
+func (e invalid) Error() string        { return e.err.Error() }
+func (e invalid) Unwrap() error        { return e.err }
+func (e invalid) Is(target error) bool { return target == ErrInvalid }
+
 // HTTPError is a sink's answer that was not 2xx.
 type HTTPError struct {
 	Status int
@@ -82,7 +94,7 @@ func (x *Sender) timeout() time.Duration {
 func (x *Sender) Send(ctx context.Context, s Sink, e Event) (Result, error) {
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, invalid{err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, x.timeout())
 	defer cancel()

@@ -197,7 +197,7 @@ func TestTelegramTextAndButtons(t *testing.T) {
 	// is an option the event does not have.
 	long := approval()
 	long.ID = strings.Repeat("x", 60)
-	if _, err := send(t, &notify.Sender{}, s, long); err == nil || !strings.Contains(err.Error(), "64") {
+	if _, err := send(t, &notify.Sender{}, s, long); !errors.Is(err, notify.ErrInvalid) || !strings.Contains(err.Error(), "64") {
 		t.Errorf("a 60-byte event id: %v", err)
 	}
 	q.Actions = []string{"option:3"}
@@ -308,7 +308,7 @@ func TestFailThenSucceed(t *testing.T) {
 	s := notify.Sink{Name: "hook", Type: notify.TypeWebhook, URL: hook.URL}
 	res, err := send(t, &notify.Sender{}, s, approval())
 	var he *notify.HTTPError
-	if !errors.As(err, &he) || he.Status != 500 || res.Status != 500 || !strings.Contains(err.Error(), "500") {
+	if !errors.As(err, &he) || he.Status != 500 || res.Status != 500 || !strings.Contains(err.Error(), "500") || errors.Is(err, notify.ErrInvalid) {
 		t.Fatalf("first send: %+v, %v", res, err)
 	}
 	res, err = send(t, &notify.Sender{}, s, approval())
@@ -317,6 +317,21 @@ func TestFailThenSucceed(t *testing.T) {
 	}
 	if n := len(hook.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// TestSendRefusesInvalid: a sink that does not validate is not sent to,
+// and the error says it will not do better sent again.
+func TestSendRefusesInvalid(t *testing.T) {
+	t.Parallel()
+	hook := notifytest.NewWebhook(t)
+	s := notify.Sink{Name: "hook", Type: notify.TypeWebhook, URL: hook.URL, Secret: "two\nlines"}
+	_, err := send(t, &notify.Sender{}, s, approval())
+	if !errors.Is(err, notify.ErrInvalid) || !strings.Contains(err.Error(), "token with newlines") {
+		t.Errorf("a secret with a newline: %v", err)
+	}
+	if n := len(hook.Requests()); n != 0 {
+		t.Errorf("%d requests to an invalid sink", n)
 	}
 }
 

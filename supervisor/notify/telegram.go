@@ -134,7 +134,7 @@ func (x *Sender) newBot(s Sink, limit int64, poll time.Duration, opts ...bot.Opt
 func (x *Sender) telegram(ctx context.Context, s Sink, e Event) (Result, error) {
 	kb, err := buttons(e)
 	if err != nil {
-		return Result{}, err
+		return Result{}, invalid{err}
 	}
 	chat, _ := strconv.ParseInt(s.Chat, 10, 64)
 	b, rec, err := x.newBot(s, maxAnswer, time.Second)
@@ -183,7 +183,8 @@ type Update struct {
 // (answerCallbackQuery), a message is replied to when the reply is not
 // "". onErr (may be nil) is told each failed poll or answer, scrubbed of
 // the token, an *HTTPError when the Bot API said no (401: a wrong
-// token); polling goes on, with a backoff, until ctx ends.
+// token) — from more than one goroutine, so it must be safe for that;
+// polling goes on, with a backoff, until ctx ends.
 func (x *Sender) Listen(ctx context.Context, s Sink, offset int64, handle func(context.Context, Update) string, onErr func(error)) error {
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
