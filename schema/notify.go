@@ -208,6 +208,18 @@ func (s *Store) ClaimNotify(ctx context.Context, node string, sinks []string, no
 	return out, nil
 }
 
+// ReleaseNotifyClaims ends the claims node holds on unsent rows: a
+// supervisor starting again holds none (whatever it was sending when it
+// died is due again at once, not when its lease lapses).
+func (s *Store) ReleaseNotifyClaims(ctx context.Context, node string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE notify_queue SET claimed_by = '', claimed_until = ''
+		WHERE claimed_by = ? AND sent_at = ''`, node)
+	if err != nil {
+		return fmt.Errorf("release the notifications claimed by %s: %w", node, err)
+	}
+	return nil
+}
+
 // NotifySent records that the sink took the row's event (status, its
 // answer) at at, and ends node's claim. ErrNotClaimed when node no longer
 // holds the row (another node took it over, or it is sent), ErrNotFound

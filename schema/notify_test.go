@@ -758,3 +758,35 @@ func testNotifyMigration(t *testing.T, old *conn, reopen func() *Store) {
 		t.Fatalf("stats after 0013: %+v, %v", stats, err)
 	}
 }
+
+// A node starting again releases the claims it held when it died: its
+// rows are due at once, to it or another node; sent rows stay sent.
+func TestReleaseNotifyClaims(t *testing.T) {
+	t.Parallel()
+	eachStore(t, testReleaseNotifyClaims)
+}
+
+func testReleaseNotifyClaims(t *testing.T, reopen func() *Store) {
+	s := reopen()
+	ctx := context.Background()
+	if _, err := s.EnqueueNotify(ctx, "e1", `{}`, []string{"a", "b"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClaimNotify(ctx, "n1", []string{"a", "b"}, t0, time.Hour, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %+v, %v", got, err)
+	}
+	if err := s.NotifySent(ctx, got[0].ID, "n1", 200, "ok", t0); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.ClaimNotify(ctx, "n1", []string{"a", "b"}, t0.Add(time.Minute), time.Hour, 10); len(again) != 0 {
+		t.Fatalf("claimed before the release: %+v", again)
+	}
+	if err := s.ReleaseNotifyClaims(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.ClaimNotify(ctx, "n1", []string{"a", "b"}, t0.Add(time.Minute), time.Hour, 10)
+	if err != nil || len(again) != 1 || again[0].ID != got[1].ID {
+		t.Fatalf("after the release, claim = %+v, %v; want only the unsent row %d", again, err, got[1].ID)
+	}
+}

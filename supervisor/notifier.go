@@ -42,6 +42,7 @@ type notifyStore interface {
 	DeleteNotifySink(ctx context.Context, name string) error
 	EnqueueNotify(ctx context.Context, eventID, payload string, sinks []string, at time.Time) (int, error)
 	ClaimNotify(ctx context.Context, node string, sinks []string, now time.Time, lease time.Duration, limit int) ([]schema.NotifyItem, error)
+	ReleaseNotifyClaims(ctx context.Context, node string) error
 	NotifySent(ctx context.Context, id int64, node string, status int, answer string, at time.Time) error
 	NotifyFailed(ctx context.Context, id int64, node string, status int, errText string, next, at time.Time) error
 	NotifyNextDue(ctx context.Context, sinks []string) (time.Time, bool, error)
@@ -114,34 +115,8 @@ type sinkRun struct {
 
 func newNotifier(s *Supervisor, store notifyStore) *notifier {
 	return &notifier{s: s, store: store, log: s.log.WithField("part", "notify"), node: s.cfg.Node,
-		send: &notify.Sender{Env: notifyEnv()},
+		send: &notify.Sender{},
 		quit: make(chan struct{}), kick: make(chan struct{}, 1), open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
-}
-
-// notifyEnv is a command sink's environment: the supervisor's without a
-// credential.
-func notifyEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if isSecretName(name) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-// isSecretName reports whether an environment variable's name looks like
-// it holds a credential.
-func isSecretName(name string) bool {
-	up := strings.ToUpper(name)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"} {
-		if strings.Contains(up, w) {
-			return true
-		}
-	}
-	return name == "CICY_DB" || name == "DATABASE_URL"
 }
 
 // start loads the open episodes and the sinks, and runs the watch.
@@ -154,6 +129,9 @@ func (n *notifier) start(ctx context.Context) error {
 		if n.ours(o.Key) {
 			n.open[o.Key] = o.EventID
 		}
+	}
+	if err := n.store.ReleaseNotifyClaims(ctx, n.node); err != nil {
+		return err
 	}
 	if err := n.reload(ctx); err != nil {
 		return err

@@ -374,6 +374,8 @@ func (n *notifier) listen(ctx context.Context, s notify.Sink) {
 				n.log.WithError(err).Warn("Could not record the last Telegram update handled")
 			}
 			return reply
+		}, func(err error) {
+			n.log.WithField("sink", s.Name).Debug("Telegram: " + n.scrub(err.Error()))
 		})
 		if ctx.Err() != nil {
 			return

@@ -136,6 +136,9 @@ func TestScripts(t *testing.T) {
 			"morecalls":       cmdMoreCalls,
 			"fakesaw":         cmdFakeSaw,
 			"tinyhome":        cmdTinyHome,
+			"telegram":        cmdTelegram(t),
+			"tgpress":         cmdTgPress,
+			"tganswer":        cmdTgAnswer,
 		},
 	})
 }
