@@ -56,6 +56,13 @@ type answeredMark struct {
 // redrawing, types nothing more.
 const answerRepeat = 10 * time.Second
 
+// answerSettle is how long a pane has been waiting before its answer is
+// typed: Claude Code ignores a key pressed within a moment of drawing its
+// dialog (a guard against typing ahead into it), and its hook says
+// waiting before the dialog is drawn. A person is never that quick; a
+// script is.
+const answerSettle = 1500 * time.Millisecond
+
 // answerKeyGap separates the keys of one answer (Down, Down, Enter), so
 // an agent reads each as its own key press.
 const answerKeyGap = 80 * time.Millisecond
@@ -132,6 +139,14 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	defer e.op.Unlock()
 	k := e.kind()
 	st := k.Status()
+	if wait := time.Until(st.Since.Add(answerSettle)); st.State == pane.Waiting && wait > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+		case <-time.After(wait):
+		}
+		st = k.Status()
+	}
 	if st.State != pane.Waiting {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
 			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
