@@ -300,6 +300,14 @@ func (c *Client) Send(ctx context.Context, id string, req SendRequest) (*SendRes
 	return &res, err
 }
 
+// Answer answers a pane's dialog: approve, deny, option:N, restart or
+// screen (see AnswerRequest).
+func (c *Client) Answer(ctx context.Context, id string, req AnswerRequest) (AnswerResult, error) {
+	var res AnswerResult
+	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/answer", req, &res)
+	return res, err
+}
+
 // Cancel stops a cicy pane's running turn; it reports whether one ran.
 func (c *Client) Cancel(ctx context.Context, id string) (bool, error) {
 	var out struct {

@@ -218,6 +218,30 @@ type SendResult struct {
 	Unsaved string `json:"unsaved,omitempty"`
 }
 
+// AnswerRequest answers a pane's dialog (POST /api/panes/{id}/answer).
+type AnswerRequest struct {
+	// Action is approve, deny or option:N (a CLI agent pane waiting on a
+	// dialog), restart (a pane that exited, stopped or is in a crash loop)
+	// or screen (the pane's screen, to read before answering).
+	Action string `json:"action"`
+	// By is who answers (a user name, a chat's name); Via where from:
+	// "terminal" (the default) or "telegram".
+	By  string `json:"by,omitempty"`
+	Via string `json:"via,omitempty"`
+}
+
+// AnswerResult is what an answer did.
+type AnswerResult struct {
+	Pane   string `json:"pane"`
+	Action string `json:"action"`
+	// Keys are the keys typed into the pane (approve, deny, option:N).
+	Keys []string `json:"keys,omitempty"`
+	// State is the pane's state after the answer.
+	State string `json:"state"`
+	// Screen is the pane's screen (action screen).
+	Screen string `json:"screen,omitempty"`
+}
+
 // ScreenResponse is a pane's current screen.
 type ScreenResponse struct {
 	ID     string `json:"id"`

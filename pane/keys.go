@@ -16,10 +16,14 @@ var namedKeys = map[string]string{
 }
 
 // KeyBytes turns a key name (Enter, Escape, Up, C-c, M-x, …) into the bytes
-// a terminal sends for it.
+// a terminal sends for it. A single printable character (1, y) is itself,
+// as tmux takes it.
 func KeyBytes(name string) ([]byte, error) {
 	if b, ok := namedKeys[name]; ok {
 		return []byte(b), nil
+	}
+	if len(name) == 1 && name[0] > ' ' && name[0] < 0x7f {
+		return []byte(name), nil
 	}
 	if rest, ok := strings.CutPrefix(name, "C-"); ok && len(rest) == 1 {
 		c := rest[0]
@@ -35,7 +39,7 @@ func KeyBytes(name string) ([]byte, error) {
 	if rest, ok := strings.CutPrefix(name, "M-"); ok && len(rest) == 1 {
 		return []byte{0x1b, rest[0]}, nil
 	}
-	return nil, fmt.Errorf("unknown key %q (try Enter, Escape, Tab, BSpace, Up, Down, Left, Right, C-c, M-x)", name)
+	return nil, fmt.Errorf("unknown key %q (try Enter, Escape, Tab, BSpace, Up, Down, Left, Right, C-c, M-x, or one character like 1 or y)", name)
 }
 
 // Bracketed-paste markers. A paste containing the end marker is cleaned of

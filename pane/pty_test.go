@@ -181,14 +181,16 @@ func TestPTYAttachSeesScreenThenOutput(t *testing.T) {
 }
 
 func TestKeyBytes(t *testing.T) {
-	for name, want := range map[string]string{"C-c": "\x03", "Enter": "\r", "M-x": "\x1bx", "Up": "\x1b[A", "C-[": "\x1b"} {
+	for name, want := range map[string]string{"C-c": "\x03", "Enter": "\r", "M-x": "\x1bx", "Up": "\x1b[A", "C-[": "\x1b", "1": "1", "y": "y"} {
 		b, err := KeyBytes(name)
 		if err != nil || string(b) != want {
 			t.Errorf("KeyBytes(%q) = %q, %v; want %q", name, b, err, want)
 		}
 	}
-	if _, err := KeyBytes("Hyper-q"); err == nil {
-		t.Error("unknown key accepted")
+	for _, bad := range []string{"Hyper-q", "é", "\x01", "yy"} {
+		if _, err := KeyBytes(bad); err == nil {
+			t.Errorf("unknown key %q accepted", bad)
+		}
 	}
 }
 

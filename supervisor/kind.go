@@ -69,6 +69,8 @@ type entry struct {
 	cur     atomic.Pointer[held]
 	hooks   hookLog   // what a CLI agent's own signals said; kept across restarts
 	answers answerLog // what the gateway saw of its model requests (answers.go)
+	// answered is the last dialog answered (paneanswer.go), under op.
+	answered answeredMark
 	// leaving is set when a kill begins: the outbox treats the pane as
 	// gone (its tasks fail as killed) while ls still shows it stopping.
 	leaving atomic.Bool

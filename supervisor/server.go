@@ -236,6 +236,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/send", a.send)
 	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
 	mux.HandleFunc("POST /api/panes/{id}/restart", a.restart)
+	mux.HandleFunc("POST /api/panes/{id}/answer", a.answer)
 	mux.HandleFunc("GET /api/panes/{id}/attach", a.attach)
 	mux.HandleFunc("POST /api/panes/{id}/cancel", a.cancel)
 	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
@@ -618,6 +619,20 @@ func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
+	var req api.AnswerRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := a.sup.Answer(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {

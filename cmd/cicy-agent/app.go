@@ -63,7 +63,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			e.serveCmd(), e.shutdownCmd(), e.createCmd(), e.lsCmd(), e.sendCmd(), e.screenCmd(),
-			e.attachCmd(), e.killCmd(), e.restartCmd(), e.cancelCmd(),
+			e.attachCmd(), e.killCmd(), e.restartCmd(), e.answerCmd(), e.cancelCmd(),
 			e.slashCmd("compact", "fold a cicy pane's conversation into a summary (same as sending /compact)"),
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),

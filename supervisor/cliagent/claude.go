@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -19,6 +20,8 @@ var claude = Kind{
 	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
+	// How its dialogs are answered and read (answer.go).
+	answer:   answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^Do you want to`)},
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
 	// Every hook carries "session_id"; SessionStart a new one after /clear
 	// or /resume. `claude --resume <id>` takes a session up.

@@ -36,6 +36,7 @@ type Kind struct {
 	toolName   func(tool string) string // a team tool as the model sees it
 	rules      pane.Rules               // built-in screen rules, in order
 	layout     pane.Parser              // finds the parts of its screen the rules look at
+	answer     answerSpec               // how its dialogs are answered and read (answer.go)
 	// APIs are the model APIs the agent speaks through the gateway
 	// ("anthropic", "chat", "responses", "gemini"): its token is good for those.
 	APIs []string

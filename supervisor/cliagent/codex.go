@@ -23,6 +23,8 @@ var codex = Kind{
 	Name: "codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout, aux: codexAux,
+	// How its dialogs are answered and read (answer.go).
+	answer: answerSpec{approve: []string{"y"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^Would you like to`)},
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.
 	toolName: func(tool string) string { return "mcp__" + MCPName + "." + tool },
 	// Its hooks carry "session_id" (notify's "thread-id" is also the

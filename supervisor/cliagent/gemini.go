@@ -2,6 +2,7 @@ package cliagent
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,6 +22,8 @@ var gemini = Kind{
 	// newline.
 	EnterDelay: 500 * time.Millisecond,
 	prepare:    prepareGemini, interpret: interpretGemini, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
+	// How its dialogs are answered and read (answer.go).
+	answer: answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^(Allow execution|Apply this change|Do you want to)`)},
 	// An MCP tool is offered as mcp_<server>_<tool>.
 	toolName: func(tool string) string { return "mcp_" + MCPName + "_" + tool },
 	// Its hooks carry "session_id"; `gemini --resume <uuid>` (it also

@@ -26,6 +26,8 @@ var pi = Kind{
 	Name: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond, workerOnly: true,
 	prepare: preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
+	// How its dialogs are answered and read (answer.go).
+	answer: answerSpec{approve: []string{"Enter"}, deny: []string{"Escape"}, option: downEnter, approval: regexp.MustCompile(`^Permission required`)},
 	// pi has no MCP client (a pi pane is never a master): no team tool
 	// is shown to it under any name but its own.
 	toolName: func(tool string) string { return tool },

@@ -2,6 +2,7 @@ package cliagent
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,6 +18,8 @@ var qwen = Kind{
 	Name: "qwen", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
+	// How its dialogs are answered and read (answer.go).
+	answer:   answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^(Allow execution|Apply this change|Do you want to)`)},
 	toolName: qwenToolName,
 	// Its hooks carry "session_id", as Claude Code's; `qwen --resume <id>`.
 	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },

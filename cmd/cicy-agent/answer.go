@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// answerCmd answers a pane's dialog, as a messenger's buttons do.
+func (e *env) answerCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "answer",
+		Usage:     "answer a pane's dialog: approve, deny, option:N, restart or screen",
+		ArgsUsage: "<pane> <action>",
+		Description: "Answers what a pane waits for with the keys its CLI takes (see 'cicy-agent agents'\n" +
+			"and docs/agents.md), the same action a messenger's button runs:\n" +
+			"  approve     allow the command a permission prompt asks about, once\n" +
+			"  deny        refuse it (the tool does not run)\n" +
+			"  option:N    pick choice N (from 1) of a question or prompt\n" +
+			"  restart     start again a pane that exited, stopped or is in a crash loop\n" +
+			"  screen      print the pane's screen, to read before answering\n" +
+			"approve, deny and option:N are refused (exit 1) unless the pane is a CLI agent\n" +
+			"waiting with its dialog on screen: an answer never lands in a pane that moved on.\n" +
+			"Examples:\n" +
+			"  cicy-agent answer w-2 approve\n" +
+			"  cicy-agent answer w-2 option:2",
+		Flags: []cli.Flag{jsonFlag, rawFlag},
+		Action: func(c *cli.Context) error {
+			a, err := args(c, 2, 2, "<pane> <action>  (approve, deny, option:N, restart, screen)")
+			if err != nil {
+				return err
+			}
+			id, err := paneRef(a[0])
+			if err != nil {
+				return err
+			}
+			cl, err := client(c)
+			if err != nil {
+				return err
+			}
+			res, err := cl.Answer(c.Context, id, api.AnswerRequest{Action: a[1], Via: "terminal", By: currentUser()})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(e.stdout, res)
+			}
+			switch {
+			case res.Screen != "":
+				fmt.Fprintln(e.stdout, res.Screen)
+			case len(res.Keys) > 0:
+				fmt.Fprintf(e.stdout, "%s: %s (typed %s); it is %s now\n", res.Pane, res.Action, strings.Join(res.Keys, " "), res.State)
+			default:
+				fmt.Fprintf(e.stdout, "%s: %s; it is %s now\n", res.Pane, res.Action, res.State)
+			}
+			return nil
+		},
+	}
+}
+
+// currentUser is who answers from this terminal: the user's login name.
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}

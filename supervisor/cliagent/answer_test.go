@@ -1,0 +1,140 @@
+package cliagent
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/pane"
+)
+
+// The keys each agent takes, as read off its dialogs and checked against
+// the real CLIs (testdata/script/cli_*.txtar); every key is one `send
+// --key` takes.
+func TestAnswerKeys(t *testing.T) {
+	want := map[string][3][]string{ // approve, deny, option:3
+		"claude":   {{"1"}, {"Escape"}, {"3"}},
+		"codex":    {{"y"}, {"Escape"}, {"3"}},
+		"gemini":   {{"1"}, {"Escape"}, {"3"}},
+		"qwen":     {{"1"}, {"Escape"}, {"3"}},
+		"opencode": {{"Enter"}, {"Escape"}, {"Down", "Down", "Enter"}},
+		"pi":       {{"Enter"}, {"Escape"}, {"Down", "Down", "Enter"}},
+	}
+	for _, agent := range Names() {
+		k, _ := Lookup(agent)
+		w, ok := want[agent]
+		if !ok {
+			t.Errorf("%s: no answer keys expected in this test", agent)
+			continue
+		}
+		for i, action := range []string{"approve", "deny", "option:3"} {
+			got, err := k.AnswerKeys(action)
+			if err != nil || !slices.Equal(got, w[i]) {
+				t.Errorf("%s %s = %q, %v; want %q", agent, action, got, err, w[i])
+			}
+			for _, key := range got {
+				if _, err := pane.KeyBytes(key); err != nil {
+					t.Errorf("%s %s: %v", agent, action, err)
+				}
+			}
+		}
+		for _, bad := range []string{"", "yes", "option:", "option:0", "option:10", "option:x", "restart"} {
+			if got, err := k.AnswerKeys(bad); err == nil {
+				t.Errorf("%s %q = %q; want an error", agent, bad, got)
+			}
+		}
+	}
+}
+
+// wantDialog is what each recorded waiting screen asks, by the screen's
+// name before its size.
+var wantDialog = map[string]Dialog{
+	"claude/permission": {Kind: "approval", Text: "echo x > asked.txt",
+		Options: []string{"Yes", "Yes, and always allow access to /tmp/TestRecordScreensclaude869866619/001/workspaces/w-2 from this project", "Yes, and switch to auto mode · auto mode handles these prompts for you", "No"}},
+	"claude/question": {Kind: "question", Text: "Which color should the button be?",
+		Options: []string{"Red", "Blue", "Type something.", "Chat about this"}},
+	"claude/multi-question": {Kind: "question", Text: "Which colors should the buttons be?",
+		Options: []string{"Red", "Blue", "Type something", "Chat about this"}},
+	"codex/permission": {Kind: "approval", Text: "touch asked.txt",
+		Options: []string{"Yes, proceed (y)", "Yes, and don't ask again for commands that start with `touch asked.txt` (p)", "No, and tell Codex what to do differently (esc)"}},
+	"codex/plan-question": {Kind: "question", Text: "Which colors should the buttons be?",
+		Options: []string{"Red", "Blue", "None of the above"}},
+	"gemini/permission": {Kind: "approval", Text: "Shell echo x > asked.txt",
+		Options: []string{"Allow once", "Allow for this session", "No, suggest changes (esc)"}},
+	"gemini/question": {Kind: "question", Text: "Which color should the button be",
+		Options: []string{"Red", "Blue", "Enter a custom value"}},
+	"opencode/permission": {Kind: "approval", Text: "echo x > asked.txt",
+		Options: []string{"Allow once", "Allow always", "Reject"}},
+	"opencode/question": {Kind: "question", Text: "Which color should the button be?",
+		Options: []string{"Red", "Blue", "Type your own answer"}},
+	"opencode/multi-question": {Kind: "question", Text: "Which colors should the buttons be? (select all that apply)",
+		Options: []string{"Red", "Blue", "Type your own answer"}},
+	"pi/permission": {Kind: "approval", Text: "Allow bash: echo x > asked.txt", Options: []string{"Yes", "No"}},
+	"qwen/permission": {Kind: "approval", Text: "Shell echo x > asked.txt (fake-llm shell directive)",
+		Options: []string{"Yes, allow once", "Always allow run 'echo *' commands in this project", "Always allow run 'echo *' commands for this user", "No, suggest changes (esc)"}},
+	"qwen/question": {Kind: "question", Text: "Which color should the button be?",
+		Options: []string{"Red", "Blue", "Type something..."}},
+}
+
+// Every recorded waiting screen of every agent reads as its dialog, at
+// every size (a long option wrapped on a narrow screen keeps its first
+// line); no idle or busy screen shows one.
+func TestReadDialogCorpus(t *testing.T) {
+	seen := map[string]bool{}
+	for _, agent := range Names() {
+		k, _ := Lookup(agent)
+		files, _ := filepath.Glob(filepath.Join(corpus, agent, "waiting", "*.txt"))
+		if len(files) < 3 {
+			t.Fatalf("%s: %d waiting screens", agent, len(files))
+		}
+		for _, f := range files {
+			base := filepath.Base(f)
+			name := agent + "/" + base[:strings.LastIndexByte(base, '-')]
+			want, ok := wantDialog[name]
+			if !ok {
+				t.Errorf("%s: no expected dialog for %s", f, name)
+				continue
+			}
+			seen[name] = true
+			got := k.ReadDialog(readScreen(t, f))
+			if got.Kind != want.Kind || got.Text != want.Text {
+				t.Errorf("%s: %q %q; want %q %q", f, got.Kind, got.Text, want.Kind, want.Text)
+			}
+			if len(got.Options) != len(want.Options) {
+				t.Errorf("%s: options %q; want %q", f, got.Options, want.Options)
+				continue
+			}
+			for i := range want.Options {
+				// A narrow screen wraps a long option: its first line is kept.
+				if !strings.HasPrefix(want.Options[i], got.Options[i]) || got.Options[i] == "" {
+					t.Errorf("%s: option %d %q; want %q", f, i+1, got.Options[i], want.Options[i])
+				}
+			}
+		}
+		for _, state := range []string{"idle", "busy"} {
+			files, _ := filepath.Glob(filepath.Join(corpus, agent, state, "*.txt"))
+			for _, f := range files {
+				if d := k.ReadDialog(readScreen(t, f)); d.Kind != "" && !(agent == "pi" && strings.Contains(f, "selector")) {
+					t.Errorf("%s: a %s screen reads as a dialog: %+v", f, state, d)
+				}
+			}
+		}
+	}
+	for name := range wantDialog {
+		if !seen[name] {
+			t.Errorf("no recorded screen %s", name)
+		}
+	}
+}
+
+// A dialog's text is cut to DialogTextMax characters.
+func TestReadDialogCutsText(t *testing.T) {
+	k, _ := Lookup("codex")
+	long := strings.Repeat("é", 500)
+	lines := []string{"  Would you like to run the following command?", "", "  $ " + long, "", "› 1. Yes, proceed (y)", "  2. No (esc)", "", "  Press enter to confirm or esc to cancel"}
+	d := k.ReadDialog(lines)
+	if n := len([]rune(d.Text)); n != DialogTextMax || !strings.HasSuffix(d.Text, "…") {
+		t.Errorf("text of %d characters %q; want %d ending in …", n, d.Text[:20], DialogTextMax)
+	}
+}
