@@ -25,6 +25,8 @@ type Explanation struct {
 	Turn *TurnSeen `json:"turn,omitempty"`
 	// Screen is the current screen (a cicy pane's latest reply).
 	Screen string `json:"screen"`
+	// Answers are the person's latest answers to the pane, oldest first.
+	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Signal is what decided a pane's state.

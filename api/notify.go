@@ -108,3 +108,18 @@ func (c *Client) MuteNotify(ctx context.Context, req NotifyMuteRequest) (NotifyM
 func (c *Client) UnmuteNotify(ctx context.Context, target string) error {
 	return c.do(ctx, http.MethodDelete, "/api/notify/mutes/"+seg(target), nil, nil)
 }
+
+// Answer is a person's answer to a pane (approve, deny, option:N, text,
+// restart), from the terminal or a messenger: who, when, what.
+type Answer struct {
+	// Event is the notification it answered (its idempotency id), or a
+	// fresh id for an answer no notification asked for.
+	Event  string    `json:"event"`
+	Pane   string    `json:"pane"`
+	Task   int64     `json:"task,omitempty"` // the pane's task then
+	Action string    `json:"action"`
+	By     string    `json:"by,omitempty"`
+	Via    string    `json:"via"`
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail,omitempty"` // the keys typed, the text
+}

@@ -228,6 +228,11 @@ type AnswerRequest struct {
 	// "terminal" (the default) or "telegram".
 	By  string `json:"by,omitempty"`
 	Via string `json:"via,omitempty"`
+	// Event is the notification whose button answered (a stale one is
+	// refused); Text the free text of action text (a reply typed into a
+	// question).
+	Event string `json:"event,omitempty"`
+	Text  string `json:"text,omitempty"`
 }
 
 // AnswerResult is what an answer did.

@@ -29,6 +29,9 @@ type TaskInfo struct {
 	// Work is the change the task left on its worker's branch, when the
 	// worker runs in a git worktree.
 	Work *Work `json:"work,omitempty"`
+	// Answers are what a person answered its worker's dialogs while it
+	// ran (the task's notes).
+	Answers []Answer `json:"answers,omitempty"`
 }
 
 // Task statuses, as the store keeps them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -22,6 +23,9 @@ import (
 const (
 	ActionRestart = "restart"
 	ActionScreen  = "screen"
+	// ActionText types a free-text reply (and Enter) into a pane that
+	// waits on a question.
+	ActionText = "text"
 )
 
 // NotWaitingError refuses an answer the pane does not wait for: it is not
@@ -83,6 +87,13 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 		return api.AnswerResult{}, err
 	}
 	res := api.AnswerResult{Pane: e.cfg.ID, Action: req.Action}
+	event := ""
+	if req.Action != ActionScreen {
+		event = s.answerEvent(e.cfg.ID, req)
+		if err := s.answeredAlready(ctx, e.cfg.ID, event); err != nil {
+			return api.AnswerResult{}, err
+		}
+	}
 	switch req.Action {
 	case ActionScreen:
 		sc, err := s.Screen(e.cfg.ID, 0)
@@ -95,6 +106,10 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 		if err := s.answerRestart(ctx, e); err != nil {
 			return api.AnswerResult{}, err
 		}
+	case ActionText:
+		if err := s.answerText(ctx, e, req.Text); err != nil {
+			return api.AnswerResult{}, err
+		}
 	default:
 		if res.Keys, err = s.answerDialog(ctx, e, req.Action); err != nil {
 			return api.AnswerResult{}, err
@@ -103,6 +118,7 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 	res.State = string(e.status().State)
 	// The answer is given: this is where it is known (who, how, what).
 	s.log.WithFields(logrus.Fields{"pane": e.cfg.ID, "action": req.Action, "by": req.By, "via": req.Via, "keys": res.Keys}).Info("Pane answered")
+	s.recordAnswer(ctx, e.cfg.ID, event, req, res)
 	return res, nil
 }
 
@@ -186,4 +202,18 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 // sameDialog reports whether two dialogs read alike.
 func sameDialog(a, b cliagent.Dialog) bool {
 	return a.Kind == b.Kind && a.Text == b.Text && slices.Equal(a.Options, b.Options)
+}
+
+// answerText types a free-text reply and Enter into a pane that waits.
+func (s *Supervisor) answerText(ctx context.Context, e *entry, text string) error {
+	text = strings.TrimSpace(text)
+	if text == "" || strings.ContainsAny(text, "\x1b\r") {
+		return usageErr("a text answer is one line of plain text")
+	}
+	if st := e.status(); st.State != pane.Waiting {
+		return &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
+			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
+	}
+	_, err := e.kind().Send(ctx, api.SendRequest{Text: strings.ReplaceAll(text, "\n", " ")})
+	return err
 }

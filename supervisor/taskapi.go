@@ -97,6 +97,9 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		for _, t := range ts {
 			out = append(out, a.sup.taskInfo(t))
 		}
+		if pane != "" {
+			a.sup.withAnswers(r.Context(), pane, out)
+		}
 		respond(w, out, err)
 	})
 	mux.HandleFunc("GET /api/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +109,11 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			return
 		}
 		t, err := a.sup.GetTask(r.Context(), id)
-		respond(w, a.sup.taskInfo(t), err)
+		ti := a.sup.taskInfo(t)
+		if err == nil {
+			ti.Answers = a.sup.answersOf(r.Context(), "", t.ID)
+		}
+		respond(w, ti, err)
 	})
 	mux.HandleFunc("GET /api/tasks/{id}/wait", func(w http.ResponseWriter, r *http.Request) {
 		id, err := taskID(r)
