@@ -114,6 +114,17 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	if h := x.LastIgnored; h != nil {
 		fmt.Fprintf(w, "ignored: %s at %s: %s\n", h.Event, when(h.At), h.Why)
 	}
+	for _, a := range x.Answers {
+		by := a.By
+		if by == "" {
+			by = "someone"
+		}
+		line := fmt.Sprintf("answer:  %s by %s from the %s at %s", a.Action, by, a.Via, when(a.At))
+		if a.Task > 0 {
+			line += fmt.Sprintf(" (task %d)", a.Task)
+		}
+		fmt.Fprintln(w, line)
+	}
 	if g := p.Signals; g != nil {
 		printSignals(w, *g, when)
 	}
