@@ -92,6 +92,8 @@ type notifier struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	kick  chan struct{} // a scan is asked for
+	// window coalesces a flapping pane (notifyWindow; shorter in tests).
+	window time.Duration
 
 	scanMu sync.Mutex
 	open   map[string]string // the open episodes this node raised: key → event id
@@ -116,7 +118,7 @@ type sinkRun struct {
 func newNotifier(s *Supervisor, store notifyStore) *notifier {
 	return &notifier{s: s, store: store, log: s.log.WithField("part", "notify"), node: s.cfg.Node,
 		send: &notify.Sender{},
-		quit: make(chan struct{}), kick: make(chan struct{}, 1), open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
+		quit: make(chan struct{}), kick: make(chan struct{}, 1), window: notifyWindow, open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
 }
 
 // start loads the open episodes and the sinks, and runs the watch.
@@ -230,9 +232,12 @@ func (n *notifier) scan(ctx context.Context) {
 		return
 	}
 	byID := make(map[string]api.PaneInfo, len(panes))
+	nodes := make([]string, 0, len(panes))
 	for _, p := range panes {
 		byID[p.ID] = p
+		nodes = append(nodes, p.Node)
 	}
+	many := topology.SpansNodes(nodes...)
 	now := time.Now()
 	seen := map[string]bool{}
 	for _, a := range st.NeedsYou {
@@ -244,7 +249,11 @@ func (n *notifier) scan(ctx context.Context) {
 		if _, open := n.open[key]; open {
 			continue
 		}
-		n.raise(ctx, key, n.eventOf(a, byID[a.ID], now), now)
+		ev := n.eventOf(a, byID[a.ID], now)
+		if !many && ev.Event != notify.EventNodeDown {
+			ev.Node = "" // one machine: no node to name
+		}
+		n.raise(ctx, key, ev, now)
 	}
 	var ended []string
 	for key := range n.open {
@@ -308,7 +317,7 @@ func (n *notifier) raise(ctx context.Context, key string, ev notify.Event, now t
 	}
 	payload, _ := json.Marshal(ev)
 	flap := ev.Pane + "/" + ev.Kind
-	send, digest, err := n.store.NotifyFlap(ctx, flap, now, notifyWindow, string(payload))
+	send, digest, err := n.store.NotifyFlap(ctx, flap, now, n.window, string(payload))
 	if err != nil {
 		n.log.WithError(err).Warn("Could not coalesce a notification")
 		send = true
@@ -390,7 +399,7 @@ func (n *notifier) queueDigest(ctx context.Context, f schema.NotifyFlap) {
 
 // digests sends the digests of the windows that ended.
 func (n *notifier) digests(ctx context.Context) {
-	due, err := n.store.DueNotifyDigests(ctx, time.Now(), notifyWindow)
+	due, err := n.store.DueNotifyDigests(ctx, time.Now(), n.window)
 	if err != nil {
 		return
 	}
