@@ -249,7 +249,13 @@ func (n *notifier) scan(ctx context.Context) {
 		if _, open := n.open[key]; open {
 			continue
 		}
-		ev := n.eventOf(a, byID[a.ID], now)
+		ev, ready := n.eventOf(a, byID[a.ID], now)
+		if !ready {
+			// Its dialog is not drawn yet (a hook comes first): look again.
+			delete(seen, key)
+			time.AfterFunc(dialogLook, n.scanNow)
+			continue
+		}
 		if !many && ev.Event != notify.EventNodeDown {
 			ev.Node = "" // one machine: no node to name
 		}
@@ -418,13 +424,26 @@ func newEventID() string {
 	return "n" + hex.EncodeToString(b)
 }
 
-// eventOf is the event of a need of pane p.
-func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) notify.Event {
-	ev := notify.Event{ID: newEventID(), Event: notify.EventNeedsYou, Kind: topology.NeedLabel(a.Kind), Pane: a.ID, Title: p.Title, Team: p.Team, Node: a.Node,
+// dialogGrace is how long a CLI agent that waits may take to draw its
+// dialog after the signal that it waits (its hook comes first) before
+// its event goes without it; dialogLook how often the screen is read
+// meanwhile.
+const (
+	dialogGrace = 3 * time.Second
+	dialogLook  = 200 * time.Millisecond
+)
+
+// eventOf is the event of a need of pane p; ready is false while a
+// waiting CLI agent's dialog is still to be drawn.
+func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) (ev notify.Event, ready bool) {
+	ready = true
+	ev = notify.Event{ID: newEventID(), Event: notify.EventNeedsYou, Kind: topology.NeedLabel(a.Kind), Pane: a.ID, Title: p.Title, Team: p.Team, Node: a.Node,
 		Task: a.Task, Text: clip.Runes(a.Reason, notifyTextMax), At: now, Resolve: "cicy-agent explain " + a.ID}
 	switch a.Kind {
 	case topology.NeedWaiting:
-		n.dialog(&ev, p)
+		if !n.dialog(&ev, p) && now.Sub(p.Since) < dialogGrace {
+			ready = false
+		}
 	case topology.NeedCrashLoop, topology.NeedWorkerStopped:
 		ev.Actions = []string{"restart", "screen"}
 		ev.Resolve = "cicy-agent restart " + a.ID
@@ -445,22 +464,23 @@ func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) 
 		ev.Pane = ""
 		ev.Resolve = "free some space on " + n.s.cfg.Home.Root
 	}
-	return ev
+	return ev, ready
 }
 
 // dialog fills a waiting pane's event from its screen: an approval (the
-// command awaiting it), a question (its options), or what it shows.
-func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) {
+// command awaiting it), a question (its options), or what it shows; read
+// is false when a CLI agent's screen shows no dialog.
+func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
 	ev.Kind = topology.NeedWaiting
 	ev.Actions = []string{"screen"}
 	ev.Resolve = "cicy-agent attach " + p.ID
 	kind, ok := cliagent.Lookup(p.Type)
 	if !ok {
-		return
+		return true
 	}
 	sc, err := n.s.Screen(p.ID, 0)
 	if err != nil {
-		return
+		return false
 	}
 	d := kind.ReadDialog(strings.Split(sc.Screen, "\n"))
 	if d.Text != "" {
@@ -482,7 +502,10 @@ func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) {
 		if len(d.Options) > 0 {
 			ev.Resolve = fmt.Sprintf("cicy-agent answer %s option:1", p.ID)
 		}
+	default:
+		return false
 	}
+	return true
 }
 
 // reload reads the sinks and (re)starts their senders.

@@ -63,7 +63,8 @@ func raiseAll(s *Supervisor, needs []topology.Attention) {
 	now := time.Now()
 	for _, a := range needs {
 		key, _ := n.keyOf(a)
-		n.raise(context.Background(), key, n.eventOf(a, api.PaneInfo{ID: a.ID, Title: "title-" + a.ID, Team: "demo"}, now), now)
+		ev, _ := n.eventOf(a, api.PaneInfo{ID: a.ID, Title: "title-" + a.ID, Team: "demo"}, now)
+		n.raise(context.Background(), key, ev, now)
 	}
 }
 
