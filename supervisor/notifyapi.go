@@ -152,6 +152,9 @@ func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest
 		}
 		sink.URL = sink.Secret
 	}
+	if topology.SinkNeedsSecret(sink.Type) && sink.Secret == "" {
+		return api.NotifySink{}, usageErr("a %s sink needs a secret: --secret-file FILE (readable by you only) or --secret-env NAME (a variable of the supervisor's environment)", sink.Type)
+	}
 	if err := sink.Validate(); err != nil {
 		return api.NotifySink{}, usageErr("%v", err)
 	}
