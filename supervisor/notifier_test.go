@@ -30,7 +30,7 @@ type sinks struct {
 }
 
 // addSinks adds one sink of each type to s, each pointed at a fake.
-func addSinks(t *testing.T, s *Supervisor, events ...string) *sinks {
+func addSinks(t testing.TB, s *Supervisor, events ...string) *sinks {
 	t.Helper()
 	k := &sinks{hook: notifytest.NewWebhook(t), ntfy: notifytest.NewNtfy(t), slack: notifytest.NewSlack(t), tg: notifytest.NewTelegram(t, testBotToken)}
 	dir := t.TempDir()
@@ -211,7 +211,7 @@ func TestNotifyRetriesUntilTaken(t *testing.T) {
 }
 
 // waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {

@@ -1,0 +1,101 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// BenchmarkNeedsYouToSink measures a CLI agent's permission dialog (its
+// PermissionRequest hook, the dialog drawn) until the webhook sink
+// receives the approval: the watch, the queue in SQLite and the send.
+// Each round answers the dialog (deny) and ends the turn, so the next
+// one is a new episode.
+func BenchmarkNeedsYouToSink(b *testing.B) {
+	s, _ := newStandInSupervisor(b, os.Getenv, standInAsking)
+	k := addSinks(b, s, "needs-you")
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "careful", Type: "claude", Backend: "tmux"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitPane(b, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, "the dialog", func() bool {
+			sc, _ := s.Screen(p.ID, 0)
+			return strings.Contains(sc.Screen, "Do you want to proceed")
+		})
+		before := len(k.hook.Requests())
+		start := time.Now()
+		if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "PermissionRequest", Payload: []byte(`{}`)}); err != nil {
+			b.Fatal(err)
+		}
+		k.hook.Wait(b, before+1, 30*time.Second)
+		lat = append(lat, time.Since(start))
+		if _, err := s.Send(ctx, p.ID, api.SendRequest{Keys: []string{"Escape"}, NoEnter: true}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "Stop", Payload: []byte(`{}`)}); err != nil {
+			b.Fatal(err)
+		}
+		waitPane(b, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+		// The episode's end is seen before the next begins.
+		waitFor(b, "the episode's end", func() bool { return s.notify.episodeOf(p.ID) == "" })
+	}
+	b.StopTimer()
+	report(b, "needs-you-to-sink", lat)
+}
+
+// BenchmarkNotifyBurst raises 1,000 needs at once — 50 panes, each
+// flapping 20 times within the coalescing window — and reports how many
+// messages the webhook got (one per pane; the digests come after the
+// window) and the supervisor's CPU time for the burst and its sending.
+func BenchmarkNotifyBurst(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		s, _ := newTestSupervisor(b, os.Getenv)
+		k := addSinks(b, s)
+		n := s.notify
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		start := time.Now()
+		for flap := 0; flap < 20; flap++ {
+			var needs []topology.Attention
+			for p := 0; p < 50; p++ {
+				needs = append(needs, topology.Attention{ID: fmt.Sprintf("w-%d", p+1), Kind: topology.NeedError, State: "error", Reason: fmt.Sprintf("flap %d", flap)})
+			}
+			raiseAll(s, needs)
+			n.scanMu.Lock()
+			var keys []string
+			for _, a := range needs {
+				key, _ := n.keyOf(a)
+				delete(n.open, key)
+				keys = append(keys, key)
+			}
+			n.scanMu.Unlock()
+			if err := n.store.CloseNeeds(context.Background(), keys); err != nil {
+				b.Fatal(err)
+			}
+		}
+		k.hook.Wait(b, 50, time.Minute)
+		took := time.Since(start)
+		time.Sleep(time.Second) // anything more would come now
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano())
+		b.ReportMetric(float64(len(k.hook.Requests())), "messages")
+		b.ReportMetric(float64(took.Milliseconds()), "burst-to-sent-ms")
+		b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms")
+	}
+}
