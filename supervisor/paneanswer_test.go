@@ -71,7 +71,7 @@ func TestAnswerDialog(t *testing.T) {
 	for action, want := range map[string]string{
 		"maybe":    `unknown action "maybe": use approve, deny or option:N`,
 		"option:0": `"option:0" is no option`,
-		"option:5": p.ID + "'s dialog has 4 options: pick option:1 to option:4",
+		"option:5": p.ID + ": the dialog has 4 options: pick option:1 to option:4",
 	} {
 		_, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: action})
 		var ae *api.Error
