@@ -133,18 +133,20 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	if _, err := agent.AnswerKeys(action); err != nil {
 		return nil, usageErr("%v (or restart, screen)", err)
 	}
+	// A dialog just drawn is given its moment first, holding nothing.
+	if st := e.status(); st.State == pane.Waiting {
+		if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+	}
 	e.op.Lock()
 	defer e.op.Unlock()
 	k := e.kind()
 	st := k.Status()
-	if wait := time.Until(st.Since.Add(answerSettle)); st.State == pane.Waiting && wait > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
-		case <-time.After(wait):
-		}
-		st = k.Status()
-	}
 	if st.State != pane.Waiting {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
 			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
