@@ -242,13 +242,16 @@ func optionText(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// wideGap separates the choices of a row.
+var wideGap = regexp.MustCompile(`\s{2,}`)
+
 // markedOptions reads choices drawn without numbers: a vertical list
 // whose cursor is "→" (pi's confirm: "→ Yes" over "No"), or a row of
 // them (opencode's "Allow once   Allow always   Reject").
 func markedOptions(lines []string) (first int, opts []string) {
 	for i, l := range lines {
 		if strings.HasPrefix(l, "Allow once   ") {
-			for _, o := range regexp.MustCompile(`\s{2,}`).Split(l, -1) {
+			for _, o := range wideGap.Split(l, -1) {
 				if strings.ContainsAny(o, "⇆+") || strings.HasPrefix(o, "enter ") {
 					break
 				}
