@@ -146,23 +146,23 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 		}
 		return nil, usageErr("%s is a %s pane, which has no dialogs to answer; 'cicy-agent send %s' types into it", e.cfg.ID, e.cfg.Type, e.cfg.ID)
 	}
-	keys, err := agent.AnswerKeys(action)
-	if err != nil {
+	if _, err := agent.AnswerKeys(action); err != nil {
 		return nil, usageErr("%v (or restart, screen)", err)
 	}
-	n, isOpt, _ := cliagent.ParseOption(action)
+	// A dialog just drawn is given its moment first, holding nothing.
+	if st := e.status(); st.State == pane.Waiting {
+		if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+	}
 	e.op.Lock()
 	defer e.op.Unlock()
 	k := e.kind()
 	st := k.Status()
-	if wait := time.Until(st.Since.Add(answerSettle)); st.State == pane.Waiting && wait > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
-		case <-time.After(wait):
-		}
-		st = k.Status()
-	}
 	if st.State != pane.Waiting {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
 			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
@@ -176,8 +176,9 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
 			"%s no longer waits for an answer (no dialog on its screen); see 'cicy-agent screen %s'", e.cfg.ID, e.cfg.ID)}
 	}
-	if isOpt && len(d.Options) > 0 && n > len(d.Options) {
-		return nil, usageErr("%s's dialog has %d options: pick option:1 to option:%d", e.cfg.ID, len(d.Options), len(d.Options))
+	keys, err := agent.AnswerKeysFor(action, d)
+	if err != nil {
+		return nil, usageErr("%s: %v", e.cfg.ID, err)
 	}
 	if last := e.answered; last.action != "" && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(

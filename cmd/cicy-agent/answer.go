@@ -11,6 +11,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 )
 
+// answerActions are what answer takes after the pane.
+var answerActions = []string{"approve", "deny", "option:1", "option:2", "option:3", "restart", "screen"}
+
 // answerCmd answers a pane's dialog, as a messenger's buttons do.
 func (e *env) answerCmd() *cli.Command {
 	return &cli.Command{
@@ -30,6 +33,14 @@ func (e *env) answerCmd() *cli.Command {
 			"  cicy-agent answer w-2 approve\n" +
 			"  cicy-agent answer w-2 option:2",
 		Flags: []cli.Flag{jsonFlag, rawFlag},
+		// After the pane: the actions (the pane itself: completePanes).
+		BashComplete: func(c *cli.Context) {
+			if c.NArg() == 1 {
+				fmt.Fprintln(e.stdout, strings.Join(answerActions, "\n"))
+				return
+			}
+			cli.DefaultCompleteWithFlags(c.Command)(c)
+		},
 		Action: func(c *cli.Context) error {
 			a, err := args(c, 2, 2, "<pane> <action>  (approve, deny, option:N, restart, screen)")
 			if err != nil {

@@ -693,7 +693,8 @@ func (e *env) sendCmd() *cli.Command {
 		ArgsUsage: "<pane> <text…>",
 		Description: "The text is delivered as a bracketed paste when the program asked for one, and\n" +
 			"Enter follows it. --key sends named keys after the text (tmux names: Enter, Escape,\n" +
-			"Tab, BSpace, Up, Down, Left, Right, C-c, M-x, …).",
+			"Tab, BSpace, Up, Down, Left, Right, C-c, M-x, …, or one character such as 1 or y).\n" +
+			"To answer an agent's dialog, 'cicy-agent answer' knows its keys.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-enter", Usage: "type the text without pressing Enter"},
 			&cli.StringSliceFlag{Name: "key", Aliases: []string{"k"}, Usage: "send the named `KEY` after the text (repeatable)"},

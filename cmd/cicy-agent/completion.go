@@ -113,6 +113,9 @@ func (e *env) completePanes(cmds []*cli.Command) {
 			continue
 		}
 		def := cli.DefaultCompleteWithFlags(c)
+		if own := c.BashComplete; own != nil {
+			def = own // what the command offers after its pane (answer's actions)
+		}
 		c.BashComplete = func(ctx *cli.Context) {
 			// The word before the one completed, as urfave/cli reads it.
 			last := ""

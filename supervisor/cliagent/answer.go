@@ -45,6 +45,9 @@ type answerSpec struct {
 	approve, deny []string
 	// option are the keys that pick option n (from 1) of a list.
 	option func(n int) []string
+	// approvalOption, when set, picks option n of a permission prompt
+	// drawn otherwise (opencode's row: Allow once, Allow always, Reject).
+	approvalOption func(n int) []string
 	// approval matches a dialog line that marks a permission prompt.
 	approval *regexp.Regexp
 }
@@ -59,6 +62,16 @@ func downEnter(n int) []string {
 	keys := make([]string, 0, n)
 	for range n - 1 {
 		keys = append(keys, "Down")
+	}
+	return append(keys, "Enter")
+}
+
+// rightEnter picks option n of a row whose cursor starts on the first:
+// Right n-1 times, then Enter.
+func rightEnter(n int) []string {
+	keys := make([]string, 0, n)
+	for range n - 1 {
+		keys = append(keys, "Right")
 	}
 	return append(keys, "Enter")
 }
@@ -103,6 +116,27 @@ func (k Kind) AnswerKeys(action string) ([]string, error) {
 		return nil, fmt.Errorf("unknown action %q: use approve, deny or option:N", action)
 	}
 	return a.option(n), nil
+}
+
+// AnswerKeysFor are the keys that answer dialog d, read off the screen
+// (ReadDialog): AnswerKeys, with option N checked against d's options and
+// picked the way d is drawn.
+func (k Kind) AnswerKeysFor(action string, d Dialog) ([]string, error) {
+	keys, err := k.AnswerKeys(action)
+	if err != nil {
+		return nil, err
+	}
+	n, isOpt, _ := ParseOption(action)
+	if !isOpt {
+		return keys, nil
+	}
+	if len(d.Options) > 0 && n > len(d.Options) {
+		return nil, fmt.Errorf("the dialog has %d options: pick option:1 to option:%d", len(d.Options), len(d.Options))
+	}
+	if d.Kind == "approval" && k.answer.approvalOption != nil {
+		return k.answer.approvalOption(n), nil
+	}
+	return keys, nil
 }
 
 // ReadDialog reads the dialog on a screen of the agent (its lines, as
@@ -208,13 +242,16 @@ func optionText(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// wideGap separates the choices of a row.
+var wideGap = regexp.MustCompile(`\s{2,}`)
+
 // markedOptions reads choices drawn without numbers: a vertical list
 // whose cursor is "→" (pi's confirm: "→ Yes" over "No"), or a row of
 // them (opencode's "Allow once   Allow always   Reject").
 func markedOptions(lines []string) (first int, opts []string) {
 	for i, l := range lines {
 		if strings.HasPrefix(l, "Allow once   ") {
-			for _, o := range regexp.MustCompile(`\s{2,}`).Split(l, -1) {
+			for _, o := range wideGap.Split(l, -1) {
 				if strings.ContainsAny(o, "⇆+") || strings.HasPrefix(o, "enter ") {
 					break
 				}

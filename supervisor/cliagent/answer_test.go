@@ -138,3 +138,33 @@ func TestReadDialogCutsText(t *testing.T) {
 		t.Errorf("text of %d characters %q; want %d ending in …", n, d.Text[:20], DialogTextMax)
 	}
 }
+
+// An option is checked against the dialog's, and picked the way the
+// dialog is drawn: opencode's permission prompt is a row (Right), its
+// questions a list (Down).
+func TestAnswerKeysFor(t *testing.T) {
+	oc, _ := Lookup("opencode")
+	perm := oc.ReadDialog(readScreen(t, filepath.Join(corpus, "opencode", "waiting", "permission-120x40.txt")))
+	question := oc.ReadDialog(readScreen(t, filepath.Join(corpus, "opencode", "waiting", "question-120x40.txt")))
+	for _, c := range []struct {
+		d      Dialog
+		action string
+		want   []string
+	}{
+		{perm, "option:3", []string{"Right", "Right", "Enter"}},
+		{perm, "approve", []string{"Enter"}},
+		{question, "option:2", []string{"Down", "Enter"}},
+	} {
+		if got, err := oc.AnswerKeysFor(c.action, c.d); err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("opencode %s of a %s: %q, %v; want %q", c.action, c.d.Kind, got, err, c.want)
+		}
+	}
+	if _, err := oc.AnswerKeysFor("option:4", perm); err == nil || !strings.Contains(err.Error(), "the dialog has 3 options") {
+		t.Errorf("option:4 of a 3-option dialog: %v", err)
+	}
+	cl, _ := Lookup("claude")
+	q := cl.ReadDialog(readScreen(t, filepath.Join(corpus, "claude", "waiting", "question-120x40.txt")))
+	if got, err := cl.AnswerKeysFor("option:2", q); err != nil || !slices.Equal(got, []string{"2"}) {
+		t.Errorf("claude option:2: %q, %v", got, err)
+	}
+}

@@ -25,7 +25,7 @@ var opencode = Kind{
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	// How its dialogs are answered and read (answer.go).
-	answer:   answerSpec{approve: []string{"Enter"}, deny: []string{"Escape"}, option: downEnter, approval: regexp.MustCompile(`Permission required`)},
+	answer:   answerSpec{approve: []string{"Enter"}, deny: []string{"Escape"}, option: downEnter, approvalOption: rightEnter, approval: regexp.MustCompile(`Permission required`)},
 	toolName: func(tool string) string { return MCPName + "_" + tool },
 	// The plugin's events carry "sessionID" (a sub-agent's session is
 	// marked "child"); `opencode --session <id>`.
