@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,13 +13,13 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// BenchmarkNeedsYouToSink measures a CLI agent's permission dialog (its
-// PermissionRequest hook, the dialog drawn) until the webhook sink
-// receives the approval: the watch, the queue in SQLite and the send.
-// Each round answers the dialog (deny) and ends the turn, so the next
-// one is a new episode.
+// BenchmarkNeedsYouToSink measures a CLI agent's permission dialog, from
+// the text that makes it draw one being typed, until the webhook sink receives
+// the approval: the screen read, the watch, the queue in SQLite and the
+// send. Each round denies the dialog, so the next is a new episode.
 func BenchmarkNeedsYouToSink(b *testing.B) {
 	s, _ := newStandInSupervisor(b, os.Getenv, standInAsking)
+	s.notify.window = time.Nanosecond // each round is told, not coalesced
 	k := addSinks(b, s, "needs-you")
 	ctx := context.Background()
 	p, err := s.Create(ctx, api.CreateRequest{Title: "careful", Type: "claude", Backend: "tmux"})
@@ -29,26 +28,34 @@ func BenchmarkNeedsYouToSink(b *testing.B) {
 	}
 	waitPane(b, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
 	lat := make([]time.Duration, 0, b.N)
+	var afterState []time.Duration // from the pane seen waiting
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
-			b.Fatal(err)
-		}
-		waitFor(b, "the dialog", func() bool {
-			sc, _ := s.Screen(p.ID, 0)
-			return strings.Contains(sc.Screen, "Do you want to proceed")
-		})
 		before := len(k.hook.Requests())
-		start := time.Now()
-		if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "PermissionRequest", Payload: []byte(`{}`)}); err != nil {
-			b.Fatal(err)
+		start := time.Now() // the dialog is drawn once the text is typed
+		sent := make(chan error, 1)
+		go func() { // Send returns once the pane's output settles
+			_, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"})
+			sent <- err
+		}()
+		var waitingAt time.Time
+		for len(k.hook.Requests()) <= before {
+			if e, _ := s.get(p.ID); waitingAt.IsZero() && e != nil && e.status().State == pane.Waiting {
+				waitingAt = time.Now()
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatal("no request within 30 s")
+			}
+			time.Sleep(time.Millisecond)
 		}
-		k.hook.Wait(b, before+1, 30*time.Second)
 		lat = append(lat, time.Since(start))
-		if _, err := s.Send(ctx, p.ID, api.SendRequest{Keys: []string{"Escape"}, NoEnter: true}); err != nil {
+		if !waitingAt.IsZero() {
+			afterState = append(afterState, time.Since(waitingAt))
+		}
+		if err := <-sent; err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "Stop", Payload: []byte(`{}`)}); err != nil {
+		if _, err := s.Send(ctx, p.ID, api.SendRequest{Keys: []string{"Escape"}, NoEnter: true}); err != nil {
 			b.Fatal(err)
 		}
 		waitPane(b, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
@@ -57,6 +64,9 @@ func BenchmarkNeedsYouToSink(b *testing.B) {
 	}
 	b.StopTimer()
 	report(b, "needs-you-to-sink", lat)
+	if len(afterState) > 0 {
+		report(b, "waiting-to-sink", afterState)
+	}
 }
 
 // BenchmarkNotifyBurst raises 1,000 needs at once — 50 panes, each
