@@ -103,7 +103,7 @@ func BenchmarkNotifyBurst(b *testing.B) {
 		took := time.Since(start)
 		time.Sleep(time.Second) // anything more would come now
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano())
+		cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 		b.ReportMetric(float64(len(k.hook.Requests())), "messages")
 		b.ReportMetric(float64(took.Milliseconds()), "burst-to-sent-ms")
 		b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms")
