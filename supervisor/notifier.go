@@ -121,8 +121,28 @@ func newNotifier(s *Supervisor, store notifyStore) *notifier {
 		quit: make(chan struct{}), kick: make(chan struct{}, 1), window: notifyWindow, open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
 }
 
-// start loads the open episodes and the sinks, and runs the watch.
-func (n *notifier) start(ctx context.Context) error {
+// startNotify starts the notifications, when the store keeps them.
+func (s *Supervisor) startNotify(ctx context.Context, store Store) {
+	ns, ok := store.(notifyStore)
+	if !ok {
+		return
+	}
+	n := newNotifier(s, ns)
+	if err := n.load(ctx); err != nil {
+		s.log.WithError(err).Error("Notifications could not start")
+		n.close()
+		return
+	}
+	s.notify = n // before the watch, which reads it
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.watch()
+	}()
+}
+
+// load reads the open episodes and starts the sinks' senders.
+func (n *notifier) load(ctx context.Context) error {
 	open, err := n.store.OpenNeeds(ctx)
 	if err != nil {
 		return fmt.Errorf("read the open notifications: %w", err)
@@ -135,15 +155,7 @@ func (n *notifier) start(ctx context.Context) error {
 	if err := n.store.ReleaseNotifyClaims(ctx, n.node); err != nil {
 		return err
 	}
-	if err := n.reload(ctx); err != nil {
-		return err
-	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.watch()
-	}()
-	return nil
+	return n.reload(ctx)
 }
 
 // close stops every goroutine of the notifier.

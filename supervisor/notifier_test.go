@@ -101,40 +101,7 @@ func TestNotifyEveryKindReachesEverySink(t *testing.T) {
 		"waiting": "needs-you", "error": "needs-you", "crash-loop": "needs-you", "node-down": "node-down", "task-failed": "task-failed",
 		"goal-done": "goal-done", "budget": "budget-reached", "upstream": "needs-you", "provider": "needs-you", "worker-stopped": "needs-you", "disk-full": "needs-you",
 	}
-	seen := map[string]bool{}
-	for _, r := range k.hook.Wait(t, n, 30*time.Second) {
-		if !notifytest.VerifySignature(r.Body, testHookSecret, r.Header.Get("X-Cicy-Signature")) {
-			t.Errorf("webhook body not signed under the sink's secret: %s %q", r.Header.Get("X-Cicy-Signature"), r.Body)
-		}
-		var ev map[string]any
-		if err := json.Unmarshal(r.Body, &ev); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"id", "event", "kind", "text", "at"} {
-			if ev[f] == nil || ev[f] == "" {
-				t.Errorf("webhook event has no %s: %s", f, r.Body)
-			}
-		}
-		kind, _ := ev["kind"].(string)
-		if want[kind] != ev["event"] {
-			t.Errorf("kind %s came as event %v, want %s", kind, ev["event"], want[kind])
-		}
-		if ev["event"] != "node-down" && kind != "disk-full" && (ev["pane"] == nil || ev["title"] == nil || ev["team"] != "demo") {
-			t.Errorf("event %s lacks its pane, title or team: %s", kind, r.Body)
-		}
-		if ev["resolve"] == nil || !strings.HasPrefix(ev["resolve"].(string), "cicy-agent ") && kind != "disk-full" {
-			t.Errorf("event %s has no command that resolves it: %s", kind, r.Body)
-		}
-		if r.Header.Get("X-Cicy-Delivery") != ev["id"] {
-			t.Errorf("delivery header %q, id %v", r.Header.Get("X-Cicy-Delivery"), ev["id"])
-		}
-		seen[kind] = true
-	}
-	for kind := range want {
-		if !seen[kind] {
-			t.Errorf("no webhook event of kind %s", kind)
-		}
-	}
+	checkWebhookEvents(t, k.hook.Wait(t, n, 30*time.Second), want)
 	for _, r := range k.ntfy.Wait(t, n, 30*time.Second) {
 		if r.Header.Get("Title") == "" || len(r.Body) == 0 {
 			t.Errorf("ntfy message without a title or body: %v %q", r.Header, r.Body)
@@ -150,23 +117,7 @@ func TestNotifyEveryKindReachesEverySink(t *testing.T) {
 	if len(crash.Buttons) == 0 || !strings.HasPrefix(crash.Buttons[0].Data, "restart|") {
 		t.Errorf("a crash loop's message carries no Restart button: %+v", crash.Buttons)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(k.cmdOut)
-		if lines := strings.Count(strings.TrimSpace(string(b)), "\n") + 1; len(b) > 0 && lines >= n {
-			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-				var ev notify.Event
-				if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.ID == "" {
-					t.Errorf("the command was not given an event on stdin: %q (%v)", l, err)
-				}
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command sink got %q", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	checkCommandEvents(t, k.cmdOut, n)
 	if got := len(k.tg.Sent()); got != n {
 		t.Errorf("telegram got %d messages, want %d", got, n)
 	}
@@ -300,15 +251,7 @@ func TestNotifyTelegramApproves(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := k.tg.WaitSent(t, `(?s)careful.*rm -rf build`, 30*time.Second)
-	var approve, deny string
-	for _, b := range msg.Buttons {
-		switch {
-		case strings.HasPrefix(b.Data, "approve|"):
-			approve = b.Data
-		case strings.HasPrefix(b.Data, "deny|"):
-			deny = b.Data
-		}
-	}
+	approve, deny := buttonData(msg, "approve"), buttonData(msg, "deny")
 	if approve == "" || deny == "" {
 		t.Fatalf("the approval's message has no Approve and Deny buttons: %+v", msg.Buttons)
 	}
@@ -339,11 +282,95 @@ func TestNotifyTelegramApproves(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "denied")); err == nil {
 		t.Error("the second press denied")
 	}
-	x, err := s.Explain(p.ID)
+	checkAnswered(t, s, p.ID, "approve", "telegram:boss")
+}
+
+// buttonData is the data of the message's button for action ("" when it
+// has none).
+func buttonData(m notifytest.Message, action string) string {
+	for _, b := range m.Buttons {
+		if strings.HasPrefix(b.Data, action+"|") {
+			return b.Data
+		}
+	}
+	return ""
+}
+
+// checkAnswered checks explain shows one answer, action by whom.
+func checkAnswered(t *testing.T, s *Supervisor, id, action, by string) {
+	t.Helper()
+	x, err := s.Explain(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(x.Answers) != 1 || x.Answers[0].Action != "approve" || x.Answers[0].By != "telegram:boss" || x.Answers[0].Via != "telegram" {
+	if len(x.Answers) != 1 || x.Answers[0].Action != action || x.Answers[0].By != by || x.Answers[0].Via != "telegram" {
 		t.Errorf("explain's answers = %+v", x.Answers)
+	}
+}
+
+// checkWebhookEvents checks each webhook request: signed, its fields, its
+// event for its kind (want), the command that resolves it; and that every
+// kind of want came.
+func checkWebhookEvents(t *testing.T, reqs []notifytest.Request, want map[string]string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if !notifytest.VerifySignature(r.Body, testHookSecret, r.Header.Get("X-Cicy-Signature")) {
+			t.Errorf("webhook body not signed under the sink's secret: %s %q", r.Header.Get("X-Cicy-Signature"), r.Body)
+		}
+		ev := r.JSON(t)
+		checkFields(t, ev, r.Body)
+		kind, _ := ev["kind"].(string)
+		if want[kind] != ev["event"] {
+			t.Errorf("kind %s came as event %v, want %s", kind, ev["event"], want[kind])
+		}
+		if ev["event"] != "node-down" && kind != "disk-full" && (ev["pane"] == nil || ev["title"] == nil || ev["team"] != "demo") {
+			t.Errorf("event %s lacks its pane, title or team: %s", kind, r.Body)
+		}
+		if ev["resolve"] == nil || !strings.HasPrefix(ev["resolve"].(string), "cicy-agent ") && kind != "disk-full" {
+			t.Errorf("event %s has no command that resolves it: %s", kind, r.Body)
+		}
+		if r.Header.Get("X-Cicy-Delivery") != ev["id"] {
+			t.Errorf("delivery header %q, id %v", r.Header.Get("X-Cicy-Delivery"), ev["id"])
+		}
+		seen[kind] = true
+	}
+	for kind := range want {
+		if !seen[kind] {
+			t.Errorf("no webhook event of kind %s", kind)
+		}
+	}
+}
+
+// checkFields checks an event has the fields every event has.
+func checkFields(t *testing.T, ev map[string]any, body []byte) {
+	t.Helper()
+	for _, f := range []string{"id", "event", "kind", "text", "at"} {
+		if ev[f] == nil || ev[f] == "" {
+			t.Errorf("webhook event has no %s: %s", f, body)
+		}
+	}
+}
+
+// checkCommandEvents waits for n events in the command sink's file, each
+// a JSON event.
+func checkCommandEvents(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if lines := strings.Count(strings.TrimSpace(string(b)), "\n") + 1; len(b) > 0 && lines >= n {
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var ev notify.Event
+				if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.ID == "" {
+					t.Errorf("the command was not given an event on stdin: %q (%v)", l, err)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command sink got %q", b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -133,30 +133,9 @@ func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest
 	if err != nil {
 		return api.NotifySink{}, err
 	}
-	if req.Secret != "" && req.SecretEnv != "" {
-		return api.NotifySink{}, usageErr("give the secret in a file or a variable, not both")
-	}
-	sink := notify.Sink{Name: req.Name, Type: req.Type, URL: req.URL, Chat: req.Chat, Events: req.Events, Secret: strings.TrimSpace(req.Secret)}
-	if req.SecretEnv != "" {
-		if !validEnvName(req.SecretEnv) {
-			return api.NotifySink{}, usageErr("%q is not a variable name", req.SecretEnv)
-		}
-		sink.Secret = strings.TrimSpace(s.cfg.Getenv(req.SecretEnv))
-		if sink.Secret == "" {
-			return api.NotifySink{}, usageErr("the variable %s is not set in the supervisor's environment (set it where the supervisor starts, e.g. the service's service.env)", req.SecretEnv)
-		}
-	}
-	if sink.Type == notify.TypeSlack {
-		if sink.URL != "" {
-			return api.NotifySink{}, usageErr("a Slack webhook's URL is its secret: put it in a file (--secret-file) or a variable (--secret-env), not --url")
-		}
-		sink.URL = sink.Secret
-	}
-	if topology.SinkNeedsSecret(sink.Type) && sink.Secret == "" {
-		return api.NotifySink{}, usageErr("a %s sink needs a secret: --secret-file FILE (readable by you only) or --secret-env NAME (a variable of the supervisor's environment)", sink.Type)
-	}
-	if err := sink.Validate(); err != nil {
-		return api.NotifySink{}, usageErr("%v", err)
+	sink, err := s.sinkOf(req)
+	if err != nil {
+		return api.NotifySink{}, err
 	}
 	row := schema.NotifySink{Name: sink.Name, Type: sink.Type, URL: req.URL, Chat: sink.Chat, Events: strings.Join(sink.Events, ","), Team: req.Team, CreatedAt: schema.Now()}
 	if sink.Type == notify.TypeTelegram {
@@ -192,6 +171,36 @@ func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest
 	}
 	s.events.publish(keyHome)
 	return n.sinkInfo(row, n.states(ctx)), nil
+}
+
+// sinkOf is the sink a request adds, its secret read and all checked.
+func (s *Supervisor) sinkOf(req api.NotifyAddRequest) (notify.Sink, error) {
+	if req.Secret != "" && req.SecretEnv != "" {
+		return notify.Sink{}, usageErr("give the secret in a file or a variable, not both")
+	}
+	sink := notify.Sink{Name: req.Name, Type: req.Type, URL: req.URL, Chat: req.Chat, Events: req.Events, Secret: strings.TrimSpace(req.Secret)}
+	if req.SecretEnv != "" {
+		if !validEnvName(req.SecretEnv) {
+			return sink, usageErr("%q is not a variable name", req.SecretEnv)
+		}
+		sink.Secret = strings.TrimSpace(s.cfg.Getenv(req.SecretEnv))
+		if sink.Secret == "" {
+			return sink, usageErr("the variable %s is not set in the supervisor's environment (set it where the supervisor starts, e.g. the service's service.env)", req.SecretEnv)
+		}
+	}
+	if sink.Type == notify.TypeSlack {
+		if sink.URL != "" {
+			return sink, usageErr("a Slack webhook's URL is its secret: put it in a file (--secret-file) or a variable (--secret-env), not --url")
+		}
+		sink.URL = sink.Secret
+	}
+	if topology.SinkNeedsSecret(sink.Type) && sink.Secret == "" {
+		return sink, usageErr("a %s sink needs a secret: --secret-file FILE (readable by you only) or --secret-env NAME (a variable of the supervisor's environment)", sink.Type)
+	}
+	if err := sink.Validate(); err != nil {
+		return sink, usageErr("%v", err)
+	}
+	return sink, nil
 }
 
 // validEnvName reports whether name can be an environment variable's.

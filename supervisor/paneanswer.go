@@ -150,14 +150,8 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 		return nil, usageErr("%v (or restart, screen)", err)
 	}
 	// A dialog just drawn is given its moment first, holding nothing.
-	if st := e.status(); st.State == pane.Waiting {
-		if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
-			case <-time.After(wait):
-			}
-		}
+	if err := dialogSettle(ctx, e); err != nil {
+		return nil, err
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
@@ -217,4 +211,21 @@ func (s *Supervisor) answerText(ctx context.Context, e *entry, text string) erro
 	}
 	_, err := e.kind().Send(ctx, api.SendRequest{Text: strings.ReplaceAll(text, "\n", " ")})
 	return err
+}
+
+// dialogSettle waits until a waiting pane has been waiting answerSettle
+// (a CLI that just drew its dialog may drop a key pressed at once).
+func dialogSettle(ctx context.Context, e *entry) error {
+	st := e.status()
+	if st.State != pane.Waiting {
+		return nil
+	}
+	if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+	return nil
 }

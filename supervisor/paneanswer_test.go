@@ -48,40 +48,12 @@ func TestAnswerDialog(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
 
-	// Not waiting yet: refused, 409 through the API, nothing typed.
-	_, err = s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve"})
-	var nw *NotWaitingError
-	if !errors.As(err, &nw) || !strings.Contains(err.Error(), p.ID+" no longer waits for an answer (it is ") {
-		t.Fatalf("approve before the dialog: %v; want a NotWaitingError", err)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/panes/"+p.ID+"/answer", strings.NewReader(`{"action":"deny"}`)))
-	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "no longer waits for an answer") {
-		t.Errorf("POST answer before the dialog: %d %s; want 409", rec.Code, rec.Body)
-	}
-	// restart answers a pane that stopped, not one that runs.
-	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "restart"}); !errors.As(err, &nw) {
-		t.Errorf("restart of a running pane: %v; want a NotWaitingError", err)
-	}
-
+	checkNotWaitingYet(t, s, h, p.ID)
 	if err := os.WriteFile(open, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitPane(t, s, p.ID, "waiting on its dialog", func(st pane.Status) bool { return st.State == pane.Waiting })
-	for action, want := range map[string]string{
-		"maybe":    `unknown action "maybe": use approve, deny or option:N`,
-		"option:0": `"option:0" is no option`,
-		"option:5": p.ID + ": the dialog has 4 options: pick option:1 to option:4",
-	} {
-		_, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: action})
-		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Kind != api.KindUsage || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v; want a usage error %q", action, err, want)
-		}
-	}
-	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve", Via: "pigeon"}); err == nil {
-		t.Error("an unknown via was taken")
-	}
+	checkBadAnswers(t, s, p.ID)
 	if _, err := os.Stat(answer); err == nil {
 		t.Fatal("a refused answer typed a key")
 	}
@@ -107,8 +79,55 @@ func TestAnswerDialog(t *testing.T) {
 	}
 	// A second press: the dialog is answered (gone, or still drawn a
 	// moment): refused.
+	var nw *NotWaitingError
 	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve"}); !errors.As(err, &nw) {
 		t.Errorf("a second approve: %v; want a NotWaitingError", err)
+	}
+}
+
+// checkNotWaitingYet: an answer to a pane not waiting yet is refused, 409
+// through the API; so is restart of a running pane.
+func checkNotWaitingYet(t *testing.T, s *Supervisor, h http.Handler, id string) {
+	t.Helper()
+	ctx := context.Background()
+	p := struct{ ID string }{id}
+	// Not waiting yet: refused, 409 through the API, nothing typed.
+	_, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve"})
+	var nw *NotWaitingError
+	if !errors.As(err, &nw) || !strings.Contains(err.Error(), p.ID+" no longer waits for an answer (it is ") {
+		t.Fatalf("approve before the dialog: %v; want a NotWaitingError", err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/panes/"+p.ID+"/answer", strings.NewReader(`{"action":"deny"}`)))
+	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "no longer waits for an answer") {
+		t.Errorf("POST answer before the dialog: %d %s; want 409", rec.Code, rec.Body)
+	}
+	// restart answers a pane that stopped, not one that runs.
+	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "restart"}); !errors.As(err, &nw) {
+		t.Errorf("restart of a running pane: %v; want a NotWaitingError", err)
+	}
+
+}
+
+// checkBadAnswers: an unknown action, an option the dialog has not, an
+// unknown via are refused.
+func checkBadAnswers(t *testing.T, s *Supervisor, id string) {
+	t.Helper()
+	ctx := context.Background()
+	p := struct{ ID string }{id}
+	for action, want := range map[string]string{
+		"maybe":    `unknown action "maybe": use approve, deny or option:N`,
+		"option:0": `"option:0" is no option`,
+		"option:5": p.ID + ": the dialog has 4 options: pick option:1 to option:4",
+	} {
+		_, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: action})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Kind != api.KindUsage || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want a usage error %q", action, err, want)
+		}
+	}
+	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve", Via: "pigeon"}); err == nil {
+		t.Error("an unknown via was taken")
 	}
 }
 

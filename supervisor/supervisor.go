@@ -250,13 +250,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	// tmux server killed, say) ends now that the running ones are adopted.
 	s.tmux.EndLeftovers()
 	s.log.WithFields(logrus.Fields{"panes": len(rows), "node": cfg.Node}).Info("Supervisor loaded its panes")
-	if ns, ok := store.(notifyStore); ok {
-		s.notify = newNotifier(s, ns)
-		if err := s.notify.start(ctx); err != nil {
-			s.log.WithError(err).Error("Notifications could not start")
-			s.notify = nil
-		}
-	}
+	s.startNotify(ctx, store)
 	go s.tasks.Run()
 	if !cfg.onInputOnly {
 		s.wakeQuit, s.wakeDone = make(chan struct{}), make(chan struct{})

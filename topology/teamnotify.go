@@ -101,27 +101,8 @@ func (p *parser) sink(n *yaml.Node) (TeamSink, error) {
 			return s, err
 		}
 	}
-	where := "a sink"
-	if s.Name != "" {
-		where = "sink " + s.Name
-	}
-	switch {
-	case !sinkNameRe.MatchString(s.Name):
-		return s, p.errf(n.Line, "%s needs a name: letters, digits, - and _ (at most 40)", where)
-	case !slices.Contains(SinkTypes, s.Type):
-		return s, p.errf(n.Line, "%s: type must be one of %s", where, strings.Join(SinkTypes, ", "))
-	case s.SecretFile != "" && s.SecretEnv != "":
-		return s, p.errf(n.Line, "%s: give its secret in secret_file or secret_env, not both", where)
-	case s.SecretEnv != "" && !envNameRe.MatchString(s.SecretEnv):
-		return s, p.errf(n.Line, "%s: secret_env %q is not a variable name", where, s.SecretEnv)
-	case SinkNeedsSecret(s.Type) && s.SecretFile == "" && s.SecretEnv == "":
-		return s, p.errf(n.Line, "%s has no secret: a %s sink needs one, named by secret_file (a file only you can read) or secret_env (a variable of the supervisor's environment)", where, s.Type)
-	case s.Type == "telegram" && s.Chat == "":
-		return s, p.errf(n.Line, "%s: a telegram sink needs its chat id (chat: 123456789)", where)
-	case s.Type == "slack" && s.URL != "":
-		return s, p.errf(n.Line, "%s: a Slack webhook's URL is its secret: put it in secret_file or secret_env, not url", where)
-	case s.Type != "slack" && s.Type != "telegram" && s.URL == "":
-		return s, p.errf(n.Line, "%s: a %s sink needs its url", where, s.Type)
+	if err := p.sinkRules(n.Line, s); err != nil {
+		return s, err
 	}
 	if s.SecretFile != "" {
 		s.SecretFile = expandHome(s.SecretFile)
@@ -130,25 +111,62 @@ func (p *parser) sink(n *yaml.Node) (TeamSink, error) {
 		}
 	}
 	if e, ok := fields["events"]; ok {
-		v := deref(e.value)
-		switch v.Kind {
-		case yaml.ScalarNode:
-			s.Events = strings.Split(v.Value, ",")
-		case yaml.SequenceNode:
-			for _, it := range v.Content {
-				s.Events = append(s.Events, deref(it).Value)
-			}
-		default:
-			return s, p.errf(v.Line, "%s: events must be a list of event names", where)
-		}
-		for i, ev := range s.Events {
-			s.Events[i] = strings.TrimSpace(ev)
-			if !ValidSinkEvent(s.Events[i]) {
-				return s, p.errf(v.Line, "%s: unknown event %q (known: %s, or needs-you:<kind>)", where, ev, strings.Join(NotifyEvents, ", "))
-			}
+		if s.Events, err = p.sinkEvents(e, s.Name); err != nil {
+			return s, err
 		}
 	}
 	return s, nil
+}
+
+// sinkRules checks what a sink's type needs of it.
+func (p *parser) sinkRules(line int, s TeamSink) error {
+	where := "a sink"
+	if s.Name != "" {
+		where = "sink " + s.Name
+	}
+	switch {
+	case !sinkNameRe.MatchString(s.Name):
+		return p.errf(line, "%s needs a name: letters, digits, - and _ (at most 40)", where)
+	case !slices.Contains(SinkTypes, s.Type):
+		return p.errf(line, "%s: type must be one of %s", where, strings.Join(SinkTypes, ", "))
+	case s.SecretFile != "" && s.SecretEnv != "":
+		return p.errf(line, "%s: give its secret in secret_file or secret_env, not both", where)
+	case s.SecretEnv != "" && !envNameRe.MatchString(s.SecretEnv):
+		return p.errf(line, "%s: secret_env %q is not a variable name", where, s.SecretEnv)
+	case SinkNeedsSecret(s.Type) && s.SecretFile == "" && s.SecretEnv == "":
+		return p.errf(line, "%s has no secret: a %s sink needs one, named by secret_file (a file only you can read) or secret_env (a variable of the supervisor's environment)", where, s.Type)
+	case s.Type == "telegram" && s.Chat == "":
+		return p.errf(line, "%s: a telegram sink needs its chat id (chat: 123456789)", where)
+	case s.Type == "slack" && s.URL != "":
+		return p.errf(line, "%s: a Slack webhook's URL is its secret: put it in secret_file or secret_env, not url", where)
+	case s.Type != "slack" && s.Type != "telegram" && s.URL == "":
+		return p.errf(line, "%s: a %s sink needs its url", where, s.Type)
+	}
+	return nil
+}
+
+// sinkEvents reads a sink's events filter.
+func (p *parser) sinkEvents(e entry, name string) ([]string, error) {
+	where := "sink " + name
+	var events []string
+	v := deref(e.value)
+	switch v.Kind {
+	case yaml.ScalarNode:
+		events = strings.Split(v.Value, ",")
+	case yaml.SequenceNode:
+		for _, it := range v.Content {
+			events = append(events, deref(it).Value)
+		}
+	default:
+		return nil, p.errf(v.Line, "%s: events must be a list of event names", where)
+	}
+	for i, ev := range events {
+		events[i] = strings.TrimSpace(ev)
+		if !ValidSinkEvent(events[i]) {
+			return nil, p.errf(v.Line, "%s: unknown event %q (known: %s, or needs-you:<kind>)", where, ev, strings.Join(NotifyEvents, ", "))
+		}
+	}
+	return events, nil
 }
 
 // expandHome turns a leading ~/ into the user's home folder.
