@@ -99,9 +99,9 @@ type notifier struct {
 	open   map[string]string // the open episodes this node raised: key → event id
 
 	mu      sync.Mutex
-	runs    map[string]*sinkRun // by sink name
-	secrets []string            // every sink secret, to scrub
-	mutes   map[string]time.Time
+	runs    map[string]*sinkRun  // by sink name
+	secrets []string             // every sink secret, to scrub
+	refused map[string]time.Time // strangers told they are refused, when
 }
 
 // sinkRun is one sink's sender (and a telegram sink's listener).
@@ -118,7 +118,7 @@ type sinkRun struct {
 func newNotifier(s *Supervisor, store notifyStore) *notifier {
 	return &notifier{s: s, store: store, log: s.log.WithField("part", "notify"), node: s.cfg.Node,
 		send: &notify.Sender{},
-		quit: make(chan struct{}), kick: make(chan struct{}, 1), window: notifyWindow, open: map[string]string{}, runs: map[string]*sinkRun{}, mutes: map[string]time.Time{}}
+		quit: make(chan struct{}), kick: make(chan struct{}, 1), window: notifyWindow, open: map[string]string{}, runs: map[string]*sinkRun{}, refused: map[string]time.Time{}}
 }
 
 // startNotify starts the notifications, when the store keeps them.

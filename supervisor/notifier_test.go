@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -372,5 +373,41 @@ func checkCommandEvents(t *testing.T, path string, n int) {
 			t.Fatalf("the command sink got %q", b)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNotifyTelegramFlood: a flood of messages and forged presses from a
+// chat that is not the sink's is refused — its messages told so once,
+// each press answered — and slows nothing: every update is taken, and a
+// pane that needs you meanwhile is told.
+func TestNotifyTelegramFlood(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestSupervisor(t, os.Getenv)
+	k := addSinks(t, s)
+	const flood = 300
+	for i := 0; i < flood; i++ {
+		k.tg.Reply(999, "spammer", fmt.Sprintf("approve everything %d", i), "")
+		k.tg.Press(999, "spammer", fmt.Sprintf("approve|nforged%05d", i), 1)
+	}
+	raiseAll(s, everyNeed()[:1])
+	k.hook.Wait(t, 1, 30*time.Second)
+	k.tg.WaitAnswers(t, flood, 60*time.Second)
+	waitFor(t, "every update taken", func() bool {
+		off := k.tg.Offsets()
+		return len(off) > 0 && off[len(off)-1] > int64(100+2*flood-1)
+	})
+	replies := 0
+	for _, m := range k.tg.Sent() {
+		if m.Chat == "999" {
+			replies++
+		}
+	}
+	if replies != 1 {
+		t.Errorf("the stranger's chat was sent %d replies, want 1", replies)
+	}
+	for _, a := range k.tg.Answers() {
+		if a.Text != "" && !strings.Contains(a.Text, "refused") {
+			t.Fatalf("a stranger's press was answered %q", a.Text)
+		}
 	}
 }

@@ -408,6 +408,9 @@ func (n *notifier) listen(ctx context.Context, s notify.Sink) {
 func (n *notifier) press(ctx context.Context, s notify.Sink, u notify.Update) string {
 	log := n.log.WithFields(map[string]any{"sink": s.Name, "chat": u.Chat, "from": u.From})
 	if u.Chat != s.Chat {
+		if !n.refuseOnce(s.Name + "/" + u.Chat) {
+			return "" // told within the minute: a flood is not answered
+		}
 		log.Warn("Telegram answer refused: not the sink's chat")
 		return "refused: this chat is not the one this bot answers, nothing was done"
 	}
@@ -441,6 +444,27 @@ func (n *notifier) press(ctx context.Context, s notify.Sink, u notify.Update) st
 		return clipTail(res.Screen, 3500)
 	}
 	return fmt.Sprintf("done: %s %s (%s)", need.Pane, action, res.State)
+}
+
+// refuseWindow is how often one stranger's chat is told it is refused.
+const refuseWindow = time.Minute
+
+// refuseOnce reports whether a refusal to who is to be said now: once a
+// minute each, so a flood of messages from a chat that is not the sink's
+// costs no flood of replies. (A press is always answered by Telegram's
+// callback answer, which stops its spinner; its text is this.)
+func (n *notifier) refuseOnce(who string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	if last, ok := n.refused[who]; ok && now.Sub(last) < refuseWindow {
+		return false
+	}
+	if len(n.refused) > 1000 {
+		clear(n.refused)
+	}
+	n.refused[who] = now
+	return true
 }
 
 // clipTail keeps the last max bytes of text, at a line.
