@@ -120,6 +120,12 @@ func TestParseTeamErrors(t *testing.T) {
 		{"tab", "name: demo\n\tpanes: []\n", 2, []string{"not valid YAML", "tab"}},
 		{"two documents", head + "  - {title: a}\n---\nname: b\n", 4, []string{"second YAML document"}},
 		{"top level list", "- a\n", 1, []string{"top level", "mapping"}},
+		{"sink without secret", "name: demo\nnotify:\n  - {name: phone, type: telegram, chat: '1'}\npanes: [{title: a}]\n", 3, []string{"sink phone has no secret: a telegram sink needs one"}},
+		{"sink two secrets", "name: demo\nnotify:\n  - {name: ci, type: webhook, url: 'http://x', secret_file: a, secret_env: B}\npanes: [{title: a}]\n", 3, []string{"not both"}},
+		{"sink unknown event", "name: demo\nnotify:\n  - {name: ci, type: ntfy, url: 'http://x', events: [lunch]}\npanes: [{title: a}]\n", 3, []string{`unknown event "lunch"`}},
+		{"sink unknown type", "name: demo\nnotify:\n  - {name: ci, type: pager}\npanes: [{title: a}]\n", 3, []string{"type must be one of webhook, ntfy, slack, telegram, command"}},
+		{"sink slack url", "name: demo\nnotify:\n  - {name: s, type: slack, url: 'https://h/x', secret_env: S}\npanes: [{title: a}]\n", 3, []string{"URL is its secret"}},
+		{"sink unknown key", "name: demo\nnotify:\n  - {name: s, type: ntfy, url: 'http://x', token: abc}\npanes: [{title: a}]\n", 3, []string{`unknown key "token" in a sink`}},
 		{"unknown top key", "name: demo\nteam: x\npanes: [{title: a}]\n", 2, []string{`unknown key "team"`, "known: name, panes, goal, budget_usd, worktree"}},
 		{"team budget zero", "name: demo\nbudget_usd: 0\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be more than $0 (leave it out for no budget)`}},
 		{"team budget text", "name: demo\nbudget_usd: lots\npanes: [{title: a}]\n", 2, []string{`the team's "budget_usd" must be an amount of US dollars, like budget_usd: 2.50, not "lots"`}},
@@ -336,5 +342,26 @@ func TestParseTeamRestart(t *testing.T) {
 	}
 	if team.Panes[0].Restart != RestartOnFailure || team.Panes[1].Restart != "" {
 		t.Errorf("restart policies %q, %q; want on-failure and the default", team.Panes[0].Restart, team.Panes[1].Restart)
+	}
+}
+
+// A team file's sinks: their secrets named (a file relative to the team
+// file), their events.
+func TestParseTeamNotify(t *testing.T) {
+	doc := "name: demo\nnotify:\n  - name: phone\n    type: telegram\n    chat: '42'\n    secret_env: TG_TOKEN\n    events: [needs-you, goal-done]\n" +
+		"  - {name: ci, type: webhook, url: 'http://127.0.0.1:9/x', secret_file: hook.secret, events: 'needs-you:approval,task-failed'}\npanes: [{title: a}]\n"
+	team, err := ParseTeam([]byte(doc), "/teams")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(team.Notify) != 2 {
+		t.Fatalf("sinks = %+v", team.Notify)
+	}
+	tg, ci := team.Notify[0], team.Notify[1]
+	if tg.Name != "phone" || tg.Type != "telegram" || tg.Chat != "42" || tg.SecretEnv != "TG_TOKEN" || len(tg.Events) != 2 || tg.Line != 3 {
+		t.Errorf("phone = %+v", tg)
+	}
+	if ci.SecretFile != "/teams/hook.secret" || len(ci.Events) != 2 || ci.Events[0] != "needs-you:approval" {
+		t.Errorf("ci = %+v", ci)
 	}
 }

@@ -577,3 +577,33 @@ func TestFitControls(t *testing.T) {
 		t.Fatalf("fit left a control character: %q", got)
 	}
 }
+
+// TestHeaderNotify: the header says which notification sinks fail, else
+// that they deliver.
+func TestHeaderNotify(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sinks []topology.SinkState
+		want  string
+	}{
+		{"failing", []topology.SinkState{{Name: "ci", Type: "webhook", LastSent: ptr(t0)}, {Name: "phone", Type: "telegram", FailingSince: ptr(t0), LastStatus: 401}}, "notify: phone failing"},
+		{"one", []topology.SinkState{{Name: "ci", Type: "webhook"}}, "notify: ci"},
+		{"two", []topology.SinkState{{Name: "ci"}, {Name: "phone"}}, "notify: 2 sinks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewModel(Options{Backend: nil, Now: func() time.Time { return t0 }})
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+			m.Update(linkMsg{up: true})
+			ev := fixture()
+			ev.Snapshot.Home.Notify = tc.sinks
+			m.Update(eventsMsg{ev})
+			if head := strings.SplitN(plain(m), "\n", 2)[0]; !strings.Contains(head, tc.want) {
+				t.Errorf("header %q lacks %q", head, tc.want)
+			}
+		})
+	}
+	m := newFixtureModel(t, 160, 30, nil)
+	if head := strings.SplitN(plain(m), "\n", 2)[0]; strings.Contains(head, "notify") {
+		t.Errorf("a home without sinks: header %q", head)
+	}
+}
