@@ -513,6 +513,8 @@ func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
 		ev.Actions = append(ev.Actions, "screen")
 		if len(d.Options) > 0 {
 			ev.Resolve = fmt.Sprintf("cicy-agent answer %s option:1", p.ID)
+		} else {
+			ev.Resolve = fmt.Sprintf("cicy-agent answer %s text 'your reply' (on Telegram: reply to this message)", p.ID)
 		}
 	default:
 		return false
