@@ -411,3 +411,53 @@ func TestNotifyTelegramFlood(t *testing.T) {
 		}
 	}
 }
+
+// standInQuestion is a stand-in claude that, told "ask", draws Claude
+// Code's question dialog (two options, as AskUserQuestion draws them) and
+// takes one key, kept in the file picked.
+const standInQuestion = "#!/bin/bash\n" +
+	"R=────────────────────────────────────────\n" +
+	"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
+	"prompt\nwhile IFS= read -r line; do\n" +
+	"  if [ \"$line\" = ask ]; then\n" +
+	"    printf '\\033[2J\\033[H%s\\n ☐ Color\\n\\nWhich color should the button be?\\n\\n❯ 1. Red\\n     A warm color\\n  2. Blue\\n     A cool color\\n  3. Type something.\\n%s\\n  4. Chat about this\\n\\nEnter to select · ↑/↓ to navigate · Esc to cancel\\n' \"$R\" \"$R\"\n" +
+	"    IFS= read -rsn1 k\n" +
+	"    printf '%s' \"$k\" > picked\n" +
+	"  fi\n" +
+	"  prompt\n" +
+	"done\n"
+
+// TestNotifyTelegramQuestion: a question reaches the chat with its
+// options as buttons; pressing one picks it with the keys the CLI takes.
+func TestNotifyTelegramQuestion(t *testing.T) {
+	t.Parallel()
+	s, _ := newStandInSupervisor(t, os.Getenv, standInQuestion)
+	k := addSinks(t, s, "needs-you:question")
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "asker", Type: "claude", Backend: "tmux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	msg := k.tg.WaitSent(t, `(?s)needs you: question.*\(asker\).*Which color should the button be`, 30*time.Second)
+	var labels []string
+	for _, b := range msg.Buttons {
+		labels = append(labels, b.Text)
+	}
+	if len(labels) < 2 || !strings.Contains(labels[0], "Red") || !strings.Contains(labels[1], "Blue") {
+		t.Fatalf("the question's buttons are %q, want its options", labels)
+	}
+	blue := buttonData(msg, "option:2")
+	if blue == "" {
+		t.Fatalf("no option:2 button: %+v", msg.Buttons)
+	}
+	k.tg.Press(4242, "boss", blue, msg.ID)
+	if a := k.tg.WaitAnswers(t, 1, 60*time.Second); !strings.HasPrefix(a[0].Text, "done") {
+		t.Fatalf("the press was answered %q", a[0].Text)
+	}
+	picked := filepath.Join(s.cfg.Home.Workspace(p.ID), "picked")
+	waitFor(t, "the option picked", func() bool { b, _ := os.ReadFile(picked); return string(b) == "2" })
+}
