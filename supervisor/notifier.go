@@ -78,8 +78,10 @@ const (
 	// notifyTextMax cuts an event's text (a question, a command) to a
 	// readable length.
 	notifyTextMax = 400
-	// notifySettle gathers the changes of one moment into one scan.
+	// notifySettle gathers the changes of one moment into one scan, and
+	// notifyGap is the least time between two scans.
 	notifySettle = 20 * time.Millisecond
+	notifyGap    = 150 * time.Millisecond
 )
 
 // notifier is the home's notifications.
@@ -197,16 +199,19 @@ func (n *notifier) watch() {
 		<-n.quit
 		cancel()
 	}()
+	last := time.Now()
 	n.scan(ctx)
 	for {
 		select {
 		case <-n.quit:
 			return
 		case <-sub.wake:
+			// A busy team changes all the time: one scan per notifyGap at
+			// most, the changes of the moment gathered into it.
 			select {
 			case <-n.quit:
 				return
-			case <-time.After(notifySettle):
+			case <-time.After(max(notifySettle, time.Until(last.Add(notifyGap)))):
 			}
 			sub.take()
 		case <-n.kick:
@@ -216,6 +221,7 @@ func (n *notifier) watch() {
 			}
 			n.digests(ctx)
 		}
+		last = time.Now()
 		n.scan(ctx)
 	}
 }
@@ -233,6 +239,12 @@ func (n *notifier) ours(key string) bool {
 
 // scan raises an event for each new episode and closes those that ended.
 func (n *notifier) scan(ctx context.Context) {
+	n.mu.Lock()
+	none := len(n.runs) == 0
+	n.mu.Unlock()
+	if none {
+		return // nothing to tell anyone: what needs you is seen once a sink is added
+	}
 	n.scanMu.Lock()
 	defer n.scanMu.Unlock()
 	panes := n.s.List(ctx)

@@ -169,6 +169,7 @@ func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest
 	if err := n.reload(ctx); err != nil {
 		return api.NotifySink{}, err
 	}
+	n.scanNow() // what needs you now is told to it too
 	s.events.publish(keyHome)
 	return n.sinkInfo(row, n.states(ctx)), nil
 }
