@@ -4,13 +4,15 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // NotifySink is a notification sink as the API shows it: its secret
-// never, its URL masked where the URL is itself a secret (Slack's).
+// never, its URL masked where the URL is itself a secret (Slack's); with
+// what it did (its state: the last message sent, since when it fails).
 type NotifySink struct {
-	Name   string   `json:"name"`
-	Type   string   `json:"type"`
+	topology.SinkState
 	URL    string   `json:"url"`
 	Chat   string   `json:"chat,omitempty"`
 	Events []string `json:"events,omitempty"`
@@ -19,13 +21,6 @@ type NotifySink struct {
 	Secret string `json:"secret,omitempty"`
 	// Team is the team file the sink came from ("" when added by hand).
 	Team string `json:"team,omitempty"`
-	// What it did: the last message sent, and since when it fails (its
-	// last error and status), the messages waiting.
-	LastSent     *time.Time `json:"last_sent,omitempty"`
-	FailingSince *time.Time `json:"failing_since,omitempty"`
-	LastError    string     `json:"last_error,omitempty"`
-	LastStatus   int        `json:"last_status,omitempty"`
-	Pending      int        `json:"pending"`
 }
 
 // NotifyAddRequest adds a sink (POST /api/notify/sinks). The secret is

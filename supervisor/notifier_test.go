@@ -211,20 +211,45 @@ func TestNotifyCoalescesAFlappingPane(t *testing.T) {
 	}
 }
 
-// standInAsking is a stand-in claude that, told "ask", draws Claude
-// Code's permission dialog and takes one key: 1 runs the command (makes
-// the file approved), Esc refuses it (makes denied); then its prompt.
-const standInAsking = "#!/bin/bash\n" +
-	"R=────────────────────────────────────────\n" +
-	"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
-	"prompt\nwhile IFS= read -r line; do\n" +
-	"  if [ \"$line\" = ask ]; then\n" +
-	"    printf '\\033[2J\\033[H%s\\n Bash command\\n\\n   rm -rf build\\n   Remove the build\\n\\n Do you want to proceed?\\n ❯ 1. Yes\\n   2. Yes, and always allow\\n   3. No\\n\\n Esc to cancel · Tab to amend\\n' \"$R\"\n" +
-	"    IFS= read -rsn1 k\n" +
-	"    case \"$k\" in 1) touch approved; printf '\\nran it\\n';; $'\\e') touch denied; printf '\\nrefused\\n';; esac\n" +
-	"  fi\n" +
-	"  prompt\n" +
-	"done\n"
+// standInDialog is a stand-in claude that, told "ask", clears its screen,
+// draws dialog (printf's format) and reads one key, which onKey (shell
+// code, the key in $k) takes; then its prompt again.
+func standInDialog(dialog, onKey string) string {
+	return "#!/bin/bash\n" +
+		"R=────────────────────────────────────────\n" +
+		"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
+		"prompt\nwhile IFS= read -r line; do\n" +
+		"  if [ \"$line\" = ask ]; then\n" +
+		"    printf '\\033[2J\\033[H" + dialog + "' \"$R\" \"$R\"\n" +
+		"    IFS= read -rsn1 k\n" +
+		"    " + onKey + "\n" +
+		"  fi\n" +
+		"  prompt\n" +
+		"done\n"
+}
+
+// standInAsking draws Claude Code's permission dialog: 1 runs the command
+// (makes the file approved), Esc refuses it (makes denied).
+var standInAsking = standInDialog(`%s\n Bash command\n\n   rm -rf build\n   Remove the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow\n   3. No\n\n Esc to cancel · Tab to amend\n`,
+	`case "$k" in 1) touch approved; printf '\nran it\n';; $'\e') touch denied; printf '\nrefused\n';; esac`)
+
+// askingPane starts a supervisor with the stand-in script as claude and
+// its five sinks (those events), creates its pane and tells it "ask".
+func askingPane(t *testing.T, script string, events ...string) (*Supervisor, *sinks, string) {
+	t.Helper()
+	s, _ := newStandInSupervisor(t, os.Getenv, script)
+	k := addSinks(t, s, events...)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "asker", Type: "claude", Backend: "tmux"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
+	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, k, p.ID
+}
 
 // TestNotifyTelegramApproves: a CLI agent's permission dialog reaches the
 // Telegram chat with Approve, Deny and Show screen; Approve from the
@@ -233,17 +258,9 @@ const standInAsking = "#!/bin/bash\n" +
 // the answer is recorded (explain).
 func TestNotifyTelegramApproves(t *testing.T) {
 	t.Parallel()
-	s, _ := newStandInSupervisor(t, os.Getenv, standInAsking)
-	k := addSinks(t, s, "needs-you")
+	s, k, id := askingPane(t, standInAsking, "needs-you")
 	ctx := context.Background()
-	p, err := s.Create(ctx, api.CreateRequest{Title: "careful", Type: "claude", Backend: "tmux"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
-		t.Fatal(err)
-	}
+	p := struct{ ID string }{id}
 	waitFor(t, "the dialog", func() bool {
 		sc, _ := s.Screen(p.ID, 0)
 		return strings.Contains(sc.Screen, "Do you want to proceed")
@@ -251,7 +268,7 @@ func TestNotifyTelegramApproves(t *testing.T) {
 	if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "PermissionRequest", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	msg := k.tg.WaitSent(t, `(?s)careful.*rm -rf build`, 30*time.Second)
+	msg := k.tg.WaitSent(t, `(?s)asker.*rm -rf build`, 30*time.Second)
 	approve, deny := buttonData(msg, "approve"), buttonData(msg, "deny")
 	if approve == "" || deny == "" {
 		t.Fatalf("the approval's message has no Approve and Deny buttons: %+v", msg.Buttons)
@@ -412,36 +429,16 @@ func TestNotifyTelegramFlood(t *testing.T) {
 	}
 }
 
-// standInQuestion is a stand-in claude that, told "ask", draws Claude
-// Code's question dialog (two options, as AskUserQuestion draws them) and
-// takes one key, kept in the file picked.
-const standInQuestion = "#!/bin/bash\n" +
-	"R=────────────────────────────────────────\n" +
-	"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
-	"prompt\nwhile IFS= read -r line; do\n" +
-	"  if [ \"$line\" = ask ]; then\n" +
-	"    printf '\\033[2J\\033[H%s\\n ☐ Color\\n\\nWhich color should the button be?\\n\\n❯ 1. Red\\n     A warm color\\n  2. Blue\\n     A cool color\\n  3. Type something.\\n%s\\n  4. Chat about this\\n\\nEnter to select · ↑/↓ to navigate · Esc to cancel\\n' \"$R\" \"$R\"\n" +
-	"    IFS= read -rsn1 k\n" +
-	"    printf '%s' \"$k\" > picked\n" +
-	"  fi\n" +
-	"  prompt\n" +
-	"done\n"
+// standInQuestion draws Claude Code's question dialog (two options, as
+// AskUserQuestion draws them); the key read is kept in the file picked.
+var standInQuestion = standInDialog(`%s\n ☐ Color\n\nWhich color should the button be?\n\n❯ 1. Red\n     A warm color\n  2. Blue\n     A cool color\n  3. Type something.\n%s\n  4. Chat about this\n\nEnter to select · ↑/↓ to navigate · Esc to cancel\n`,
+	`printf '%s' "$k" > picked`)
 
 // TestNotifyTelegramQuestion: a question reaches the chat with its
 // options as buttons; pressing one picks it with the keys the CLI takes.
 func TestNotifyTelegramQuestion(t *testing.T) {
 	t.Parallel()
-	s, _ := newStandInSupervisor(t, os.Getenv, standInQuestion)
-	k := addSinks(t, s, "needs-you:question")
-	ctx := context.Background()
-	p, err := s.Create(ctx, api.CreateRequest{Title: "asker", Type: "claude", Backend: "tmux"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "ask"}); err != nil {
-		t.Fatal(err)
-	}
+	s, k, id := askingPane(t, standInQuestion, "needs-you:question")
 	msg := k.tg.WaitSent(t, `(?s)needs you: question.*\(asker\).*Which color should the button be`, 30*time.Second)
 	var labels []string
 	for _, b := range msg.Buttons {
@@ -458,6 +455,6 @@ func TestNotifyTelegramQuestion(t *testing.T) {
 	if a := k.tg.WaitAnswers(t, 1, 60*time.Second); !strings.HasPrefix(a[0].Text, "done") {
 		t.Fatalf("the press was answered %q", a[0].Text)
 	}
-	picked := filepath.Join(s.cfg.Home.Workspace(p.ID), "picked")
+	picked := filepath.Join(s.cfg.Home.Workspace(id), "picked")
 	waitFor(t, "the option picked", func() bool { b, _ := os.ReadFile(picked); return string(b) == "2" })
 }

@@ -99,7 +99,7 @@ func (s *Supervisor) NotifySinks(ctx context.Context) ([]api.NotifySink, error) 
 
 // sinkInfo is a sink as the API shows it.
 func (n *notifier) sinkInfo(r schema.NotifySink, states []topology.SinkState) api.NotifySink {
-	info := api.NotifySink{Name: r.Name, Type: r.Type, URL: r.URL, Chat: r.Chat, Team: r.Team}
+	info := api.NotifySink{SinkState: topology.SinkState{Name: r.Name, Type: r.Type}, URL: r.URL, Chat: r.Chat, Team: r.Team}
 	if r.Events != "" {
 		info.Events = strings.Split(r.Events, ",")
 	}
@@ -120,7 +120,7 @@ func (n *notifier) sinkInfo(r schema.NotifySink, states []topology.SinkState) ap
 	info.Secret = strings.TrimSpace(info.Secret)
 	for _, st := range states {
 		if st.Name == r.Name {
-			info.LastSent, info.FailingSince, info.LastError, info.LastStatus, info.Pending = st.LastSent, st.FailingSince, st.LastError, st.LastStatus, st.Pending
+			info.SinkState = st
 		}
 	}
 	return info

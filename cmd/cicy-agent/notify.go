@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 func (e *env) notifyCmd() *cli.Command {
@@ -169,29 +170,15 @@ func printSinks(w io.Writer, sinks []api.NotifySink) {
 		if secret == "" {
 			secret = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, url, secret, events, sinkState(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, url, secret, events, sinkStateWords(s.SinkState))
 	}
 	tw.Flush()
 }
 
-// sinkState says what a sink did.
-func sinkState(s api.NotifySink) string {
-	switch {
-	case s.FailingSince != nil:
-		why := s.LastError
-		if s.LastStatus > 0 && !strings.Contains(why, fmt.Sprint(s.LastStatus)) {
-			why = fmt.Sprintf("%d %s", s.LastStatus, why)
-		}
-		return fmt.Sprintf("failing since %s — %s", s.FailingSince.Local().Format("15:04"), firstLineOf(why))
-	case s.LastSent != nil:
-		return "last sent " + s.LastSent.Local().Format("15:04:05")
-	}
-	return "nothing sent yet"
-}
-
-func firstLineOf(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
+// sinkStateWords is what a sink did, as its status line says it.
+func sinkStateWords(s topology.SinkState) string {
+	line := strings.TrimPrefix(s.Line(), "notify: "+s.Name+" ")
+	return strings.TrimPrefix(line, "("+s.Type+") ")
 }
 
 func (e *env) notifyRmCmd() *cli.Command {
