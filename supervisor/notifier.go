@@ -765,7 +765,9 @@ func (n *notifier) states(ctx context.Context) []topology.SinkState {
 			t := schema.ParseTime(st.FailingSince)
 			s.FailingSince = &t
 		}
-		if r.missing != "" {
+		if r.missing != "" && s.LastSent == nil {
+			// Nothing sent anywhere (another node of a cluster with the
+			// secret would send): it fails for want of its secret.
 			s.LastError = r.missing
 			if s.FailingSince == nil {
 				t := time.Now()
