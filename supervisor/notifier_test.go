@@ -458,3 +458,25 @@ func TestNotifyTelegramQuestion(t *testing.T) {
 	picked := filepath.Join(s.cfg.Home.Workspace(id), "picked")
 	waitFor(t, "the option picked", func() bool { b, _ := os.ReadFile(picked); return string(b) == "2" })
 }
+
+// TestNotifyTelegramReply: a reply to a question's message, from the
+// chat, is typed into the pane (its free text); a reply to no message of
+// cicy-agent is told how to answer.
+func TestNotifyTelegramReply(t *testing.T) {
+	t.Parallel()
+	s, k, id := askingPane(t, standInQuestion, "needs-you:question")
+	msg := k.tg.WaitSent(t, `(?s)needs you: question.*Which color`, 30*time.Second)
+	k.tg.Reply(4242, "boss", "hello there", "")
+	k.tg.WaitSent(t, `reply to the message of the question`, 30*time.Second)
+	k.tg.Reply(4242, "boss", "Green", msg.Text)
+	k.tg.WaitSent(t, `^done: `+id+` text`, 60*time.Second)
+	picked := filepath.Join(s.cfg.Home.Workspace(id), "picked")
+	waitFor(t, "the reply typed", func() bool { b, _ := os.ReadFile(picked); return string(b) == "G" })
+	x, err := s.Explain(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Answers) != 1 || x.Answers[0].Action != "text" || x.Answers[0].Detail != "Green" {
+		t.Errorf("explain's answers = %+v", x.Answers)
+	}
+}
