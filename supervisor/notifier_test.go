@@ -119,6 +119,8 @@ func TestNotifyEveryKindReachesEverySink(t *testing.T) {
 		t.Errorf("a crash loop's message carries no Restart button: %+v", crash.Buttons)
 	}
 	checkCommandEvents(t, k.cmdOut, n)
+	waitFor(t, "every event on Telegram", func() bool { return len(k.tg.Sent()) >= n })
+	time.Sleep(200 * time.Millisecond) // a message more would come now
 	if got := len(k.tg.Sent()); got != n {
 		t.Errorf("telegram got %d messages, want %d", got, n)
 	}
