@@ -252,6 +252,23 @@ type ScreenResponse struct {
 	ID     string `json:"id"`
 	State  string `json:"state"`
 	Screen string `json:"screen"`
+	// Dialog is the dialog a CLI agent's screen shows (a permission, a
+	// question), as its registry entry reads it; absent when none.
+	Dialog *Dialog `json:"dialog,omitempty"`
+}
+
+// Dialog is what a CLI agent asks its person on its screen.
+type Dialog struct {
+	// Kind is "approval" (a tool waits for permission), "question" (the
+	// agent asks its person to choose), or "" when the screen shows no
+	// dialog.
+	Kind string `json:"kind"`
+	// Text is the command awaiting approval, or the question, trimmed of
+	// frame glyphs and cut to a readable length.
+	Text string `json:"text"`
+	// Options are the texts of the dialog's choices, in order: option:N
+	// picks Options[N-1].
+	Options []string `json:"options,omitempty"`
 }
 
 // Health is what the supervisor says of itself.

@@ -498,15 +498,14 @@ func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
 	ev.Kind = topology.NeedWaiting
 	ev.Actions = []string{"screen"}
 	ev.Resolve = "cicy-agent attach " + p.ID
-	kind, ok := cliagent.Lookup(p.Type)
-	if !ok {
+	if _, ok := cliagent.Lookup(p.Type); !ok {
 		return true
 	}
 	sc, err := n.s.Screen(p.ID, 0)
-	if err != nil {
+	if err != nil || sc.Dialog == nil {
 		return false
 	}
-	d := kind.ReadDialog(strings.Split(sc.Screen, "\n"))
+	d := *sc.Dialog
 	if d.Text != "" {
 		ev.Text = clip.Runes(d.Text, notifyTextMax)
 	}

@@ -267,6 +267,9 @@ func TestNotifyTelegramApproves(t *testing.T) {
 		sc, _ := s.Screen(p.ID, 0)
 		return strings.Contains(sc.Screen, "Do you want to proceed")
 	})
+	if sc, _ := s.Screen(p.ID, 5); sc.Dialog == nil || sc.Dialog.Kind != "approval" || !strings.Contains(sc.Dialog.Text, "rm -rf build") || len(sc.Dialog.Options) != 3 {
+		t.Errorf("the screen's dialog (its last 5 lines asked) = %+v", sc.Dialog)
+	}
 	if _, err := s.Hook(ctx, p.ID, api.HookRequest{Agent: "claude", Event: "PermissionRequest", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}

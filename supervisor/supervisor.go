@@ -1117,7 +1117,14 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	}
 	// Scrubbed whole before its last lines are cut: a key wrapped over
 	// the cut is found.
-	return api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(s.scrub.String(sc), lines)}, nil
+	whole := s.scrub.String(sc)
+	out := api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(whole, lines)}
+	if agent, ok := cliagent.Lookup(e.cfg.Type); ok {
+		if d := agent.ReadDialog(pane.NewLayout(whole, nil).Lines); d.Kind != "" {
+			out.Dialog = &d
+		}
+	}
+	return out, nil
 }
 
 func lastLines(s string, n int) string {

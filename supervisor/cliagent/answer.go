@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -17,18 +18,7 @@ import (
 // and checked by answering the real CLIs (testdata/script/cli_*.txtar).
 
 // Dialog is what a dialog on an agent's screen asks.
-type Dialog struct {
-	// Kind is "approval" (a tool waits for permission), "question" (the
-	// agent asks its person to choose), or "" when the screen shows no
-	// dialog.
-	Kind string
-	// Text is the command awaiting approval, or the question, trimmed of
-	// frame glyphs and cut to DialogTextMax characters.
-	Text string
-	// Options are the texts of the dialog's choices, in order: option:N
-	// picks Options[N-1].
-	Options []string
-}
+type Dialog = api.Dialog
 
 // DialogTextMax is how long a dialog's text is at most, in characters.
 const DialogTextMax = 300
