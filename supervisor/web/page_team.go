@@ -1,0 +1,131 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/topology"
+)
+
+// Screens shown with what needs you: at most this many, of this many lines.
+const (
+	needScreens    = 12
+	needScreenRows = 16
+)
+
+type teamPage struct {
+	base
+	Needs      []needView
+	Masters    []masterView
+	Unassigned []workerView
+	Untracked  []topology.Untracked
+	Workers    []topology.Worker // the dispatch form's choices
+	CameBack   string
+	Panes      int
+}
+
+// needView is one thing that needs you, with what the page can do about it.
+type needView struct {
+	topology.Attention
+	Title   string
+	Type    string
+	Screen  string
+	Options []option
+	CLI     bool // a CLI agent: approve, deny, option:N
+	Restart bool // stopped or in error: restart
+}
+
+type masterView struct {
+	topology.Master
+	Cost    string
+	Workers []workerView
+}
+
+type workerView struct {
+	topology.Worker
+	Cost  string
+	Lines string
+}
+
+func (p *pages) team(w http.ResponseWriter, r *http.Request) {
+	v := teamPage{base: p.base(r, "team", "team")}
+	var st api.StatusResponse
+	var panes []api.PaneInfo
+	ctx := r.Context()
+	err := p.api.get(ctx, r, "/api/status", &st)
+	if err == nil {
+		err = p.api.get(ctx, r, "/api/panes", &panes)
+	}
+	if err != nil {
+		v.Err = "the supervisor did not answer: " + err.Error()
+		p.render(w, r, "team", http.StatusBadGateway, v)
+		return
+	}
+	byID := make(map[string]api.PaneInfo, len(panes))
+	for _, pi := range panes {
+		byID[pi.ID] = pi
+	}
+	v.Panes = len(panes)
+	v.Needs = p.needs(ctx, r, st.NeedsYou, byID)
+	for _, m := range st.Masters {
+		mv := masterView{Master: m, Cost: usd(byID[m.ID].CostUSD)}
+		for _, wk := range m.Workers {
+			mv.Workers = append(mv.Workers, worker(wk, byID))
+			v.Workers = append(v.Workers, wk)
+		}
+		v.Masters = append(v.Masters, mv)
+	}
+	for _, wk := range st.Unassigned {
+		v.Unassigned = append(v.Unassigned, worker(wk, byID))
+		v.Workers = append(v.Workers, wk)
+	}
+	v.Untracked = st.Untracked
+	if st.CameBack != nil {
+		v.CameBack = st.CameBack.Line()
+	}
+	p.render(w, r, "team", http.StatusOK, v)
+}
+
+func worker(wk topology.Worker, byID map[string]api.PaneInfo) workerView {
+	return workerView{Worker: wk, Cost: usd(byID[wk.ID].CostUSD), Lines: workLines(wk.Work)}
+}
+
+// needs are the status's needs-you in its order (the most urgent first),
+// each a waiting pane's with the screen around its question.
+func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Attention, byID map[string]api.PaneInfo) []needView {
+	out := make([]needView, len(att))
+	var wg sync.WaitGroup
+	screens := 0
+	for i, a := range att {
+		pi := byID[a.ID]
+		nv := needView{Attention: a, Title: pi.Title, Type: pi.Type}
+		nv.CLI = a.Kind == topology.NeedWaiting && cliAgent(pi.Type)
+		nv.Restart = a.ID != topology.HomeID && (pi.State == "exited" || pi.State == "error")
+		out[i] = nv
+		if a.ID == topology.HomeID || pi.ID == "" || screens >= needScreens || a.State == "unreachable" {
+			continue
+		}
+		if a.Kind != topology.NeedWaiting && a.Kind != topology.NeedError && a.Kind != topology.NeedCrashLoop {
+			continue
+		}
+		screens++
+		wg.Add(1)
+		go func(nv *needView) {
+			defer wg.Done()
+			var sc api.ScreenResponse
+			if err := p.api.get(ctx, r, fmt.Sprintf("/api/panes/%s/screen?lines=%d", esc(nv.ID), needScreenRows), &sc); err != nil {
+				nv.Screen = "(its screen could not be read: " + err.Error() + ")"
+				return
+			}
+			nv.Screen = sc.Screen
+			if nv.CLI {
+				nv.Options = options(sc.Screen)
+			}
+		}(&out[i])
+	}
+	wg.Wait()
+	return out
+}
