@@ -54,6 +54,9 @@ type Sessions struct {
 	saved  time.Time
 }
 
+// SessionsFile is where a home's sessions are kept.
+func SessionsFile(home string) string { return filepath.Join(Dir(home), "sessions.json") }
+
 // OpenSessions reads the sessions kept in path (none when it is missing).
 func OpenSessions(path string, now func() time.Time) (*Sessions, error) {
 	if now == nil {

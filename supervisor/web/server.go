@@ -71,7 +71,7 @@ func New(cfg Config) (*Server, error) {
 		l.SetOutput(discard{})
 		cfg.Log = logrus.NewEntry(l)
 	}
-	ss, err := OpenSessions(filepath.Join(Dir(cfg.Home), "sessions.json"), cfg.Now)
+	ss, err := OpenSessions(SessionsFile(cfg.Home), cfg.Now)
 	if err != nil {
 		return nil, err
 	}
