@@ -36,13 +36,13 @@ func webGet(t *testing.T, c *http.Client, u string) (int, string) {
 // TestWebServedWithTheSupervisor: serve --web serves the page; a link
 // minted on the socket logs a browser in; the browser reaches the API but
 // not the socket's own routes; the page comes back on the same port with
-// its sessions after a restart without --web; revoke ends the session.
+// its sessions after a restart without --web; revoke ends the session; a
+// move beyond loopback without TLS is refused; stop stops it for good.
 func TestWebServedWithTheSupervisor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	home := Home{Root: filepath.Join(t.TempDir(), "home")}
-	cfg := Config{Web: Web{Addr: "127.0.0.1:0"}, WebPages: testPages}
-	c, stop := serveUntil(t, home, cfg)
+	c, stop := serveUntil(t, home, Config{Web: Web{Addr: "127.0.0.1:0"}, WebPages: testPages})
 	if c == nil {
 		t.Fatalf("supervisor did not start: %v", stop())
 	}
@@ -50,7 +50,47 @@ func TestWebServedWithTheSupervisor(t *testing.T) {
 	if err != nil || !st.Running || !strings.HasPrefix(st.URL, "http://127.0.0.1:") {
 		t.Fatalf("web status: %+v %v", st, err)
 	}
-	link, err := c.WebLink(ctx, api.WebLinkRequest{})
+	b := webLogin(t, c)
+	webReaches(t, b, st.URL)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	c, stop = serveUntil(t, home, Config{WebPages: testPages}) // no --web: kept
+	if c == nil {
+		t.Fatalf("supervisor did not start again: %v", stop())
+	}
+	if st2, err := c.WebStatus(ctx); err != nil || !st2.Running || st2.URL != st.URL {
+		t.Fatalf("after a restart: %+v %v (was %s)", st2, err, st.URL)
+	}
+	if code, _ := webGet(t, b, st.URL+"/"); code != http.StatusOK {
+		t.Fatalf("the session after a restart: %d", code)
+	}
+	webRevokes(t, c, b, st.URL)
+	if _, err := c.WebStart(ctx, api.WebStartRequest{Listen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "needs TLS") {
+		t.Fatalf("0.0.0.0 without TLS: %v", err)
+	}
+	if st3, _ := c.WebStatus(ctx); st3.URL != st.URL {
+		t.Fatalf("after a refused move: %+v", st3)
+	}
+	webStops(t, c, st.URL)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, stop = serveUntil(t, home, Config{WebPages: testPages})
+	if c == nil {
+		t.Fatalf("supervisor did not start a third time: %v", stop())
+	}
+	if st4, err := c.WebStatus(ctx); err != nil || st4.Running {
+		t.Fatalf("served after a stop and a restart: %+v %v", st4, err)
+	}
+}
+
+// webLogin logs a browser in with a link minted on the socket.
+func webLogin(t *testing.T, c *api.Client) *http.Client {
+	t.Helper()
+	st, _ := c.WebStatus(context.Background())
+	link, err := c.WebLink(context.Background(), api.WebLinkRequest{})
 	if err != nil || !strings.HasPrefix(link.URL, st.URL+"/login?t=") {
 		t.Fatalf("link: %+v %v", link, err)
 	}
@@ -59,17 +99,23 @@ func TestWebServedWithTheSupervisor(t *testing.T) {
 	if code, body := webGet(t, b, link.URL); code != http.StatusOK || !strings.Contains(body, "team") {
 		t.Fatalf("login: %d %s", code, body)
 	}
-	if code, body := webGet(t, b, st.URL+"/api/status"); code != http.StatusOK || !strings.Contains(body, `"masters"`) {
+	return b
+}
+
+// webReaches: the browser reaches the API, not the socket's routes.
+func webReaches(t *testing.T, b *http.Client, base string) {
+	t.Helper()
+	if code, body := webGet(t, b, base+"/api/status"); code != http.StatusOK || !strings.Contains(body, `"masters"`) {
 		t.Fatalf("API through the page: %d %s", code, body)
 	}
 	for _, p := range []string{"/api/web/sessions", "/api/web"} {
-		if code, _ := webGet(t, b, st.URL+p); code != http.StatusNotFound {
+		if code, _ := webGet(t, b, base+p); code != http.StatusNotFound {
 			t.Fatalf("%s through the page: %d", p, code)
 		}
 	}
-	_, body := webGet(t, b, st.URL+"/")
+	_, body := webGet(t, b, base+"/")
 	csrf := regexp.MustCompile(`content="([^"]+)"`).FindStringSubmatch(body)[1]
-	req, _ := http.NewRequest(http.MethodPost, st.URL+"/api/shutdown", nil)
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/shutdown", nil)
 	req.Header.Set(web.CSRFHeader, csrf)
 	resp, err := b.Do(req)
 	if err != nil {
@@ -79,22 +125,12 @@ func TestWebServedWithTheSupervisor(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("shutdown through the page: %d", resp.StatusCode)
 	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	c, stop = serveUntil(t, home, Config{WebPages: testPages}) // no --web: kept
-	if c == nil {
-		t.Fatalf("supervisor did not start again: %v", stop())
-	}
-	defer stop()
-	st2, err := c.WebStatus(ctx)
-	if err != nil || !st2.Running || st2.URL != st.URL {
-		t.Fatalf("after a restart: %+v %v (was %s)", st2, err, st.URL)
-	}
-	if code, _ := webGet(t, b, st.URL+"/"); code != http.StatusOK {
-		t.Fatalf("the session after a restart: %d", code)
-	}
+// webRevokes: the one session listed on the socket is revoked there.
+func webRevokes(t *testing.T, c *api.Client, b *http.Client, base string) {
+	t.Helper()
+	ctx := context.Background()
 	ss, err := c.WebSessions(ctx)
 	if err != nil || len(ss) != 1 || ss[0].ID == "" {
 		t.Fatalf("sessions: %+v %v", ss, err)
@@ -106,34 +142,23 @@ func TestWebServedWithTheSupervisor(t *testing.T) {
 	if r, err := c.WebRevoke(ctx, ss[0].ID); err != nil || r.Revoked != 1 {
 		t.Fatalf("revoke: %+v %v", r, err)
 	}
-	if code, _ := webGet(t, b, st.URL+"/"); code != http.StatusUnauthorized {
+	if code, _ := webGet(t, b, base+"/"); code != http.StatusUnauthorized {
 		t.Fatalf("a revoked session: %d", code)
 	}
-	// Beyond loopback without TLS: refused, the page stays where it was.
-	if _, err := c.WebStart(ctx, api.WebStartRequest{Listen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "needs TLS") {
-		t.Fatalf("0.0.0.0 without TLS: %v", err)
-	}
-	if st3, _ := c.WebStatus(ctx); st3.URL != st.URL {
-		t.Fatalf("after a refused move: %+v", st3)
-	}
-	// Stopped: not served, and not at the next start either.
-	if st3, err := c.WebStop(ctx); err != nil || st3.Running {
-		t.Fatalf("stop: %+v %v", st3, err)
+}
+
+// webStops: after stop no link is minted and nothing answers.
+func webStops(t *testing.T, c *api.Client, base string) {
+	t.Helper()
+	ctx := context.Background()
+	if st, err := c.WebStop(ctx); err != nil || st.Running {
+		t.Fatalf("stop: %+v %v", st, err)
 	}
 	if _, err := c.WebLink(ctx, api.WebLinkRequest{}); err == nil {
 		t.Fatal("a link while the page is not served")
 	}
-	if _, err := http.Get(st.URL + "/"); err == nil {
+	if resp, err := http.Get(base + "/"); err == nil {
+		resp.Body.Close()
 		t.Fatal("the page still answers after stop")
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	c, stop = serveUntil(t, home, Config{WebPages: testPages})
-	if c == nil {
-		t.Fatalf("supervisor did not start a third time: %v", stop())
-	}
-	if st4, err := c.WebStatus(ctx); err != nil || st4.Running {
-		t.Fatalf("served after a stop and a restart: %+v %v", st4, err)
 	}
 }
