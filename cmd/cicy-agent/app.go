@@ -204,7 +204,10 @@ func (e *env) serveCmd() *cli.Command {
 			"the host name) that runs its own panes, and ls, status, tasks and the dashboard show every\n" +
 			"node's. With --listen (or CICY_LISTEN) the API is served on TCP too, for the holders of the\n" +
 			"cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file), over TLS with --tls-cert and\n" +
-			"--tls-key: the other nodes forward commands on this node's panes to it there.",
+			"--tls-key: the other nodes forward commands on this node's panes to it there.\n\n" +
+			"With --web HOST:PORT (or CICY_WEB) the supervisor serves the team's page to browsers from the\n" +
+			"start; beyond loopback only over TLS (--web-tls, or --web-tls-cert and --web-tls-key). See\n" +
+			"'cicy-agent web --help'.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
