@@ -104,7 +104,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	g.ready(handler)
 	var tcp *http.Server
 	if cln != nil {
-		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, handler, cfg.Log), ReadHeaderTimeout: 10 * time.Second}
+		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, socketOnly(handler), cfg.Log), ReadHeaderTimeout: 10 * time.Second}
 		go func() { served <- tcp.Serve(cln) }()
 		cfg.Log.WithField("addr", cln.Addr().String()).Info("Cluster API listening")
 	}

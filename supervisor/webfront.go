@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -322,5 +323,17 @@ func (a *handler) webRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/web/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		out, err := f.revoke(r.PathValue("id"))
 		respond(w, out, err)
+	})
+}
+
+// socketOnly keeps the web page's management (/api/web…) on the control
+// socket: the cluster API answers 404 for it, as the page itself does.
+func socketOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/web" || strings.HasPrefix(r.URL.Path, "/api/web/") {
+			writeErr(w, &api.Error{Kind: api.KindNotFound, Message: "the web page is managed on the control socket only ('cicy-agent web' on its machine)"})
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

@@ -162,3 +162,21 @@ func webStops(t *testing.T, c *api.Client, base string) {
 		t.Fatal("the page still answers after stop")
 	}
 }
+
+// TestWebNotOnTheClusterAPI: the cluster API does not mint login links
+// or list sessions; the socket does.
+func TestWebNotOnTheClusterAPI(t *testing.T) {
+	c, addr := clusterServer(t, Listen{Addr: "127.0.0.1:0", Token: testClusterToken})
+	ctx := context.Background()
+	remote := api.NewRemoteClient(addr, testClusterToken, nil)
+	var apiErr *api.Error
+	if _, err := remote.WebSessions(ctx); !errors.As(err, &apiErr) || apiErr.Kind != api.KindNotFound {
+		t.Fatalf("sessions over the cluster API: %v", err)
+	}
+	if _, err := remote.WebLink(ctx, api.WebLinkRequest{}); !errors.As(err, &apiErr) || apiErr.Kind != api.KindNotFound {
+		t.Fatalf("a link over the cluster API: %v", err)
+	}
+	if _, err := c.WebSessions(ctx); err != nil {
+		t.Fatalf("sessions on the socket: %v", err)
+	}
+}
