@@ -453,7 +453,7 @@ func TestWebListenNeedsTLS(t *testing.T) {
 func TestWebOwnCertOnce(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	ln, err := Open(home, Listen{Addr: "0.0.0.0:0", TLS: true})
+	ln, err := Open(home, Listen{Addr: "127.0.0.1:0", TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
