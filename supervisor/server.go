@@ -96,10 +96,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		defer cln.Close()
 	}
 	handler := newAPI(sup, cfg, stop)
+	defer sup.web.close()
+	if err := sup.web.boot(ctx, cfg.Web); err != nil {
+		g.fail(err)
+		return err
+	}
 	g.ready(handler)
 	var tcp *http.Server
 	if cln != nil {
-		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, handler, cfg.Log), ReadHeaderTimeout: 10 * time.Second}
+		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, socketOnly(handler), cfg.Log), ReadHeaderTimeout: 10 * time.Second}
 		go func() { served <- tcp.Serve(cln) }()
 		cfg.Log.WithField("addr", cln.Addr().String()).Info("Cluster API listening")
 	}
@@ -117,6 +122,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// Panes first: that ends their event streams and attached viewers,
 	// which would otherwise hold the server's shutdown.
 	sup.Close()
+	sup.web.close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if srv.Shutdown(shutCtx) != nil {
@@ -226,6 +232,7 @@ type handler struct {
 
 func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	a := &handler{sup: sup, cfg: cfg, shutdown: shutdown}
+	sup.web = newWebFront(sup, cfg.WebPages)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", a.health)
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
@@ -258,6 +265,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	a.notifyRoutes(mux)
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
+	a.webRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -267,7 +275,9 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return scrubAnswers(boundBody(refuseUncleanPaths(dropLate(a.forward(mux), sup.log)), timeout), sup.scrub)
+	h := scrubAnswers(boundBody(refuseUncleanPaths(dropLate(a.forward(mux), sup.log)), timeout), sup.scrub)
+	sup.web.api = h
+	return h
 }
 
 // boundBody gives a request's body timeout to arrive once its header has

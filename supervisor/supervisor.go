@@ -103,6 +103,10 @@ type Config struct {
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
 	LedgerRetry time.Duration
+	// Web is where the web page is served (see webfront.go); WebPages
+	// makes the page's handler (package web's Pages; nil: no page).
+	Web      Web
+	WebPages PagesFunc
 	// onInputOnly leaves the cicy panes dormant until their first input:
 	// no background restore (tests of the dormant panes).
 	onInputOnly bool
@@ -126,6 +130,7 @@ type Supervisor struct {
 
 	events *hub
 	prices prices
+	web    *webFront // the web page, made with the API
 
 	mu    sync.Mutex
 	panes map[string]*entry

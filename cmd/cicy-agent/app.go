@@ -68,7 +68,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			e.slashCmd("clear", "start a cicy pane's conversation afresh; persona and memory stay (same as sending /clear)"),
 			e.memoryCmd(), e.dispatchCmd(), e.tasksCmd(), e.waitCmd(), e.cancelTaskCmd(),
 			e.diffCmd(), e.mergeCmd(), e.worktreesCmd(),
-			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.notifyCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.serviceCmd(), e.completionCmd(), e.versionCmd(),
+			e.upCmd(), e.downCmd(), e.statusCmd(), e.nodesCmd(), e.agentsCmd(), e.usageCmd(), e.budgetCmd(), e.notifyCmd(), e.webCmd(), e.dashboardCmd(), e.viewCmd(), e.hookCmd(), e.mcpCmd(), e.explainCmd(), e.serviceCmd(), e.completionCmd(), e.versionCmd(),
 		},
 	}
 	for _, c := range app.Commands {
@@ -204,7 +204,10 @@ func (e *env) serveCmd() *cli.Command {
 			"the host name) that runs its own panes, and ls, status, tasks and the dashboard show every\n" +
 			"node's. With --listen (or CICY_LISTEN) the API is served on TCP too, for the holders of the\n" +
 			"cluster secret (CICY_CLUSTER_TOKEN or --cluster-token-file), over TLS with --tls-cert and\n" +
-			"--tls-key: the other nodes forward commands on this node's panes to it there.",
+			"--tls-key: the other nodes forward commands on this node's panes to it there.\n\n" +
+			"With --web HOST:PORT (or CICY_WEB) the supervisor serves the team's page to browsers from the\n" +
+			"start; beyond loopback only over TLS (--web-tls, or --web-tls-cert and --web-tls-key). See\n" +
+			"'cicy-agent web --help'.",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "output quiet `TIME` after which a shell pane is idle"},
 			&cli.DurationFlag{Name: "stop-grace", Value: 3 * time.Second, Usage: "`TIME` a stopping pane gets between SIGTERM and SIGKILL"},
@@ -215,6 +218,10 @@ func (e *env) serveCmd() *cli.Command {
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve the cluster API over TLS with the certificate in `FILE` (PEM; with --tls-key)", EnvVars: []string{"CICY_TLS_CERT"}},
 			&cli.StringFlag{Name: "tls-key", Usage: "the TLS certificate's private key `FILE` (PEM)", EnvVars: []string{"CICY_TLS_KEY"}},
 			&cli.StringFlag{Name: "node", Usage: "this supervisor's `NAME` in a cluster sharing one database (default: the host name); letters, digits, '.', '_' and '-'", EnvVars: []string{"CICY_NODE"}},
+			&cli.StringFlag{Name: "web", Usage: "serve the team's page at `HOST:PORT` (127.0.0.1:0: any free port, kept for the home); beyond loopback with --web-tls or --web-tls-cert (see 'cicy-agent web')", EnvVars: []string{"CICY_WEB"}},
+			&cli.BoolFlag{Name: "web-tls", Usage: "serve the page over TLS with a certificate the supervisor makes once and keeps in the home", EnvVars: []string{"CICY_WEB_TLS"}},
+			&cli.StringFlag{Name: "web-tls-cert", Usage: "serve the page over TLS with the certificate in `FILE` (PEM; with --web-tls-key)", EnvVars: []string{"CICY_WEB_TLS_CERT"}},
+			&cli.StringFlag{Name: "web-tls-key", Usage: "the page's certificate's private key `FILE` (PEM)", EnvVars: []string{"CICY_WEB_TLS_KEY"}},
 			&cli.StringFlag{Name: "db", Usage: "keep the state in the PostgreSQL database at `URL` (postgres://user@host:5432/name) instead of db/cicy.db under the home; a password goes in CICY_DB, PGPASSWORD or ~/.pgpass, never on the command line", EnvVars: []string{"CICY_DB"}},
 			// The client that starts a supervisor in the background reads
 			// a startup failure from this descriptor (closed once ready).
@@ -257,6 +264,10 @@ func (e *env) serveCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
+			webAt, err := webFlags(c)
+			if err != nil {
+				return err
+			}
 			if err := h.Prepare(); err != nil {
 				return err
 			}
@@ -278,6 +289,7 @@ func (e *env) serveCmd() *cli.Command {
 				Home: h, Version: version, Settle: c.Duration("settle"), StopGrace: c.Duration("stop-grace"),
 				Log: logrus.NewEntry(logger).WithField("pid", os.Getpid()), Fresh: c.Bool("fresh"), Ready: ready,
 				GatewayPort: c.Int("gateway-port"), DB: db, Listen: listen, Node: node, Scrub: scrub,
+				Web: webAt, WebPages: webPages,
 			})
 			if err != nil {
 				logger.WithError(err).Error("Supervisor stopped with an error")
@@ -317,6 +329,34 @@ func nodeName(v string) (string, error) {
 		return "", usagef("--node %q: a node name is 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit", v)
 	}
 	return v, nil
+}
+
+// webFlags reads serve's web page settings: where, and its TLS (the
+// files come as a pair and are made absolute).
+func webFlags(c *cli.Context) (supervisor.Web, error) {
+	w := supervisor.Web{Addr: c.String("web"), TLS: c.Bool("web-tls"), CertFile: c.String("web-tls-cert"), KeyFile: c.String("web-tls-key")}
+	if (w.CertFile == "") != (w.KeyFile == "") {
+		return w, usagef("--web-tls-cert and --web-tls-key go together")
+	}
+	if w.Addr == "" {
+		if w.TLS || w.CertFile != "" {
+			return w, usagef("--web-tls and --web-tls-cert are for the page: give --web HOST:PORT too")
+		}
+		return w, nil
+	}
+	if _, _, err := net.SplitHostPort(w.Addr); err != nil {
+		return w, usagef("--web %q is not HOST:PORT (127.0.0.1:0 for any free port): %v", w.Addr, err)
+	}
+	var err error
+	if w.CertFile != "" {
+		if w.CertFile, err = filepath.Abs(w.CertFile); err != nil {
+			return w, err
+		}
+		if w.KeyFile, err = filepath.Abs(w.KeyFile); err != nil {
+			return w, err
+		}
+	}
+	return w, nil
 }
 
 // clusterListen reads serve's cluster API settings: the address, the

@@ -1,0 +1,339 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/web"
+)
+
+// The web page (package web) is served when asked for — serve --web, or
+// 'cicy-agent web' through POST /api/web/start — and from then on at
+// every start of the supervisor, until 'cicy-agent web stop': what was
+// asked for is kept in the settings (webSetting), with the port chosen
+// for 127.0.0.1:0 so that bookmarks and logged-in browsers find it again.
+// The management routes (/api/web/…) are the control socket's: a browser
+// never reaches them (web.Reachable).
+
+// Web is where the page is served; an empty Addr serves it only if a
+// previous start did (see webSetting).
+type Web struct {
+	Addr              string
+	CertFile, KeyFile string
+	// TLS serves with the certificate the supervisor makes and keeps.
+	TLS bool
+}
+
+// PagesFunc makes the page's handler (package web's Pages).
+type PagesFunc func(api http.Handler, csrf func(*http.Request) string) http.Handler
+
+// webSetting keeps the page's last Web (JSON); empty when stopped.
+const webSetting = "web"
+
+// webFront owns the page's server and listener.
+type webFront struct {
+	home  Home
+	log   *logrus.Entry
+	store Store
+	key   string
+	pages PagesFunc
+
+	mu   sync.Mutex
+	base context.Context // the supervisor's: the page's requests end with it
+	api  http.Handler    // the API, set once it is made
+	srv  *web.Server     // made at the first start; its sessions outlive a stop
+	ln   *web.Listener
+	hs   *http.Server
+	done chan struct{}
+	on   Web
+}
+
+func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
+	key := webSetting
+	if s.store.Dialect() == schema.Postgres {
+		key += ":" + s.cfg.Node
+	}
+	return &webFront{home: s.cfg.Home, log: s.log.WithField("part", "web"), store: s.store, key: key, pages: pages}
+}
+
+// boot serves the page at the supervisor's start as w asks, or as the
+// previous start did (a failure of which is logged, not fatal).
+func (f *webFront) boot(ctx context.Context, w Web) error {
+	f.mu.Lock()
+	f.base = ctx
+	f.mu.Unlock()
+	if w.Addr != "" {
+		_, err := f.start(ctx, w)
+		return err
+	}
+	v, ok, err := f.store.Setting(ctx, f.key)
+	if err != nil || !ok || v == "" {
+		return err
+	}
+	var kept Web
+	if err := json.Unmarshal([]byte(v), &kept); err != nil {
+		f.log.WithError(err).Warn("The web page's kept settings are unreadable: not served")
+		return nil
+	}
+	f.mu.Lock()
+	f.on = kept // a kept port another program took gives way (listen)
+	f.mu.Unlock()
+	if _, err := f.start(ctx, kept); err != nil {
+		f.log.WithError(err).Warn("The web page could not be served as before (run 'cicy-agent web' to serve it)")
+	}
+	return nil
+}
+
+// start serves the page as w asks (on 127.0.0.1 by default, on the port
+// kept from before); a page already served elsewhere moves.
+func (f *webFront) start(ctx context.Context, w Web) (api.WebStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pages == nil {
+		return api.WebStatus{}, failedErr("this build of cicy-agent has no web page")
+	}
+	if f.api == nil {
+		return api.WebStatus{}, failedErr("the supervisor is still starting: try again")
+	}
+	if f.ln != nil && (w == Web{} || w == f.on) {
+		return f.statusLocked(), nil
+	}
+	if w.Addr == "" {
+		w.Addr = "127.0.0.1:0"
+		if f.on.Addr != "" && !w.TLS && w.CertFile == "" {
+			w = f.on // moved back from nowhere: same place
+		}
+	}
+	if f.srv == nil {
+		srv, err := web.New(web.Config{API: f.api, Pages: f.pages, Home: f.home.Root, Log: f.log})
+		if err != nil {
+			return api.WebStatus{}, err
+		}
+		f.srv = srv
+	}
+	// The page moves: the new place is opened first (a refused one leaves
+	// the page where it was), unless it is the same port.
+	ln, err := f.listen(ctx, w)
+	if err != nil && f.hs != nil && errors.Is(err, syscall.EADDRINUSE) {
+		f.stopLocked()
+		ln, err = f.listen(ctx, w)
+	}
+	if err != nil {
+		return api.WebStatus{}, err
+	}
+	f.stopLocked()
+	base := f.base
+	if base == nil {
+		base = context.Background()
+	}
+	f.ln = ln
+	f.hs = &http.Server{Handler: f.srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	f.done = make(chan struct{})
+	go func(hs *http.Server, ln net.Listener, done chan struct{}) {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.log.WithError(err).Error("The web page stopped")
+		}
+	}(f.hs, ln, f.done)
+	// What a later start serves: the port chosen now for 127.0.0.1:0.
+	kept := w
+	host, _, _ := net.SplitHostPort(w.Addr)
+	_, bound, _ := net.SplitHostPort(ln.Addr().String())
+	kept.Addr = net.JoinHostPort(host, bound)
+	f.on = kept
+	b, _ := json.Marshal(kept)
+	if err := f.store.SetSetting(ctx, f.key, string(b)); err != nil {
+		f.log.WithError(err).Warn("The web page's settings could not be kept")
+	}
+	f.log.WithFields(logrus.Fields{"url": ln.URL, "fingerprint": ln.Fingerprint}).Info("Web page listening")
+	return f.statusLocked(), nil
+}
+
+// listen opens w's listener; a port kept from before that another program
+// took gives way to a new one.
+func (f *webFront) listen(ctx context.Context, w Web) (*web.Listener, error) {
+	l := web.Listen{Addr: w.Addr, CertFile: w.CertFile, KeyFile: w.KeyFile, TLS: w.TLS}
+	ln, err := web.Open(f.home.Root, l)
+	if err != nil && f.on.Addr == w.Addr && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(w.Addr)
+		l.Addr = net.JoinHostPort(host, "0")
+		f.log.WithField("addr", w.Addr).Warn("The web page's kept port is taken: another one is chosen")
+		ln, err = web.Open(f.home.Root, l)
+	}
+	if errors.Is(err, web.ErrNeedsTLS) {
+		return nil, usageErr("%s", err.Error())
+	}
+	return ln, err
+}
+
+// stop stops serving the page (its sessions stay) and forgets to serve it
+// at the next start.
+func (f *webFront) stop(ctx context.Context) (api.WebStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopLocked()
+	if err := f.store.SetSetting(ctx, f.key, ""); err != nil {
+		return api.WebStatus{}, err
+	}
+	return f.statusLocked(), nil
+}
+
+// close stops serving at the supervisor's end (the page is served again
+// at the next start).
+func (f *webFront) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopLocked()
+	if f.srv != nil {
+		_ = f.srv.Close()
+	}
+}
+
+func (f *webFront) stopLocked() {
+	if f.hs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if f.hs.Shutdown(ctx) != nil {
+		_ = f.hs.Close()
+	}
+	<-f.done
+	f.hs, f.ln, f.done = nil, nil, nil
+}
+
+func (f *webFront) status() api.WebStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statusLocked()
+}
+
+func (f *webFront) statusLocked() api.WebStatus {
+	st := api.WebStatus{}
+	if f.srv != nil {
+		st.Sessions = len(f.srv.Sessions().List())
+	}
+	if f.ln == nil {
+		return st
+	}
+	st.Running, st.URL, st.Listen = true, f.ln.URL, f.ln.Addr().String()
+	st.TLS, st.Fingerprint = f.ln.Fingerprint != "", f.ln.Fingerprint
+	return st
+}
+
+// link mints a one-time login link on the page's address.
+func (f *webFront) link(ttl time.Duration) (api.WebLink, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ln == nil {
+		return api.WebLink{}, failedErr("the web page is not served: run 'cicy-agent web'")
+	}
+	tok, exp := f.srv.NewLinkUntil(ttl)
+	return api.WebLink{URL: f.ln.URL + "/login?t=" + url.QueryEscape(tok), Fingerprint: f.ln.Fingerprint, Expires: exp}, nil
+}
+
+func (f *webFront) sessions() ([]api.WebSession, error) {
+	ss, err := f.sessionsOf()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.WebSession{}
+	for _, s := range ss.List() {
+		out = append(out, api.WebSession{ID: s.ID, Created: s.Created, LastSeen: s.LastSeen, UserAgent: s.UserAgent, RemoteAddr: s.RemoteAddr})
+	}
+	return out, nil
+}
+
+func (f *webFront) revoke(id string) (api.WebRevokeResult, error) {
+	ss, err := f.sessionsOf()
+	if err != nil {
+		return api.WebRevokeResult{}, err
+	}
+	n, err := ss.Revoke(id)
+	if errors.Is(err, web.ErrNoSession) {
+		return api.WebRevokeResult{}, &api.Error{Kind: api.KindNotFound, Message: err.Error()}
+	}
+	if n > 0 {
+		f.log.WithFields(logrus.Fields{"session": id, "ended": n}).Info("Web sessions revoked")
+	}
+	return api.WebRevokeResult{Revoked: n}, err
+}
+
+// sessionsOf is the page's sessions: its server's, or while it was never
+// served in this run, the ones kept in the home.
+func (f *webFront) sessionsOf() (*web.Sessions, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.srv != nil {
+		return f.srv.Sessions(), nil
+	}
+	return web.OpenSessions(web.SessionsFile(f.home.Root), nil)
+}
+
+func (a *handler) webRoutes(mux *http.ServeMux) {
+	f := a.sup.web
+	mux.HandleFunc("GET /api/web", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, f.status(), nil)
+	})
+	mux.HandleFunc("POST /api/web/start", func(w http.ResponseWriter, r *http.Request) {
+		var req api.WebStartRequest
+		if err := decode(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if (req.TLSCert == "") != (req.TLSKey == "") {
+			writeErr(w, usageErr("--tls-cert and --tls-key go together"))
+			return
+		}
+		out, err := f.start(r.Context(), Web{Addr: req.Listen, CertFile: req.TLSCert, KeyFile: req.TLSKey, TLS: req.TLS})
+		respond(w, out, err)
+	})
+	mux.HandleFunc("POST /api/web/stop", func(w http.ResponseWriter, r *http.Request) {
+		out, err := f.stop(r.Context())
+		respond(w, out, err)
+	})
+	mux.HandleFunc("POST /api/web/links", func(w http.ResponseWriter, r *http.Request) {
+		var req api.WebLinkRequest
+		if r.ContentLength != 0 {
+			if err := decode(r, &req); err != nil {
+				writeErr(w, err)
+				return
+			}
+		}
+		out, err := f.link(time.Duration(req.TTLSeconds) * time.Second)
+		respond(w, out, err)
+	})
+	mux.HandleFunc("GET /api/web/sessions", func(w http.ResponseWriter, r *http.Request) {
+		out, err := f.sessions()
+		respond(w, out, err)
+	})
+	mux.HandleFunc("DELETE /api/web/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		out, err := f.revoke(r.PathValue("id"))
+		respond(w, out, err)
+	})
+}
+
+// socketOnly keeps the web page's management (/api/web…) on the control
+// socket: the cluster API answers 404 for it, as the page itself does.
+func socketOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/web" || strings.HasPrefix(r.URL.Path, "/api/web/") {
+			writeErr(w, &api.Error{Kind: api.KindNotFound, Message: "the web page is managed on the control socket only ('cicy-agent web' on its machine)"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
