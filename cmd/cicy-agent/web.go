@@ -15,12 +15,12 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
-// webPages makes the web page's handler: package web's Pages, which comes
-// with the page's own change (templates, styles, script). Until it is in
-// the build, the supervisor serves no page and 'cicy-agent web' says so.
-var webPages supervisor.PagesFunc
+// webPages makes the web page's handler: package web's Pages (templates,
+// styles, script, embedded).
+var webPages supervisor.PagesFunc = web.Pages
 
 func (e *env) webCmd() *cli.Command {
 	return &cli.Command{
