@@ -3,7 +3,6 @@ package web
 import (
 	"fmt"
 	"html/template"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -108,36 +107,17 @@ type option struct {
 	Label string
 }
 
-// optionRe is a numbered choice as CLI agents draw them: "❯ 1. Yes",
-// "  2) No, and tell Claude what to do differently".
-var optionRe = regexp.MustCompile(`^\s*(?:[❯›>▶]\s*)?([1-9])[.)]\s+(\S.*?)\s*$`)
-
-// options are the numbered choices of the last dialog on screen: a run of
-// lines numbered 1, 2, 3…; none when there are fewer than two.
-func options(screen string) []option {
-	var best, run []option
-	for _, line := range strings.Split(screen, "\n") {
-		m := optionRe.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		n := int(m[1][0] - '0')
-		if n == 1 {
-			run = nil
-		}
-		if n != len(run)+1 {
-			continue
-		}
-		label := m[2]
+// dialogOptions are a dialog's choices (as its agent's registry entry
+// read them: the screen response's dialog), numbered from 1, each label cut.
+func dialogOptions(labels []string) []option {
+	out := make([]option, 0, len(labels))
+	for i, label := range labels {
 		if r := []rune(label); len(r) > 60 {
 			label = string(r[:60]) + "…"
 		}
-		run = append(run, option{N: n, Label: label})
-		if len(run) >= 2 {
-			best = run
-		}
+		out = append(out, option{N: i + 1, Label: label})
 	}
-	return best
+	return out
 }
 
 // diffLine is one line of a diff and its highlight class.
@@ -176,10 +156,4 @@ func diffClass(l string) string {
 		return "d-del"
 	}
 	return ""
-}
-
-// cliAgent reports whether a pane of type typ is a CLI agent (its dialogs
-// are answered with approve, deny and option:N).
-func cliAgent(typ string) bool {
-	return typ != "" && typ != "cicy" && typ != "shell"
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // paneScreenRows is how much of a pane's screen its page shows.
@@ -50,7 +51,7 @@ func (p *pages) pane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Title = v.Pane.Title + " (" + id + ")"
-	v.CLI = cliAgent(v.Pane.Type)
+	v.CLI = topology.IsAgentType(v.Pane.Type)
 	v.Waiting = v.Pane.State == "waiting"
 	v.Stopped = v.Pane.State == "exited" || v.Pane.State == "error"
 	v.Worker = v.Pane.Role == "worker"
@@ -71,8 +72,8 @@ func (p *pages) paneDetails(ctx context.Context, r *http.Request, v *panePage) {
 		note("screen", err)
 	} else {
 		v.Screen = sc.Screen
-		if v.CLI && v.Waiting {
-			v.Options = options(sc.Screen)
+		if v.CLI && v.Waiting && sc.Dialog != nil {
+			v.Options = dialogOptions(sc.Dialog.Options)
 		}
 	}
 	if err := p.api.get(ctx, r, "/api/tasks?pane="+url.QueryEscape(id), &v.Tasks); err != nil {

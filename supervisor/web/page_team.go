@@ -102,7 +102,7 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 	for i, a := range att {
 		pi := byID[a.ID]
 		nv := needView{Attention: a, Title: pi.Title, Type: pi.Type}
-		nv.CLI = a.Kind == topology.NeedWaiting && cliAgent(pi.Type)
+		nv.CLI = a.Kind == topology.NeedWaiting && topology.IsAgentType(pi.Type)
 		nv.Restart = a.ID != topology.HomeID && (pi.State == "exited" || pi.State == "error")
 		out[i] = nv
 		if a.ID == topology.HomeID || pi.ID == "" || screens >= needScreens || a.State == "unreachable" {
@@ -121,8 +121,8 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 				return
 			}
 			nv.Screen = sc.Screen
-			if nv.CLI {
-				nv.Options = options(sc.Screen)
+			if nv.CLI && sc.Dialog != nil {
+				nv.Options = dialogOptions(sc.Dialog.Options)
 			}
 		}(&out[i])
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	_ "github.com/cicy-ai/cicy-agent/supervisor/cliagent" // the pane types: claude is a CLI agent
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -58,7 +59,11 @@ func fakeAPI(t *testing.T) http.Handler {
 	send("/api/panes", panes)
 	for _, p := range panes {
 		send("/api/panes/"+p.ID, p)
-		send("/api/panes/"+p.ID+"/screen", api.ScreenResponse{ID: p.ID, State: p.State, Screen: screen})
+		sc := api.ScreenResponse{ID: p.ID, State: p.State, Screen: screen}
+		if p.State == "waiting" { // the dialog as the agent's registry entry reads it
+			sc.Dialog = &api.Dialog{Kind: "approval", Text: "Run this command? " + xss, Options: []string{"Yes", "Yes, and don't ask again", "No, and tell Claude " + xss}}
+		}
+		send("/api/panes/"+p.ID+"/screen", sc)
 		send("/api/budgets/"+p.ID, api.Budget{Scope: "pane", Name: p.ID})
 	}
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +154,7 @@ func TestPagesCarryTheCSRFToken(t *testing.T) {
 
 // TestTeamPageNeedsYouFirst: what needs you comes before the team, with
 // its reason, its screen, its approve/deny buttons and the dialog's
-// options read from the screen.
+// options the screen's dialog has.
 func TestTeamPageNeedsYouFirst(t *testing.T) {
 	t.Parallel()
 	srv := serve(t)
