@@ -92,16 +92,16 @@ func (p *pages) paneDetails(ctx context.Context, r *http.Request, v *panePage) {
 	} else {
 		v.Budget = &b
 	}
-	if v.Pane.Type == "shell" {
-		return
+	if topology.RunsShellTasks(v.Pane.Type) {
+		return // a shell pane has no role file
 	}
 	var g api.GuidanceDoc
 	err := p.api.get(ctx, r, "/api/memory/templates/agent/"+esc(id), &g)
 	switch {
 	case err == nil:
 		v.Guidance = &g
-	case notFound(err) && v.Pane.Type == "cicy":
-		v.Guidance = &api.GuidanceDoc{Scope: "agent", Name: id, Filename: "AGENTS.md"}
+	case notFound(err) && topology.InProcess(v.Pane.Type):
+		v.Guidance = &api.GuidanceDoc{Scope: "agent", Name: id, Filename: topology.GuidanceFile(v.Pane.Type)}
 	case !notFound(err) && !errors.Is(err, context.Canceled):
 		note("role file", err)
 	}
