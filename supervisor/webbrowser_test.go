@@ -1,0 +1,178 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor/web"
+)
+
+// The web page in a real headless Chromium (Debian's chromium; .ci/run
+// installs it): log in by the link, see the team, answer a dialog, send
+// a task, and the checks a browser meets.
+
+// chromium is the headless browser's program: $CICY_CHROMIUM, else one on
+// PATH. Without one the test is skipped, unless CICY_REQUIRE_BROWSER is
+// set (CI sets it: a missing browser fails there).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CICY_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CICY_REQUIRE_BROWSER") != "" {
+		t.Fatal("no Chromium found (install Debian's chromium, or set CICY_CHROMIUM)")
+	}
+	t.Skip("no Chromium found (install Debian's chromium, or set CICY_CHROMIUM)")
+	return ""
+}
+
+// browser is a headless Chromium tab of its own profile, w×h, ended with
+// the test.
+func browser(t *testing.T, w, h int) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.WindowSize(w, h),
+		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // the browser starts, for as long as ctx
+		t.Fatalf("start Chromium: %v", err)
+	}
+	ctx, cancelRun := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancelRun)
+	return ctx
+}
+
+// run runs browser actions, failing the test on an error.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one browser action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// webTeam is a supervisor serving its page, with a stand-in claude that
+// draws Claude Code's permission dialog when told "ask" (w-1) and a shell
+// worker (w-2); its client and a login link.
+func webTeam(t *testing.T) (*api.Client, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInAsking), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	getenv := envOverlay(os.Getenv, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	home := Home{Root: filepath.Join(t.TempDir(), "home")}
+	c, stop := serveUntil(t, home, Config{Web: Web{Addr: "127.0.0.1:0"}, WebPages: web.Pages, Getenv: getenv})
+	if c == nil {
+		t.Fatalf("supervisor did not start: %v", stop())
+	}
+	ctx := context.Background()
+	for _, req := range []api.CreateRequest{
+		{Title: "asker", Type: "claude", Backend: "tmux"},
+		{Title: "sh", Type: "shell", Backend: "tmux", Command: []string{"bash", "--norc", "--noprofile"}},
+	} {
+		if _, err := c.Create(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = c.Kill(context.Background(), "w-1")
+		_ = c.Kill(context.Background(), "w-2")
+	})
+	for _, id := range []string{"w-1", "w-2"} {
+		waitFor(t, id+" idle", func() bool { p, err := c.Get(ctx, id); return err == nil && p.State == "idle" })
+	}
+	link, err := c.WebLink(ctx, api.WebLinkRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, link.URL, filepath.Join(home.Root, "workspaces", "w-1")
+}
+
+// TestWebPageInABrowser: the link logs the browser in once; the team page
+// shows a CLI agent's approval under needs-you as its dialog appears, and
+// Approve runs the tool; a task dispatched from the page is in the
+// ledger; a request without the CSRF token is refused; at phone width
+// nothing but a screen scrolls sideways.
+func TestWebPageInABrowser(t *testing.T) {
+	t.Parallel()
+	c, link, ws := webTeam(t)
+	ctx := browser(t, 1280, 900)
+	base := link[:strings.Index(link, "/login")]
+	run(t, ctx, "log in", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
+
+	if _, err := c.Send(context.Background(), "w-1", api.SendRequest{Text: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "the approval under needs you", chromedp.WaitVisible(chromedp.ID("approve-w-1")))
+	shot(t, ctx, "web-desk.png")
+	run(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-w-1")))
+	waitFor(t, "the tool to run", func() bool { _, err := os.Stat(filepath.Join(ws, "approved")); return err == nil })
+
+	run(t, ctx, "dispatch",
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), "w-2"),
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-the-page"),
+		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	waitFor(t, "the task in the ledger", func() bool {
+		ts, err := c.Tasks(context.Background(), "w-2")
+		return err == nil && len(ts) == 1 && ts[0].Text == "echo from-the-page"
+	})
+
+	status := value(t, ctx, "a POST without the CSRF token", chromedp.Evaluate[int](
+		`fetch('/api/tasks', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({to: 'w-2', text: 'forged'})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise))
+	if status != 403 {
+		t.Errorf("a POST without the CSRF token: %d, want 403", status)
+	}
+
+	run(t, ctx, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("needs-you")))
+	overflow := value(t, ctx, "the page's width", chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	if overflow > 0 {
+		t.Errorf("the team page at 390×844 overflows sideways by %d px", overflow)
+	}
+	shot(t, ctx, "web-phone.png")
+
+	run(t, ctx, "the link again", chromedp.Navigate(link))
+	body := value(t, ctx, "its page", chromedp.Text(chromedp.CSS("body")))
+	if !strings.Contains(strings.ToLower(body), "used") {
+		t.Errorf("the link opened a second time: %q", body)
+	}
+}
+
+// shot saves a screenshot of the page under $CICY_WEB_SCREENSHOTS (the
+// docs' pictures are taken so); nothing without it.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("CICY_WEB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
