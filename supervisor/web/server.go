@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -43,7 +44,19 @@ type Config struct {
 	Log  *logrus.Entry
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxStreams bounds the live views (event streams, screen previews)
+	// open at once from every browser, MaxSessionStreams from one
+	// (defaults DefaultMaxStreams, DefaultMaxSessionStreams).
+	MaxStreams, MaxSessionStreams int
 }
+
+// The live views browsers may hold open: each is a goroutine and a
+// subscription in the supervisor, so a thousand tabs are refused (503)
+// rather than let in.
+const (
+	DefaultMaxStreams        = 64
+	DefaultMaxSessionStreams = 8
+)
 
 // Server is the web page's HTTP side.
 type Server struct {
@@ -53,6 +66,45 @@ type Server struct {
 	cookie   string
 	api      http.Handler
 	pages    http.Handler
+	streams  streams
+}
+
+// streams counts the live views open, in all and per session.
+type streams struct {
+	mu        sync.Mutex
+	all       int
+	bySession map[string]int
+}
+
+// acquire takes a stream for session id, or reports there is no room.
+func (st *streams) acquire(id string, max, perSession int) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.all >= max || st.bySession[id] >= perSession {
+		return false
+	}
+	if st.bySession == nil {
+		st.bySession = map[string]int{}
+	}
+	st.all++
+	st.bySession[id]++
+	return true
+}
+
+func (st *streams) release(id string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.all--
+	if st.bySession[id]--; st.bySession[id] <= 0 {
+		delete(st.bySession, id)
+	}
+}
+
+// isStream reports whether r opens a live view: the team's events, a
+// pane's events or its screen's preview.
+func isStream(r *http.Request) bool {
+	p := r.URL.Path
+	return r.Method == http.MethodGet && (p == "/api/events" || strings.HasPrefix(p, "/api/panes/") && (strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/preview")))
 }
 
 // Dir is the home's folder of the web page's files.
@@ -65,6 +117,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxSessionStreams <= 0 {
+		cfg.MaxSessionStreams = DefaultMaxSessionStreams
 	}
 	if cfg.Log == nil {
 		l := logrus.New()
@@ -164,6 +222,14 @@ func (s *Server) Handler() http.Handler {
 			if strings.HasPrefix(strings.ToLower(k), "x-cicy-") {
 				r.Header.Del(k)
 			}
+		}
+		if isStream(r) {
+			if !s.streams.acquire(ss.ID, s.cfg.MaxStreams, s.cfg.MaxSessionStreams) {
+				page(w, http.StatusServiceUnavailable, "Too many live views",
+					"Too many live views of the team are open (close some tabs, or 'cicy-agent web revoke' the browsers you no longer use).")
+				return
+			}
+			defer s.streams.release(ss.ID)
 		}
 		s.api.ServeHTTP(w, r)
 	})

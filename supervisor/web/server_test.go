@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -496,5 +497,75 @@ func TestWebOwnCertOnce(t *testing.T) {
 	}
 	if ck := resp.Cookies(); len(ck) != 1 || !ck[0].Secure {
 		t.Fatalf("cookie over TLS: %+v", ck)
+	}
+}
+
+// streamAPI holds every event stream open until its client goes.
+type streamAPI struct{}
+
+func (streamAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// TestWebStreamsBounded: live views are bounded per browser and in all
+// (503 beyond, saying why); one closed makes room.
+func TestWebStreamsBounded(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	srv, err := New(Config{API: streamAPI{}, Pages: stubPages, Home: home, MaxStreams: 3, MaxSessionStreams: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	login := func() *http.Client {
+		c := browser(t)
+		resp, err := c.Get(ts.URL + "/login?t=" + srv.NewLink(0))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("login: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		return c
+	}
+	open := func(c *http.Client, path string) (int, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		return resp.StatusCode, func() { cancel(); resp.Body.Close() }
+	}
+	a, b := login(), login()
+	codeA1, closeA1 := open(a, "/api/events")
+	codeA2, closeA2 := open(a, "/api/panes/w-1/preview")
+	defer closeA2()
+	codeA3, closeA3 := open(a, "/api/events")
+	closeA3()
+	codeB1, closeB1 := open(b, "/api/events")
+	defer closeB1()
+	codeB2, closeB2 := open(b, "/api/events")
+	closeB2()
+	if codeA1 != 200 || codeA2 != 200 || codeB1 != 200 {
+		t.Fatalf("streams within the bounds: %d %d %d", codeA1, codeA2, codeB1)
+	}
+	if codeA3 != http.StatusServiceUnavailable || codeB2 != http.StatusServiceUnavailable {
+		t.Fatalf("a third stream of one browser: %d, a fourth in all: %d; want 503 each", codeA3, codeB2)
+	}
+	closeA1()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, done := open(b, "/api/events")
+		done()
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a stream closed made no room: %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
