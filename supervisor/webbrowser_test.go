@@ -22,7 +22,7 @@ import (
 // chromium is the headless browser's program: $CICY_CHROMIUM, else one on
 // PATH. Without one the test is skipped, unless CICY_REQUIRE_BROWSER is
 // set (CI sets it: a missing browser fails there).
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("CICY_CHROMIUM"); p != "" {
 		return p
@@ -41,7 +41,7 @@ func chromium(t *testing.T) string {
 
 // browser is a headless Chromium tab of its own profile, w×h, ended with
 // the test.
-func browser(t *testing.T, w, h int) context.Context {
+func browser(t testing.TB, w, h int) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.WindowSize(w, h),
@@ -58,7 +58,7 @@ func browser(t *testing.T, w, h int) context.Context {
 }
 
 // run runs browser actions, failing the test on an error.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -66,7 +66,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 }
 
 // value runs one browser action that returns a value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func value[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
@@ -78,7 +78,7 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 // webTeam is a supervisor serving its page, with a stand-in claude that
 // draws Claude Code's permission dialog when told "ask" (w-1) and a shell
 // worker (w-2); its client and a login link.
-func webTeam(t *testing.T) (*api.Client, string, string) {
+func webTeam(t testing.TB) (*api.Client, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInAsking), 0o755); err != nil {

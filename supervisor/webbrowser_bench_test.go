@@ -1,0 +1,48 @@
+package supervisor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// BenchmarkWebEventToPage measures a pane's change (a CLI agent's hook
+// that makes it waiting, then idle) until the team page in a real
+// headless Chromium shows its new state: the event stream, the page's
+// fetch of its live part, the swap.
+func BenchmarkWebEventToPage(b *testing.B) {
+	c, link, _ := webTeam(b)
+	ctx := browser(b, 1280, 900)
+	run(b, ctx, "log in", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
+	const badge = `(document.querySelector('li[data-pane="w-1"] .state') || {}).textContent || ''`
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		event, want := "PermissionRequest", "waiting"
+		if i%2 == 1 {
+			event, want = "Stop", "idle"
+		}
+		start := time.Now()
+		if _, err := c.Hook(context.Background(), "w-1", api.HookRequest{Agent: "claude", Event: event, Payload: []byte(`{}`)}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			got := value(b, ctx, "the badge", chromedp.Evaluate[string](badge))
+			if strings.TrimSpace(got) == want {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatalf("the page never showed w-1 %s (it shows %q)", want, got)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	report(b, "event-to-page", lat)
+}
