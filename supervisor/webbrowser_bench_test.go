@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor/web/webtest"
 )
 
 // BenchmarkWebEventToPage measures a pane's change (a CLI agent's hook
@@ -17,8 +18,8 @@ import (
 // fetch of its live part, the swap.
 func BenchmarkWebEventToPage(b *testing.B) {
 	c, link, _ := webTeam(b)
-	ctx := browser(b, 1280, 900)
-	run(b, ctx, "log in", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
+	ctx := webtest.Browser(b, 1280, 900, 10*time.Minute)
+	webtest.LogIn(b, ctx, link)
 	const badge = `(document.querySelector('li[data-pane="w-1"] .state') || {}).textContent || ''`
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -32,7 +33,7 @@ func BenchmarkWebEventToPage(b *testing.B) {
 			b.Fatal(err)
 		}
 		for {
-			got := value(b, ctx, "the badge", chromedp.Evaluate[string](badge))
+			got := webtest.Value(b, ctx, "the badge", chromedp.Evaluate[string](badge))
 			if strings.TrimSpace(got) == want {
 				break
 			}

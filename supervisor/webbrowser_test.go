@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,67 +12,12 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
+	"github.com/cicy-ai/cicy-agent/supervisor/web/webtest"
 )
 
 // The web page in a real headless Chromium (Debian's chromium; .ci/run
 // installs it): log in by the link, see the team, answer a dialog, send
 // a task, and the checks a browser meets.
-
-// chromium is the headless browser's program: $CICY_CHROMIUM, else one on
-// PATH. Without one the test is skipped, unless CICY_REQUIRE_BROWSER is
-// set (CI sets it: a missing browser fails there).
-func chromium(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("CICY_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CICY_REQUIRE_BROWSER") != "" {
-		t.Fatal("no Chromium found (install Debian's chromium, or set CICY_CHROMIUM)")
-	}
-	t.Skip("no Chromium found (install Debian's chromium, or set CICY_CHROMIUM)")
-	return ""
-}
-
-// browser is a headless Chromium tab of its own profile, w×h, ended with
-// the test.
-func browser(t testing.TB, w, h int) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.WindowSize(w, h),
-		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // the browser starts, for as long as ctx
-		t.Fatalf("start Chromium: %v", err)
-	}
-	ctx, cancelRun := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(cancelRun)
-	return ctx
-}
-
-// run runs browser actions, failing the test on an error.
-func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// value runs one browser action that returns a value.
-func value[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return v
-}
 
 // webTeam is a supervisor serving its page, with a stand-in claude that
 // draws Claude Code's permission dialog when told "ask" (w-1) and a shell
@@ -121,19 +65,19 @@ func webTeam(t testing.TB) (*api.Client, string, string) {
 func TestWebPageInABrowser(t *testing.T) {
 	t.Parallel()
 	c, link, ws := webTeam(t)
-	ctx := browser(t, 1280, 900)
+	ctx := webtest.Browser(t, 1280, 900, 3*time.Minute)
 	base := link[:strings.Index(link, "/login")]
-	run(t, ctx, "log in", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
+	webtest.LogIn(t, ctx, link)
 
 	if _, err := c.Send(context.Background(), "w-1", api.SendRequest{Text: "ask"}); err != nil {
 		t.Fatal(err)
 	}
-	run(t, ctx, "the approval under needs you", chromedp.WaitVisible(chromedp.ID("approve-w-1")))
+	webtest.Do(t, ctx, "the approval under needs you", chromedp.WaitVisible(chromedp.ID("approve-w-1")))
 	shot(t, ctx, "web-desk.png")
-	run(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-w-1")))
+	webtest.Do(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-w-1")))
 	waitFor(t, "the tool to run", func() bool { _, err := os.Stat(filepath.Join(ws, "approved")); return err == nil })
 
-	run(t, ctx, "dispatch",
+	webtest.Do(t, ctx, "dispatch",
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), "w-2"),
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-the-page"),
 		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
@@ -142,22 +86,22 @@ func TestWebPageInABrowser(t *testing.T) {
 		return err == nil && len(ts) == 1 && ts[0].Text == "echo from-the-page"
 	})
 
-	status := value(t, ctx, "a POST without the CSRF token", chromedp.Evaluate[int](
+	status := webtest.Value(t, ctx, "a POST without the CSRF token", chromedp.Evaluate[int](
 		`fetch('/api/tasks', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({to: 'w-2', text: 'forged'})}).then(r => r.status)`,
 		chromedp.EvalAwaitPromise))
 	if status != 403 {
 		t.Errorf("a POST without the CSRF token: %d, want 403", status)
 	}
 
-	run(t, ctx, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("needs-you")))
-	overflow := value(t, ctx, "the page's width", chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	webtest.Do(t, ctx, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("needs-you")))
+	overflow := webtest.Value(t, ctx, "the page's width", chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
 	if overflow > 0 {
 		t.Errorf("the team page at 390×844 overflows sideways by %d px", overflow)
 	}
 	shot(t, ctx, "web-phone.png")
 
-	run(t, ctx, "the link again", chromedp.Navigate(link))
-	body := value(t, ctx, "its page", chromedp.Text(chromedp.CSS("body")))
+	webtest.Do(t, ctx, "the link again", chromedp.Navigate(link))
+	body := webtest.Value(t, ctx, "its page", chromedp.Text(chromedp.CSS("body")))
 	if !strings.Contains(strings.ToLower(body), "used") {
 		t.Errorf("the link opened a second time: %q", body)
 	}
@@ -171,7 +115,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	png := webtest.Value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Fatal(err)
 	}

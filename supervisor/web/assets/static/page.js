@@ -73,7 +73,14 @@
     } finally {
       busy = false;
     }
+    // A CLI agent that waits before its dialog is drawn (its hook comes
+    // first) changes no state when the dialog appears: look again.
+    if (live.querySelector('[data-pending]')) {
+      clearTimeout(pending);
+      pending = setTimeout(refresh, 700);
+    }
   }
+  let pending;
   if (live) live.addEventListener('focusout', () => { if (dirty) setTimeout(refresh, 0); });
 
   // follow reads an NDJSON stream line by line, and opens it again when it
