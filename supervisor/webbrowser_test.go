@@ -38,6 +38,7 @@ func webTeam(t testing.TB) (*api.Client, string, string) {
 	for _, req := range []api.CreateRequest{
 		{Title: "asker", Type: "claude", Backend: "tmux"},
 		{Title: "sh", Type: "shell", Backend: "tmux", Command: []string{"bash", "--norc", "--noprofile"}},
+		{Title: xssTitle, Type: "shell", Backend: "tmux", Command: []string{"sh", "-c", "echo '<script>window.pwned=2</script>'; exec sleep 600"}},
 	} {
 		if _, err := c.Create(ctx, req); err != nil {
 			t.Fatal(err)
@@ -46,6 +47,7 @@ func webTeam(t testing.TB) (*api.Client, string, string) {
 	t.Cleanup(func() {
 		_ = c.Kill(context.Background(), "w-1")
 		_ = c.Kill(context.Background(), "w-2")
+		_ = c.Kill(context.Background(), "w-3")
 	})
 	for _, id := range []string{"w-1", "w-2"} {
 		waitFor(t, id+" idle", func() bool { p, err := c.Get(ctx, id); return err == nil && p.State == "idle" })
@@ -56,6 +58,10 @@ func webTeam(t testing.TB) (*api.Client, string, string) {
 	}
 	return c, link.URL, filepath.Join(home.Root, "workspaces", "w-1")
 }
+
+// xssTitle is a pane title that would run script if a page used it as
+// HTML.
+const xssTitle = `<img src=x onerror="window.pwned=1">`
 
 // TestWebPageInABrowser: the link logs the browser in once; the team page
 // shows a CLI agent's approval under needs-you as its dialog appears, and
@@ -69,6 +75,7 @@ func TestWebPageInABrowser(t *testing.T) {
 	base := link[:strings.Index(link, "/login")]
 	webtest.LogIn(t, ctx, link)
 
+	checkNoScriptRan(t, ctx, base)
 	if _, err := c.Send(context.Background(), "w-1", api.SendRequest{Text: "ask"}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,4 +126,21 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkNoScriptRan: a title and a screen holding markup show as text on
+// the team page and the pane's page, and run nothing.
+func checkNoScriptRan(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	for _, page := range []string{base + "/", base + "/pane/w-3"} {
+		webtest.Do(t, ctx, "open "+page, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		time.Sleep(300 * time.Millisecond) // an image's error handler would have run
+		if pwned := webtest.Value(t, ctx, "window.pwned", chromedp.Evaluate[int](`window.pwned || 0`)); pwned != 0 {
+			t.Fatalf("%s ran a pane's text as script (window.pwned = %d)", page, pwned)
+		}
+		if body := webtest.Value(t, ctx, "the page's text", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(body, xssTitle) {
+			t.Errorf("%s does not show the title as text", page)
+		}
+	}
+	webtest.Do(t, ctx, "back to the team", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
 }
