@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +144,40 @@ func checkNoScriptRan(t *testing.T, ctx context.Context, base string) {
 		}
 	}
 	webtest.Do(t, ctx, "back to the team", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("needs-you")), chromedp.WaitVisible(chromedp.CSS("#conn.on")))
+}
+
+// TestWebMergeConflictInABrowser: Merge on a worker's page asks once
+// more; a merge that conflicts changes nothing and names the files.
+func TestWebMergeConflictInABrowser(t *testing.T) {
+	t.Parallel()
+	s, h := newTestSupervisor(t, os.Getenv)
+	repo := gitRepo(t)
+	_, ws := worktreeTeam(t, s, repo, 2)
+	runShellTask(t, s, ws[0], "echo first > a.txt")
+	runShellTask(t, s, ws[1], "echo second > a.txt")
+	if _, err := s.Merge(context.Background(), api.MergeRequest{Target: ws[0]}); err != nil {
+		t.Fatal(err)
+	}
+	before := gitIn(t, repo, "rev-parse", "HEAD")
+	srv, err := web.New(web.Config{API: h, Pages: web.Pages, Home: s.cfg.Home.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	ctx := webtest.Browser(t, 1280, 900, 3*time.Minute)
+	webtest.LogIn(t, ctx, ts.URL+"/login?t="+srv.NewLink(0))
+	merge := chromedp.CSS(`[data-test="merge"]`)
+	webtest.Do(t, ctx, "the worker's page", chromedp.Navigate(ts.URL+"/pane/"+ws[1]), chromedp.WaitVisible(merge))
+	webtest.Do(t, ctx, "merge, asked once more", chromedp.Click(merge))
+	if gitIn(t, repo, "rev-parse", "HEAD") != before {
+		t.Fatal("one press merged: Merge must ask once more")
+	}
+	webtest.Do(t, ctx, "merge, confirmed", chromedp.Click(merge), chromedp.WaitVisible(chromedp.CSS(`#flash.err`)))
+	if msg := webtest.Value(t, ctx, "the answer", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(msg, "conflicts with main in a.txt") {
+		t.Errorf("the conflict was told %q, want the files named", msg)
+	}
+	if gitIn(t, repo, "rev-parse", "HEAD") != before || gitIn(t, repo, "status", "--porcelain") != "" {
+		t.Error("a conflict changed the master's checkout")
+	}
 }
