@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -63,6 +64,9 @@ func (p *pages) team(w http.ResponseWriter, r *http.Request) {
 		v.Err = "the supervisor did not answer: " + err.Error()
 		p.render(w, r, "team", http.StatusBadGateway, v)
 		return
+	}
+	if !topology.SpansNodes(st.Nodes()...) {
+		st = oneNode(st) // one machine: no node to name
 	}
 	byID := make(map[string]api.PaneInfo, len(panes))
 	for _, pi := range panes {
@@ -128,4 +132,30 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 	}
 	wg.Wait()
 	return out
+}
+
+// oneNode is the status without its panes' node names: a team on one
+// machine shows none (as the CLI's tables do).
+func oneNode(st api.StatusResponse) api.StatusResponse {
+	for i := range st.Masters {
+		m := &st.Masters[i]
+		m.Node = ""
+		m.Workers = slices.Clone(m.Workers)
+		for j := range m.Workers {
+			m.Workers[j].Node = ""
+		}
+	}
+	st.Unassigned = slices.Clone(st.Unassigned)
+	for i := range st.Unassigned {
+		st.Unassigned[i].Node = ""
+	}
+	st.Untracked = slices.Clone(st.Untracked)
+	for i := range st.Untracked {
+		st.Untracked[i].Node = ""
+	}
+	st.NeedsYou = slices.Clone(st.NeedsYou)
+	for i := range st.NeedsYou {
+		st.NeedsYou[i].Node = ""
+	}
+	return st
 }

@@ -365,3 +365,28 @@ func TestInlineCodeIsCaught(t *testing.T) {
 		t.Errorf("a script with src is caught: %q", found)
 	}
 }
+
+// TestTeamPageNamesNodesOnlyInACluster: a team on one machine shows no
+// node names; one on two nodes shows each pane's.
+func TestTeamPageNamesNodesOnlyInACluster(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nodes []string
+		want  bool
+	}{{[]string{"vm", "vm"}, false}, {[]string{"a", "b"}, true}} {
+		st := topology.Status{Masters: []topology.Master{{ID: "w-1", Title: "lead", Type: "cicy", State: "idle", Node: tc.nodes[0],
+			Workers: []topology.Worker{{ID: "w-2", Title: "w", Type: "shell", State: "idle", Node: tc.nodes[1]}}}},
+			NeedsYou: []topology.Attention{{ID: "w-2", State: "error", Kind: topology.NeedError, Reason: "x", Node: tc.nodes[1]}}}
+		panes := []api.PaneInfo{{ID: "w-1", Title: "lead", Type: "cicy", Node: tc.nodes[0]}, {ID: "w-2", Title: "w", Type: "shell", Node: tc.nodes[1]}}
+		mux := http.NewServeMux()
+		for path, v := range map[string]any{"/api/status": st, "/api/panes": panes, "/api/panes/w-2/screen": api.ScreenResponse{ID: "w-2"}} {
+			mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(v) })
+		}
+		srv := httptest.NewServer(Pages(mux, func(*http.Request) string { return "tok" }))
+		_, _, body := get(t, srv, "/")
+		srv.Close()
+		if got := strings.Contains(body, `class="node">@`); got != tc.want {
+			t.Errorf("nodes %v: node names shown = %v, want %v", tc.nodes, got, tc.want)
+		}
+	}
+}
