@@ -231,9 +231,10 @@ func standInDialog(dialog, onKey string) string {
 }
 
 // standInAsking draws Claude Code's permission dialog: 1 runs the command
-// (makes the file approved), Esc refuses it (makes denied).
+// (makes the file approved), Esc refuses it (makes denied); either clears
+// the dialog, as Claude Code does.
 var standInAsking = standInDialog(`%s\n Bash command\n\n   rm -rf build\n   Remove the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow\n   3. No\n\n Esc to cancel · Tab to amend\n`,
-	`case "$k" in 1) touch approved; printf '\nran it\n';; $'\e') touch denied; printf '\nrefused\n';; esac`)
+	`printf '\033[2J\033[H'; case "$k" in 1) touch approved; printf '\nran it\n';; $'\e') touch denied; printf '\nrefused\n';; esac`)
 
 // askingPane starts a supervisor with the stand-in script as claude and
 // its five sinks (those events), creates its pane and tells it "ask".

@@ -48,16 +48,19 @@ func (e *NotWaitingError) As(target any) bool {
 	return false
 }
 
-// answeredMark is the last dialog answered on a pane.
+// answeredMark is the last dialog answered on a pane, and since when the
+// pane was waiting then (its wait): the same dialog in a later wait (the
+// agent asks the same again) is a new one.
 type answeredMark struct {
 	dialog cliagent.Dialog
 	action string
 	at     time.Time
+	since  time.Time
 }
 
-// answerRepeat is how long the same dialog, still on the screen, counts
-// as answered: a second press of one button, or the agent not done
-// redrawing, types nothing more.
+// answerRepeat is how long the same dialog, still on the screen in the
+// same wait, counts as answered: a second press of one button, or the
+// agent not done redrawing, types nothing more.
 const answerRepeat = 10 * time.Second
 
 // answerSettle is how long a pane has been waiting before its answer is
@@ -174,7 +177,7 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	if err != nil {
 		return nil, usageErr("%s: %v", e.cfg.ID, err)
 	}
-	if last := e.answered; last.action != "" && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
+	if last := e.answered; last.action != "" && last.since.Equal(st.Since) && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
 			"%s's dialog was answered (%s) %s ago; see 'cicy-agent screen %s'", e.cfg.ID, last.action, time.Since(last.at).Round(time.Second), e.cfg.ID)}
 	}
@@ -190,7 +193,7 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 			return nil, err
 		}
 	}
-	e.answered = answeredMark{dialog: d, action: action, at: time.Now()}
+	e.answered = answeredMark{dialog: d, action: action, at: time.Now(), since: st.Since}
 	return keys, nil
 }
 

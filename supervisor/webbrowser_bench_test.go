@@ -47,3 +47,42 @@ func BenchmarkWebEventToPage(b *testing.B) {
 	b.StopTimer()
 	report(b, "event-to-page", lat)
 }
+
+// BenchmarkWebDialogToButtons measures a stand-in Claude Code drawing
+// its permission dialog (from the text that makes it draw one being
+// typed) until the team page in a real headless Chromium shows its
+// Approve button under needs you; each round denies it from the page.
+func BenchmarkWebDialogToButtons(b *testing.B) {
+	c, link, _ := webTeam(b)
+	ctx := webtest.Browser(b, 1280, 900, 10*time.Minute)
+	webtest.LogIn(b, ctx, link)
+	const shown = `!!document.getElementById('approve-w-1')`
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		sent := make(chan error, 1)
+		go func() { _, err := c.Send(context.Background(), "w-1", api.SendRequest{Text: "ask"}); sent <- err }()
+		for !webtest.Value(b, ctx, "the button", chromedp.Evaluate[bool](shown)) {
+			if time.Since(start) > 30*time.Second {
+				b.Fatal("the page never showed the approval")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+		if err := <-sent; err != nil {
+			b.Fatal(err)
+		}
+		webtest.Do(b, ctx, "deny", chromedp.Click(chromedp.ID("deny-w-1")))
+		// The next round is a new wait: the pane idle again, the page too.
+		waitFor(b, "w-1 idle", func() bool { p, err := c.Get(context.Background(), "w-1"); return err == nil && p.State == "idle" })
+		for webtest.Value(b, ctx, "the button gone", chromedp.Evaluate[bool](shown)) {
+			if time.Since(start) > time.Minute {
+				b.Fatal("the approval stayed on the page after Deny")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	report(b, "dialog-to-buttons", lat)
+}
