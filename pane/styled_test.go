@@ -116,6 +116,33 @@ func TestStyledScreenFromVTCells(t *testing.T) {
 	}
 }
 
+// TestStyledScreenWideCharacters: a wide character is one run character,
+// not followed by its placeholder cell.
+func TestStyledScreenWideCharacters(t *testing.T) {
+	t.Parallel()
+	emu := vt.NewEmulator(20, 2)
+	emu.Write([]byte("\x1b[32m日本\x1b[0mx ✓")) //nolint:errcheck
+	got := styledScreen(emu)
+	want := []StyledLine{{{Text: "日本", FG: Palette(2)}, {Text: "x ✓"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v\nwant %#v", got, want)
+	}
+	if StyledText(got) != strings.TrimRight(emu.String(), "\n ") {
+		t.Fatalf("styled text %q is not the screen %q", StyledText(got), emu.String())
+	}
+}
+
+func BenchmarkStyledScreen(b *testing.B) {
+	emu := vt.NewEmulator(120, 40)
+	for i := range 40 {
+		fmt.Fprintf(emu, "\x1b[3%dmline %d \x1b[1mbold\x1b[0m plain text to the end of the row %s\r\n", i%8, i, strings.Repeat("x", 40))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		styledScreen(emu)
+	}
+}
+
 func TestPTYStyledScreen(t *testing.T) {
 	t.Parallel()
 	p := startBash(t, nil)
