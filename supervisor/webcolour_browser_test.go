@@ -16,7 +16,8 @@ import (
 
 // TestWebScreenColoursInABrowser: a pane page's screen, followed live,
 // keeps its colours: what a shell prints in red after the page opened is a
-// span of class fg-1 in a real Chromium, and markup in it is text that
+// span of class fg-1 in a real Chromium (a 24-bit colour the nearest
+// palette colour's, reverse video swapped), and markup in it is text that
 // runs nothing.
 func TestWebScreenColoursInABrowser(t *testing.T) {
 	t.Parallel()
@@ -40,12 +41,12 @@ func TestWebScreenColoursInABrowser(t *testing.T) {
 	base := link.URL[:strings.Index(link.URL, "/login")]
 	webtest.Do(t, b, "the pane's page", chromedp.Navigate(base+"/pane/w-1"), chromedp.WaitVisible(chromedp.ID("screen")))
 	// The typed line does not hold the printed text whole.
-	if _, err := c.Send(ctx, "w-1", api.SendRequest{Text: `t='<script>window.pwned=3</script>'; printf '\033[31;1m%s-red\033[0m \033[4%dmbg\033[0m\n' "$t" 4`}); err != nil {
+	if _, err := c.Send(ctx, "w-1", api.SendRequest{Text: `t='<script>window.pwned=3</script>'; printf '\033[31;1m%s-red\033[0m \033[4%dmbg\033[0m \033[38;2;255;128;%dmrgb\033[7mrev\033[0m\n' "$t" 4 0`}); err != nil {
 		t.Fatal(err)
 	}
 	want := "<script>window.pwned=3</script>-red"
 	webtest.Do(t, b, "the red run", chromedp.Poll[chromedp.Void](
-		`[...document.querySelectorAll('#screen span.fg-1.bo')].some(s => s.textContent === `+jsString(want)+`) && [...document.querySelectorAll('#screen span.bg-4')].some(s => s.textContent === 'bg')`,
+		`[...document.querySelectorAll('#screen span.fg-1.bo')].some(s => s.textContent === `+jsString(want)+`) && [...document.querySelectorAll('#screen span.bg-4')].some(s => s.textContent === 'bg') && [...document.querySelectorAll('#screen span.fg-208')].some(s => s.textContent === 'rgb') && [...document.querySelectorAll('#screen span.rf.bg-208')].some(s => s.textContent === 'rev')`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	if pwned := webtest.Value(t, b, "window.pwned", chromedp.Evaluate[int](`window.pwned || 0`)); pwned != 0 {
 		t.Fatalf("the screen's text ran as script (window.pwned = %d)", pwned)
