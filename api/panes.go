@@ -255,6 +255,21 @@ type ScreenResponse struct {
 	// Dialog is the dialog a CLI agent's screen shows (a permission, a
 	// question), as its registry entry reads it; absent when none.
 	Dialog *Dialog `json:"dialog,omitempty"`
+	// Styled is the screen with its colours (asked with styled=1): its
+	// lines, each its runs of text of one style; absent unless asked.
+	Styled [][]StyledRun `json:"styled,omitempty"`
+}
+
+// StyledRun is text of one style on a screen line. A colour is "" (the
+// terminal's default), "0" to "255" (a palette index) or "#rrggbb".
+type StyledRun struct {
+	Text      string `json:"t"`
+	FG        string `json:"fg,omitempty"`
+	BG        string `json:"bg,omitempty"`
+	Bold      bool   `json:"b,omitempty"`
+	Italic    bool   `json:"i,omitempty"`
+	Underline bool   `json:"u,omitempty"`
+	Reverse   bool   `json:"r,omitempty"`
 }
 
 // Dialog is what a CLI agent asks its person on its screen.

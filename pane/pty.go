@@ -611,6 +611,14 @@ func (p *PTY) Screen() string {
 	return strings.TrimRight(s, "\n ")
 }
 
+// StyledScreen returns the visible screen with its colours, read from the
+// emulator's cells; trailing blanks are dropped as Screen drops them.
+func (p *PTY) StyledScreen() []StyledLine {
+	var lines []StyledLine
+	p.do(func(st *ptyState) { lines = styledScreen(st.scr.view()) })
+	return lines
+}
+
 // SendText delivers text as typed input: as a bracketed paste when the
 // program asked for bracketed paste, literally otherwise, then Enter after
 // the enter delay when enter is true.

@@ -1002,6 +1002,16 @@ func (p *TmuxPane) screen(ctx context.Context) string {
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n ")
 }
 
+// StyledScreen returns the visible screen with its colours, read from
+// tmux's capture with its SGR sequences (capture-pane -e).
+func (p *TmuxPane) StyledScreen() []StyledLine {
+	out, err := p.srv.run(context.Background(), "capture-pane", "-p", "-e", "-t", p.target())
+	if err != nil {
+		return nil
+	}
+	return ParseStyled(string(out))
+}
+
 // input marks the pane busy: the program has work.
 func (p *TmuxPane) input() error {
 	p.mu.Lock()

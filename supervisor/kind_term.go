@@ -174,7 +174,7 @@ func previewLoop(ctx context.Context, screen func() api.ScreenResponse, changed 
 	var last api.ScreenResponse
 	send := func() error {
 		sc := screen()
-		if sc == last {
+		if sc.ID == last.ID && sc.State == last.State && sc.Screen == last.Screen && sc.Dialog == last.Dialog {
 			return nil
 		}
 		last = sc

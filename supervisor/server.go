@@ -615,7 +615,11 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	sc, err := a.sup.Screen(r.PathValue("id"), lines)
+	screen := a.sup.Screen
+	if r.URL.Query().Get("styled") == "1" {
+		screen = a.sup.StyledScreen
+	}
+	sc, err := screen(r.PathValue("id"), lines)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -1120,6 +1120,13 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	if err != nil {
 		return api.ScreenResponse{}, err
 	}
+	out, _ := s.screenResponse(e, k, sc, lines)
+	return out, nil
+}
+
+// screenResponse is the screen API's answer for a pane's screen sc, and sc
+// scrubbed of credentials.
+func (s *Supervisor) screenResponse(e *entry, k kind, sc string, lines int) (api.ScreenResponse, string) {
 	// Scrubbed whole before its last lines are cut: a key wrapped over
 	// the cut is found.
 	whole := s.scrub.String(sc)
@@ -1129,7 +1136,7 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 			out.Dialog = &d
 		}
 	}
-	return out, nil
+	return out, whole
 }
 
 func lastLines(s string, n int) string {

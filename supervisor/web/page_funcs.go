@@ -31,6 +31,7 @@ func parsePages() (map[string]*template.Template, error) {
 
 var funcs = template.FuncMap{
 	"tokens":    tokens,
+	"runClass":  runClass,
 	"mul100":    func(f float64) float64 { return f * 100 },
 	"usd":       usd,
 	"ago":       ago,

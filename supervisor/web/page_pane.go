@@ -19,6 +19,7 @@ type panePage struct {
 	base
 	Pane     api.PaneInfo
 	Screen   string
+	Styled   [][]api.StyledRun // the screen with its colours
 	Options  []option
 	CLI      bool // a CLI agent: its dialogs are answered with approve/deny
 	Waiting  bool
@@ -68,10 +69,10 @@ func (p *pages) paneDetails(ctx context.Context, r *http.Request, v *panePage) {
 		v.Notes = append(v.Notes, fmt.Sprintf("its %s could not be read: %v", what, err))
 	}
 	var sc api.ScreenResponse
-	if err := p.api.get(ctx, r, fmt.Sprintf("/api/panes/%s/screen?lines=%d", esc(id), paneScreenRows), &sc); err != nil {
+	if err := p.api.get(ctx, r, fmt.Sprintf("/api/panes/%s/screen?lines=%d&styled=1", esc(id), paneScreenRows), &sc); err != nil {
 		note("screen", err)
 	} else {
-		v.Screen = sc.Screen
+		v.Screen, v.Styled = sc.Screen, sc.Styled
 		if v.CLI && v.Waiting && sc.Dialog != nil {
 			v.Options = dialogOptions(sc.Dialog.Options)
 		}

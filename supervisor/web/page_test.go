@@ -18,6 +18,14 @@ import (
 
 const xss = `<script>alert(1)</script>`
 
+// styledScreen is a screen with colours as the API gives it (styled=1).
+var styledScreen = [][]api.StyledRun{
+	{{Text: "Run this command?", FG: "1", Bold: true}},
+	{{Text: xss, FG: "#ff8000", BG: "4", Reverse: true}, {Text: " after"}},
+	{},
+	{{Text: "❯ 1. Yes", Italic: true, Underline: true}, {Text: " rev", Reverse: true}},
+}
+
 // fakeAPI serves canned documents in the API's own types, as the
 // supervisor's API would, every text carrying an XSS attempt.
 func fakeAPI(t *testing.T) http.Handler {
@@ -59,7 +67,7 @@ func fakeAPI(t *testing.T) http.Handler {
 	send("/api/panes", panes)
 	for _, p := range panes {
 		send("/api/panes/"+p.ID, p)
-		sc := api.ScreenResponse{ID: p.ID, State: p.State, Screen: screen}
+		sc := api.ScreenResponse{ID: p.ID, State: p.State, Screen: screen, Styled: styledScreen}
 		if p.State == "waiting" { // the dialog as the agent's registry entry reads it
 			sc.Dialog = &api.Dialog{Kind: "approval", Text: "Run this command? " + xss, Options: []string{"Yes", "Yes, and don't ask again", "No, and tell Claude " + xss}}
 		}

@@ -145,13 +145,82 @@
     if (concerns(ev)) refresh();
   }
 
-  // The pane page's screen follows the pane's preview stream.
+  // The pane page's screen follows the pane's preview stream: each
+  // preview fetches the screen with its colours (at most 4 a second) and
+  // draws its runs as spans with classes (as palette.go), text as text.
   const screen = document.getElementById('screen');
+  let shooting = false, shootAgain = false, plain = null;
   function onScreen(doc) {
     if (typeof doc.screen !== 'string') return;
+    plain = doc.screen;
+    if (shooting) { shootAgain = true; return; }
+    shoot();
+  }
+  async function shoot() {
+    shooting = true;
+    do {
+      shootAgain = false;
+      let doc = null;
+      try {
+        const res = await fetch('/api/panes/' + enc(paneID) + '/screen?styled=1&lines=' + (screen.dataset.lines || 60), { credentials: 'same-origin', cache: 'no-store' });
+        if (res.ok) doc = await res.json();
+      } catch (e) { doc = null; }
+      draw(doc && doc.styled ? doc.styled : null, doc ? doc.screen : plain);
+      await new Promise(r => setTimeout(r, 250));
+    } while (shootAgain);
+    shooting = false;
+  }
+  function draw(lines, text) {
     const atEnd = screen.scrollTop + screen.clientHeight >= screen.scrollHeight - 4;
-    screen.textContent = doc.screen;
+    if (!lines) {
+      screen.textContent = text || '';
+    } else {
+      const f = document.createDocumentFragment();
+      lines.forEach((runs, i) => {
+        if (i) f.append('\n');
+        for (const r of runs) {
+          const c = runClass(r);
+          if (!c) { f.append(r.t); continue; }
+          const s = document.createElement('span');
+          s.className = c;
+          s.textContent = r.t;
+          f.append(s);
+        }
+      });
+      screen.replaceChildren(f);
+    }
     if (atEnd) screen.scrollTop = screen.scrollHeight;
+  }
+  function palRGB(i) {
+    if (i < 232) { const L = [0, 95, 135, 175, 215, 255]; i -= 16; return [L[i / 36 | 0], L[(i / 6 | 0) % 6], L[i % 6]]; }
+    const g = 8 + 10 * (i - 232); return [g, g, g];
+  }
+  function palIndex(c) {
+    if (!c) return -1;
+    if (c[0] !== '#') { const n = Number(c); return Number.isInteger(n) && n >= 0 && n <= 255 ? n : -1; }
+    if (!/^#[0-9a-f]{6}$/i.test(c)) return -1;
+    const v = parseInt(c.slice(1), 16), r = v >> 16, g = v >> 8 & 255, b = v & 255;
+    let best = 16, bd = Infinity;
+    for (let i = 16; i < 256; i++) {
+      const p = palRGB(i), d = (p[0] - r) ** 2 + (p[1] - g) ** 2 + (p[2] - b) ** 2;
+      if (d < bd) { bd = d; best = i; }
+    }
+    return best;
+  }
+  function runClass(r) {
+    let fg = palIndex(r.fg), bg = palIndex(r.bg);
+    const c = [];
+    if (r.r) {
+      [fg, bg] = [bg, fg];
+      if (fg < 0) c.push('rf');
+      if (bg < 0) c.push('rb');
+    }
+    if (fg >= 0) c.push('fg-' + fg);
+    if (bg >= 0) c.push('bg-' + bg);
+    if (r.b) c.push('bo');
+    if (r.i) c.push('it');
+    if (r.u) c.push('ul');
+    return c.join(' ');
   }
 
   // Actions: buttons with data-act. One with data-confirm asks once more:
