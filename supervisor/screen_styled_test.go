@@ -63,23 +63,7 @@ func TestStyledScreenAPI(t *testing.T) {
 			if len(sc.Styled) == 0 || len(sc.Styled) > 5 {
 				t.Fatalf("styled lines: %s", body)
 			}
-			var mag, redacted bool
-			var lines []string
-			for _, l := range sc.Styled {
-				var text string
-				for _, r := range l {
-					text += r.Text
-					mag = mag || r == api.StyledRun{Text: "mag56789", FG: "5", Bold: true}
-					redacted = redacted || strings.Contains(r.Text, "[redacted]")
-				}
-				lines = append(lines, text)
-			}
-			if !mag || !redacted {
-				t.Errorf("no bold magenta run, or no redacted run: %s", body)
-			}
-			if strings.Join(lines, "\n") != sc.Screen {
-				t.Errorf("runs %q differ from the screen %q", lines, sc.Screen)
-			}
+			checkStyledRuns(t, sc, body)
 			// Without styled=1 there are no runs.
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/panes/"+p.ID+"/screen", nil))
@@ -87,5 +71,28 @@ func TestStyledScreenAPI(t *testing.T) {
 				t.Errorf("plain screen has runs: %s", rec.Body.String())
 			}
 		})
+	}
+}
+
+// checkStyledRuns: the runs hold the bold magenta one and a redacted one,
+// and read as the plain screen.
+func checkStyledRuns(t *testing.T, sc api.ScreenResponse, body string) {
+	t.Helper()
+	var mag, redacted bool
+	var lines []string
+	for _, l := range sc.Styled {
+		var text string
+		for _, r := range l {
+			text += r.Text
+			mag = mag || r == api.StyledRun{Text: "mag56789", FG: "5", Bold: true}
+			redacted = redacted || strings.Contains(r.Text, "[redacted]")
+		}
+		lines = append(lines, text)
+	}
+	if !mag || !redacted {
+		t.Errorf("no bold magenta run, or no redacted run: %s", body)
+	}
+	if strings.Join(lines, "\n") != sc.Screen {
+		t.Errorf("runs %q differ from the screen %q", lines, sc.Screen)
 	}
 }

@@ -34,6 +34,7 @@ type needView struct {
 	Title   string
 	Type    string
 	Screen  string
+	Styled  [][]api.StyledRun // the screen with its colours
 	Options []option
 	CLI     bool // a CLI agent: approve, deny, option:N
 	Restart bool // stopped or in error: restart
@@ -120,11 +121,11 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 		go func(nv *needView) {
 			defer wg.Done()
 			var sc api.ScreenResponse
-			if err := p.api.get(ctx, r, fmt.Sprintf("/api/panes/%s/screen?lines=%d", esc(nv.ID), needScreenRows), &sc); err != nil {
+			if err := p.api.get(ctx, r, fmt.Sprintf("/api/panes/%s/screen?lines=%d&styled=1", esc(nv.ID), needScreenRows), &sc); err != nil {
 				nv.Screen = "(its screen could not be read: " + err.Error() + ")"
 				return
 			}
-			nv.Screen = sc.Screen
+			nv.Screen, nv.Styled = sc.Screen, sc.Styled
 			if nv.CLI && sc.Dialog != nil {
 				nv.Options = dialogOptions(sc.Dialog.Options)
 			}

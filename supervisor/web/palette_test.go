@@ -63,8 +63,16 @@ func TestPaletteCSSInPageCSS(t *testing.T) {
 // run is shown as text.
 func TestPanePageScreenKeepsColours(t *testing.T) {
 	t.Parallel()
-	_, _, body := get(t, serve(t), "/pane/w-2")
-	i := strings.Index(body, `<pre id="screen"`)
+	checkScreenColours(t, "/pane/w-2", `<pre id="screen"`)
+	checkScreenColours(t, "/", `<pre class="screen" data-test="need-screen"`) // under needs you
+}
+
+// checkScreenColours: the screen on page, from its start tag, is the
+// fake API's styled screen as spans of classes, its text escaped.
+func checkScreenColours(t *testing.T, page, start string) {
+	t.Helper()
+	_, _, body := get(t, serve(t), page)
+	i := strings.Index(body, start)
 	if i < 0 {
 		t.Fatalf("no screen:\n%s", body)
 	}
@@ -75,6 +83,6 @@ func TestPanePageScreenKeepsColours(t *testing.T) {
 
 <span class="it ul">❯ 1. Yes</span><span class="rf rb"> rev</span>`
 	if pre != want {
-		t.Fatalf("the screen is\n%s\nwant\n%s", pre, want)
+		t.Fatalf("%s: the screen is\n%s\nwant\n%s", page, pre, want)
 	}
 }
