@@ -171,6 +171,29 @@ func writeJSONLine(w io.Writer, v any) error {
 }
 
 // printJSON writes v as indented JSON; the C0 and C1 controls in its
+// listAction is the action of a command that shows what the supervisor
+// has (nodes, sinks, browsers): no argument; the document with --json,
+// else show prints it.
+func listAction[T any](e *env, fetch func(*api.Client, context.Context) (T, error), show func(io.Writer, T) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if _, err := args(c, 0, 0, "[--json]"); err != nil {
+			return err
+		}
+		cl, err := client(c)
+		if err != nil {
+			return err
+		}
+		v, err := fetch(cl, c.Context)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(e.stdout, v)
+		}
+		return show(e.stdout, v)
+	}
+}
+
 // strings are escaped (\u001b), so that it is safe on a terminal too.
 func printJSON(w io.Writer, v any) error {
 	var b bytes.Buffer

@@ -20,24 +20,8 @@ func (e *env) nodesCmd() *cli.Command {
 			"renews a 30 s lease every 10 s. A node is up when it answers, unreachable when its lease holds\n" +
 			"but it does not answer (or has no --listen), lapsed when its lease ran out (stopped or dead).\n" +
 			"The node that answered is marked with *. A single machine's supervisor is the one node.",
-		Flags: []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			ns, err := cl.Nodes(c.Context)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, ns)
-			}
-			return printNodes(e.stdout, ns, time.Now())
-		},
+		Flags:  []cli.Flag{jsonFlag},
+		Action: listAction(e, (*api.Client).Nodes, func(w io.Writer, ns []api.NodeInfo) error { return printNodes(w, ns, time.Now()) }),
 	}
 }
 

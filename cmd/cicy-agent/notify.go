@@ -125,35 +125,18 @@ func readSecretFile(path string) (string, error) {
 
 func (e *env) notifyLsCmd() *cli.Command {
 	return &cli.Command{
-		Name:  "ls",
-		Usage: "list the sinks (secrets masked), what each sent last, and since when it fails",
-		Flags: []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			sinks, err := cl.NotifySinks(c.Context)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, sinks)
-			}
-			printSinks(e.stdout, sinks)
-			return nil
-		},
+		Name:   "ls",
+		Usage:  "list the sinks (secrets masked), what each sent last, and since when it fails",
+		Flags:  []cli.Flag{jsonFlag},
+		Action: listAction(e, (*api.Client).NotifySinks, printSinks),
 	}
 }
 
 // printSinks is notify ls as text.
-func printSinks(w io.Writer, sinks []api.NotifySink) {
+func printSinks(w io.Writer, sinks []api.NotifySink) error {
 	if len(sinks) == 0 {
-		fmt.Fprintln(w, "no sinks (add one with 'cicy-agent notify add')")
-		return
+		_, err := fmt.Fprintln(w, "no sinks (add one with 'cicy-agent notify add')")
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTYPE\tURL\tSECRET\tEVENTS\tSTATE")
@@ -172,7 +155,7 @@ func printSinks(w io.Writer, sinks []api.NotifySink) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, url, secret, events, sinkStateWords(s.SinkState))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 // sinkStateWords is what a sink did, as its status line says it.

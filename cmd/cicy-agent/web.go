@@ -173,37 +173,26 @@ func qrText(text string) (string, error) {
 
 func (e *env) webSessionsCmd() *cli.Command {
 	return &cli.Command{
-		Name:  "sessions",
-		Usage: "list the browsers logged in to the team's page",
-		Flags: []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json]"); err != nil {
-				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			ss, err := cl.WebSessions(c.Context)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, ss)
-			}
-			if len(ss) == 0 {
-				fmt.Fprintln(e.stdout, "no browser is logged in (log one in with 'cicy-agent web --url')")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tLOGGED IN\tLAST SEEN\tFROM\tBROWSER")
-			for _, s := range ss {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04"),
-					s.LastSeen.Local().Format("2006-01-02 15:04"), s.RemoteAddr, clipLine(s.UserAgent, 60))
-			}
-			return tw.Flush()
-		},
+		Name:   "sessions",
+		Usage:  "list the browsers logged in to the team's page",
+		Flags:  []cli.Flag{jsonFlag},
+		Action: listAction(e, (*api.Client).WebSessions, printSessions),
 	}
+}
+
+// printSessions is the table of the browsers logged in.
+func printSessions(w io.Writer, ss []api.WebSession) error {
+	if len(ss) == 0 {
+		fmt.Fprintln(w, "no browser is logged in (log one in with 'cicy-agent web --url')")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tLOGGED IN\tLAST SEEN\tFROM\tBROWSER")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04"),
+			s.LastSeen.Local().Format("2006-01-02 15:04"), s.RemoteAddr, clipLine(s.UserAgent, 60))
+	}
+	return tw.Flush()
 }
 
 func (e *env) webRevokeCmd() *cli.Command {
