@@ -26,7 +26,15 @@ type teamPage struct {
 	Workers    []topology.Worker // the dispatch form's choices
 	CameBack   string
 	Panes      int
+	// Hidden is how many workers the tree leaves out (a big team shows
+	// its first treeRows unless ?all=1 asks for every one).
+	Hidden int
 }
+
+// treeRows is how many workers the team tree shows at first: a team of
+// a thousand panes paints in a fraction of the page's bytes; what needs
+// you is listed whole above it anyway.
+const treeRows = 200
 
 // needView is one thing that needs you, with what the page can do about it.
 type needView struct {
@@ -88,6 +96,9 @@ func (p *pages) team(w http.ResponseWriter, r *http.Request) {
 		v.Workers = append(v.Workers, wk)
 	}
 	v.Untracked = st.Untracked
+	if r.URL.Query().Get("all") != "1" {
+		v.Hidden = v.trim(treeRows)
+	}
 	if st.CameBack != nil {
 		v.CameBack = st.CameBack.Line()
 	}
@@ -159,4 +170,26 @@ func oneNode(st api.StatusResponse) api.StatusResponse {
 		st.NeedsYou[i].Node = ""
 	}
 	return st
+}
+
+// trim keeps the first n workers of the tree (and of the dispatch form's
+// choices), and says how many it left out.
+func (v *teamPage) trim(n int) (hidden int) {
+	left := n
+	keep := func(ws []workerView) []workerView {
+		if len(ws) > left {
+			hidden += len(ws) - left
+			ws = ws[:left]
+		}
+		left -= len(ws)
+		return ws
+	}
+	for i := range v.Masters {
+		v.Masters[i].Workers = keep(v.Masters[i].Workers)
+	}
+	v.Unassigned = keep(v.Unassigned)
+	if len(v.Workers) > n {
+		v.Workers = v.Workers[:n]
+	}
+	return hidden
 }

@@ -398,3 +398,26 @@ func TestTeamPageNamesNodesOnlyInACluster(t *testing.T) {
 		}
 	}
 }
+
+// TestBigTeamPageTrimmed: the team page of 1,000 panes shows its first
+// 200 workers (every need above them) in under 150 KB, and says how many
+// more there are; ?all=1 shows every one.
+func TestBigTeamPageTrimmed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Pages(bigTeamAPI(), func(*http.Request) string { return "tok" }))
+	t.Cleanup(srv.Close)
+	_, _, body := get(t, srv, "/")
+	if len(body) >= 150<<10 {
+		t.Errorf("the team page of 1,000 panes is %d KB", len(body)>>10)
+	}
+	if !strings.Contains(body, `data-test="hidden">790 more workers not shown`) || strings.Count(body, `data-test="worker"`) != 200 {
+		t.Errorf("the big team's tree: %d worker rows, hidden note %v", strings.Count(body, `data-test="worker"`), strings.Contains(body, `data-test="hidden"`))
+	}
+	if strings.Count(body, `data-test="need"`) != 20 {
+		t.Errorf("%d needs shown, want all 20", strings.Count(body, `data-test="need"`))
+	}
+	_, _, all := get(t, srv, "/?all=1")
+	if strings.Contains(all, `data-test="hidden"`) || strings.Count(all, `data-test="worker"`) != 990 {
+		t.Errorf("?all=1 shows %d worker rows, want 990", strings.Count(all, `data-test="worker"`))
+	}
+}
