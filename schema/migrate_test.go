@@ -83,7 +83,13 @@ func testTaskNotesTrigger(t *testing.T, reopen func() *Store) {
 // the pane type against the five types of then, takes any type after it
 // (the registry checks them), and keeps its panes, their runtime rows and
 // gateway tokens — and the cascade that removes those with their pane.
-func TestAgentTypeIsText(t *testing.T) {
+func TestAgentTypeIsText(t *testing.T) { eachOldStore(t, testAgentTypeIsText) }
+
+// eachOldStore runs f on a fresh SQLite database and a fresh PostgreSQL
+// one, each given as a bare connection (old: for f to build it as an
+// older version left it) and as the store that opens it (reopen: every
+// migration).
+func eachOldStore(t *testing.T, f func(t *testing.T, old *conn, reopen func() *Store)) {
 	t.Run(SQLite, func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cicy.db")
 		db, err := sqlx.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_txlock=immediate")
@@ -91,7 +97,7 @@ func TestAgentTypeIsText(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.SetMaxOpenConns(1)
-		testAgentTypeIsText(t, &conn{DB: db, dialect: SQLite}, func() *Store { return open(t, path) })
+		f(t, &conn{DB: db, dialect: SQLite}, func() *Store { return open(t, path) })
 	})
 	t.Run(Postgres, func(t *testing.T) {
 		url := pgtest.Need(t).NewDB(t)
@@ -99,7 +105,7 @@ func TestAgentTypeIsText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testAgentTypeIsText(t, &conn{DB: db, dialect: Postgres}, func() *Store {
+		f(t, &conn{DB: db, dialect: Postgres}, func() *Store {
 			s, err := OpenURL(context.Background(), url)
 			if err != nil {
 				t.Fatal(err)
@@ -110,21 +116,27 @@ func TestAgentTypeIsText(t *testing.T) {
 	})
 }
 
-// testAgentTypeIsText makes old's database as it was before 0010, then
-// opens it with every migration (reopen).
-func testAgentTypeIsText(t *testing.T, old *conn, reopen func() *Store) {
-	ctx := context.Background()
+// applyBefore applies to old the migrations before version.
+func applyBefore(t *testing.T, old *conn, version int) {
+	t.Helper()
 	all, err := migrations(old.dialect)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range all {
-		if m.version < 10 {
-			if err := apply(ctx, old, m); err != nil {
+		if m.version < version {
+			if err := apply(context.Background(), old, m); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+}
+
+// testAgentTypeIsText makes old's database as it was before 0010, then
+// opens it with every migration (reopen).
+func testAgentTypeIsText(t *testing.T, old *conn, reopen func() *Store) {
+	ctx := context.Background()
+	applyBefore(t, old, 10)
 	for _, q := range []string{
 		`INSERT INTO agent_config (pane_id, title, agent_type, workspace, backend, created_at, updated_at, budget_usd, node)
 			VALUES ('w-1', 'lead', 'claude', '/w', 'tmux', 't0', 't1', 2.5, 'n1')`,

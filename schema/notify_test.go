@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jmoiron/sqlx"
-
-	"github.com/cicy-ai/cicy-agent/schema/pgtest"
 )
 
 // t0 is a whole second: its text ("…:00Z") sorts after that of a time half
@@ -693,45 +688,12 @@ func testNotifyMutes(t *testing.T, reopen func() *Store) {
 // panes.
 func TestNotifyMigration(t *testing.T) {
 	t.Parallel()
-	t.Run(SQLite, func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "cicy.db")
-		db, err := sqlx.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_txlock=immediate")
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		testNotifyMigration(t, &conn{DB: db, dialect: SQLite}, func() *Store { return open(t, path) })
-	})
-	t.Run(Postgres, func(t *testing.T) {
-		url := pgtest.Need(t).NewDB(t)
-		db, err := sqlx.Open("pgx", url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testNotifyMigration(t, &conn{DB: db, dialect: Postgres}, func() *Store {
-			s, err := OpenURL(context.Background(), url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
-	})
+	eachOldStore(t, testNotifyMigration)
 }
 
 func testNotifyMigration(t *testing.T, old *conn, reopen func() *Store) {
 	ctx := context.Background()
-	all, err := migrations(old.dialect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all {
-		if m.version < 13 {
-			if err := apply(ctx, old, m); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	applyBefore(t, old, 13)
 	if _, err := old.ExecContext(ctx, `INSERT INTO agent_config (pane_id, title, agent_type, workspace, backend, created_at, updated_at)
 		VALUES ('w-1', 'lead', 'claude', '/w', 'tmux', 't0', 't1')`); err != nil {
 		t.Fatal(err)
