@@ -40,10 +40,12 @@ type diskWatch struct {
 	changed func()
 }
 
-// The retry timer of the writers that write only when asked.
+// The retry timer of the writers that write only when asked: at most
+// diskRetryMax apart, so what the full disk held back comes back within
+// seconds of the room made (one small write to try is cheap).
 const (
 	diskRetryFirst = time.Second
-	diskRetryMax   = 30 * time.Second
+	diskRetryMax   = 5 * time.Second
 )
 
 // diskRetry is a writer's retry (its own value: a replaced one is told
