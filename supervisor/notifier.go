@@ -560,7 +560,7 @@ func (n *notifier) reload(ctx context.Context) error {
 			}
 			continue
 		}
-		r := n.newRun(ctx, row)
+		r := n.newRun(row)
 		n.runs[name] = r
 		start = append(start, r)
 		if r.sink.Secret != "" {
@@ -588,7 +588,7 @@ func sinkPrint(r schema.NotifySink) string {
 }
 
 // newRun makes a sink's run, its secret read.
-func (n *notifier) newRun(ctx context.Context, row schema.NotifySink) *sinkRun {
+func (n *notifier) newRun(row schema.NotifySink) *sinkRun {
 	s := notify.Sink{Name: row.Name, Type: row.Type, URL: row.URL, Chat: row.Chat}
 	if row.Events != "" {
 		s.Events = strings.Split(row.Events, ",")
@@ -604,7 +604,6 @@ func (n *notifier) newRun(ctx context.Context, row schema.NotifySink) *sinkRun {
 	}
 	r.sink = s.WithDefaults()
 	r.cancel = func() {}
-	_ = ctx
 	return r
 }
 
@@ -725,14 +724,8 @@ func notifyBackoff(attempts int) time.Duration {
 // scrub takes the sinks' secrets (and the supervisor's) out of text.
 func (n *notifier) scrub(text string) string {
 	n.mu.Lock()
-	secrets := n.secrets
-	n.mu.Unlock()
-	for _, s := range secrets {
-		if len(s) >= 6 {
-			text = strings.ReplaceAll(text, s, "[redacted]")
-		}
-	}
-	return n.s.scrub.String(text)
+	defer n.mu.Unlock()
+	return n.scrubLocked(text)
 }
 
 // states is what each sink did, for status and the dashboard.
