@@ -98,6 +98,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	handler := newAPI(sup, cfg, stop)
 	defer sup.web.close()
 	if err := sup.web.boot(ctx, cfg.Web); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped (SIGTERM) while starting: a graceful stop
+		}
 		g.fail(err)
 		return err
 	}
