@@ -463,8 +463,13 @@ func (p *PTY) classify(st *ptyState, now time.Time) {
 	changed := st.m.screen(now, v)
 	if st.m.waitsLook() {
 		// A verdict applies at its second look: take it once the screen
-		// has been quiet for the settle time, or sooner on output.
-		st.quiet.Reset(p.opts.Settle)
+		// has been quiet for the settle time, or sooner on output; a
+		// dialog's sooner still (see confirmLook in tmux.go).
+		wait := p.opts.Settle
+		if st.m.status.Pending == Waiting {
+			wait = min(wait, confirmLook)
+		}
+		st.quiet.Reset(wait)
 	}
 	p.changed(st, changed)
 }

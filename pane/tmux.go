@@ -348,7 +348,7 @@ func (s *TmuxServer) poll() {
 		}
 		if !now.Before(sweepAt) {
 			var l listing
-			busy, watch := s.sweep(func() (map[string]paneInfo, error) {
+			w := s.sweep(func() (map[string]paneInfo, error) {
 				var err error
 				l, err = s.listAll(s.life)
 				return l.panes, err
@@ -356,7 +356,7 @@ func (s *TmuxServer) poll() {
 			if l.panes != nil {
 				f.ensure(l, s.registered(), now)
 			}
-			sweepAt = now.Add(s.sweepEvery(f.up, busy, watch))
+			sweepAt = now.Add(s.sweepEvery(f.up, w))
 		}
 		recording := s.recording()
 		if recording && !now.Before(recordAt) {
@@ -386,16 +386,21 @@ func (s *TmuxServer) poll() {
 	}
 }
 
-// sweepEvery is the time to the next sweep: 500 ms while an agent's screen
-// needs watching (its turn may end at any moment); 1 s while a pane wants
-// fast polls (busy, and an agent's or not followed: see observe); else the
-// safety sweep while the control client runs, 5 s while it is down (a tmux
-// fork per second costs CPU that an idle team should not pay).
-func (s *TmuxServer) sweepEvery(live, busy, watch bool) time.Duration {
+// sweepEvery is the time to the next sweep: confirmLook while a screen
+// verdict of waiting waits for its second look (a dialog drawn is a person waited
+// for: it is told within a second of being drawn); 500 ms while an
+// agent's screen needs watching (its turn may end at any moment); 1 s
+// while a pane wants fast polls (busy, and an agent's or not followed:
+// see observe); else the safety sweep while the control client runs, 5 s
+// while it is down (a tmux fork per second costs CPU that an idle team
+// should not pay).
+func (s *TmuxServer) sweepEvery(live bool, w sweepWants) time.Duration {
 	switch {
-	case watch:
+	case w.confirm:
+		return confirmLook
+	case w.watch:
 		return 500 * time.Millisecond
-	case busy:
+	case w.busy:
 		return time.Second
 	case live:
 		return s.safety
@@ -469,29 +474,42 @@ func (s *TmuxServer) settleQuiet(now time.Time, paused func(id string) bool) tim
 	return next
 }
 
+// sweepWants is what the panes of a sweep want of the next one.
+type sweepWants struct {
+	busy    bool // a pane wants fast polls (busy and not followed by the control client)
+	watch   bool // an agent's screen rules need watching
+	confirm bool // a screen verdict of waiting waits for its second look
+}
+
+// confirmLook is how soon a screen verdict of waiting (a dialog) gets its
+// second look: long enough for a redraw caught halfway to be finished,
+// short enough that a dialog is told well within a second of being drawn.
+// Other verdicts keep the sweep's pace: an idle prompt an agent shows for
+// a moment between two steps of its turn must not end the turn.
+const confirmLook = 150 * time.Millisecond
+
 // sweep reads every session with list and hands each pane its own. The
 // panes are taken first, then the sessions: a pane registers after its
 // session exists, so every pane taken is in the list. (The other way
 // round, a pane created between the two was missing from the list, and
-// declared gone.) It reports whether a pane wants fast polls (busy and not
-// followed by the control client) and whether an agent's screen rules
-// need watching.
-func (s *TmuxServer) sweep(list func() (map[string]paneInfo, error)) (busy, watch bool) {
+// declared gone.) It reports what the panes want of the next sweep.
+func (s *TmuxServer) sweep(list func() (map[string]paneInfo, error)) sweepWants {
+	var w sweepWants
 	panes := s.registered()
 	infos, err := list()
 	if err != nil {
-		return false, false
+		return w
 	}
 	for _, p := range panes {
 		info, ok := infos[p.name]
 		if p.observe(info, ok) {
-			busy = true
+			w.busy = true
 		}
-		if p.classify() {
-			watch = true
-		}
+		watch, pending := p.classify()
+		w.watch = w.watch || watch
+		w.confirm = w.confirm || pending
 	}
-	return busy, watch
+	return w
 }
 
 func (s *TmuxServer) poke() {
@@ -908,10 +926,10 @@ func (p *TmuxPane) ending(info paneInfo) paneEnd {
 // (waiting included: a person's answer may close its dialog with no
 // output after the input's own redraw, which came within the input grace
 // when the rules did not decide yet) or a verdict waits for its second
-// look.
-func (p *TmuxPane) classify() bool {
+// look; and whether a verdict of waiting does (pending).
+func (p *TmuxPane) classify() (watch, pending bool) {
 	if p.opts.Rules == nil {
-		return false
+		return false, false
 	}
 	p.mu.Lock()
 	look, retry := p.m.mayLook(time.Now())
@@ -920,14 +938,15 @@ func (p *TmuxPane) classify() bool {
 	look = (look || retry > 0) && (outputAt.After(p.classifiedAt) || p.m.status.State != Idle || p.m.waitsLook())
 	p.mu.Unlock()
 	if !look {
-		return false
+		return false, false
 	}
 	v, _ := p.opts.Rules.Classify(NewLayout(p.screen(p.srv.life), p.opts.Layout)) // a zero verdict when no rule matches
 	st := p.move(func() bool {
 		p.classifiedAt = outputAt
 		return p.m.screen(time.Now(), v)
 	})
-	return st.State == Starting || st.State == Busy || st.State == Waiting || st.Pending != ""
+	pending = st.Pending == Waiting
+	return st.State == Starting || st.State == Busy || st.State == Waiting || st.Pending != "", pending
 }
 
 // SetState records what an agent's own hook says of it (see docs/hooks.md): it

@@ -217,12 +217,20 @@ func TestNotifyCoalescesAFlappingPane(t *testing.T) {
 // draws dialog (printf's format) and reads one key, which onKey (shell
 // code, the key in $k) takes; then its prompt again.
 func standInDialog(dialog, onKey string) string {
+	return standInDialogAfter("", "", dialog, onKey)
+}
+
+// standInDialogAfter is standInDialog running before (shell) before it
+// draws the dialog and drawn right after.
+func standInDialogAfter(before, drawn, dialog, onKey string) string {
 	return "#!/bin/bash\n" +
 		"R=────────────────────────────────────────\n" +
 		"prompt() { printf '%s\\n❯ \\n%s\\n  ? for shortcuts ' \"$R\" \"$R\"; }\n" +
 		"prompt\nwhile IFS= read -r line; do\n" +
 		"  if [ \"$line\" = ask ]; then\n" +
+		"    " + before + "\n" +
 		"    printf '\\033[2J\\033[H" + dialog + "' \"$R\" \"$R\"\n" +
+		"    " + drawn + "\n" +
 		"    IFS= read -rsn1 k\n" +
 		"    " + onKey + "\n" +
 		"  fi\n" +
@@ -233,8 +241,14 @@ func standInDialog(dialog, onKey string) string {
 // standInAsking draws Claude Code's permission dialog: 1 runs the command
 // (makes the file approved), Esc refuses it (makes denied); either clears
 // the dialog, as Claude Code does.
-var standInAsking = standInDialog(`%s\n Bash command\n\n   rm -rf build\n   Remove the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow\n   3. No\n\n Esc to cancel · Tab to amend\n`,
-	`printf '\033[2J\033[H'; case "$k" in 1) touch approved; printf '\nran it\n';; $'\e') touch denied; printf '\nrefused\n';; esac`)
+var standInAsking = standInDialog(askingDialog, askingKeys)
+
+// askingDialog is Claude Code's permission dialog (a printf format of the
+// stand-ins); askingKeys, what the stand-in does with the key pressed.
+const (
+	askingDialog = `%s\n Bash command\n\n   rm -rf build\n   Remove the build\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow\n   3. No\n\n Esc to cancel · Tab to amend\n`
+	askingKeys   = `printf '\033[2J\033[H'; case "$k" in 1) touch approved; printf '\nran it\n';; $'\e') touch denied; printf '\nrefused\n';; esac`
+)
 
 // askingPane starts a supervisor with the stand-in script as claude and
 // its five sinks (those events), creates its pane and tells it "ask".

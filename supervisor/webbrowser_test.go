@@ -23,10 +23,10 @@ import (
 // webTeam is a supervisor serving its page, with a stand-in claude that
 // draws Claude Code's permission dialog when told "ask" (w-1) and a shell
 // worker (w-2); its client and a login link.
-func webTeam(t testing.TB) (*api.Client, string, string) {
+func webTeam(t testing.TB, script string) (*api.Client, string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(standInAsking), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	getenv := envOverlay(os.Getenv, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -71,7 +71,7 @@ const xssTitle = `<img src=x onerror="window.pwned=1">`
 // nothing but a screen scrolls sideways.
 func TestWebPageInABrowser(t *testing.T) {
 	t.Parallel()
-	c, link, ws := webTeam(t)
+	c, link, ws := webTeam(t, standInAsking)
 	ctx := webtest.Browser(t, 1280, 900, 3*time.Minute)
 	base := link[:strings.Index(link, "/login")]
 	webtest.LogIn(t, ctx, link)
