@@ -36,11 +36,19 @@ func startNode(t testing.TB, db, name string, env ...string) *node {
 // startNodeWith is startNode with its cluster API's settings.
 func startNodeWith(t testing.TB, db, name string, l Listen, env ...string) *node {
 	t.Helper()
-	h := Home{Root: filepath.Join(t.TempDir(), name)}
 	cfg := Config{DB: db, Node: name, Listen: l}
 	if len(env) > 0 {
 		cfg.Getenv = envOverlay(nil, env...)
 	}
+	return startNodeConfig(t, cfg)
+}
+
+// startNodeConfig serves a node of the cluster with cfg (its DB, Node and
+// Listen set), in a home of its own.
+func startNodeConfig(t testing.TB, cfg Config) *node {
+	t.Helper()
+	name := cfg.Node
+	h := Home{Root: filepath.Join(t.TempDir(), name)}
 	c, stop := serveUntil(t, h, cfg)
 	if c == nil {
 		t.Fatalf("node %s: %v", name, stop())

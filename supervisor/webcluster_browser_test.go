@@ -1,0 +1,88 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/supervisor/web"
+	"github.com/cicy-ai/cicy-agent/supervisor/web/webtest"
+)
+
+// TestWebClusterInABrowser: the page one node of a two-node cluster
+// serves is the whole team's. Node a serves it, its master there; on node
+// b a stand-in Claude Code worker and a shell worker. The tree names each
+// pane's node; b's worker's dialog comes under needs you on a's page and
+// Approve there runs the tool on b; a task dispatched from a's page to
+// b's shell worker is in the ledger and, done, on the tasks page with its
+// result; b's pane's page shows its live screen.
+func TestWebClusterInABrowser(t *testing.T) {
+	t.Parallel()
+	db, env := privateClusterEnv(t)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(standInAsking), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	a := startNodeConfig(t, Config{DB: db, Node: "a", Listen: Listen{Addr: "127.0.0.1:0", Token: testClusterToken},
+		Getenv: envOverlay(nil, env...), Web: Web{Addr: "127.0.0.1:0"}, WebPages: web.Pages})
+	b := startNode(t, db, "b", env...)
+	ctx := context.Background()
+
+	boss := mustCreate(t, a.c, api.CreateRequest{Title: "boss", Type: "cicy", Provider: "script", Role: "master"})
+	asker := mustCreate(t, b.c, api.CreateRequest{Title: "asker", Type: "claude", Backend: "tmux", Master: boss.ID})
+	sh := mustCreate(t, b.c, api.CreateRequest{Title: "sh", Type: "shell", Backend: "tmux", Master: boss.ID, Command: []string{"bash", "--norc", "--noprofile"}})
+	t.Cleanup(func() {
+		_ = b.c.Kill(context.Background(), asker.ID)
+		_ = b.c.Kill(context.Background(), sh.ID)
+	})
+	ps := waitPanes(t, a, "b's workers idle, seen from a", func(ps map[string]api.PaneInfo) bool {
+		return ps[asker.ID].State == "idle" && ps[sh.ID].State == "idle" && ps[boss.ID].State == "idle"
+	})
+	link, err := a.c.WebLink(ctx, api.WebLinkRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := link.URL[:strings.Index(link.URL, "/login")]
+	br := webtest.Browser(t, 1280, 900, 3*time.Minute)
+	webtest.LogIn(t, br, link.URL)
+
+	row := webtest.Value(t, br, "b's worker in the tree", chromedp.Text(chromedp.CSS(`li[data-pane="`+asker.ID+`"]`)))
+	if !strings.Contains(row, "@b") {
+		t.Errorf("b's worker's row on a's page does not name its node: %q", row)
+	}
+
+	if _, err := a.c.Send(ctx, asker.ID, api.SendRequest{Text: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	webtest.Do(t, br, "b's approval under needs you on a's page", chromedp.WaitVisible(chromedp.ID("approve-"+asker.ID)))
+	webtest.Do(t, br, "approve", chromedp.Click(chromedp.ID("approve-"+asker.ID)))
+	waitFor(t, "the tool to run on b", func() bool {
+		_, err := os.Stat(filepath.Join(ps[asker.ID].Workspace, "approved"))
+		return err == nil
+	})
+
+	webtest.Do(t, br, "dispatch to b's worker",
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), sh.ID),
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-node-a"),
+		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	waitFor(t, "the task done in the ledger", func() bool {
+		ts, err := b.c.Tasks(ctx, sh.ID)
+		return err == nil && len(ts) == 1 && ts[0].Text == "echo from-node-a" && ts[0].Status == "done"
+	})
+	webtest.Do(t, br, "the tasks page", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(chromedp.CSS("main")))
+	if body := webtest.Value(t, br, "its text", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(body, "echo from-node-a") {
+		t.Errorf("the tasks page on a does not list the task b's worker did: %q", body)
+	}
+
+	webtest.Do(t, br, "b's pane's page", chromedp.Navigate(base+"/pane/"+sh.ID), chromedp.WaitVisible(chromedp.CSS("main")))
+	waitFor(t, "b's screen on a's page", func() bool {
+		return strings.Contains(webtest.Value(t, br, "the screen", chromedp.Text(chromedp.CSS("main"))), "from-node-a")
+	})
+}
