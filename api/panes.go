@@ -218,14 +218,18 @@ type SendResult struct {
 	Unsaved string `json:"unsaved,omitempty"`
 }
 
+// ViaWeb is an answer given on the web page.
+const ViaWeb = "web"
+
 // AnswerRequest answers a pane's dialog (POST /api/panes/{id}/answer).
 type AnswerRequest struct {
 	// Action is approve, deny or option:N (a CLI agent pane waiting on a
 	// dialog), restart (a pane that exited, stopped or is in a crash loop)
 	// or screen (the pane's screen, to read before answering).
 	Action string `json:"action"`
-	// By is who answers (a user name, a chat's name); Via where from:
-	// "terminal" (the default) or "telegram".
+	// By is who answers (a user name, a chat's name, a browser session);
+	// Via where from: "terminal" (the default), "telegram" or "web" (the
+	// web page sets both: its session answers).
 	By  string `json:"by,omitempty"`
 	Via string `json:"via,omitempty"`
 	// Event is the notification whose button answered (a stale one is

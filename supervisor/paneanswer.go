@@ -81,9 +81,9 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 	switch req.Via {
 	case "":
 		req.Via = "terminal"
-	case "terminal", "telegram":
+	case "terminal", "telegram", api.ViaWeb:
 	default:
-		return api.AnswerResult{}, usageErr("unknown via %q: use terminal or telegram", req.Via)
+		return api.AnswerResult{}, usageErr("unknown via %q: use terminal, telegram or web", req.Via)
 	}
 	e, err := s.get(id)
 	if err != nil {

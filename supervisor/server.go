@@ -23,6 +23,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
 // ErrAlreadyRunning is returned by Serve when another supervisor holds the
@@ -643,6 +644,11 @@ func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
 		return
+	}
+	if id := r.Header.Get(web.SessionHeader); id != "" {
+		// From the web page: its browser session answers, whatever the
+		// page's body said.
+		req.Via, req.By = api.ViaWeb, "browser "+id
 	}
 	res, err := a.sup.Answer(r.Context(), r.PathValue("id"), req)
 	if err != nil {

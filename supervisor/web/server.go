@@ -26,6 +26,12 @@ import (
 // <meta name="cicy-csrf" content="…">.
 const CSRFHeader = "X-Cicy-CSRF"
 
+// SessionHeader tells the API which browser session a request of the
+// page came from (its id, as 'cicy-agent web sessions' lists it): the
+// server sets it on every request it passes on, after removing whatever a
+// browser sent under any X-Cicy- name.
+const SessionHeader = "X-Cicy-Web-Session"
+
 // CSP is the Content-Security-Policy of every answer: nothing but the
 // page's own origin, no inline script or style, no framing.
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
@@ -223,6 +229,7 @@ func (s *Server) Handler() http.Handler {
 				r.Header.Del(k)
 			}
 		}
+		r.Header.Set(SessionHeader, ss.ID)
 		if isStream(r) {
 			if !s.streams.acquire(ss.ID, s.cfg.MaxStreams, s.cfg.MaxSessionStreams) {
 				page(w, http.StatusServiceUnavailable, "Too many live views",

@@ -228,7 +228,7 @@ func TestWebCSRF(t *testing.T) {
 	if got := f.api.seen(); len(got) != 0 {
 		t.Fatalf("the API was reached: %v", got)
 	}
-	resp, _ = f.do(c, http.MethodPost, "/api/panes/w-1/send", map[string]string{CSRFHeader: csrf, "X-Cicy-Forwarded-By": "x"})
+	resp, _ = f.do(c, http.MethodPost, "/api/panes/w-1/send", map[string]string{CSRFHeader: csrf, "X-Cicy-Forwarded-By": "x", SessionHeader: "forged"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST with the token: %d", resp.StatusCode)
 	}
@@ -242,8 +242,12 @@ func TestWebCSRF(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET without the token: %d", resp.StatusCode)
 	}
-	// The action is logged with its session's id, not its secret.
+	// The action is logged with its session's id, not its secret; the API
+	// is told that id, not the one the browser sent.
 	id := f.srv.Sessions().List()[0].ID
+	if got := f.api.hdr.Get(SessionHeader); got != id {
+		t.Fatalf("the API was told session %q, want %q", got, id)
+	}
 	found := false
 	for _, e := range f.log.AllEntries() {
 		if e.Message == "Web action" && e.Data["session"] == id && e.Data["method"] == "POST" && e.Data["path"] == "/api/panes/w-1/send" {

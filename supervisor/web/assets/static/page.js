@@ -227,7 +227,7 @@
   // the first tap arms it (its label says what it will do), a second tap
   // within 5 s does it.
   const acts = {
-    answer: b => call('POST', '/api/panes/' + enc(b.dataset.pane) + '/answer', { action: b.dataset.action, by: 'web' })
+    answer: b => call('POST', '/api/panes/' + enc(b.dataset.pane) + '/answer', { action: b.dataset.action })
       .then(r => b.dataset.pane + ': ' + r.action + ' sent' + (r.keys && r.keys.length ? ' (' + r.keys.join(' ') + ')' : '') + '; now ' + r.state),
     restart: b => call('POST', '/api/panes/' + enc(b.dataset.pane) + '/restart').then(() => b.dataset.pane + ' restarted'),
     kill: b => call('DELETE', '/api/panes/' + enc(b.dataset.pane))
