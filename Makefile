@@ -38,9 +38,13 @@ test-unit:
 clis: build
 	scripts/install-clis.sh $(BIN)
 
+# gofmt, go vet and staticcheck (pinned; fetched by the go command from
+# the module proxy on first use, not a dependency of the module).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # The offline demo team: examples/demo.yaml with the scripted model.
 demo: build

@@ -41,14 +41,15 @@ func (d *fullDisk) env(e *Env) {
 	}
 }
 
-// last is what the agent told of its last write, and how many it told.
-func (d *fullDisk) last() (error, int) {
+// last is how many writes the agent told of, and what it told of the
+// last.
+func (d *fullDisk) last() (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.told) == 0 {
-		return nil, 0
+		return 0, nil
 	}
-	return d.told[len(d.told)-1], len(d.told)
+	return len(d.told), d.told[len(d.told)-1]
 }
 
 // onDisk reports whether current.json holds text.
@@ -84,7 +85,7 @@ func TestFullDiskTurnKeepsItsAnswer(t *testing.T) {
 	if r.onDisk("answer one") {
 		t.Fatal("current.json holds the answer though every write failed")
 	}
-	if err, _ := disk.last(); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := disk.last(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("the supervisor was told %v of the last write; want ENOSPC", err)
 	}
 	if st := r.a.Status(); !strings.Contains(st.Reason, "not saved: disk full") {
@@ -101,7 +102,7 @@ func TestFullDiskTurnKeepsItsAnswer(t *testing.T) {
 	if got, want := strings.Join(texts, "|"), "first|answer one|second|answer two"; got != want {
 		t.Fatalf("history on disk = %s; want %s", got, want)
 	}
-	if err, _ := disk.last(); err != nil {
+	if _, err := disk.last(); err != nil {
 		t.Fatalf("the supervisor was last told %v; want a write that succeeded", err)
 	}
 }
@@ -117,9 +118,9 @@ func TestFullDiskRetryWritesTheHistory(t *testing.T) {
 	r.start()
 	disk.full.Store(true)
 	checkUnsaved(t, r.send("first"), "answer one")
-	_, n := disk.last()
+	n, _ := disk.last()
 	clock.Advance(saveRetryFirst) // still full: the retry fails
-	pollUntil(t, "the first retry", func() bool { _, m := disk.last(); return m > n })
+	pollUntil(t, "the first retry", func() bool { m, _ := disk.last(); return m > n })
 	if r.onDisk("answer one") {
 		t.Fatal("written while the disk was full")
 	}

@@ -409,7 +409,7 @@ func cellRun(s *uv.Style) Run {
 		BG:        cellColor(s.Bg),
 		Bold:      s.Attrs&uv.AttrBold != 0,
 		Italic:    s.Attrs&uv.AttrItalic != 0,
-		Underline: s.Underline != uv.UnderlineStyleNone,
+		Underline: s.Underline != uv.UnderlineNone,
 		Reverse:   s.Attrs&uv.AttrReverse != 0,
 	}
 }

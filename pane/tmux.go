@@ -382,7 +382,7 @@ func (s *TmuxServer) poll() {
 			default:
 			}
 		}
-		t.Reset(max(0, next.Sub(time.Now())))
+		t.Reset(max(0, time.Until(next)))
 	}
 }
 

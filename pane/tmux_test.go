@@ -148,12 +148,13 @@ func TestTmuxPaneCreatedDuringASweep(t *testing.T) {
 	}
 	var late *TmuxPane
 	s.sweep(func() (map[string]paneInfo, error) {
-		infos, err := s.list(context.Background())
+		infos, listErr := s.list(context.Background())
 		// A pane starts right after the sessions were read.
+		var err error
 		if late, err = s.Start("late", bashOpts(t)); err != nil {
 			t.Fatal(err)
 		}
-		return infos, err
+		return infos, listErr
 	})
 	for _, p := range []*TmuxPane{first, late} {
 		if st := p.Status(); !st.Running() {

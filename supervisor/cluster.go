@@ -18,7 +18,6 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Nodes: supervisors that share one PostgreSQL database form a cluster.
@@ -453,19 +452,6 @@ func (c *cluster) byTitle(title string) []schema.Pane {
 	for _, r := range c.rows {
 		if r.Title == title {
 			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// masters is the other nodes' master panes.
-func (c *cluster) masters() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for _, r := range c.rows {
-		if r.Role == topology.RoleMaster {
-			out = append(out, r.ID)
 		}
 	}
 	return out
