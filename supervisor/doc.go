@@ -37,10 +37,10 @@
 //	           wired to `cicy-agent hook`, what each signal means, the model APIs it speaks
 //	           through the gateway, its screen rules
 //
-//	nodes      with PostgreSQL (serve --db) the supervisor is one node of a cluster (cluster.go,
-//	           peer.go): it holds its node on the database, owns the panes it started, renews its
-//	           lease, follows the other nodes' panes through their event streams, forwards
-//	           requests about their panes (forward.go) over the cluster API (listen.go: serve
+//	nodes      with PostgreSQL (serve --db) the supervisor is one node of a cluster (package
+//	           cluster, wired in nodes.go): it holds its node on the database, owns the panes it
+//	           started, renews its lease, follows the other nodes' panes through their event
+//	           streams, forwards requests about their panes over the cluster API (serve
 //	           --listen, a bearer secret, TLS when given a certificate); its outbox sees its own
 //	           workers' and masters' tasks (schema.Store.ForNode) and is woken by the database's
 //	           task notes

@@ -266,7 +266,7 @@ func (s *Supervisor) taskEvent(ctx context.Context, k string, now time.Time) (ap
 // elsewhere is the event for a pane that is not this node's: another
 // node's pane as it is now (none in a local stream), or its removal.
 func (s *Supervisor) elsewhere(id string, local bool, now time.Time) (api.Event, bool) {
-	if pi, ok := s.cl.info(id); ok {
+	if pi, ok := s.cl.Info(id); ok {
 		if local {
 			return api.Event{}, false
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
@@ -108,7 +109,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	g.ready(handler)
 	var tcp *http.Server
 	if cln != nil {
-		tcp = &http.Server{Handler: requireToken(cfg.Listen.Token, socketOnly(handler), cfg.Log), ReadHeaderTimeout: 10 * time.Second}
+		tcp = &http.Server{Handler: cluster.RequireToken(cfg.Listen.Token, socketOnly(handler), cfg.Log), ReadHeaderTimeout: 10 * time.Second}
 		go func() { served <- tcp.Serve(cln) }()
 		cfg.Log.WithField("addr", cln.Addr().String()).Info("Cluster API listening")
 	}
@@ -193,7 +194,7 @@ func start(ctx context.Context, cfg *Config, g *gate) (*Supervisor, *schema.Stor
 // (cfg.Listen.Addr becomes its address: the port, when :0 asked for any),
 // and makes the supervisor a node of its database's cluster.
 func joinCluster(sup *Supervisor, cfg *Config) (net.Listener, error) {
-	cln, err := listenCluster(cfg.Listen, cfg.Log)
+	cln, err := cfg.Listen.Open(cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	h := scrubAnswers(boundBody(refuseUncleanPaths(dropLate(a.forward(mux), sup.log)), timeout), sup.scrub)
+	h := scrubAnswers(boundBody(refuseUncleanPaths(cluster.DropLate(sup.cl.Forward(mux), sup.log)), timeout), sup.scrub)
 	sup.web.api = h
 	return h
 }

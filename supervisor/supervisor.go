@@ -25,6 +25,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
@@ -56,7 +57,9 @@ type Store interface {
 	FailedLast(ctx context.Context) ([]schema.Task, error)
 	LastWork(ctx context.Context, pane string) (schema.Work, bool, error)
 	TaskStore
-	NodeStore
+	cluster.Store
+	AdoptPanes(ctx context.Context, node string) (int64, error)
+	ForNode(node string) *schema.NodeTasks
 }
 
 // Config tunes a supervisor.
@@ -92,7 +95,7 @@ type Config struct {
 	// instead of the home's SQLite file.
 	DB string
 	// Listen, if its Addr is set, serves the API on TCP too, for the
-	// cluster's secret (see listen.go).
+	// cluster's secret (see package cluster).
 	Listen Listen
 	// Node is this supervisor's name in a cluster (default: the host
 	// name); its panes carry it.
@@ -124,7 +127,7 @@ type Supervisor struct {
 	tmux      *pane.TmuxServer
 	gw        *gateway.Gateway
 	tokens    *paneTokens
-	cl        *cluster
+	cl        *cluster.Cluster
 	git       worktree.Git
 	spares    *spares // worktrees checked out ahead (create --worktree)
 
@@ -199,7 +202,6 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		w.OnWrite(s.databaseWrote)
 	}
 	s.ledger = newLedger(store, cfg.Log, cfg.LedgerRetry, func(err error) { s.disk.note("the ledger", err) })
-	s.cl = newCluster(s, cfg.Node, cfg.Listen)
 	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
 	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
@@ -217,6 +219,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 			return e.kind(), true
 		},
 	})
+	s.cl = cluster.New(cluster.Config{Node: cfg.Node, Version: cfg.Version, Listen: cfg.Listen, Store: store,
+		Panes: clusterSide{s}, Events: clusterSide{s}, Tasks: s.tasks, Log: cfg.Log})
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
 	s.tmux.RemoveDeadSocket(0) // left by a server that exited
@@ -575,8 +579,8 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 		m, err := s.get(req.Master)
 		if err != nil {
 			if pid, perr := api.ParsePaneID(req.Master); perr == nil {
-				if rm, ok := s.cl.lookup(context.Background(), pid); ok {
-					m, err = remoteEntry(rm.row), nil // a master on another node
+				if row, ok := s.cl.Lookup(context.Background(), pid); ok {
+					m, err = remoteEntry(row), nil // a master on another node
 				}
 			}
 		}
@@ -855,7 +859,7 @@ func paneEnv(h Home, id string, environ, pass []string, getenv func(string) stri
 // single machine), in id order.
 func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 	out := s.ListLocal()
-	if rem := s.cl.panes(time.Now()); len(rem) > 0 {
+	if rem := s.cl.Panes(time.Now()); len(rem) > 0 {
 		out = append(out, rem...)
 		slices.SortFunc(out, func(a, b api.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
 	}
@@ -867,7 +871,7 @@ func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 // the others are described (when another node's panes are listed too,
 // the list is made first, to be ordered).
 func (s *Supervisor) Panes(ctx context.Context) iter.Seq[api.PaneInfo] {
-	if len(s.cl.panes(time.Now())) > 0 {
+	if len(s.cl.Panes(time.Now())) > 0 {
 		return slices.Values(s.List(ctx))
 	}
 	entries := s.entries()
@@ -892,7 +896,7 @@ func (s *Supervisor) ListFiltered(ctx context.Context, f api.PaneFilter) ([]api.
 	}
 	all := s.List(ctx)
 	teams, nodes := map[string]bool{}, map[string]bool{s.cfg.Node: true}
-	for _, n := range s.cl.nodeNames() {
+	for _, n := range s.cl.NodeNames() {
 		nodes[n] = true
 	}
 	for _, p := range all {
@@ -1067,7 +1071,7 @@ func (s *Supervisor) Get(id string) (api.PaneInfo, error) {
 	e, err := s.get(id)
 	if err != nil {
 		if pid, perr := api.ParsePaneID(id); perr == nil {
-			if pi, ok := s.cl.info(pid); ok {
+			if pi, ok := s.cl.Info(pid); ok {
 				return pi, nil
 			}
 		}
@@ -1097,7 +1101,7 @@ func (s *Supervisor) Send(ctx context.Context, id string, req api.SendRequest) (
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout*float64(time.Second)))
 		defer cancel()
 	}
-	if err := tooLate(ctx); err != nil {
+	if err := cluster.TooLate(ctx); err != nil {
 		return nil, err // its caller gave up: nothing is typed
 	}
 	return e.kind().Send(ctx, req)
@@ -1265,7 +1269,7 @@ func (s *Supervisor) Close() {
 		if s.notify != nil {
 			s.notify.close()
 		}
-		s.cl.close()
+		s.cl.Close()
 		s.tasks.Stop()
 		s.spares.close()
 		if s.wakeQuit != nil {

@@ -46,7 +46,7 @@ func (s *Supervisor) nodeOf(id string) string {
 	if s.isLocal(id) {
 		return s.cfg.Node
 	}
-	return s.cl.nodeOf(id)
+	return s.cl.NodeOf(id)
 }
 
 func withTimeout(ctx context.Context, seconds float64) (context.Context, context.CancelFunc) {

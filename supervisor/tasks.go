@@ -97,8 +97,8 @@ func (s *Supervisor) resolvePane(ref string) (*entry, error) {
 	if id, err := api.ParsePaneID(ref); err == nil {
 		e, err := s.get(id)
 		if err != nil {
-			if rm, ok := s.cl.lookup(context.Background(), id); ok {
-				return remoteEntry(rm.row), nil
+			if row, ok := s.cl.Lookup(context.Background(), id); ok {
+				return remoteEntry(row), nil
 			}
 		}
 		return e, err
@@ -111,7 +111,7 @@ func (s *Supervisor) resolvePane(ref string) (*entry, error) {
 		}
 	}
 	s.mu.Unlock()
-	for _, r := range s.cl.byTitle(ref) {
+	for _, r := range s.cl.ByTitle(ref) {
 		found = append(found, remoteEntry(r))
 	}
 	if len(found) == 1 {

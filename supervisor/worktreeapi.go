@@ -81,8 +81,8 @@ func (s *Supervisor) paneWorktree(ctx context.Context, id string) (worktree.Work
 			return worktree.Worktree{Path: l.Path, Repo: l.Repo, Branch: l.Branch, Target: l.Target}, nil
 		}
 	}
-	if rm, ok := s.cl.lookup(ctx, id); ok {
-		return worktree.Worktree{}, usageErr("%s runs on node %s: its worktree is on that machine; run diff and merge with that node's supervisor", id, rm.row.Node)
+	if row, ok := s.cl.Lookup(ctx, id); ok {
+		return worktree.Worktree{}, usageErr("%s runs on node %s: its worktree is on that machine; run diff and merge with that node's supervisor", id, row.Node)
 	}
 	return worktree.Worktree{}, notFoundErr(id)
 }

@@ -1,4 +1,4 @@
-package supervisor
+package cluster
 
 import (
 	"context"
@@ -34,16 +34,51 @@ import (
 // deliveries and its own masters' notifications, woken by the database's
 // notes (LISTEN/NOTIFY).
 
-// NodeStore is what the cluster needs of the database.
-type NodeStore interface {
+// Store is what the cluster needs of the database: the nodes table, the
+// panes' rows (every node's) and the task notes.
+type Store interface {
 	Dialect() string
 	RegisterNode(ctx context.Context, n schema.Node, lease time.Duration) error
 	RenewNode(ctx context.Context, name string, lease time.Duration) error
 	LeaveNode(ctx context.Context, name string) error
 	Nodes(ctx context.Context) ([]schema.Node, error)
-	AdoptPanes(ctx context.Context, node string) (int64, error)
-	ForNode(node string) *schema.NodeTasks
+	ListPanes(ctx context.Context) ([]schema.Pane, error)
+	GetPane(ctx context.Context, id string) (schema.Pane, error)
 	WatchTasks(ctx context.Context, fn func(schema.TaskNote), onErr func(error)) error
+}
+
+// Panes is what the cluster needs of this node's own panes.
+type Panes interface {
+	// Has reports whether pane id is this node's (registered or starting).
+	Has(id string) bool
+	// Describe is a pane that runs nothing here, from its row and status,
+	// as this node describes its own.
+	Describe(row schema.Pane, st pane.Status) api.PaneInfo
+}
+
+// Events is where the cluster publishes what changed of the other nodes'
+// panes (the event stream).
+type Events interface {
+	PaneChanged(id string)  // appeared, went, moved, or its node lost
+	StateChanged(id string) // its state changed
+}
+
+// Tasks is the outbox, woken by the database's task notes.
+type Tasks interface {
+	Kick()                     // look at every task (notes may have been missed)
+	Noted(id int64, look bool) // task id changed; look: it is this node's to act on
+}
+
+// Config is what a Cluster is made of.
+type Config struct {
+	Node    string // this node's name
+	Version string // this binary's, recorded with the node
+	Listen  Listen // the cluster API's settings: its secret and certificate dial the others
+	Store   Store
+	Panes   Panes
+	Events  Events
+	Tasks   Tasks
+	Log     *logrus.Entry
 }
 
 const (
@@ -62,10 +97,14 @@ func DefaultNode() string {
 	return h
 }
 
-// cluster is this supervisor's view of the other nodes. Its goroutines
-// (the heartbeat, the task notes, one watcher per peer) stop at close.
-type cluster struct {
-	s       *Supervisor
+// Cluster is this supervisor's view of the other nodes. Its goroutines
+// (the heartbeat, the task notes, one watcher per peer) stop at Close.
+type Cluster struct {
+	store   Store
+	local   Panes
+	events  Events
+	tasks   Tasks
+	version string
 	node    string
 	token   string
 	tlsConf *tls.Config // for dialing the peers; nil: plain HTTP
@@ -86,9 +125,11 @@ type cluster struct {
 	nudged chan struct{}
 }
 
-func newCluster(s *Supervisor, node string, l Listen) *cluster {
+// New is the cluster part of a supervisor; it starts nothing (Start).
+func New(cfg Config) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &cluster{s: s, node: node, token: l.Token, tlsConf: peerTLS(l, s.log), log: s.log.WithField("node", node),
+	return &Cluster{store: cfg.Store, local: cfg.Panes, events: cfg.Events, tasks: cfg.Tasks, version: cfg.Version,
+		node: cfg.Node, token: cfg.Listen.Token, tlsConf: peerTLS(cfg.Listen, cfg.Log), log: cfg.Log.WithField("node", cfg.Node),
 		ctx: ctx, cancel: cancel, nodes: map[string]schema.Node{}, rows: map[string]schema.Pane{}, peers: map[string]*peer{}, trips: map[string]trip{}, gone: map[string]chan struct{}{}, nudged: make(chan struct{}, 1)}
 }
 
@@ -111,14 +152,15 @@ func peerTLS(l Listen, log *logrus.Entry) *tls.Config {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
-// start registers the node (its cluster API at addr, "" when it has none)
-// and starts the heartbeat, the task notes and the peer watchers. A SQLite
-// home is one machine: there is nothing to start.
-func (c *cluster) start(addr string) error {
-	if c.s.store.Dialect() != schema.Postgres {
+// Start registers the node (its cluster API at addr, "" when it has none)
+// and starts the heartbeat, the task notes and the peer watchers: the
+// supervisor becomes a node of the cluster its database is shared by. A
+// SQLite home is one machine: there is nothing to start.
+func (c *Cluster) Start(addr string) error {
+	if c.store.Dialect() != schema.Postgres {
 		return nil
 	}
-	if err := c.s.store.RegisterNode(c.ctx, schema.Node{Name: c.node, Addr: advertise(addr), PID: os.Getpid(), Version: c.s.cfg.Version}, nodeLease); err != nil {
+	if err := c.store.RegisterNode(c.ctx, schema.Node{Name: c.node, Addr: advertise(addr), PID: os.Getpid(), Version: c.version}, nodeLease); err != nil {
 		return fmt.Errorf("register node %s: %w", c.node, err)
 	}
 	c.mu.Lock()
@@ -131,10 +173,6 @@ func (c *cluster) start(addr string) error {
 	c.log.WithField("addr", addr).Info("Node joined the cluster")
 	return nil
 }
-
-// join makes this supervisor a node of the cluster its database is
-// shared by, its cluster API at addr ("" when it has none).
-func (s *Supervisor) join(addr string) error { return s.cl.start(addr) }
 
 // advertise is the address the other nodes dial for a listener at addr:
 // an unspecified host (":7070", "0.0.0.0:7070") becomes the host name.
@@ -151,9 +189,9 @@ func advertise(addr string) string {
 	return addr
 }
 
-// close stops the goroutines and, when the node had joined, ends its lease
+// Close stops the goroutines and, when the node had joined, ends its lease
 // at once: the others show its panes unreachable without waiting 30 s.
-func (c *cluster) close() {
+func (c *Cluster) Close() {
 	c.cancel()
 	c.mu.Lock()
 	on := c.on
@@ -173,14 +211,14 @@ func (c *cluster) close() {
 	if on {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := c.s.store.LeaveNode(ctx, c.node); err != nil {
+		if err := c.store.LeaveNode(ctx, c.node); err != nil {
 			c.log.WithError(err).Warn("Could not end the node's lease")
 		}
 	}
 }
 
 // beat renews the lease and rereads the cluster until close.
-func (c *cluster) beat() {
+func (c *Cluster) beat() {
 	defer c.wg.Done()
 	t := time.NewTicker(nodeBeat)
 	defer t.Stop()
@@ -205,7 +243,7 @@ func (c *cluster) beat() {
 		case <-t.C:
 		}
 		last = time.Now()
-		if err := c.s.store.RenewNode(c.ctx, c.node, nodeLease); err != nil && c.ctx.Err() == nil {
+		if err := c.store.RenewNode(c.ctx, c.node, nodeLease); err != nil && c.ctx.Err() == nil {
 			c.log.WithError(err).Error("Could not renew the node's lease")
 		}
 		c.refresh()
@@ -215,9 +253,9 @@ func (c *cluster) beat() {
 // watchTasks wakes the outbox when the database says a task changed: a
 // note about this node's worker or master makes it look; every note is
 // announced (waiters, the event stream).
-func (c *cluster) watchTasks() {
+func (c *Cluster) watchTasks() {
 	defer c.wg.Done()
-	err := c.s.store.WatchTasks(c.ctx, func(n schema.TaskNote) {
+	err := c.store.WatchTasks(c.ctx, func(n schema.TaskNote) {
 		if n.Joined != "" {
 			if n.Joined != c.node {
 				c.nudge() // follow it now
@@ -225,7 +263,7 @@ func (c *cluster) watchTasks() {
 			return
 		}
 		if n.ID == 0 { // (re)connected: notes may have been missed
-			c.s.tasks.Kick()
+			c.tasks.Kick()
 			c.nudge()
 			return
 		}
@@ -234,7 +272,7 @@ func (c *cluster) watchTasks() {
 		// looks first. One from a person ("user") is marked told by its
 		// worker's node.
 		look := n.ToNode == c.node || n.FromNode == c.node || n.ToNode == ""
-		c.s.tasks.Noted(n.ID, look)
+		c.tasks.Noted(n.ID, look)
 	}, func(err error) {
 		c.log.WithError(err).Warn("Lost the database's task notes; the outbox looks every 5 s until they are back")
 	})
@@ -244,7 +282,7 @@ func (c *cluster) watchTasks() {
 }
 
 // nudge asks for a reread of the cluster soon; it never blocks.
-func (c *cluster) nudge() {
+func (c *Cluster) nudge() {
 	select {
 	case c.nudged <- struct{}{}:
 	default:
@@ -253,15 +291,15 @@ func (c *cluster) nudge() {
 
 // refresh rereads the nodes and their panes, and starts or moves the
 // peer watchers.
-func (c *cluster) refresh() {
-	nodes, err := c.s.store.Nodes(c.ctx)
+func (c *Cluster) refresh() {
+	nodes, err := c.store.Nodes(c.ctx)
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.WithError(err).Warn("Could not read the cluster's nodes")
 		}
 		return
 	}
-	rows, err := c.s.store.ListPanes(c.ctx)
+	rows, err := c.store.ListPanes(c.ctx)
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.WithError(err).Warn("Could not read the cluster's panes")
@@ -305,14 +343,14 @@ func (c *cluster) refresh() {
 		p.stop()
 	}
 	for _, id := range changed {
-		c.s.paneChanged(id)
+		c.events.PaneChanged(id)
 	}
 }
 
 // lapses is closed once node name's lease is seen lapsed, the node is gone
 // from the table, or its peer watcher finds it not answering (cut): a
 // stream forwarded to it ends then.
-func (c *cluster) lapses(name string) <-chan struct{} {
+func (c *Cluster) lapses(name string) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch, ok := c.gone[name]
@@ -328,7 +366,7 @@ func (c *cluster) lapses(name string) <-chan struct{} {
 }
 
 // cut closes lapses' channel of node name: its peer watcher lost it.
-func (c *cluster) cut(name string) {
+func (c *Cluster) cut(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ch, ok := c.gone[name]; ok {
@@ -338,7 +376,7 @@ func (c *cluster) cut(name string) {
 }
 
 // goneLocked closes lapses' channels of the nodes whose lease lapsed.
-func (c *cluster) goneLocked(now time.Time) {
+func (c *Cluster) goneLocked(now time.Time) {
 	for name, ch := range c.gone {
 		if n, ok := c.nodes[name]; !ok || c.lapsed(n, now) != "" {
 			close(ch)
@@ -348,7 +386,7 @@ func (c *cluster) goneLocked(now time.Time) {
 }
 
 // rowsChangedLocked is the ids whose row appeared, went or moved node.
-func (c *cluster) rowsChangedLocked(next map[string]schema.Pane) []string {
+func (c *Cluster) rowsChangedLocked(next map[string]schema.Pane) []string {
 	var out []string
 	for id, r := range next {
 		if old, ok := c.rows[id]; !ok || old.Node != r.Node {
@@ -364,14 +402,14 @@ func (c *cluster) rowsChangedLocked(next map[string]schema.Pane) []string {
 }
 
 // learn adds a pane a peer reported that the last read did not have.
-func (c *cluster) learn(id string) {
+func (c *Cluster) learn(id string) {
 	c.mu.Lock()
 	_, known := c.rows[id]
 	c.mu.Unlock()
 	if known {
 		return
 	}
-	r, err := c.s.store.GetPane(c.ctx, id)
+	r, err := c.store.GetPane(c.ctx, id)
 	if err != nil || r.Node == c.node {
 		return
 	}
@@ -381,7 +419,7 @@ func (c *cluster) learn(id string) {
 }
 
 // forget drops a pane a peer reported gone.
-func (c *cluster) forget(id string) {
+func (c *Cluster) forget(id string) {
 	c.mu.Lock()
 	delete(c.rows, id)
 	c.mu.Unlock()
@@ -394,13 +432,20 @@ type remote struct {
 	peer *peer // nil: the node has no cluster API
 }
 
+// Lookup is another node's pane's row, by id, rereading the database when
+// the last read did not have it (created a moment ago).
+func (c *Cluster) Lookup(ctx context.Context, id string) (schema.Pane, bool) {
+	rm, ok := c.lookup(ctx, id)
+	return rm.row, ok
+}
+
 // lookup finds another node's pane by id, rereading the database when the
 // last read did not have it (created a moment ago).
-func (c *cluster) lookup(ctx context.Context, id string) (remote, bool) {
+func (c *Cluster) lookup(ctx context.Context, id string) (remote, bool) {
 	if r, ok := c.known(id); ok {
 		return r, true
 	}
-	row, err := c.s.store.GetPane(ctx, id)
+	row, err := c.store.GetPane(ctx, id)
 	if err != nil || row.Node == c.node {
 		return remote{}, false
 	}
@@ -411,7 +456,7 @@ func (c *cluster) lookup(ctx context.Context, id string) (remote, bool) {
 	return c.known(id)
 }
 
-func (c *cluster) known(id string) (remote, bool) {
+func (c *Cluster) known(id string) (remote, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	row, ok := c.rows[id]
@@ -421,8 +466,8 @@ func (c *cluster) known(id string) (remote, bool) {
 	return remote{row: row, node: c.nodes[row.Node], peer: c.peers[row.Node]}, true
 }
 
-// nodeNames are the other nodes' names, as last read.
-func (c *cluster) nodeNames() []string {
+// NodeNames are the other nodes' names, as last read.
+func (c *Cluster) NodeNames() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Collect(maps.Keys(c.nodes))
@@ -430,7 +475,7 @@ func (c *cluster) nodeNames() []string {
 
 // nodeNamed is another node by name, rereading the nodes when the last
 // read did not have it.
-func (c *cluster) nodeNamed(name string) (schema.Node, bool) {
+func (c *Cluster) nodeNamed(name string) (schema.Node, bool) {
 	c.mu.Lock()
 	n, ok := c.nodes[name]
 	c.mu.Unlock()
@@ -444,8 +489,8 @@ func (c *cluster) nodeNamed(name string) (schema.Node, bool) {
 	return n, ok
 }
 
-// byTitle finds other nodes' panes titled title.
-func (c *cluster) byTitle(title string) []schema.Pane {
+// ByTitle finds other nodes' panes titled title.
+func (c *Cluster) ByTitle(title string) []schema.Pane {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []schema.Pane
@@ -457,8 +502,9 @@ func (c *cluster) byTitle(title string) []schema.Pane {
 	return out
 }
 
-// nodeOf is the node of a pane this node knows of ("" when none does).
-func (c *cluster) nodeOf(id string) string {
+// NodeOf is the node of another node's pane this node knows of ("" when
+// none does).
+func (c *Cluster) NodeOf(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.rows[id]; ok {
@@ -467,9 +513,9 @@ func (c *cluster) nodeOf(id string) string {
 	return ""
 }
 
-// panes is every other node's panes: a node's own word while its peer
+// Panes is every other node's panes: a node's own word while its peer
 // watcher is connected, else its rows from the database, unreachable.
-func (c *cluster) panes(now time.Time) []api.PaneInfo {
+func (c *Cluster) Panes(now time.Time) []api.PaneInfo {
 	c.mu.Lock()
 	rows := make([]schema.Pane, 0, len(c.rows))
 	for _, r := range c.rows {
@@ -496,8 +542,8 @@ func (c *cluster) panes(now time.Time) []api.PaneInfo {
 	return out
 }
 
-// info is another node's pane by id.
-func (c *cluster) info(id string) (api.PaneInfo, bool) {
+// Info is another node's pane by id.
+func (c *Cluster) Info(id string) (api.PaneInfo, bool) {
 	r, ok := c.known(id)
 	if !ok {
 		return api.PaneInfo{}, false
@@ -511,15 +557,14 @@ func (c *cluster) info(id string) (api.PaneInfo, bool) {
 }
 
 // unreachable is a pane of a node that does not answer, from its row.
-func (c *cluster) unreachable(r schema.Pane, n schema.Node, p *peer, now time.Time) api.PaneInfo {
-	e := newEntry(r, pane.Status{State: pane.Unreachable, Reason: c.why(r.Node, n, p, now), Since: now})
-	pi := e.info()
+func (c *Cluster) unreachable(r schema.Pane, n schema.Node, p *peer, now time.Time) api.PaneInfo {
+	pi := c.local.Describe(r, pane.Status{State: pane.Unreachable, Reason: c.why(r.Node, n, p, now), Since: now})
 	pi.Node = r.Node
 	return pi
 }
 
 // why says why node name's panes cannot be seen.
-func (c *cluster) why(name string, n schema.Node, p *peer, now time.Time) string {
+func (c *Cluster) why(name string, n schema.Node, p *peer, now time.Time) string {
 	if n.Name == "" {
 		return fmt.Sprintf("node %s has not registered (no row in the nodes table)", name)
 	}
@@ -533,7 +578,7 @@ func (c *cluster) why(name string, n schema.Node, p *peer, now time.Time) string
 }
 
 // lapsed says how a node's lease lapsed ("" while it holds).
-func (c *cluster) lapsed(n schema.Node, now time.Time) string {
+func (c *Cluster) lapsed(n schema.Node, now time.Time) string {
 	until := schema.ParseTime(n.LeaseUntil)
 	if !now.After(until) {
 		return ""
@@ -545,7 +590,7 @@ func (c *cluster) lapsed(n schema.Node, now time.Time) string {
 // transport is the round tripper to a node's cluster API, one per address
 // and kind: a plain call's fails when the answer's head has not come
 // within api.RemoteFirstByte; a stream's or long poll's waits.
-func (c *cluster) transport(addr string, plain bool) (http.RoundTripper, string) {
+func (c *Cluster) transport(addr string, plain bool) (http.RoundTripper, string) {
 	key, first := addr+" stream", time.Duration(0)
 	if plain {
 		key, first = addr, api.RemoteFirstByte
@@ -565,15 +610,15 @@ type trip struct {
 	scheme string
 }
 
-// Nodes is the cluster's nodes, this one first, then by name. A single
-// machine's supervisor (SQLite) is the one node.
-func (s *Supervisor) Nodes(ctx context.Context) ([]api.NodeInfo, error) {
-	c := s.cl
-	self := api.NodeInfo{Name: c.node, Self: true, State: api.NodeUp, PID: os.Getpid(), Version: s.cfg.Version, Panes: len(s.ListLocal())}
-	if s.store.Dialect() != schema.Postgres {
+// Nodes is the cluster's nodes, this one (with local panes of its own)
+// first, then by name. A single machine's supervisor (SQLite) is the one
+// node.
+func (c *Cluster) Nodes(ctx context.Context, local int) ([]api.NodeInfo, error) {
+	self := api.NodeInfo{Name: c.node, Self: true, State: api.NodeUp, PID: os.Getpid(), Version: c.version, Panes: local}
+	if c.store.Dialect() != schema.Postgres {
 		return []api.NodeInfo{self}, nil
 	}
-	rows, err := s.store.Nodes(ctx)
+	rows, err := c.store.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}

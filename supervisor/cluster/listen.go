@@ -1,4 +1,4 @@
-package supervisor
+package cluster
 
 import (
 	"crypto/sha256"
@@ -34,9 +34,9 @@ type Listen struct {
 	CertFile, KeyFile string
 }
 
-// listenCluster opens the cluster API's listener (TLS when a certificate
-// is given), or nil when none is asked for.
-func listenCluster(l Listen, log *logrus.Entry) (net.Listener, error) {
+// Open opens the cluster API's listener (TLS when a certificate is
+// given), or nil when none is asked for.
+func (l Listen) Open(log *logrus.Entry) (net.Listener, error) {
 	if l.Addr == "" {
 		return nil, nil
 	}
@@ -72,9 +72,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// requireToken lets through the requests that carry the cluster secret
+// RequireToken lets through the requests that carry the cluster secret
 // and refuses the others (401), logging where they came from.
-func requireToken(token string, next http.Handler, log *logrus.Entry) http.Handler {
+func RequireToken(token string, next http.Handler, log *logrus.Entry) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	refused := gateway.NewRefusals()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

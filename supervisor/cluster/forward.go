@@ -1,4 +1,4 @@
-package supervisor
+package cluster
 
 import (
 	"bytes"
@@ -47,38 +47,39 @@ const forwardedHeader = "X-Cicy-Forwarded-By"
 // answer of a call begun just before its deadline to come back.
 const forwardMargin = 2 * time.Second
 
-// forward wraps the API: requests about other nodes' panes go to them.
-func (a *handler) forward(next http.Handler) http.Handler {
+// Forward wraps the API (next, this node's handler): requests about
+// other nodes' panes go to them, the others to next.
+func (c *Cluster) Forward(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/api/panes" {
-			a.createOn(w, r, next)
+			c.createOn(w, r, next)
 			return
 		}
 		id, rest, ok := paneRoute(r)
-		if !ok || a.sup.isLocal(id) {
+		if !ok || c.local.Has(id) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rm, ok := a.sup.cl.lookup(r.Context(), id)
+		rm, ok := c.lookup(r.Context(), id)
 		if !ok {
 			next.ServeHTTP(w, r) // no such pane: the handler says so
 			return
 		}
 		if from := r.Header.Get(forwardedHeader); from != "" {
-			writeErr(w, failedErr("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, a.sup.cl.node, from))
+			writeErr(w, failedErr("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, c.node, from))
 			return
 		}
 		if rest == "attach" {
-			writeErr(w, failedErr("%s", a.sup.cl.attachHint(rm)))
+			writeErr(w, failedErr("%s", c.attachHint(rm)))
 			return
 		}
-		a.sup.cl.proxy(w, r, rm.node, "pane "+rm.row.ID+" (on node "+rm.row.Node+")")
+		c.proxy(w, r, rm.node, "pane "+rm.row.ID+" (on node "+rm.row.Node+")")
 	})
 }
 
 // createOn passes a create naming another node (its body's "node") to
 // that node's supervisor.
-func (a *handler) createOn(w http.ResponseWriter, r *http.Request, next http.Handler) {
+func (c *Cluster) createOn(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
 	if err != nil {
 		writeErr(w, usageErr("bad request body: %v", err))
@@ -89,7 +90,6 @@ func (a *handler) createOn(w http.ResponseWriter, r *http.Request, next http.Han
 		Node string `json:"node"`
 	}
 	_ = json.Unmarshal(body, &req) // a bad body is the handler's to refuse
-	c := a.sup.cl
 	if req.Node == "" || req.Node == c.node {
 		next.ServeHTTP(w, r)
 		return
@@ -130,20 +130,9 @@ func paneRoute(r *http.Request) (id, rest string, ok bool) {
 	return id, rest, true
 }
 
-// isLocal reports whether a pane is this node's (registered or starting).
-func (s *Supervisor) isLocal(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.panes[id]
-	if !ok {
-		_, ok = s.starting[id]
-	}
-	return ok
-}
-
 // attachHint is the error for attaching here to another node's pane: the
 // one command that does it on that node.
-func (c *cluster) attachHint(rm remote) string {
+func (c *Cluster) attachHint(rm remote) string {
 	cmd := "cicy-agent attach " + rm.row.ID
 	if rm.peer != nil {
 		if h := rm.peer.homeDir(); h != "" {
@@ -163,7 +152,7 @@ func shellQuote(s string) string {
 
 // proxy forwards r, about what, to node n's supervisor, or says why it
 // cannot.
-func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, what string) {
+func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, what string) {
 	if why := c.cannotReach(n, time.Now()); why != "" {
 		writeErr(w, failedErr("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
@@ -231,7 +220,7 @@ func (c *cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 }
 
 // whyLost says why node n was lost: its lease, or its peer watcher's word.
-func (c *cluster) whyLost(n schema.Node) string {
+func (c *Cluster) whyLost(n schema.Node) string {
 	if why := c.lapsed(n, time.Now()); why != "" {
 		return "its " + why
 	}
@@ -254,10 +243,10 @@ func callerDeadline(r *http.Request) (time.Time, bool) {
 	return d, err == nil
 }
 
-// dropLate refuses a request read after its caller stopped waiting for it
+// DropLate refuses a request read after its caller stopped waiting for it
 // (api.DeadlineHeader), before anything acts on it, and hands a later
-// check (tooLate) the deadline of one in time.
-func dropLate(next http.Handler, log *logrus.Entry) http.Handler {
+// check (TooLate) the deadline of one in time.
+func DropLate(next http.Handler, log *logrus.Entry) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.Header.Get(api.DeadlineHeader)
 		if v == "" {
@@ -281,17 +270,20 @@ func dropLate(next http.Handler, log *logrus.Entry) http.Handler {
 
 type beginByKey struct{}
 
-// tooLate says, just before an action, whether the caller of the request
+// TooLate says, just before an action, whether the caller of the request
 // behind ctx has stopped waiting for it (nil: act, or no deadline given).
-func tooLate(ctx context.Context) error {
+func TooLate(ctx context.Context) error {
 	d, ok := ctx.Value(beginByKey{}).(time.Time)
 	if !ok {
 		return nil
 	}
-	return lateErr(d, time.Now())
+	if err := lateErr(d, time.Now()); err != nil {
+		return err
+	}
+	return nil
 }
 
-func lateErr(deadline, now time.Time) error {
+func lateErr(deadline, now time.Time) *api.Error {
 	if !now.After(deadline) {
 		return nil
 	}
@@ -300,7 +292,7 @@ func lateErr(deadline, now time.Time) error {
 }
 
 // cannotReach says why a node cannot be asked now ("" when it can).
-func (c *cluster) cannotReach(n schema.Node, now time.Time) string {
+func (c *Cluster) cannotReach(n schema.Node, now time.Time) string {
 	switch {
 	case n.Name == "":
 		return "it has not registered"

@@ -1,4 +1,4 @@
-package supervisor
+package cluster
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func BenchmarkRefusalFlood(b *testing.B) {
 	b.Cleanup(func() { f.Close() })
 	l := logrus.New()
 	l.SetOutput(f)
-	srv := httptest.NewServer(requireToken("a-cluster-secret-0123456789", http.NotFoundHandler(), logrus.NewEntry(l)))
+	srv := httptest.NewServer(RequireToken("a-cluster-secret-0123456789", http.NotFoundHandler(), logrus.NewEntry(l)))
 	b.Cleanup(srv.Close)
 	url := srv.URL + "/api/" + strings.Repeat("x", 7000)
 	var sent atomic.Int64

@@ -1,4 +1,4 @@
-package supervisor
+package cluster
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // panes only). Its goroutine owns the connection; the panes it last heard
 // of are read under mu by ls, status and the event stream.
 type peer struct {
-	c      *cluster
+	c      *Cluster
 	name   string
 	addr   string
 	client *api.Client
@@ -49,7 +49,7 @@ const (
 	peerProbeWithin = 5 * time.Second
 )
 
-func newPeer(c *cluster, n schema.Node) *peer {
+func newPeer(c *Cluster, n schema.Node) *peer {
 	ctx, cancel := context.WithCancel(c.ctx)
 	return &peer{c: c, name: n.Name, addr: n.Addr, client: api.NewRemoteClient(n.Addr, c.token, c.tlsConf),
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), err: "connecting to node " + n.Name + " at " + n.Addr,
@@ -217,9 +217,9 @@ func (p *peer) apply(ev api.Event) {
 			p.c.learn(id)
 		}
 		if ev.Type == "state" {
-			p.c.s.stateChanged(id)
+			p.c.events.StateChanged(id)
 		} else {
-			p.c.s.paneChanged(id)
+			p.c.events.PaneChanged(id)
 		}
 	}
 }
@@ -241,7 +241,7 @@ func (p *peer) down(err error) {
 		p.c.log.WithField("peer", p.name).Warn("Lost the other node: " + why)
 	}
 	for _, id := range ids {
-		p.c.s.paneChanged(id)
+		p.c.events.PaneChanged(id)
 	}
 }
 
