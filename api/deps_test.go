@@ -95,7 +95,7 @@ func TestIsTestHelper(t *testing.T) {
 	for path, want := range map[string]bool{
 		"cicy/fakellm": true, "cicy/apitest": true, "schema/pgtest": true, "reaper/reapertest": true,
 		"scripts/testreport": true, "x/testdata/helper": true,
-		"cicy/llmserve": false, "supervisor/gateway": false, "cicy/provider": false, "reaper": false,
+		"supervisor/gateway/modelapi": false, "supervisor/gateway": false, "cicy/provider": false, "reaper": false,
 	} {
 		if got := isTestHelper(path); got != want {
 			t.Errorf("isTestHelper(%q) = %v, want %v", path, got, want)

@@ -39,6 +39,6 @@
 //
 // With the scripted model (CICY_PROVIDER=script) the upstream is
 // [NewScriptTransport]: the script rules answer in every API, offline,
-// encoded by cicy/llmserve. The gateway's own errors take their bodies
-// from llmserve's one table ([llmserve.WriteError]).
+// encoded by its subpackage modelapi. The gateway's own errors take their
+// bodies from modelapi's one table ([modelapi.WriteError]).
 package gateway
