@@ -111,7 +111,7 @@ func writeScrubbed(path string, v any, scrub func([]byte) []byte) error {
 	if scrub != nil {
 		b = scrub(b)
 	}
-	return WriteFileAtomic(path, append(b, '\n'))
+	return atomicfile.WritePrivate(path, append(b, '\n'))
 }
 
 // writeJSONAtomic writes v as indented JSON: a temp file in the same
@@ -121,17 +121,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	return WriteFileAtomic(path, append(b, '\n'))
-}
-
-// WriteFileAtomic writes b to path atomically (atomicfile.Write). The file
-// is the user's alone (0600), and so is a folder it creates (0700): it may
-// hold conversation text.
-func WriteFileAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	return atomicfile.Write(path, b, 0o600)
+	return atomicfile.WritePrivate(path, append(b, '\n'))
 }
 
 func readJSON(path string, v any) (bool, error) {
@@ -358,7 +348,7 @@ func (w *historyWriter) save(hist []wire.Message, now time.Time) error {
 	if err := w.check(path); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(path, buf); err != nil {
+	if err := atomicfile.WritePrivate(path, buf); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(w.dir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -1,12 +1,12 @@
 package cicy
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cicy-ai/cicy-agent/cicy/liteconfig"
 )
 
 // LiteConfig is the tool-group part of $CICY_HOME/db/lite-config.json.
@@ -23,30 +23,6 @@ func DefaultLiteConfig() LiteConfig {
 	}}
 }
 
-// LiteConfigPath is $CICY_HOME/db/lite-config.json.
-func LiteConfigPath(home string) string { return filepath.Join(home, "db", "lite-config.json") }
-
-// ReadLiteConfig decodes lite-config.json into v, which names the part its
-// reader wants (tool groups, screen rules, prices). A missing file, or one
-// holding nothing but white space, leaves v as it is and reports false.
-func ReadLiteConfig(home string, v any) (bool, error) {
-	path := LiteConfigPath(home)
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return false, nil
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("%s is not valid JSON: %v", path, err)
-	}
-	return true, nil
-}
-
 // LoadLiteConfig is the built-in tool groups with those of lite-config.json
 // over them: a group of the file adds to the built-in ones, or replaces the
 // one of the same name. A file without "toolGroups" (one with only prices
@@ -54,7 +30,7 @@ func ReadLiteConfig(home string, v any) (bool, error) {
 // turn, so an edit takes effect with no restart.
 func LoadLiteConfig(home string) (LiteConfig, error) {
 	var file LiteConfig
-	if _, err := ReadLiteConfig(home, &file); err != nil {
+	if _, err := liteconfig.Read(home, &file); err != nil {
 		return LiteConfig{}, err
 	}
 	lc := DefaultLiteConfig()

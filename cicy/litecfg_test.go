@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cicy-ai/cicy-agent/cicy/liteconfig"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -21,7 +22,7 @@ func TestLiteConfigWithoutToolGroups(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, replies(textReply("fine")))
-			mustWrite(t, LiteConfigPath(r.home), c.text)
+			mustWrite(t, liteconfig.Path(r.home), c.text)
 			r.start()
 			if res := r.send("hi"); res.Status != TurnCompleted || res.Answer != "fine" {
 				t.Fatalf("turn with lite-config.json %q: %+v", c.text, res)
@@ -36,7 +37,7 @@ func TestLiteConfigWithoutToolGroups(t *testing.T) {
 // The file's groups add to the built-in ones, or replace one by name.
 func TestLiteConfigGroupsOverBuiltIn(t *testing.T) {
 	r := newRig(t, replies(textReply("fine")))
-	mustWrite(t, LiteConfigPath(r.home), `{"toolGroups": {"mine": ["shell"]}}`)
+	mustWrite(t, liteconfig.Path(r.home), `{"toolGroups": {"mine": ["shell"]}}`)
 	r.writeTemplate("mixed", "Mixed.\n", "name: Mixed\ntools: [mine, core]\n")
 	r.cfg.RoleTemplate = "mixed"
 	r.start()
@@ -46,7 +47,7 @@ func TestLiteConfigGroupsOverBuiltIn(t *testing.T) {
 	if got := toolNames(r.requests(1)[0].Req.Tools); got != "shell,skill" {
 		t.Errorf("tools %q, want shell,skill", got)
 	}
-	mustWrite(t, LiteConfigPath(r.home), `{"toolGroups": {"core": ["skill"]}}`)
+	mustWrite(t, liteconfig.Path(r.home), `{"toolGroups": {"core": ["skill"]}}`)
 	r.writeTemplate("mixed", "Mixed.\n", "name: Mixed\ntools: [core]\n")
 	if res := r.send("again"); res.Status != TurnCompleted {
 		t.Fatalf("turn with core replaced: %+v", res)
@@ -62,20 +63,6 @@ func toolNames(ts []wire.Tool) string {
 		names = append(names, t.Name)
 	}
 	return strings.Join(names, ",")
-}
-
-// Every reader of lite-config.json (prices, screen rules, tool groups)
-// takes a 0-byte file as no file.
-func TestReadLiteConfigEmptyFile(t *testing.T) {
-	home := t.TempDir()
-	mustWrite(t, LiteConfigPath(home), "")
-	v := struct {
-		Prices map[string]float64 `json:"prices"`
-	}{Prices: map[string]float64{"kept": 1}}
-	found, err := ReadLiteConfig(home, &v)
-	if err != nil || found || v.Prices["kept"] != 1 {
-		t.Fatalf("ReadLiteConfig of a 0-byte file = %v, %v (%v), want not found and v untouched", found, err, v)
-	}
 }
 
 // The built-in team group holds every team tool the supervisor gives a

@@ -3,7 +3,7 @@ package supervisor
 import (
 	"strings"
 
-	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/liteconfig"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
@@ -51,7 +51,7 @@ func loadPrices(home string) (prices, error) {
 	var lc struct {
 		Prices map[string]Price `json:"prices"`
 	}
-	if _, err := cicy.ReadLiteConfig(home, &lc); err != nil {
+	if _, err := liteconfig.Read(home, &lc); err != nil {
 		return out, err
 	}
 	for k, v := range lc.Prices {

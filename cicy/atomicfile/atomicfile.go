@@ -56,3 +56,15 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	}
 	return nil
 }
+
+// WritePrivate is Write for a file that is the user's alone: the file is
+// 0600, and so is a folder it creates on the way (0700), since it may hold
+// conversation text or an agent's settings. The cicy histories and the
+// CLI agents' seed files are written so.
+func WritePrivate(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return Write(path, data, 0o600)
+}

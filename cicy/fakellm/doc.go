@@ -1,7 +1,8 @@
 // Package fakellm is a fake LLM HTTP server, for tests only: integration
 // tests drive the real Claude Code, Codex, opencode and Gemini CLIs offline against
 // it. No product code imports it (api/deps_test.go checks the cicy-agent
-// binary). It serves, on one loopback port, the APIs of cicy/llmserve:
+// binary). It serves, on one loopback port, the model APIs of
+// supervisor/gateway/modelapi:
 //
 //   - the Anthropic Messages API: POST /v1/messages (streamed SSE and plain
 //     JSON; the ?beta=true query Claude Code adds is ignored) and
@@ -20,7 +21,7 @@
 // clients' work is at the moment: model requests in flight, tool calls
 // answered whose results have not come back, a retry it asked for.
 //
-// The server's answers are those of an llmserve model steered by
+// The server's answers are those of a modelapi model steered by
 // directives written in the prompt. They are read only from the last text
 // part of the last user message, never from tool results or from system
 // text:

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 const maxRawLogged = 20000 // bytes of a non-JSON body kept in the record
@@ -24,7 +24,7 @@ type Server struct {
 	URL string
 
 	srv   *http.Server
-	h     *llmserve.Handler // answers from the directives
+	h     *modelapi.Handler // answers from the directives
 	watch *watcher          // the clients' outstanding work: [Server.Truth]
 
 	mu   sync.Mutex // guards reqs and log
@@ -67,7 +67,7 @@ func Start(addr string, log io.Writer) (*Server, error) {
 // newServer is a server not yet listening.
 func newServer(log io.Writer) *Server {
 	w := &watcher{}
-	return &Server{log: log, watch: w, h: llmserve.NewHandler("fake-llm", directives{w})}
+	return &Server{log: log, watch: w, h: modelapi.NewHandler("fake-llm", directives{w})}
 }
 
 // Close stops the server and cuts any request still in progress.
@@ -95,7 +95,7 @@ func (s *Server) Requests() []Request {
 
 // handle records a request and answers it.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	body, bodyErr := llmserve.ReadBody(w, r)
+	body, bodyErr := modelapi.ReadBody(w, r)
 	s.record(r, body, bodyErr)
 	s.h.ServeBody(w, r, body, bodyErr)
 }

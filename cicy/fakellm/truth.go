@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 // Truth is what a [Server] knows, at one moment, of the work its clients
@@ -38,7 +38,7 @@ type Call struct {
 func (s *Server) Truth() Truth { return s.watch.now() }
 
 // watcher keeps a [Server]'s [Truth] as its handler's
-// [llmserve.Observer]. Its methods are safe for concurrent use.
+// [modelapi.Observer]. Its methods are safe for concurrent use.
 type watcher struct {
 	mu         sync.Mutex
 	inFlight   int
@@ -49,7 +49,7 @@ type watcher struct {
 
 // Begin counts a model request in flight and settles the calls whose
 // results it carries; any pending retry has come.
-func (w *watcher) Begin(q *llmserve.Query) {
+func (w *watcher) Begin(q *modelapi.Query) {
 	var answered []string
 	for _, m := range q.Request.Messages {
 		for _, b := range m.Content {
@@ -69,7 +69,7 @@ func (w *watcher) Begin(q *llmserve.Query) {
 }
 
 // End counts a model request answered (or abandoned).
-func (w *watcher) End(*llmserve.Query) {
+func (w *watcher) End(*modelapi.Query) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.inFlight--

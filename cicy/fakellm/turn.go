@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 const (
@@ -23,13 +23,13 @@ const (
 	maxDelay        = 24 * time.Hour
 )
 
-// directives is the server's [llmserve.Model]: it answers from the
+// directives is the server's [modelapi.Model]: it answers from the
 // directives in the prompt, and keeps the server's [Truth] as the
-// handler's [llmserve.Observer].
+// handler's [modelapi.Observer].
 type directives struct{ *watcher }
 
 // Answer is the reply the directives decide, or the [[status]] error.
-func (directives) Answer(_ context.Context, q *llmserve.Query) (*wire.Response, error) {
+func (directives) Answer(_ context.Context, q *modelapi.Query) (*wire.Response, error) {
 	t := turnOf(q)
 	if code := t.status(); code != 0 {
 		msg := fmt.Sprintf("fake-llm status directive %d", code)
@@ -53,7 +53,7 @@ func (directives) Answer(_ context.Context, q *llmserve.Query) (*wire.Response, 
 }
 
 // CountTokens is about a token per four bytes of the body.
-func (directives) CountTokens(q *llmserve.Query) int64 { return int64(tokens(q.Body)) }
+func (directives) CountTokens(q *modelapi.Query) int64 { return int64(tokens(q.Body)) }
 
 // tokens is a plausible token count for a JSON document: about one token
 // per four bytes, at least one.
@@ -64,7 +64,7 @@ func tokens(b []byte) int {
 // turn is what the directives need to know about one model request,
 // whatever its API.
 type turn struct {
-	q           *llmserve.Query // makes the tool calls
+	q           *modelapi.Query // makes the tool calls
 	prompt      string          // the last user text; directives come only from here
 	afterTool   bool            // the conversation ends with a tool result
 	toolResult  string          // the text of that result
@@ -74,7 +74,7 @@ type turn struct {
 }
 
 // turnOf reads q.
-func turnOf(q *llmserve.Query) turn {
+func turnOf(q *modelapi.Query) turn {
 	result, afterTool := q.ToolResult()
 	schema, structured := q.Schema()
 	return turn{q: q, prompt: q.Prompt(), afterTool: afterTool, toolResult: result,

@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/cicy/liteconfig"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -314,7 +315,7 @@ type screenRulesFile struct {
 // agent's built-in rules (a type that is not a CLI agent has none).
 func ScreenRules(home, typ string) (pane.Rules, error) {
 	var f screenRulesFile
-	if _, err := cicy.ReadLiteConfig(home, &f); err != nil {
+	if _, err := liteconfig.Read(home, &f); err != nil {
 		return nil, err
 	}
 	all := append(pane.Rules{}, f.ScreenRules[typ]...)
@@ -323,7 +324,7 @@ func ScreenRules(home, typ string) (pane.Rules, error) {
 	}
 	rules, err := all.Compile()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cicy.LiteConfigPath(home), err)
+		return nil, fmt.Errorf("%s: %w", liteconfig.Path(home), err)
 	}
 	return rules, nil
 }
@@ -363,5 +364,5 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return cicy.WriteFileAtomic(path, b)
+	return atomicfile.WritePrivate(path, b)
 }

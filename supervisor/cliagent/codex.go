@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -89,7 +89,7 @@ func prepareCodex(a Setup) ([]string, []string, error) {
 	if a.MCP != nil {
 		c.WriteString(codexMCP(a.MCP))
 	}
-	if err := cicy.WriteFileAtomic(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
+	if err := atomicfile.WritePrivate(filepath.Join(dir, "config.toml"), []byte(c.String())); err != nil {
 		return nil, nil, err
 	}
 	hooks := map[string]any{"hooks": hooksBlock(a.Self, "codex", codexHookEvents)}

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -101,7 +101,7 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode this program's path for the plugin: %w", err)
 	}
-	if err := cicy.WriteFileAtomic(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
+	if err := atomicfile.WritePrivate(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
 		return nil, nil, err
 	}
 	if err := seedOpencodeDeps(filepath.Join(cfgDir, "opencode")); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
@@ -158,7 +158,7 @@ func preparePi(a Setup) ([]string, []string, error) {
 		return nil, nil, fmt.Errorf("encode this program's path for the extension: %w", err)
 	}
 	ext := fmt.Sprintf(piExtension, bin, !a.AllowAll)
-	if err := cicy.WriteFileAtomic(filepath.Join(dir, "extensions", "cicy-agent.js"), []byte(ext)); err != nil {
+	if err := atomicfile.WritePrivate(filepath.Join(dir, "extensions", "cicy-agent.js"), []byte(ext)); err != nil {
 		return nil, nil, err
 	}
 	env := append([]string{

@@ -39,6 +39,13 @@
 //
 // With the scripted model (CICY_PROVIDER=script) the upstream is
 // [NewScriptTransport]: the script rules answer in every API, offline,
-// encoded by cicy/llmserve. The gateway's own errors take their bodies
-// from llmserve's one table ([llmserve.WriteError]).
+// encoded by its subpackage modelapi. The gateway's own errors take their
+// bodies from modelapi's one table ([modelapi.WriteError]).
+//
+// The gateway knows no CLI agent by name: of supervisor/cliagent it uses
+// only lookups over every registered agent (cliagent.AuxKind, which side
+// call a request is by each agent's fingerprints) and cliagent.ShellQuote.
+// What is one agent's stays in that agent's file of cliagent. The
+// gateway depends on neither the daemon, the store nor the cicy runtime
+// (api/deps_test.go checks it).
 package gateway

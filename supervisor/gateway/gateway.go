@@ -15,18 +15,18 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 // API names a wire format the gateway serves.
 type API string
 
-// The wire formats, named as llmserve names them.
+// The wire formats, named as modelapi names them.
 const (
-	Anthropic API = llmserve.APIAnthropic // Anthropic Messages
-	Chat      API = llmserve.APIChat      // OpenAI Chat Completions
-	Responses API = llmserve.APIResponses // OpenAI Responses
-	Gemini    API = llmserve.APIGemini    // Gemini generateContent
+	Anthropic API = modelapi.APIAnthropic // Anthropic Messages
+	Chat      API = modelapi.APIChat      // OpenAI Chat Completions
+	Responses API = modelapi.APIResponses // OpenAI Responses
+	Gemini    API = modelapi.APIGemini    // Gemini generateContent
 )
 
 // Default upstream base URLs, used when [Upstreams] leaves one empty.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 // DefaultMaxBodiesInFlight bounds the request bytes the gateway holds at
@@ -138,7 +138,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.inflight.Done()
 
-	key := llmserve.Route(r.URL.Path)
+	key := modelapi.Route(r.URL.Path)
 	rt, ok := routes[key]
 	switch {
 	case !ok && key == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet):
@@ -146,10 +146,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	case !ok:
-		llmserve.WriteError(w, string(guessAPI(r)), http.StatusNotFound, fmt.Sprintf("cicy gateway: no route for %s %s", r.Method, r.URL.Path))
+		modelapi.WriteError(w, string(guessAPI(r)), http.StatusNotFound, fmt.Sprintf("cicy gateway: no route for %s %s", r.Method, r.URL.Path))
 		return
 	case r.Method != http.MethodPost:
-		llmserve.WriteError(w, string(rt.api), http.StatusMethodNotAllowed, fmt.Sprintf("cicy gateway: %s needs POST", r.URL.Path))
+		modelapi.WriteError(w, string(rt.api), http.StatusMethodNotAllowed, fmt.Sprintf("cicy gateway: %s needs POST", r.URL.Path))
 		return
 	}
 	x := &exchange{g: g, w: w, r: r, route: rt, start: time.Now()}
@@ -175,19 +175,19 @@ func (x *exchange) serve() {
 	pane, reason := x.pane()
 	if reason != "" {
 		x.g.refused.Log(x.g.log, "local", x.r.URL.Path, "refused a request: "+reason)
-		llmserve.WriteError(x.w, string(x.route.api), http.StatusUnauthorized, "cicy gateway: "+reason)
+		modelapi.WriteError(x.w, string(x.route.api), http.StatusUnauthorized, "cicy gateway: "+reason)
 		return
 	}
 	x.call.Pane = pane
 	if !x.g.cfg.Panes.Speaks(pane, x.route.api) {
 		x.g.log.WithFields(map[string]any{"pane": pane, "path": clipPath(x.r.URL.Path)}).Info("refused a request: its pane does not speak this API")
-		llmserve.WriteError(x.w, string(x.route.api), http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
+		modelapi.WriteError(x.w, string(x.route.api), http.StatusForbidden, fmt.Sprintf("cicy gateway: the token of %s is not for %s (%s): its agent speaks another API", pane, x.r.URL.Path, x.route.api))
 		return
 	}
 	body, room, err := x.readBody()
 	defer room.release()
 	if err != nil {
-		llmserve.WriteError(x.w, string(x.route.api), http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
+		modelapi.WriteError(x.w, string(x.route.api), http.StatusBadRequest, "cicy gateway: reading the request body: "+err.Error())
 		return
 	}
 	body, inject := x.inspect(body)
@@ -245,7 +245,7 @@ func (x *exchange) overBudget(bodyBytes int) (release func(), refused bool) {
 		code = http.StatusPaymentRequired
 	}
 	x.w.Header().Set("X-Should-Retry", "false") // the Anthropic and OpenAI SDKs heed it
-	llmserve.WriteError(x.w, string(x.route.api), code, why)
+	modelapi.WriteError(x.w, string(x.route.api), code, why)
 	if x.call.Aux == "" {
 		x.g.cfg.Budget.Refused(x.call.Pane, why)
 	}
@@ -297,8 +297,8 @@ func (x *exchange) inspect(body []byte) (_ []byte, inject bool) {
 	}
 	x.call.Model, x.call.Stream = req.Model, req.Stream
 	if x.route.api == Gemini { // the model and the streaming are in the path
-		x.call.Model = llmserve.GeminiModel(x.r.URL.Path)
-		x.call.Stream = llmserve.Route(x.r.URL.Path) == "/models:streamGenerateContent"
+		x.call.Model = modelapi.GeminiModel(x.r.URL.Path)
+		x.call.Stream = modelapi.Route(x.r.URL.Path) == "/models:streamGenerateContent"
 	}
 	x.call.Asked = x.call.Model
 	x.ask.MaxTokens, x.ask.Choices = req.maxOutput(), req.choices()
@@ -344,7 +344,7 @@ func (x *exchange) forward(body []byte, inject bool) {
 func (x *exchange) fail(code int, msg string) {
 	x.call.Status, x.call.Err = code, msg
 	x.g.log.WithFields(map[string]any{"pane": x.call.Pane, "api": x.call.API}).Warn(msg)
-	llmserve.WriteError(x.w, string(x.route.api), code, msg)
+	modelapi.WriteError(x.w, string(x.route.api), code, msg)
 }
 
 // plainErr is err without the request URL a *url.Error adds.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/cicy-ai/cicy-agent/cicy/llmserve"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 )
 
 // ScriptSource gives the scripted model as it is now: its rules and the
@@ -44,7 +44,7 @@ func NewScriptTransport(src ScriptSource, log *logrus.Entry) http.RoundTripper {
 		log = logrus.NewEntry(l)
 	}
 	m := &scriptModel{src: src, log: log.WithField("component", "script-upstream")}
-	return scriptTransport{llmserve.NewHandler("cicy scripted model", m)}
+	return scriptTransport{modelapi.NewHandler("cicy scripted model", m)}
 }
 
 // scriptModel answers from the script rules.
@@ -54,7 +54,7 @@ type scriptModel struct {
 }
 
 // Answer asks the rules for the reply to q.
-func (m *scriptModel) Answer(_ context.Context, q *llmserve.Query) (*wire.Response, error) {
+func (m *scriptModel) Answer(_ context.Context, q *modelapi.Query) (*wire.Response, error) {
 	s, err := m.src.Script()
 	if err != nil {
 		m.log.WithError(err).Warn("the scripted model has no rules")
@@ -73,15 +73,15 @@ func (m *scriptModel) Answer(_ context.Context, q *llmserve.Query) (*wire.Respon
 }
 
 // CountTokens is the prompt size the scripted model counts.
-func (m *scriptModel) CountTokens(q *llmserve.Query) int64 {
+func (m *scriptModel) CountTokens(q *modelapi.Query) int64 {
 	return provider.PromptTokens(scriptRequest(q))
 }
 
 // scriptRequest is q's request as the rules see it.
-func scriptRequest(q *llmserve.Query) *wire.Request {
+func scriptRequest(q *modelapi.Query) *wire.Request {
 	req := q.Request
 	req.PaneID, req.Aux = q.Header.Get("X-Cicy-Pane"), q.Header.Get("X-Cicy-Aux")
-	if q.API != llmserve.APIAnthropic {
+	if q.API != modelapi.APIAnthropic {
 		if n := len(req.Messages); n > 0 {
 			if c := req.Messages[n-1].Content; len(c) > 0 {
 				c[len(c)-1].CacheControl = wire.Ephemeral()
@@ -94,7 +94,7 @@ func scriptRequest(q *llmserve.Query) *wire.Request {
 // shellCalls turns the reply's calls of `shell` into calls of the shell
 // tool q offers, in that tool's shape; a "cwd" becomes a cd before the
 // command. A request that offers no shell tool keeps the call as it is.
-func shellCalls(resp *wire.Response, q *llmserve.Query) error {
+func shellCalls(resp *wire.Response, q *modelapi.Query) error {
 	for i, b := range resp.Content {
 		if b.Type != wire.TypeToolUse || b.Name != "shell" {
 			continue
@@ -173,7 +173,7 @@ func (t scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // scriptPath is the route of an upstream path, whatever the upstream base
 // URL's path: a Gemini model method keeps its /models/<model>:<method>.
 func scriptPath(p string) string {
-	if i := strings.LastIndex(p, "/models/"); i >= 0 && llmserve.IsGeminiRoute(llmserve.Route(p[i:])) {
+	if i := strings.LastIndex(p, "/models/"); i >= 0 && modelapi.IsGeminiRoute(modelapi.Route(p[i:])) {
 		return p[i:]
 	}
 	for key, rt := range routes {

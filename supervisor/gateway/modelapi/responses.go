@@ -1,4 +1,4 @@
-package llmserve
+package modelapi
 
 import (
 	"encoding/json"

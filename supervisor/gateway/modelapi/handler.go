@@ -1,4 +1,4 @@
-package llmserve
+package modelapi
 
 import (
 	"context"
@@ -157,7 +157,7 @@ func NewHandler(name string, m Model) *Handler {
 // who starts the handler's own error messages.
 func (h *Handler) who() string {
 	if h.name == "" {
-		return "llmserve"
+		return "modelapi"
 	}
 	return h.name
 }

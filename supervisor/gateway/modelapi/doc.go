@@ -1,9 +1,14 @@
-// Package llmserve serves the LLM wire APIs — Anthropic Messages, OpenAI
-// Chat Completions, OpenAI Responses, Gemini generateContent, streamed and
-// not — with a [Model]'s
-// answers. cicy's scripted model behind the gateway is served by it
-// (supervisor/gateway's NewScriptTransport), and so is the test fake
-// cicy/fakellm. A [Handler] answers:
+// Package modelapi is the model side of the model wire APIs: it serves
+// them — Anthropic Messages, OpenAI Chat Completions, OpenAI Responses,
+// Gemini generateContent, streamed and not — with a [Model]'s answers,
+// parsing each request and encoding each answer as the real APIs do. It is
+// no part of the cicy runtime (the cicy panes are clients of these APIs,
+// not servers of them): it lives beside the gateway, whose scripted model
+// it serves (supervisor/gateway's NewScriptTransport) and whose error
+// bodies it writes; the test fake cicy/fakellm is served by it too. Its
+// name says what it holds: the model APIs, as a model answers them. It
+// imports nothing of the module but cicy/wire (the conversation types).
+// A [Handler] answers:
 //
 //   - the Anthropic Messages API: POST /v1/messages (streamed SSE and plain
 //     JSON; the ?beta=true query Claude Code adds is ignored) and
@@ -41,4 +46,4 @@
 // OpenAI code, or Google status) the real APIs give each HTTP status, in
 // each API's shape.
 // The handler's own errors and the gateway's use it.
-package llmserve
+package modelapi

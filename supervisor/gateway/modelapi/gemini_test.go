@@ -1,4 +1,4 @@
-package llmserve
+package modelapi
 
 import (
 	"bufio"
@@ -88,6 +88,19 @@ func postGemini(t *testing.T, h http.Handler, path, body string) *httptest.Respo
 func TestGeminiPlain(t *testing.T) {
 	m := &answerModel{text: "hello", calls: []wire.Block{{Type: wire.TypeToolUse, Name: "run_shell_command", Input: json.RawMessage(`{"command":"ls"}`)}}}
 	rec := postGemini(t, NewHandler("t", m), "/v1beta/models/gemini-x:generateContent?key=k", geminiBody)
+	r := checkGeminiPlainAnswer(t, rec)
+	if r.ModelVersion != "gemini-x" || m.seen.API != APIGemini || m.seen.Prompt() != "say hi" || m.seen.Request.Stream {
+		t.Errorf("model %q, query %s %q stream %v", r.ModelVersion, m.seen.API, m.seen.Prompt(), m.seen.Request.Stream)
+	}
+	if tools := m.seen.Tools(); len(tools) != 1 || tools[0] != "run_shell_command" {
+		t.Errorf("tools = %v", tools)
+	}
+}
+
+// checkGeminiPlainAnswer checks TestGeminiPlain's answer: "hello" and
+// one call of run_shell_command, with the usage, in Gemini's shape.
+func checkGeminiPlainAnswer(t *testing.T, rec *httptest.ResponseRecorder) geminiResp {
+	t.Helper()
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
@@ -105,12 +118,7 @@ func TestGeminiPlain(t *testing.T) {
 	if u := r.UsageMetadata; u == nil || u.Prompt != 16 || u.Cached != 6 || u.Candidates != 4 || u.Total != 20 {
 		t.Errorf("usage = %s", rec.Body)
 	}
-	if r.ModelVersion != "gemini-x" || m.seen.API != APIGemini || m.seen.Prompt() != "say hi" || m.seen.Request.Stream {
-		t.Errorf("model %q, query %s %q stream %v", r.ModelVersion, m.seen.API, m.seen.Prompt(), m.seen.Request.Stream)
-	}
-	if tools := m.seen.Tools(); len(tools) != 1 || tools[0] != "run_shell_command" {
-		t.Errorf("tools = %v", tools)
-	}
+	return r
 }
 
 func TestGeminiStream(t *testing.T) {
