@@ -95,7 +95,7 @@ func (r *budgetRig) create(ref string, usd *float64) api.Budget {
 
 func (r *budgetRig) put(ref string, req api.BudgetRequest) api.Budget {
 	r.t.Helper()
-	b, err := r.s.SetBudget(context.Background(), ref, req)
+	b, err := r.s.spend.SetBudget(context.Background(), ref, req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -129,20 +129,20 @@ func TestPaneBudgetRefusal(t *testing.T) {
 	r := newBudgetRig(t)
 	w := r.pane("build", "", 0.5)
 	free := r.pane("free", "", 0)
-	if got := r.s.Refusal(w); got != "" {
+	if got := r.s.spend.Refusal(w); got != "" {
 		t.Fatalf("refused before any spend: %q", got)
 	}
 	r.spend(w, sonnet, 0.3)
 	r.spend(free, sonnet, 9)
-	if got := r.s.Refusal(w); got != "" {
+	if got := r.s.spend.Refusal(w); got != "" {
 		t.Fatalf("refused at $0.30 of $0.50: %q", got)
 	}
 	r.spend(w, sonnet, 0.21)
 	want := "cicy: pane " + w + " reached its budget of $0.50 (spent $0.51); raise it with: cicy-agent budget " + w + " 1.00"
-	if got := r.s.Refusal(w); got != want {
+	if got := r.s.spend.Refusal(w); got != want {
 		t.Fatalf("Refusal = %q\nwant      %q", got, want)
 	}
-	if got := r.s.Refusal(free); got != "" {
+	if got := r.s.spend.Refusal(free); got != "" {
 		t.Errorf("a pane without a budget is refused: %q", got)
 	}
 	pi, _ := r.s.Get(w)
@@ -156,18 +156,18 @@ func TestPaneBudgetRefusal(t *testing.T) {
 	if b.Name != w || b.Reached || b.Refusal != "" || *b.LeftUSD < 0.48 || *b.LeftUSD > 0.5 {
 		t.Errorf("raised: %+v", b)
 	}
-	if got := r.s.Refusal(w); got != "" {
+	if got := r.s.spend.Refusal(w); got != "" {
 		t.Errorf("refused after the raise: %q", got)
 	}
 	if got := r.needs(); len(got) != 0 {
 		t.Errorf("needs-you after the raise: %v", got)
 	}
 	r.set(w, usd(0.4))
-	if r.s.Refusal(w) == "" {
+	if r.s.spend.Refusal(w) == "" {
 		t.Error("not refused under a lowered budget")
 	}
 	r.set(w, nil)
-	if got, pi := r.s.Refusal(w), r.describeOf(w); got != "" || pi.BudgetUSD != nil {
+	if got, pi := r.s.spend.Refusal(w), r.describeOf(w); got != "" || pi.BudgetUSD != nil {
 		t.Errorf("budget removed: refusal %q, budget_usd %v", got, pi.BudgetUSD)
 	}
 }
@@ -191,17 +191,17 @@ func TestTeamBudgetSum(t *testing.T) {
 	r.set("team:demo", usd(1))
 	r.spend(a, sonnet, 0.6)
 	r.spend(other, sonnet, 5)
-	if r.s.Refusal(a) != "" || r.s.Refusal(b) != "" {
+	if r.s.spend.Refusal(a) != "" || r.s.spend.Refusal(b) != "" {
 		t.Fatal("refused at $0.60 of the team's $1.00")
 	}
 	r.spend(b, sonnet, 0.5)
 	want := "cicy: team demo reached its budget of $1.00 (spent $1.10); raise it with: cicy-agent budget team:demo 2.00"
 	for _, id := range []string{a, b} {
-		if got := r.s.Refusal(id); got != want {
+		if got := r.s.spend.Refusal(id); got != want {
 			t.Errorf("Refusal(%s) = %q\nwant %q", id, got, want)
 		}
 	}
-	if got := r.s.Refusal(other); got != "" {
+	if got := r.s.spend.Refusal(other); got != "" {
 		t.Errorf("a pane of another team is refused: %q", got)
 	}
 	if got := r.needs(); len(got) != 2 || got[a] != want || got[b] != want {
@@ -212,11 +212,11 @@ func TestTeamBudgetSum(t *testing.T) {
 	if err := r.s.Kill(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.s.Refusal(a); got != "" {
+	if got := r.s.spend.Refusal(a); got != "" {
 		t.Errorf("refused after the pane that spent most was removed: %q", got)
 	}
 	r.set("team:demo", nil)
-	if tb, _ := r.s.Budget("team:demo"); tb.BudgetUSD != nil || tb.Reached {
+	if tb, _ := r.s.spend.Budget("team:demo"); tb.BudgetUSD != nil || tb.Reached {
 		t.Errorf("removed team budget: %+v", tb)
 	}
 }
@@ -225,11 +225,11 @@ func TestTeamBudgetSum(t *testing.T) {
 // and b are refused with want.
 func (r *budgetRig) checkTeamReport(a, b, want string) {
 	r.t.Helper()
-	tb, err := r.s.Budget("team:demo")
+	tb, err := r.s.spend.Budget("team:demo")
 	if err != nil || !tb.Reached || !reflect.DeepEqual(tb.Panes, []string{a, b}) || tb.SpentUSD < 1.09 || *tb.LeftUSD != 0 {
 		r.t.Errorf("team budget %+v, %v", tb, err)
 	}
-	if pb, _ := r.s.Budget(a); pb.Team == nil || pb.Team.Name != "demo" || pb.BudgetUSD != nil || pb.Refusal != want {
+	if pb, _ := r.s.spend.Budget(a); pb.Team == nil || pb.Team.Name != "demo" || pb.BudgetUSD != nil || pb.Refusal != want {
 		r.t.Errorf("pane budget with its team's: %+v", pb)
 	}
 }
@@ -243,7 +243,7 @@ func TestPaneBudgetBeforeTeam(t *testing.T) {
 	r.set("team:demo", usd(100))
 	r.spend(a, sonnet, 0.0012)
 	want := "cicy: pane " + a + " reached its budget of $0.000001 (spent $0.0012); raise it with: cicy-agent budget " + a + " 0.0025"
-	if got := r.s.Refusal(a); got != want {
+	if got := r.s.spend.Refusal(a); got != want {
 		t.Errorf("Refusal = %q\nwant      %q", got, want)
 	}
 }
@@ -254,15 +254,15 @@ func TestUnpricedModelIsNamed(t *testing.T) {
 	r := newBudgetRig(t)
 	a := r.pane("a", "", 0.01)
 	r.spend(a, "mystery-1", 50)
-	if got := r.s.Refusal(a); got != "" {
+	if got := r.s.spend.Refusal(a); got != "" {
 		t.Errorf("refused on an unpriced model's calls: %q", got)
 	}
-	b, err := r.s.Budget(a)
+	b, err := r.s.spend.Budget(a)
 	if err != nil || b.SpentUSD != 0 || !reflect.DeepEqual(b.Unpriced, []string{"mystery-1"}) {
 		t.Errorf("budget %+v, %v; want $0 spent and mystery-1 unpriced", b, err)
 	}
 	r.spend(a, sonnet, 0.02)
-	if r.s.Refusal(a) == "" {
+	if r.s.spend.Refusal(a) == "" {
 		t.Error("the priced calls over the budget are not refused")
 	}
 }
@@ -274,16 +274,16 @@ func TestBudgetsPersist(t *testing.T) {
 	r.set("team:demo", usd(3))
 	r.create("team:empty", usd(2))
 	r.spend(a, sonnet, 0.6)
-	want := r.s.Refusal(a)
+	want := r.s.spend.Refusal(a)
 	if want == "" {
 		t.Fatal("not refused")
 	}
 	r.s.Close()
 	r.start()
-	if got := r.s.Refusal(a); got != want {
+	if got := r.s.spend.Refusal(a); got != want {
 		t.Errorf("after a restart: %q, want %q", got, want)
 	}
-	all := r.s.Budgets()
+	all := r.s.spend.Budgets()
 	if len(all) != 3 || all[0].Name != a || all[1].Name != "demo" || all[2].Name != "empty" || *all[2].BudgetUSD != 2 || len(all[2].Panes) != 0 {
 		t.Errorf("budgets after a restart: %+v", all)
 	}
@@ -309,7 +309,7 @@ func TestBudgetErrors(t *testing.T) {
 		{"team:demo", usd(1), api.KindNotFound, `no team "demo" (there is none yet: 'cicy-agent up' of a team file named demo starts it); give --create`},
 		{"team:demo", nil, api.KindNotFound, `no team "demo" (there is none yet`},
 	} {
-		_, err := r.s.SetBudget(ctx, c.ref, api.BudgetRequest{BudgetUSD: c.usd})
+		_, err := r.s.spend.SetBudget(ctx, c.ref, api.BudgetRequest{BudgetUSD: c.usd})
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Kind != c.kind || !strings.HasPrefix(ae.Message, c.msg) || strings.Contains(ae.Message, "\n") {
 			t.Errorf("SetBudget(%s, %v) = %v; want %s %q", c.ref, c.usd, err, c.kind, c.msg)
@@ -319,30 +319,6 @@ func TestBudgetErrors(t *testing.T) {
 		err.Error() != "--budget-usd must be more than $0 (leave it out for no budget)" {
 		t.Errorf("create with a negative budget: %v", err)
 	}
-}
-
-// A cicy pane's provider refuses a call over the budget with the
-// sentence, without making it.
-func TestBudgetedProvider(t *testing.T) {
-	r := newBudgetRig(t)
-	a := r.pane("a", "", 0.5)
-	p := &countingProvider{}
-	bp := budgeted{Provider: p, s: r.s, id: a}
-	if _, err := bp.Stream(context.Background(), &wire.Request{Model: sonnet}, nil); err != nil || p.calls != 1 {
-		t.Fatalf("under the budget: %v, %d calls", err, p.calls)
-	}
-	r.spend(a, sonnet, 0.5)
-	_, err := bp.Stream(context.Background(), &wire.Request{Model: sonnet}, nil)
-	if err == nil || err.Error() != r.s.Refusal(a) || p.calls != 1 {
-		t.Errorf("over the budget: %v, %d calls; want the refusal and no call", err, p.calls)
-	}
-}
-
-type countingProvider struct{ calls int }
-
-func (c *countingProvider) Stream(context.Context, *wire.Request, func(wire.Event)) (*wire.Response, error) {
-	c.calls++
-	return &wire.Response{}, nil
 }
 
 // The routes: GET and PUT /api/budgets/{ref}, GET /api/budgets.
@@ -490,7 +466,7 @@ func budgetRush(t testing.TB, n int, c rushCase) rush {
 	r.up.hold = 200 * time.Millisecond
 	r.up.then(cannedAnswer{200, fmt.Sprintf(`{"id":"m","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":%d}}`, c.answeredAs, c.out)})
 	budget := c.budget
-	if _, err := r.s.SetBudget(context.Background(), r.id, api.BudgetRequest{BudgetUSD: &budget}); err != nil {
+	if _, err := r.s.spend.SetBudget(context.Background(), r.id, api.BudgetRequest{BudgetUSD: &budget}); err != nil {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"model":%q,"max_tokens":%d,"messages":[{"role":"user","content":"go"}]}`, c.model, c.out)
@@ -521,8 +497,12 @@ func budgetRush(t testing.TB, n int, c rushCase) rush {
 		}()
 	}
 	wg.Wait()
-	spent, _ := r.s.spend(r.id)
-	worst, _ := r.s.worstCase(gateway.Ask{API: gateway.Anthropic, Model: c.model, BodyBytes: len(body), MaxTokens: c.out, Choices: 1})
+	b, err := r.s.spend.Budget(r.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := b.SpentUSD
+	worst, _ := r.s.spend.WorstCase(gateway.Ask{API: gateway.Anthropic, Model: c.model, BodyBytes: len(body), MaxTokens: c.out, Choices: 1})
 	return rush{spent: spent, budget: budget, worst: worst, ok: ok.Load(), refused: refused.Load()}
 }
 
@@ -545,132 +525,9 @@ func BenchmarkBudgetRush(b *testing.B) {
 	b.ReportMetric(float64(worst.refused), "refused")
 }
 
-// TestTeamBudgetHoldsRequestsInFlight: the requests in flight of all a
-// team's panes count against the team's budget.
-func TestTeamBudgetHoldsRequestsInFlight(t *testing.T) {
-	r := newBudgetRig(t)
-	a, b := r.pane("a", "crew", 0), r.pane("b", "crew", 0)
-	limit := 0.05
-	r.set(api.TeamRef+"crew", &limit)
-	var releases []func()
-	for i, id := range []string{a, b, a} {
-		release, why := r.s.Reserve(id, sonnetAsk)
-		if why != "" {
-			t.Fatalf("request %d refused: %s", i, why)
-		}
-		releases = append(releases, release)
-	}
-	if _, why := r.s.Reserve(b, sonnetAsk); !strings.Contains(why, "team crew has $0.05 of its budget of $0.05 left, and its 3 model requests in flight may spend it") {
-		t.Fatalf("the fourth: %q", why)
-	}
-	for _, f := range releases {
-		f()
-	}
-	if release, why := r.s.Reserve(b, sonnetAsk); why != "" {
-		t.Fatalf("after the others ended: %q", why)
-	} else {
-		release()
-	}
-	if len(r.s.held.usd) != 0 || len(r.s.held.n) != 0 {
-		t.Fatalf("held after every release: %v %v", r.s.held.usd, r.s.held.n)
-	}
-}
-
 // sonnetAsk is a request of 100 bytes for claude-sonnet-4-5 allowing 1,000
 // output tokens: at most $0.01515.
 var sonnetAsk = gateway.Ask{API: gateway.Anthropic, Model: sonnet, BodyBytes: 100, MaxTokens: 1000, Choices: 1}
-
-// A request that has the upstream generate several answers (Chat
-// Completions' n, best_of, Gemini's candidateCount) holds its output
-// limit once per answer: beside one in flight, a request with n=128 does
-// not fit a $0.05 budget (one with n=128 once spent $1.28 against it).
-func TestBudgetCountsEveryAnswer(t *testing.T) {
-	r := newBudgetRig(t)
-	a := r.pane("a", "", 0.05)
-	one := gateway.Ask{API: gateway.Chat, Model: "gpt-4o-mini", BodyBytes: 100, MaxTokens: 100, Choices: 1}
-	many := one
-	many.Choices = 128
-	w1, _ := r.s.worstCase(one)
-	w128, _ := r.s.worstCase(many)
-	if in := 51 * 0.15 / 1e6; w128 < in+128*100*0.6/1e6 || w1 >= w128/100 {
-		t.Fatalf("worst cost of one answer $%.6f, of 128 $%.6f", w1, w128)
-	}
-	release, why := r.s.Reserve(a, one)
-	if why != "" {
-		t.Fatal(why)
-	}
-	defer release()
-	if _, why := r.s.Reserve(a, one); why != "" {
-		t.Fatalf("a second request of one answer: %q", why)
-	}
-	many.MaxTokens = 1000 // 128,000 tokens at $0.60 a million: $0.077
-	if _, why := r.s.Reserve(a, many); !strings.Contains(why, "pane "+a+" has $0.05 of its budget of $0.05 left, and its 2 model requests in flight may spend it") {
-		t.Fatalf("n=128 beside two in flight: %q", why)
-	}
-}
-
-// A model the price table does not know is held at the dearest price of
-// its upstream's models, input billed as a cache write at worst; with
-// none priced (here no Gemini model: its built-in prices are taken out of
-// the table), a pane under a budget is refused, saying how to price it or
-// remove the budget, while one without a budget is served; so is a body
-// the gateway could not read. The scripted model answers as the model
-// asked for: an unpriced one costs nothing.
-func TestBudgetUnpricedModel(t *testing.T) {
-	r := newBudgetRig(t)
-	if _, ok := r.s.prices.dearest(gateway.Gemini); !ok {
-		t.Error("the built-in table prices no Gemini model")
-	}
-	for k := range r.s.prices {
-		if strings.HasPrefix(k, "gemini") {
-			delete(r.s.prices, k)
-		}
-	}
-	free := r.pane("free", "", 0)
-	held := r.pane("held", "crew", 0)
-	r.set(api.TeamRef+"crew", usd(1))
-	alias := gateway.Ask{API: gateway.Anthropic, Model: "claude-best", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
-	worst, ok := r.s.worstCase(alias)
-	if want := (1001*18.75 + 1000*75) / 1e6; !ok || worst != want {
-		t.Errorf("claude-best held at $%.6f (%v); want $%.6f, claude-opus-4's output and cache write", worst, ok, want)
-	}
-	chat := alias
-	chat.API, chat.Model = gateway.Responses, "o9-pro"
-	if worst, ok := r.s.worstCase(chat); !ok || worst != (1001*2.5+1000*10)/1e6 {
-		t.Errorf("o9-pro held at $%.6f (%v); want gpt-4o's price", worst, ok)
-	}
-	gem := gateway.Ask{API: gateway.Gemini, Model: "gemini-2.5-pro", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
-	want := `cicy: model "gemini-2.5-pro" has no price, nor does any model of the Gemini API, so the budget of team crew cannot bound what the request may cost: add the model's price to "prices" in $CICY_HOME/db/lite-config.json (then cicy-agent shutdown), or remove the budget with: cicy-agent budget team:crew none`
-	if _, why := r.s.Reserve(held, gem); why != want {
-		t.Errorf("Gemini under a budget:\n%q\nwant\n%q", why, want)
-	}
-	if release, why := r.s.Reserve(free, gem); why != "" {
-		t.Errorf("Gemini without a budget: %q", why)
-	} else {
-		release()
-	}
-	// A body the gateway could not read (in a Content-Encoding) tells
-	// nothing of its cost.
-	zstd := gateway.Ask{API: gateway.Responses, BodyBytes: 2000, Choices: 1, Unread: `its body is in Content-Encoding "zstd"`}
-	want = `cicy: the gateway cannot read the request (its body is in Content-Encoding "zstd"), so the budget of team crew cannot bound what it may cost: send it unencoded, or remove the budget with: cicy-agent budget team:crew none`
-	if _, why := r.s.Reserve(held, zstd); why != want {
-		t.Errorf("an encoded body under a budget:\n%q\nwant\n%q", why, want)
-	}
-	if release, why := r.s.Reserve(free, zstd); why != "" {
-		t.Errorf("an encoded body without a budget: %q", why)
-	} else {
-		release()
-	}
-	script := gateway.Ask{Model: "mystery-1", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
-	if worst, ok := r.s.worstCase(script); !ok || worst != 0 {
-		t.Errorf("the scripted model's mystery-1 held at $%.6f (%v); want nothing", worst, ok)
-	}
-	if release, why := r.s.Reserve(held, script); why != "" {
-		t.Errorf("the scripted model under a budget: %q", why)
-	} else {
-		release()
-	}
-}
 
 // The ledger bills the model an answer names: once a request for a
 // priced model was answered, and billed, as a dearer one, a request for
@@ -680,7 +537,7 @@ func TestBudgetHoldsWhatAnswersWereBilledAs(t *testing.T) {
 	r := newBudgetRig(t)
 	a := r.pane("a", "", 1)
 	haiku := gateway.Ask{API: gateway.Anthropic, Model: "claude-haiku-4-5", BodyBytes: 2000, MaxTokens: 1000, Choices: 1}
-	before, _ := r.s.worstCase(haiku)
+	before, _ := r.s.spend.WorstCase(haiku)
 	if want := (1001*1.25 + 1000*5) / 1e6; before != want {
 		t.Fatalf("claude-haiku-4-5 held at $%.6f before any answer; want $%.6f", before, want)
 	}
@@ -694,10 +551,10 @@ func TestBudgetHoldsWhatAnswersWereBilledAs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after, _ := r.s.worstCase(haiku); after != (1001*18.75+1000*75)/1e6 {
+	if after, _ := r.s.spend.WorstCase(haiku); after != (1001*18.75+1000*75)/1e6 {
 		t.Errorf("claude-haiku-4-5 held at $%.6f after an answer billed as claude-opus-4-1; want its price", after)
 	}
-	sonnetAfter, _ := r.s.worstCase(sonnetAsk)
+	sonnetAfter, _ := r.s.spend.WorstCase(sonnetAsk)
 	if want := (51*3.75 + 1000*15) / 1e6; sonnetAfter != want {
 		t.Errorf("claude-sonnet-4-5 held at $%.6f; want its own price $%.6f", sonnetAfter, want)
 	}

@@ -20,7 +20,7 @@ import (
 type usageSink struct{ s *Supervisor }
 
 func (u usageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
-	return u.s.record(ctx, schema.UsageRow{
+	return u.s.spend.Record(ctx, schema.UsageRow{
 		PaneID: r.PaneID, ConversationID: r.ConversationID, TurnID: r.TurnID, Aux: r.Aux, Model: r.Model,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		CacheRead: r.Usage.CacheReadInputTokens, CacheCreation: r.Usage.CacheCreationInputTokens,
@@ -41,7 +41,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 			if err != nil {
 				return nil, err
 			}
-			return budgeted{Provider: p, s: s, id: id, api: providerAPI(name)}, nil
+			return s.spend.Budgeted(p, id, name), nil
 		},
 		Getenv:   s.cfg.Getenv,
 		Scrub:    s.scrub.Bytes,

@@ -159,8 +159,8 @@ func TestLedgerQueuesRefusedUsage(t *testing.T) {
 	if hn := healthNeeds(t, h); len(hn) != 0 {
 		t.Fatalf("health still needs you: %+v", hn)
 	}
-	if s.ledger.pending() != 0 {
-		t.Fatalf("%d rows still wait", s.ledger.pending())
+	if s.spend.Waiting() != 0 {
+		t.Fatalf("%d rows still wait", s.spend.Waiting())
 	}
 }
 

@@ -27,8 +27,8 @@
 //
 //	models     CLI agents reach their model through the gateway (package gateway, gateway.go):
 //	           a token per pane, the real keys added there, usage and cost into the ledger
-//	           (ledger.go: rows the database refuses wait in memory and are written again),
-//	           budgets held per request (budget.go); CLI masters lead through the team tools
+//	           (package spend: rows the database refuses wait in memory and are written again),
+//	           budgets held per request (spend.Accounts.Reserve); CLI masters lead through the team tools
 //	           (teamtools.go: dispatch, workers, task_status, diff, merge, and wait), which
 //	           `cicy-agent mcp` serves them over MCP; cicy agents call their provider in process
 //

@@ -15,10 +15,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // The local AI gateway (package gateway) carries the CLI agents' model
@@ -61,7 +63,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Panes:      gatewayPanes{s},
 		Usage:      gatewayLedger{s},
 		Activity:   s, // a request in flight keeps its pane busy (signals.go)
-		Budget:     s, // Refusal: a pane over its budget is answered, not forwarded
+		Budget:     gatewayBudget{s},
 		Log:        s.log,
 		Transport:  s.gatewayUpstream(),
 	})
@@ -207,8 +209,8 @@ func (l gatewayLedger) Record(ctx context.Context, c gateway.Call) error {
 	if c.Status == 0 && c.InputTokens+c.OutputTokens+c.CacheReadTokens+c.CacheCreationTokens == 0 {
 		return nil // never reached the upstream: no call to count
 	}
-	l.s.billed.note(l.s.prices, c.Asked, c.Model)
-	return l.s.record(ctx, schema.UsageRow{
+	l.s.spend.NoteBilled(c.Asked, c.Model)
+	return l.s.spend.Record(ctx, schema.UsageRow{
 		PaneID: c.Pane, TurnID: l.s.cliTurn(c.Pane), Aux: c.Aux, Model: c.Model,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		CacheRead: c.CacheReadTokens, CacheCreation: c.CacheCreationTokens,
@@ -230,11 +232,26 @@ func (s *Supervisor) cliTurn(id string) string {
 	return schema.FormatTime(at)
 }
 
-// record is the ledger: every model call, of a cicy pane's turn loop or
-// through the gateway, is added to its pane's totals and stored; a row
-// the store refuses waits in memory and is written again (see ledger).
-func (s *Supervisor) record(ctx context.Context, row schema.UsageRow) error {
-	s.addUsage(row.PaneID, row.Model, schema.UsageTotal{InputTokens: row.InputTokens, OutputTokens: row.OutputTokens,
-		CacheRead: row.CacheRead, CacheCreation: row.CacheCreation})
-	return s.ledger.add(ctx, row)
+// gatewayBudget is the gateway's Budget: the spending's check of a
+// request (package spend), so that a pane over its budget is answered,
+// not forwarded, and the end of a CLI pane's turn when one is refused.
+type gatewayBudget struct{ s *Supervisor }
+
+func (b gatewayBudget) Reserve(pane string, ask gateway.Ask) (func(), string) {
+	return b.s.spend.Reserve(pane, ask)
+}
+
+func (b gatewayBudget) Refused(pane, why string) { b.s.Refused(pane, why) }
+
+// Refused hears that the gateway refused a CLI pane's main-loop request
+// for its budget. The agent's turn has ended in that failure: a task it
+// works on fails with the sentence, whatever the agent signals after
+// (Codex nothing, opencode an idle carrying an earlier turn's answer).
+func (s *Supervisor) Refused(pane, why string) {
+	e, ok := s.live(pane)
+	if !ok || !topology.IsAgentType(e.cfg.Type) {
+		return
+	}
+	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)
+	s.tasks.PaneChanged() // settles a task the pane works on
 }

@@ -285,6 +285,33 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	return h
 }
 
+// budgetRoutes are the budgets' (package spend).
+func (a *handler) budgetRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.spend.Budgets(), nil)
+	})
+	mux.HandleFunc("GET /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		b, err := a.sup.spend.Budget(r.PathValue("ref"))
+		respond(w, b, err)
+	})
+	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		var req api.BudgetRequest
+		if err := decode(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		b, err := a.sup.spend.SetBudget(r.Context(), r.PathValue("ref"), req)
+		respond(w, b, err)
+	})
+}
+
+// usage is the usage report (package spend).
+func (a *handler) usage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rep, err := a.sup.spend.Usage(r.Context(), api.UsageQuery{Pane: q.Get("pane"), Since: q.Get("since"), By: q.Get("by")})
+	respond(w, rep, err)
+}
+
 // boundBody gives a request's body timeout to arrive once its header has
 // (ReadHeaderTimeout bounds the header), and says so in a sentence when it
 // does not. net/http lifts the read deadline itself once the body has been

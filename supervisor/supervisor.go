@@ -28,6 +28,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/spend"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -132,8 +133,8 @@ type Supervisor struct {
 	spares    *spares // worktrees checked out ahead (create --worktree)
 
 	events *hub
-	prices prices
-	web    *webFront // the web page, made with the API
+	spend  *spend.Accounts // the price table, usage, ledger and budgets
+	web    *webFront       // the web page, made with the API
 
 	mu    sync.Mutex
 	panes map[string]*entry
@@ -158,16 +159,9 @@ type Supervisor struct {
 	// (restoreDormant), wakeDone is closed when it has ended.
 	wakeQuit, wakeDone chan struct{}
 
-	usageMu sync.Mutex
-	usage   map[string]map[string]schema.UsageTotal // pane → model → sums
+	disk *diskWatch // whether the home's writes fail for lack of space
 
-	ledger *ledger    // usage rows to the store, queued while it refuses them
-	disk   *diskWatch // whether the home's writes fail for lack of space
-
-	budgets budgetBook
-	held    heldBudget // the worst cost of the model requests in flight (Reserve)
-	notify  *notifier  // nil when the store has no notification tables
-	billed  billedAs   // the prices answers were billed at, by the model asked for
+	notify *notifier // nil when the store has no notification tables
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -185,23 +179,19 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(), quit: make(chan struct{}),
-		held: heldBudget{usd: map[string]float64{}, n: map[string]int{}}, billed: billedAs{price: map[string]Price{}}}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(), quit: make(chan struct{})}
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
 	}
 	var err error
-	if s.prices, err = loadPrices(cfg.Home.Root); err != nil {
-		return nil, err
-	}
-	if s.usage, err = store.UsageByModel(ctx); err != nil {
+	if s.spend, err = spend.New(ctx, spend.Config{Home: cfg.Home.Root, Store: store, Panes: spendPanes{s}, Log: cfg.Log,
+		LedgerRetry: cfg.LedgerRetry, Wrote: func(err error) { s.disk.note("the ledger", err) }}); err != nil {
 		return nil, err
 	}
 	s.disk = newDiskWatch(func() { s.events.publish(keyHome) })
 	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
 		w.OnWrite(s.databaseWrote)
 	}
-	s.ledger = newLedger(store, cfg.Log, cfg.LedgerRetry, func(err error) { s.disk.note("the ledger", err) })
 	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
 	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
@@ -244,7 +234,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.budgets.load(rows, teams) // before the gateway asks
+	s.spend.LoadBudgets(rows, teams) // before the gateway asks
 	if err := s.startGateway(ctx); err != nil {
 		return nil, err
 	}
@@ -252,7 +242,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	s.startedAt = time.Now()
 	if err := s.restore(ctx, rows, cfg.Restoring); err != nil {
 		s.gw.Close()
-		s.ledger.close()
+		s.spend.Close()
 		return nil, err
 	}
 	// What panes that ended while no supervisor ran left running (their
@@ -426,6 +416,73 @@ func (s *Supervisor) get(id string) (*entry, error) {
 	return e, nil
 }
 
+// live is the pane with this id, registered or being started (a CLI
+// agent calls out while it starts).
+func (s *Supervisor) live(id string) (*entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.panes[id]
+	if !ok {
+		e, ok = s.starting[id]
+	}
+	return e, ok
+}
+
+// spendPanes are the panes as the spending (package spend) sees them.
+type spendPanes struct{ s *Supervisor }
+
+func spendPane(e *entry) spend.Pane {
+	return spend.Pane{ID: e.cfg.ID, Title: e.cfg.Title, Team: e.team}
+}
+
+func (p spendPanes) Live(id string) (spend.Pane, bool) {
+	e, ok := p.s.live(id)
+	if !ok {
+		return spend.Pane{}, false
+	}
+	return spendPane(e), true
+}
+
+func (p spendPanes) Registered(id string) (spend.Pane, bool) {
+	e, err := p.s.get(id)
+	if err != nil {
+		return spend.Pane{}, false
+	}
+	return spendPane(e), true
+}
+
+func (p spendPanes) Local(ref string) (spend.Pane, error) {
+	e, err := p.s.localPane(ref)
+	if err != nil {
+		return spend.Pane{}, err
+	}
+	return spendPane(e), nil
+}
+
+func (p spendPanes) Resolve(ref string) (spend.Pane, error) {
+	e, err := p.s.resolvePane(ref)
+	if err != nil {
+		return spend.Pane{}, err
+	}
+	return spendPane(e), nil
+}
+
+func (p spendPanes) LiveTeams() map[string]string {
+	teams := map[string]string{}
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	for _, m := range []map[string]*entry{p.s.panes, p.s.starting} {
+		for id, e := range m {
+			if e.team != "" {
+				teams[id] = e.team
+			}
+		}
+	}
+	return teams
+}
+
+func (p spendPanes) Changed(id string) { p.s.paneChanged(id) }
+
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
 func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.CreateResponse, error) {
@@ -476,10 +533,10 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		return api.CreateResponse{}, err
 	}
 	if row.BudgetUSD.Valid { // in force before the pane's first request
-		s.budgets.put(api.BudgetPane, row.ID, &row.BudgetUSD.Float64)
+		s.spend.PutPaneBudget(row.ID, &row.BudgetUSD.Float64)
 	}
 	if err := s.register(row, s.resumeLeft(left, row)); err != nil {
-		s.budgets.put(api.BudgetPane, row.ID, nil)
+		s.spend.PutPaneBudget(row.ID, nil)
 		// The row must not outlive a pane that never ran.
 		if derr := s.store.DeletePane(ctx, row.ID); derr != nil {
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
@@ -976,59 +1033,17 @@ func (s *Supervisor) entries() []*entry {
 	return entries
 }
 
-// addUsage counts one model call of a pane.
-func (s *Supervisor) addUsage(id, model string, u schema.UsageTotal) {
-	s.usageMu.Lock()
-	if s.usage[id] == nil {
-		s.usage[id] = map[string]schema.UsageTotal{}
-	}
-	s.usage[id][model] = s.usage[id][model].Add(u)
-	s.usageMu.Unlock()
-	s.spendChanged(id)
-}
-
-// usageOf is a pane's usage summed over models, and its cost if every
-// model's price is known.
-func (s *Supervisor) usageOf(id string) (api.Usage, *float64) {
-	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
-	var t schema.UsageTotal
-	for _, u := range s.usage[id] {
-		t = t.Add(u)
-	}
-	u := api.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
-	if usd, ok := s.prices.cost(s.usage[id]); ok {
-		return u, &usd
-	}
-	return u, nil
-}
-
 // describe is a pane as the API shows it: its config and state, its usage
 // and, for tmux, how to attach.
 func (s *Supervisor) describe(e *entry) api.PaneInfo {
 	pi := e.info()
 	pi.Node = s.cfg.Node
-	pi.Usage, pi.CostUSD = s.usageOf(pi.ID)
-	pi.CacheHit = cacheHit(pi.Usage)
-	if usd, ok := s.budgets.get(api.BudgetPane, pi.ID); ok {
-		pi.BudgetUSD = &usd
-	}
-	pi.OverBudget = s.refusal(e)
+	s.spend.Describe(&pi, e.team)
 	pi.Worktree = s.worktreeInfo(e)
 	if pi.Backend == "tmux" {
 		pi.Attach = s.tmux.AttachCommand(pi.ID)
 	}
 	return pi
-}
-
-// cacheHit is cache-read input tokens over all input tokens, or -1 when
-// there were none.
-func cacheHit(u api.Usage) float64 {
-	total := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-	if total == 0 {
-		return -1
-	}
-	return float64(u.CacheReadInputTokens) / float64(total)
 }
 
 func (e *entry) info() api.PaneInfo {
@@ -1223,8 +1238,8 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	s.mu.Unlock()
 	s.dropSpare(e.cfg)
 	s.tokens.forget(e.cfg.ID)
-	s.budgets.put(api.BudgetPane, e.cfg.ID, nil) // its row went with it
-	s.tasks.Kick()                               // its tasks end now
+	s.spend.PutPaneBudget(e.cfg.ID, nil) // its row went with it
+	s.tasks.Kick()                       // its tasks end now
 	s.paneChanged(e.cfg.ID)
 	s.log.WithField("pane", e.cfg.ID).Info("Pane killed")
 	return api.KillResult{Kept: kept}, nil
@@ -1298,7 +1313,7 @@ func (s *Supervisor) Close() {
 	if err := s.gw.Close(); err != nil {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}
-	s.ledger.close() // after the panes and the gateway: no call comes after it
+	s.spend.Close() // after the panes and the gateway: no call comes after it
 	s.disk.close()
 	s.tmux.Close()
 	// A view on the person's tmux server goes with the supervisor.

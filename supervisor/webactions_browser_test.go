@@ -121,7 +121,7 @@ func webSendsAndSets(t *testing.T, s *Supervisor, b context.Context, page string
 	if msg := setBudget("-1"); !strings.Contains(msg, "above 0") {
 		t.Errorf("budget -1 from the page: %q", msg)
 	}
-	if got, err := s.Budget("w-2"); err != nil || got.BudgetUSD == nil || *got.BudgetUSD != 2.5 {
+	if got, err := s.spend.Budget("w-2"); err != nil || got.BudgetUSD == nil || *got.BudgetUSD != 2.5 {
 		t.Errorf("w-2's budget after 2.50 then -1 from the page: %+v %v", got, err)
 	}
 

@@ -1,4 +1,4 @@
-package supervisor
+package spend
 
 import (
 	"context"
@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,7 +17,6 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Budgets: a spending limit in US dollars at the price table, a pane's own
@@ -95,15 +92,15 @@ func (b *budgetBook) scopes() (panes, teams []string) {
 // the request is refused with: the pane's spend has reached its budget,
 // or its team's spend the team's. It is asked before every model request
 // (the gateway's, a cicy turn loop's) and needs no database.
-func (s *Supervisor) Refusal(pane string) string {
-	if e, ok := s.live(pane); ok {
-		return s.refusal(e)
+func (a *Accounts) Refusal(pane string) string {
+	if p, ok := a.panes.Live(pane); ok {
+		return a.refusal(p)
 	}
 	return ""
 }
 
 // Reserve is Refusal for a request about to be made, and holds what it
-// may cost at most (see worstCase) until release: while requests of a
+// may cost at most (see WorstCase) until release: while requests of a
 // pane (or of its team) are in flight, a new one is refused when the
 // spend and what the requests in flight may cost, with its own, pass the
 // budget. The first request in flight is refused only by a budget
@@ -111,36 +108,36 @@ func (s *Supervisor) Refusal(pane string) string {
 // budget by at most that one request's cost. A request whose cost has no
 // bound (its model has no price, nor has any model of its upstream; its
 // body could not be read) is refused while a budget holds the pane.
-func (s *Supervisor) Reserve(pane string, ask gateway.Ask) (release func(), why string) {
-	e, ok := s.live(pane)
+func (a *Accounts) Reserve(pane string, ask gateway.Ask) (release func(), why string) {
+	p, ok := a.panes.Live(pane)
 	if !ok {
 		return func() {}, ""
 	}
-	s.held.mu.Lock()
-	defer s.held.mu.Unlock()
-	if why := s.refusal(e); why != "" {
+	a.held.mu.Lock()
+	defer a.held.mu.Unlock()
+	if why := a.refusal(p); why != "" {
 		return nil, why
 	}
-	worst, bounded := s.worstCase(ask)
+	worst, bounded := a.WorstCase(ask)
 	if !bounded || ask.Unread != "" {
-		if why := s.unboundedRefusal(e, ask); why != "" {
+		if why := a.unboundedRefusal(p, ask); why != "" {
 			return nil, why
 		}
 	}
-	if why := s.inFlightRefusal(e, worst); why != "" {
+	if why := a.inFlightRefusal(p, worst); why != "" {
 		return nil, why
 	}
-	s.held.usd[pane] += worst
-	s.held.n[pane]++
+	a.held.usd[pane] += worst
+	a.held.n[pane]++
 	return func() {
-		s.held.mu.Lock()
-		defer s.held.mu.Unlock()
-		if s.held.n[pane]--; s.held.n[pane] <= 0 {
-			delete(s.held.usd, pane)
-			delete(s.held.n, pane)
+		a.held.mu.Lock()
+		defer a.held.mu.Unlock()
+		if a.held.n[pane]--; a.held.n[pane] <= 0 {
+			delete(a.held.usd, pane)
+			delete(a.held.n, pane)
 			return
 		}
-		s.held.usd[pane] -= worst
+		a.held.usd[pane] -= worst
 	}, ""
 }
 
@@ -155,31 +152,31 @@ type heldBudget struct {
 // inFlightRefusal is the sentence a request of worst cost is refused
 // with when the requests in flight of its pane (or its team) may take
 // the spend past the budget; "" when none are in flight or it fits. The
-// caller holds s.held.mu.
-func (s *Supervisor) inFlightRefusal(e *entry, worst float64) string {
+// caller holds a.held.mu.
+func (a *Accounts) inFlightRefusal(p Pane, worst float64) string {
 	check := func(who, ref string, limit float64, ids []string) string {
 		var held float64
 		var n int
 		for _, id := range ids {
-			held, n = held+s.held.usd[id], n+s.held.n[id]
+			held, n = held+a.held.usd[id], n+a.held.n[id]
 		}
-		spent, _ := s.spend(ids...)
+		spent, _ := a.spend(ids...)
 		if n == 0 || spent+held+worst <= limit {
 			return ""
 		}
 		return fmt.Sprintf("cicy: %s has %s of its budget of %s left, and its %d model requests in flight may spend it: wait for them, or raise it with: cicy-agent budget %s %s",
 			who, api.USD(max(limit-spent, 0)), api.USD(limit), n, ref, api.Amount(api.RoundUp(2*limit)))
 	}
-	if limit, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); ok {
-		if why := check("pane "+e.cfg.ID, e.cfg.ID, limit, []string{e.cfg.ID}); why != "" {
+	if limit, ok := a.budgets.get(api.BudgetPane, p.ID); ok {
+		if why := check("pane "+p.ID, p.ID, limit, []string{p.ID}); why != "" {
 			return why
 		}
 	}
-	if e.team == "" {
+	if p.Team == "" {
 		return ""
 	}
-	if limit, ok := s.budgets.get(api.BudgetTeam, e.team); ok {
-		return check("team "+e.team, api.TeamRef+e.team, limit, s.teamPanes(e.team))
+	if limit, ok := a.budgets.get(api.BudgetTeam, p.Team); ok {
+		return check("team "+p.Team, api.TeamRef+p.Team, limit, a.teamPanes(p.Team))
 	}
 	return ""
 }
@@ -188,7 +185,7 @@ func (s *Supervisor) inFlightRefusal(e *entry, worst float64) string {
 // counted for.
 const defaultMaxOutput = 32000
 
-// worstCase is what a request may cost at most at the price table, and
+// WorstCase is what a request may cost at most at the price table, and
 // whether it has a bound: its body's bytes as input tokens (a token is at
 // least a few bytes of JSON), billed at the dearer of the input and the
 // cache-write price, and its allowed output for each answer it asks for
@@ -197,12 +194,12 @@ const defaultMaxOutput = 32000
 // at the dearest price of the models its upstream serves (prices.dearest),
 // and any model at the price of a dearer one its answers were billed as
 // (billedAs).
-func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
-	pr, ok := s.prices.of(ask.Model)
+func (a *Accounts) WorstCase(ask gateway.Ask) (float64, bool) {
+	pr, ok := a.prices.of(ask.Model)
 	if !ok {
-		pr, ok = s.prices.dearest(ask.API)
+		pr, ok = a.prices.dearest(ask.API)
 	}
-	if seen, was := s.billed.of(ask.Model); was {
+	if seen, was := a.billed.of(ask.Model); was {
 		pr, ok = dearer(pr, seen), true
 	}
 	if !ok {
@@ -220,13 +217,13 @@ func (s *Supervisor) worstCase(ask gateway.Ask) (float64, bool) {
 // price for it, or a body the gateway could not read) is refused with
 // when a budget holds the pane (its own or its team's); "" when none
 // does.
-func (s *Supervisor) unboundedRefusal(e *entry, ask gateway.Ask) string {
-	who, ref := "pane "+e.cfg.ID, e.cfg.ID
-	if _, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); !ok {
-		if _, ok := s.budgets.get(api.BudgetTeam, e.team); e.team == "" || !ok {
+func (a *Accounts) unboundedRefusal(p Pane, ask gateway.Ask) string {
+	who, ref := "pane "+p.ID, p.ID
+	if _, ok := a.budgets.get(api.BudgetPane, p.ID); !ok {
+		if _, ok := a.budgets.get(api.BudgetTeam, p.Team); p.Team == "" || !ok {
 			return ""
 		}
-		who, ref = "team "+e.team, api.TeamRef+e.team
+		who, ref = "team "+p.Team, api.TeamRef+p.Team
 	}
 	if ask.Unread != "" {
 		return fmt.Sprintf("cicy: the gateway cannot read the request (%s), so the budget of %s cannot bound what it may cost: send it unencoded, or remove the budget with: cicy-agent budget %s none",
@@ -280,43 +277,18 @@ func dearer(a, b Price) Price {
 		CacheRead: max(a.CacheRead, b.CacheRead), CacheWrite: max(a.CacheWrite, b.CacheWrite)}
 }
 
-// live is the pane with this id, registered or being started (a CLI
-// agent calls out while it starts).
-func (s *Supervisor) live(id string) (*entry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.panes[id]
-	if !ok {
-		e, ok = s.starting[id]
-	}
-	return e, ok
-}
-
-// Refused hears that the gateway refused a CLI pane's main-loop request
-// for its budget. The agent's turn has ended in that failure: a task it
-// works on fails with the sentence, whatever the agent signals after
-// (Codex nothing, opencode an idle carrying an earlier turn's answer).
-func (s *Supervisor) Refused(pane, why string) {
-	e, ok := s.live(pane)
-	if !ok || !topology.IsAgentType(e.cfg.Type) {
-		return
-	}
-	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)
-	s.tasks.PaneChanged() // settles a task the pane works on
-}
-
-func (s *Supervisor) refusal(e *entry) string {
-	if limit, ok := s.budgets.get(api.BudgetPane, e.cfg.ID); ok {
-		if spent, _ := s.spend(e.cfg.ID); spent >= limit {
-			return refusalSentence("pane "+e.cfg.ID, e.cfg.ID, limit, spent)
+func (a *Accounts) refusal(p Pane) string {
+	if limit, ok := a.budgets.get(api.BudgetPane, p.ID); ok {
+		if spent, _ := a.spend(p.ID); spent >= limit {
+			return refusalSentence("pane "+p.ID, p.ID, limit, spent)
 		}
 	}
-	if e.team == "" {
+	if p.Team == "" {
 		return ""
 	}
-	if limit, ok := s.budgets.get(api.BudgetTeam, e.team); ok {
-		if spent, _ := s.spend(s.teamPanes(e.team)...); spent >= limit {
-			return refusalSentence("team "+e.team, api.TeamRef+e.team, limit, spent)
+	if limit, ok := a.budgets.get(api.BudgetTeam, p.Team); ok {
+		if spent, _ := a.spend(a.teamPanes(p.Team)...); spent >= limit {
+			return refusalSentence("team "+p.Team, api.TeamRef+p.Team, limit, spent)
 		}
 	}
 	return ""
@@ -336,14 +308,14 @@ func refusalSentence(who, ref string, limit, spent float64) string {
 
 // spend is what the panes' calls cost at the price table, counting the
 // models with a price, and the models without one, sorted.
-func (s *Supervisor) spend(ids ...string) (float64, []string) {
-	s.usageMu.Lock()
-	defer s.usageMu.Unlock()
+func (a *Accounts) spend(ids ...string) (float64, []string) {
+	a.usageMu.Lock()
+	defer a.usageMu.Unlock()
 	var usd float64
 	unpriced := []string{}
 	for _, id := range ids {
-		for model, u := range s.usage[id] {
-			if c, ok := s.prices.costOf(model, u); ok {
+		for model, u := range a.usage[id] {
+			if c, ok := a.prices.costOf(model, u); ok {
 				usd += c
 			} else if !slices.Contains(unpriced, model) {
 				unpriced = append(unpriced, model)
@@ -356,17 +328,13 @@ func (s *Supervisor) spend(ids ...string) (float64, []string) {
 
 // teamPanes are the ids of a team's live panes (those starting included),
 // in id order.
-func (s *Supervisor) teamPanes(team string) []string {
+func (a *Accounts) teamPanes(team string) []string {
 	var ids []string
-	s.mu.Lock()
-	for _, m := range []map[string]*entry{s.panes, s.starting} {
-		for id, e := range m {
-			if e.team == team {
-				ids = append(ids, id)
-			}
+	for id, t := range a.panes.LiveTeams() {
+		if t == team {
+			ids = append(ids, id)
 		}
 	}
-	s.mu.Unlock()
 	slices.SortFunc(ids, comparePaneIDs)
 	return ids
 }
@@ -374,72 +342,72 @@ func (s *Supervisor) teamPanes(team string) []string {
 // spendChanged publishes a pane's change after a model call, and that of
 // its team's other panes when the team has a budget: the call may have
 // reached it for all of them.
-func (s *Supervisor) spendChanged(id string) {
-	s.paneChanged(id)
-	e, err := s.get(id)
-	if err != nil || e.team == "" {
+func (a *Accounts) spendChanged(id string) {
+	a.panes.Changed(id)
+	p, ok := a.panes.Registered(id)
+	if !ok || p.Team == "" {
 		return
 	}
-	if _, ok := s.budgets.get(api.BudgetTeam, e.team); !ok {
+	if _, ok := a.budgets.get(api.BudgetTeam, p.Team); !ok {
 		return
 	}
-	for _, p := range s.teamPanes(e.team) {
-		if p != id {
-			s.paneChanged(p)
+	for _, other := range a.teamPanes(p.Team) {
+		if other != id {
+			a.panes.Changed(other)
 		}
 	}
 }
 
 // Budget reports the budget of a pane (by id or title; with its team's)
 // or of a team (team:NAME).
-func (s *Supervisor) Budget(ref string) (api.Budget, error) {
+func (a *Accounts) Budget(ref string) (api.Budget, error) {
 	if name, ok := api.TeamName(ref); ok {
 		if err := api.CheckTeamName(name); err != nil {
 			return api.Budget{}, err
 		}
-		return s.teamBudget(name), nil
+		return a.teamBudget(name), nil
 	}
-	e, err := s.localPane(ref)
+	p, err := a.panes.Local(ref)
 	if err != nil {
 		return api.Budget{}, err
 	}
-	return s.paneBudget(e), nil
+	return a.paneBudget(p), nil
 }
 
 // Budgets reports every budget set: the panes' by id, then the teams' by
 // name.
-func (s *Supervisor) Budgets() []api.Budget {
-	panes, teams := s.budgets.scopes()
+func (a *Accounts) Budgets() []api.Budget {
+	panes, teams := a.budgets.scopes()
 	out := make([]api.Budget, 0, len(panes)+len(teams))
 	for _, id := range panes {
-		if e, err := s.get(id); err == nil {
-			out = append(out, s.paneBudget(e))
+		if p, ok := a.panes.Registered(id); ok {
+			out = append(out, a.paneBudget(p))
 		}
 	}
 	for _, name := range teams {
-		out = append(out, s.teamBudget(name))
+		out = append(out, a.teamBudget(name))
 	}
 	return out
 }
 
-func (s *Supervisor) paneBudget(e *entry) api.Budget {
-	b := api.Budget{Scope: api.BudgetPane, Name: e.cfg.ID, Title: e.cfg.Title}
-	limit, set := s.budgets.get(api.BudgetPane, e.cfg.ID)
-	spent, unpriced := s.spend(e.cfg.ID)
+func (a *Accounts) paneBudget(p Pane) api.Budget {
+	b := api.Budget{Scope: api.BudgetPane, Name: p.ID, Title: p.Title}
+	limit, set := a.budgets.get(api.BudgetPane, p.ID)
+	spent, unpriced := a.spend(p.ID)
 	standing(&b, limit, set, spent, unpriced)
-	if e.team != "" {
-		t := s.teamBudget(e.team)
+	if p.Team != "" {
+		t := a.teamBudget(p.Team)
 		b.Team = &t
 	}
-	b.Refusal = s.refusal(e)
+	b.Refusal = a.refusal(p)
 	return b
 }
 
-func (s *Supervisor) teamBudget(name string) api.Budget {
-	ids := s.teamPanes(name)
+func (a *Accounts) teamBudget(name string) api.Budget {
+	ids := a.teamPanes(name)
 	b := api.Budget{Scope: api.BudgetTeam, Name: name, Panes: ids}
-	limit, set := s.budgets.get(api.BudgetTeam, name)
-	spent, unpriced := s.spend(ids...)
+	limit, set := a.budgets.get(api.BudgetTeam, name)
+	spent, unpriced := a.spend(ids...)
 	standing(&b, limit, set, spent, unpriced)
 	return b
 }
@@ -460,7 +428,7 @@ func standing(b *api.Budget, limit float64, set bool, spent float64, unpriced []
 // req.Create is set: a mistyped name is refused, not a new team. The
 // panes it applies to change at once: one whose budget is raised above
 // its spend is no longer refused, nor in needs-you.
-func (s *Supervisor) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (api.Budget, error) {
+func (a *Accounts) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (api.Budget, error) {
 	usd := req.BudgetUSD
 	val := sql.NullFloat64{}
 	if usd != nil {
@@ -469,51 +437,51 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, req api.BudgetRe
 		}
 		val = sql.NullFloat64{Float64: *usd, Valid: true}
 	}
-	s.budgets.set.Lock()
-	defer s.budgets.set.Unlock()
+	a.budgets.set.Lock()
+	defer a.budgets.set.Unlock()
 	what := "none"
 	if usd != nil {
 		what = api.USD(*usd)
 	}
-	log := s.log.WithField("budget", what)
+	log := a.log.WithField("budget", what)
 	if name, ok := api.TeamName(ref); ok {
 		if err := api.CheckTeamName(name); err != nil {
 			return api.Budget{}, err
 		}
-		if err := s.teamExists(name, req.Create); err != nil {
+		if err := a.teamExists(name, req.Create); err != nil {
 			return api.Budget{}, err
 		}
-		if err := s.store.SetTeamBudget(ctx, name, val); err != nil {
+		if err := a.store.SetTeamBudget(ctx, name, val); err != nil {
 			return api.Budget{}, err
 		}
-		s.budgets.put(api.BudgetTeam, name, usd)
-		ids := s.teamPanes(name)
+		a.budgets.put(api.BudgetTeam, name, usd)
+		ids := a.teamPanes(name)
 		for _, id := range ids {
-			s.paneChanged(id)
+			a.panes.Changed(id)
 		}
 		log.WithField("team", name).Info("Team budget set")
-		return s.teamBudget(name), nil
+		return a.teamBudget(name), nil
 	}
-	e, err := s.localPane(ref)
+	p, err := a.panes.Local(ref)
 	if err != nil {
 		return api.Budget{}, err
 	}
-	if err := s.store.SetPaneBudget(ctx, e.cfg.ID, val); errors.Is(err, schema.ErrNotFound) {
-		return api.Budget{}, notFoundErr(e.cfg.ID) // killed meanwhile
+	if err := a.store.SetPaneBudget(ctx, p.ID, val); errors.Is(err, schema.ErrNotFound) {
+		return api.Budget{}, notFoundErr(p.ID) // killed meanwhile
 	} else if err != nil {
 		return api.Budget{}, err
 	}
-	s.budgets.put(api.BudgetPane, e.cfg.ID, usd)
-	s.paneChanged(e.cfg.ID)
-	log.WithField("pane", e.cfg.ID).Info("Pane budget set")
-	return s.paneBudget(e), nil
+	a.budgets.put(api.BudgetPane, p.ID, usd)
+	a.panes.Changed(p.ID)
+	log.WithField("pane", p.ID).Info("Pane budget set")
+	return a.paneBudget(p), nil
 }
 
 // teamExists refuses a team no pane belongs to and no budget is set for,
 // unless create: one sentence naming the teams there are, or how to make
 // one.
-func (s *Supervisor) teamExists(name string, create bool) error {
-	teams := s.teams()
+func (a *Accounts) teamExists(name string, create bool) error {
+	teams := a.teams()
 	if create || slices.Contains(teams, name) {
 		return nil
 	}
@@ -527,17 +495,13 @@ func (s *Supervisor) teamExists(name string, create bool) error {
 
 // teams are the names of the teams known: those of the live panes and
 // those with a budget set, sorted.
-func (s *Supervisor) teams() []string {
-	_, teams := s.budgets.scopes()
-	s.mu.Lock()
-	for _, m := range []map[string]*entry{s.panes, s.starting} {
-		for _, e := range m {
-			if e.team != "" && !slices.Contains(teams, e.team) {
-				teams = append(teams, e.team)
-			}
+func (a *Accounts) teams() []string {
+	_, teams := a.budgets.scopes()
+	for _, team := range a.panes.LiveTeams() {
+		if !slices.Contains(teams, team) {
+			teams = append(teams, team)
 		}
 	}
-	s.mu.Unlock()
 	slices.Sort(teams)
 	return teams
 }
@@ -547,9 +511,17 @@ func (s *Supervisor) teams() []string {
 // sentence, not made and not retried; the turn ends failed with it.
 type budgeted struct {
 	cicy.Provider
-	s   *Supervisor
+	a   *Accounts
 	id  string
 	api gateway.API // the provider's upstream ("" for the scripted model)
+}
+
+// Budgeted is a cicy pane's provider p (of the provider named name) behind
+// the pane's budget: once the pane's budget (or its team's) is reached, a
+// model call is refused with the sentence, not made and not retried; the
+// turn ends failed with it.
+func (a *Accounts) Budgeted(p cicy.Provider, pane, name string) cicy.Provider {
+	return budgeted{Provider: p, a: a, id: pane, api: providerAPI(name)}
 }
 
 // providerAPI is the API whose upstream a cicy provider calls: "" for
@@ -569,30 +541,16 @@ func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wi
 	if body, err := json.Marshal(req); err == nil {
 		size = len(body)
 	}
-	release, why := b.s.Reserve(b.id, gateway.Ask{API: b.api, Model: req.Model, BodyBytes: size, MaxTokens: req.MaxTokens, Choices: 1})
+	release, why := b.a.Reserve(b.id, gateway.Ask{API: b.api, Model: req.Model, BodyBytes: size, MaxTokens: req.MaxTokens, Choices: 1})
 	if why != "" {
-		b.s.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call for the budget")
+		b.a.log.WithFields(logrus.Fields{"pane": b.id, "model": req.Model}).Info("Refused a model call for the budget")
 		return nil, errors.New(why)
 	}
 	defer release()
 	return b.Provider.Stream(ctx, req, onEvent)
 }
 
-func (a *handler) budgetRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, a.sup.Budgets(), nil)
-	})
-	mux.HandleFunc("GET /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		b, err := a.sup.Budget(r.PathValue("ref"))
-		respond(w, b, err)
-	})
-	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		var req api.BudgetRequest
-		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
-			return
-		}
-		b, err := a.sup.SetBudget(r.Context(), r.PathValue("ref"), req)
-		respond(w, b, err)
-	})
+// notFoundErr is the API's error for a pane that is not there (any more).
+func notFoundErr(id string) *api.Error {
+	return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", id)}
 }

@@ -1,11 +1,10 @@
-package supervisor
+package spend
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // Usage reports the ledger's model calls of every pane, removed ones
 // included, grouped by q.By, with the cost of each group at the price
 // table.
-func (s *Supervisor) Usage(ctx context.Context, q api.UsageQuery) (api.UsageReport, error) {
+func (a *Accounts) Usage(ctx context.Context, q api.UsageQuery) (api.UsageReport, error) {
 	by, err := api.CheckUsageBy(q.By)
 	if err != nil {
 		return api.UsageReport{}, err
@@ -33,34 +32,34 @@ func (s *Supervisor) Usage(ctx context.Context, q api.UsageQuery) (api.UsageRepo
 		sq.Since, rep.Since = t, &t
 	}
 	if q.Pane != "" {
-		if sq.Pane, err = s.usagePane(ctx, q.Pane); err != nil {
+		if sq.Pane, err = a.usagePane(ctx, q.Pane); err != nil {
 			return api.UsageReport{}, err
 		}
 		rep.Pane = sq.Pane
 	}
-	rows, err := s.store.UsageGroups(ctx, sq)
+	rows, err := a.store.UsageGroups(ctx, sq)
 	if err != nil {
 		return api.UsageReport{}, err
 	}
-	s.fold(&rep, rows)
+	a.fold(&rep, rows)
 	return rep, nil
 }
 
 // usagePane is the pane a usage report is about: a live pane by id or
 // title, or a removed pane by id while the ledger has its calls.
-func (s *Supervisor) usagePane(ctx context.Context, ref string) (string, error) {
+func (a *Accounts) usagePane(ctx context.Context, ref string) (string, error) {
 	id, err := api.ParsePaneID(ref)
 	if err != nil {
-		e, err := s.resolvePane(ref)
+		p, err := a.panes.Resolve(ref)
 		if err != nil {
 			return "", err
 		}
-		return e.cfg.ID, nil
+		return p.ID, nil
 	}
-	if _, err := s.get(id); err == nil {
+	if _, ok := a.panes.Registered(id); ok {
 		return id, nil
 	}
-	has, err := s.store.HasUsage(ctx, id)
+	has, err := a.store.HasUsage(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -104,7 +103,7 @@ func (u *usageSum) done(p prices) api.UsageSums {
 
 // fold sums the store's rows (per key, model and aux) into the report's
 // groups and total.
-func (s *Supervisor) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
+func (a *Accounts) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 	var keys []string
 	groups := map[string]*usageSum{}
 	var total usageSum
@@ -123,17 +122,17 @@ func (s *Supervisor) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 	}
 	for _, k := range keys {
 		g := groups[k]
-		ug := api.UsageGroup{Key: k, Models: slices.Sorted(maps.Keys(g.byModel)), UsageSums: g.done(s.prices)}
+		ug := api.UsageGroup{Key: k, Models: slices.Sorted(maps.Keys(g.byModel)), UsageSums: g.done(a.prices)}
 		if rep.By == api.UsageByPane {
-			if e, err := s.get(k); err == nil {
-				ug.Title = e.cfg.Title
+			if p, ok := a.panes.Registered(k); ok {
+				ug.Title = p.Title
 			}
 		}
 		rep.Groups = append(rep.Groups, ug)
 	}
-	rep.Total = total.done(s.prices)
+	rep.Total = total.done(a.prices)
 	for _, m := range slices.Sorted(maps.Keys(total.byModel)) {
-		if _, ok := s.prices.of(m); !ok {
+		if _, ok := a.prices.of(m); !ok {
 			rep.Unpriced = append(rep.Unpriced, m)
 		}
 	}
@@ -146,8 +145,39 @@ func comparePaneIDs(a, b string) int {
 	return cmp.Or(cmp.Compare(na, nb), strings.Compare(a, b))
 }
 
-func (a *handler) usage(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	rep, err := a.sup.Usage(r.Context(), api.UsageQuery{Pane: q.Get("pane"), Since: q.Get("since"), By: q.Get("by")})
-	respond(w, rep, err)
+// addUsage counts one model call of a pane.
+func (a *Accounts) addUsage(id, model string, u schema.UsageTotal) {
+	a.usageMu.Lock()
+	if a.usage[id] == nil {
+		a.usage[id] = map[string]schema.UsageTotal{}
+	}
+	a.usage[id][model] = a.usage[id][model].Add(u)
+	a.usageMu.Unlock()
+	a.spendChanged(id)
+}
+
+// usageOf is a pane's usage summed over models, and its cost if every
+// model's price is known.
+func (a *Accounts) usageOf(id string) (api.Usage, *float64) {
+	a.usageMu.Lock()
+	defer a.usageMu.Unlock()
+	var t schema.UsageTotal
+	for _, u := range a.usage[id] {
+		t = t.Add(u)
+	}
+	u := api.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CacheReadInputTokens: t.CacheRead, CacheCreationInputTokens: t.CacheCreation}
+	if usd, ok := a.prices.cost(a.usage[id]); ok {
+		return u, &usd
+	}
+	return u, nil
+}
+
+// cacheHit is cache-read input tokens over all input tokens, or -1 when
+// there were none.
+func cacheHit(u api.Usage) float64 {
+	total := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	if total == 0 {
+		return -1
+	}
+	return float64(u.CacheReadInputTokens) / float64(total)
 }
