@@ -63,7 +63,9 @@ func number(s string) int {
 }
 
 // wordRe is a whole word w.
-func wordRe(w string) *regexp.Regexp { return regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(w) + `($|[^\w-])`) }
+func wordRe(w string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[^\w-])` + regexp.QuoteMeta(w) + `($|[^\w-])`)
+}
 
 // demoTeam is an examples/ team file, loaded.
 func demoTeam(t *testing.T, name string) *topology.Team {
