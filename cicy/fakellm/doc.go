@@ -1,5 +1,5 @@
 // Package fakellm is a fake LLM HTTP server, for tests only: integration
-// tests drive the real Claude Code, Codex, opencode and Gemini CLIs offline against
+// tests drive the real Claude Code, Codex, opencode, Qwen Code, pi and Gemini CLI offline against
 // it. No product code imports it (api/deps_test.go checks the cicy-agent
 // binary). It serves, on one loopback port, the model APIs of
 // supervisor/gateway/modelapi:
@@ -32,7 +32,8 @@
 //	                    TEXT is a line break, \\ a backslash
 //	[[shell=CMD]]       answer a call of the shell tool the request offers
 //	                    (Claude Bash, Codex exec_command or shell, opencode
-//	                    bash, Qwen Code run_shell_command) that runs CMD
+//	                    and pi bash, Qwen Code and Gemini CLI
+//	                    run_shell_command) that runs CMD
 //	[[tool=NAME JSON]]  call tool NAME with the JSON object as its arguments;
 //	                    a member of a Responses namespace tool (Codex offers
 //	                    an MCP server's tools as one) is NAME

@@ -1,5 +1,6 @@
 // Package gateway is the local AI gateway: an HTTP server on 127.0.0.1
-// that the CLI agents (Claude Code, Codex, opencode, Gemini CLI) use as
+// that the CLI agents (Claude Code, Codex, opencode, Qwen Code, pi, Gemini
+// CLI) use as
 // their model API.
 // It serves
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -117,8 +118,8 @@ func (q *Query) ToolCall(name string, args map[string]any) (input map[string]any
 }
 
 // ShellCall is a call of the shell tool the request offers (Claude Code's
-// Bash, Codex's exec_command or shell, opencode's bash, Qwen Code's
-// run_shell_command) that runs command,
+// Bash, Codex's exec_command or shell, opencode's and pi's bash, Qwen
+// Code's and Gemini CLI's run_shell_command) that runs command,
 // with the arguments in that tool's own shape, and description as the
 // description the tool may require; ok is false when the request offers
 // none.
@@ -235,6 +236,32 @@ type modelAPI struct {
 	turn   func(*request) turn
 	encode func(*exchange)
 }
+
+// apiTitles are the model APIs' names as the documentation writes them.
+var apiTitles = map[string]string{
+	APIAnthropic: "Anthropic Messages",
+	APIChat:      "OpenAI Chat Completions",
+	APIResponses: "OpenAI Responses",
+	APIGemini:    "Gemini",
+}
+
+// APIs are the model APIs a [Handler] serves, as [Query.API] names them,
+// sorted: the list its model routes answer, which the documentation
+// states (a test of cmd/cicy-agent checks it there).
+func APIs() []string {
+	var out []string
+	for _, a := range modelAPIs {
+		if !slices.Contains(out, a.name) {
+			out = append(out, a.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// APITitle is how the documentation names api ("Anthropic Messages"), or
+// "" for a name that is not one of [APIs].
+func APITitle(api string) string { return apiTitles[api] }
 
 // modelAPIs maps the model routes to their APIs.
 var modelAPIs = map[string]modelAPI{
