@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
