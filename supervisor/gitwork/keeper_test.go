@@ -172,18 +172,21 @@ func newKeeper(t *testing.T) (*Keeper, *fakeCore, string) {
 	return k, c, repo
 }
 
-// TestKeeperWorkerLifecycle: a worker's worktree made on its own branch
-// (the .cicy folder ignored), a task's work committed and recorded, shown
-// by Info and Diff, kept at a kill while unmerged, merged into the
-// repository's checkout, then removed at a kill with its branch.
-func TestKeeperWorkerLifecycle(t *testing.T) {
+// TestKeeperRefusesNoRepository: create --worktree in a folder outside
+// any repository is refused with what to do.
+func TestKeeperRefusesNoRepository(t *testing.T) {
 	t.Parallel()
-	k, c, repo := newKeeper(t)
-	ctx := context.Background()
-	if _, err := k.ForCreate(ctx, api.CreateRequest{Workspace: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "is not in a git repository") {
+	k, _, _ := newKeeper(t)
+	if _, err := k.ForCreate(context.Background(), api.CreateRequest{Workspace: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "is not in a git repository") {
 		t.Fatalf("a folder outside a repository: %v", err)
 	}
-	pw, err := k.ForCreate(ctx, api.CreateRequest{Workspace: repo})
+}
+
+// addWorker makes pane id's worktree of repo, as create --worktree does,
+// registers the pane, and returns its folder and its config.
+func addWorker(t *testing.T, k *Keeper, c *fakeCore, repo, id string) (string, *PaneWorktree) {
+	t.Helper()
+	pw, err := k.ForCreate(context.Background(), api.CreateRequest{Workspace: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,25 +194,27 @@ func TestKeeperWorkerLifecycle(t *testing.T) {
 	if err != nil || pw.Tag != tag || !validTag(tag) {
 		t.Fatalf("tag %q (%v), the config's %q", tag, err, pw.Tag)
 	}
-	ws := k.workspace("w-1")
-	if _, err := k.Add("w-1", ws, pw); err != nil {
+	ws := k.workspace(id)
+	if _, err := k.Add(id, ws, pw); err != nil {
 		t.Fatal(err)
 	}
-	c.add(t, "w-1", ws, pw)
-	branch := "cicy/" + tag + "/w-1"
-	if got := gitIn(t, ws, "rev-parse", "--abbrev-ref", "HEAD"); got != branch {
-		t.Fatalf("the worktree is on %q; want %s", got, branch)
+	c.add(t, id, ws, pw)
+	if got, want := gitIn(t, ws, "rev-parse", "--abbrev-ref", "HEAD"), "cicy/"+tag+"/"+id; got != want {
+		t.Fatalf("the worktree is on %q; want %s", got, want)
 	}
-	write(t, filepath.Join(ws, ".cicy", "history"), "ours\n")
-	write(t, filepath.Join(ws, "b.txt"), "two\nthree\n")
+	return ws, pw
+}
 
+// finishTask ends task 1 of pane w-1 as the outbox does and records it.
+func finishTask(t *testing.T, k *Keeper, c *fakeCore, pw *PaneWorktree, ws string) {
+	t.Helper()
 	task := schema.Task{ID: 1, To: "w-1", Text: "add b\nmore", Status: schema.TaskDelivered}
 	f, err := k.Finish(task)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Work.Branch != branch || f.Work.Base != pw.Base || f.Work.Commits != 1 || f.Work.Files != 1 || f.Work.Added != 2 {
-		t.Fatalf("the task's work: %+v", f.Work)
+	if f.Work.Base != pw.Base || f.Work.Commits != 1 || f.Work.Files != 1 || f.Work.Added != 2 {
+		t.Fatalf("the task's work (the .cicy folder is not in it): %+v", f.Work)
 	}
 	if msg := gitIn(t, ws, "log", "-1", "--format=%s"); msg != "task 1: add b" {
 		t.Fatalf("the commit says %q", msg)
@@ -218,25 +223,35 @@ func TestKeeperWorkerLifecycle(t *testing.T) {
 	c.mu.Lock()
 	c.tasks[1] = task
 	c.mu.Unlock()
+}
+
+// TestKeeperWorkerLifecycle: a worker's worktree made on its own branch
+// (the .cicy folder ignored), a task's work committed and recorded, shown
+// by Info, Diff and List, kept at a kill while unmerged, merged into the
+// repository's checkout, then removed at a kill with its branch.
+func TestKeeperWorkerLifecycle(t *testing.T) {
+	t.Parallel()
+	k, c, repo := newKeeper(t)
+	ctx := context.Background()
+	ws, pw := addWorker(t, k, c, repo, "w-1")
+	write(t, filepath.Join(ws, ".cicy", "history"), "ours\n")
+	write(t, filepath.Join(ws, "b.txt"), "two\nthree\n")
+	finishTask(t, k, c, pw, ws)
 
 	p, _ := c.Pane("w-1")
-	info := k.Info(p.Config, p.Seen)
-	if info == nil || info.Ahead != 1 || !info.Clean || info.Merged || info.Files != 1 {
+	if info := k.Info(p.Config, p.Seen); info == nil || info.Ahead != 1 || !info.Clean || info.Merged || info.Files != 1 {
 		t.Fatalf("what ls shows: %+v", info)
 	}
-	d, err := k.Diff(ctx, "1", false)
-	if err != nil || !strings.Contains(d.Diff, "+three") || d.Work.Files != 1 {
+	if d, err := k.Diff(ctx, "1", false); err != nil || !strings.Contains(d.Diff, "+three") || d.Work.Files != 1 {
 		t.Fatalf("diff of the task: %+v %v", d, err)
 	}
 	if l := k.List(ctx, false); len(l) != 1 || l[0].Pane != "w-1" || l[0].Gone {
 		t.Fatalf("the worktrees: %+v", l)
 	}
-
 	if kept := k.Release(p.Config); !strings.Contains(kept, "is not merged into main") {
 		t.Fatalf("an unmerged worktree at a kill: %q", kept)
 	}
-	m, err := k.Merge(ctx, api.MergeRequest{Target: "w-1"})
-	if err != nil || m.Into != "main" || m.Work.Files != 1 {
+	if m, err := k.Merge(ctx, api.MergeRequest{Target: "w-1"}); err != nil || m.Into != "main" || m.Work.Files != 1 {
 		t.Fatalf("merge: %+v %v", m, err)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "b.txt")); err != nil {
@@ -249,7 +264,7 @@ func TestKeeperWorkerLifecycle(t *testing.T) {
 	if _, err := os.Stat(ws); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the worktree's folder is still there: %v", err)
 	}
-	if b := gitIn(t, repo, "branch", "--list", branch); b != "" {
+	if b := gitIn(t, repo, "branch", "--list", "cicy/*"); b != "" {
 		t.Fatalf("the branch is still there: %q", b)
 	}
 }
@@ -261,15 +276,7 @@ func TestKeeperSendBack(t *testing.T) {
 	t.Parallel()
 	k, c, repo := newKeeper(t)
 	ctx := context.Background()
-	pw, err := k.ForCreate(ctx, api.CreateRequest{Workspace: repo})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := k.workspace("w-2")
-	if _, err := k.Add("w-2", ws, pw); err != nil {
-		t.Fatal(err)
-	}
-	c.add(t, "w-2", ws, pw)
+	ws, _ := addWorker(t, k, c, repo, "w-2")
 	write(t, filepath.Join(ws, "a.txt"), "worker\n")
 	gitIn(t, ws, "commit", "-q", "-am", "worker's")
 	write(t, filepath.Join(repo, "a.txt"), "master\n")
