@@ -13,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -84,8 +85,8 @@ type paneConfig struct {
 	AllowAll bool   `json:"allow_all,omitempty"`
 	// Env: the variables asked for with --env (names only).
 	Env []string `json:"env,omitempty"`
-	// Worktree: the pane runs in a git worktree of its own (worktrees.go).
-	Worktree *paneWorktree `json:"worktree,omitempty"`
+	// Worktree: the pane runs in a git worktree of its own (gitwork).
+	Worktree *gitwork.PaneWorktree `json:"worktree,omitempty"`
 	// Restart: the pane's restart policy (topology.RestartPolicies; ""
 	// for the default).
 	Restart string `json:"restart,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -204,7 +205,7 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 		// its program would start elsewhere (tmux: in the home folder)
 		err = fmt.Errorf("its workspace %s is gone (deleted while it was down?)", e.cfg.Workspace)
 	} else {
-		if w, ok := worktreeOf(e.cfg); ok && (serr != nil || e.worktreeAgain.Swap(false)) {
+		if w, ok := gitwork.Of(e.cfg); ok && (serr != nil || e.worktreeAgain.Swap(false)) {
 			note = "; its worktree was gone: " + w.Branch + " checked out there again (what was not committed is lost)"
 		}
 		nk, err = s.launchAs(e, false, session)
@@ -392,7 +393,7 @@ func (s *Supervisor) cameBack() *topology.CameBack {
 
 // isWorktreePane reports whether e runs in a git worktree of its own
 // (made again from its branch when its folder is gone).
-func isWorktreePane(e *entry) bool { _, ok := worktreeOf(e.cfg); return ok }
+func isWorktreePane(e *entry) bool { _, ok := gitwork.Of(e.cfg); return ok }
 
 // tookWork notes that pane id was busy: its reason no longer says how it
 // came back (explain still does).

@@ -46,9 +46,9 @@
 //	           task notes
 //
 //	work       a --worktree worker runs in a git worktree of its own on its own branch
-//	           (worktrees.go, package worktree), made from a spare checked out ahead when there is
-//	           one (spares.go); each task it ends done is a commit, recorded with the task; diff
-//	           and merge (worktreeapi.go)
+//	           (package gitwork, on the git layer of package worktree; trees.go wires it), made
+//	           from a spare checked out ahead when there is one; each task it ends done is a
+//	           commit, recorded with the task; diff and merge
 //
 // One supervisor runs per CICY_HOME, guarded by a lock file; a client
 // command that finds no supervisor answering starts one in the background,

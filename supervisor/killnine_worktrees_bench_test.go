@@ -149,7 +149,7 @@ func (k *killTeam) missingWork(t api.TaskInfo, file string, added map[string]map
 		return fmt.Sprintf("%s came in the commit of task %d", file, by)
 	}
 	if gitIn(k.tb, k.repo, "ls-tree", "--name-only", w.Head, "--", file) == "" {
-		return fmt.Sprintf("%s is not in the tree at its recorded head %s", file, short(w.Head))
+		return fmt.Sprintf("%s is not in the tree at its recorded head %.10s", file, w.Head)
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
@@ -80,10 +81,8 @@ type entry struct {
 	// elsewhere is the node of another node's pane (an entry resolvePane
 	// made from its row, never registered); "" for this node's.
 	elsewhere string
-	// work is what ls shows of the pane's worktree, read from git when
-	// asked and workStale old, or after a task or merge changed it; nil
-	// when not read yet.
-	work atomic.Pointer[workRead]
+	// work is what ls shows of the pane's worktree (gitwork.Seen).
+	work gitwork.Seen
 	// session is a CLI agent's own session id, the latest its signals
 	// revealed (session.go).
 	session sessionLog

@@ -768,3 +768,26 @@ func guidanceBody(r *http.Request) (string, error) {
 	}
 	return *body.Content, nil
 }
+
+func (a *handler) worktreeRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		res, err := a.sup.Diff(r.Context(), q.Get("target"), q.Get("stat") == "true")
+		respond(w, res, err)
+	})
+	mux.HandleFunc("POST /api/merge", func(w http.ResponseWriter, r *http.Request) {
+		var req api.MergeRequest
+		if err := decode(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		res, err := a.sup.Merge(r.Context(), req)
+		respond(w, res, err)
+	})
+	mux.HandleFunc("GET /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.Worktrees(r.Context(), false), nil)
+	})
+	mux.HandleFunc("POST /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, a.sup.Worktrees(r.Context(), true), nil)
+	})
+}

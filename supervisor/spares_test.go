@@ -61,14 +61,14 @@ func createWorker(t *testing.T, s *Supervisor, repo string) api.PaneInfo {
 func TestWorktreeSpare(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSupervisor(t, nil)
-	s.spares.settle = 10 * time.Millisecond
+	s.trees.Spares().Settle = 10 * time.Millisecond
 	repo := gitRepo(t)
-	key := s.spares.key(repo)
+	key := s.trees.Spares().Key(repo)
 	a := createWorker(t, s, repo)
 	if adminName(t, a.Workspace) == key {
 		t.Fatal("the first worktree came from a spare that could not exist yet")
 	}
-	waitFile(t, s.spares.mark(repo), true)
+	waitFile(t, s.trees.Spares().Mark(repo), true)
 	if err := os.WriteFile(filepath.Join(repo, "b.txt"), []byte("two\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +105,15 @@ func TestWorktreeSpare(t *testing.T) {
 	if st := gitIn(t, c.Workspace, "status", "--porcelain"); st != "" {
 		t.Fatalf("the third worktree is not clean:\n%s", st)
 	}
-	waitFile(t, s.spares.mark(repo), true)
+	waitFile(t, s.trees.Spares().Mark(repo), true)
 	ctx := context.Background()
 	for _, id := range []string{a.ID, b.ID, c.ID} {
 		if res, err := s.KillPane(ctx, id); err != nil || res.Kept != "" {
 			t.Fatalf("kill %s: %+v %v", id, res, err)
 		}
 	}
-	waitFile(t, s.spares.path(repo), false)
-	waitFile(t, s.spares.mark(repo), false)
+	waitFile(t, s.trees.Spares().Path(repo), false)
+	waitFile(t, s.trees.Spares().Mark(repo), false)
 	// git removes the spare's folder before its own record of it.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		l := gitIn(t, repo, "worktree", "list")
@@ -132,9 +132,9 @@ func TestWorktreeSpare(t *testing.T) {
 func TestWorktreeSpareDamaged(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSupervisor(t, nil)
-	s.spares.settle = 10 * time.Millisecond
+	s.trees.Spares().Settle = 10 * time.Millisecond
 	repo := gitRepo(t)
-	junk := filepath.Join(s.spares.path(repo), "half.txt")
+	junk := filepath.Join(s.trees.Spares().Path(repo), "half.txt")
 	if err := os.MkdirAll(filepath.Dir(junk), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -142,17 +142,17 @@ func TestWorktreeSpareDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	createWorker(t, s, repo)
-	waitFile(t, s.spares.mark(repo), true)
+	waitFile(t, s.trees.Spares().Mark(repo), true)
 	waitFile(t, junk, false)
-	if _, err := os.Stat(filepath.Join(s.spares.path(repo), "a.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(s.trees.Spares().Path(repo), "a.txt")); err != nil {
 		t.Fatal("the new spare is not a checkout")
 	}
 	spareIdle(t, s, repo)
-	if err := os.Remove(filepath.Join(s.spares.path(repo), ".git")); err != nil {
+	if err := os.Remove(filepath.Join(s.trees.Spares().Path(repo), ".git")); err != nil {
 		t.Fatal(err)
 	}
 	c := createWorker(t, s, repo)
-	if adminName(t, c.Workspace) == s.spares.key(repo) {
+	if adminName(t, c.Workspace) == s.trees.Spares().Key(repo) {
 		t.Fatal("a spare that is no worktree was handed over")
 	}
 	if br := gitIn(t, c.Workspace, "rev-parse", "--abbrev-ref", "HEAD"); br != c.Worktree.Branch || !strings.HasSuffix(br, "/"+c.ID) {

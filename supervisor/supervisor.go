@@ -27,9 +27,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
+	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
-	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -129,8 +129,7 @@ type Supervisor struct {
 	gw        *gateway.Gateway
 	tokens    *paneTokens
 	cl        *cluster.Cluster
-	git       worktree.Git
-	spares    *spares // worktrees checked out ahead (create --worktree)
+	trees     *gitwork.Keeper // the workers' worktrees (create --worktree), their commits and merges
 
 	events *hub
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
@@ -192,7 +191,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
 		w.OnWrite(s.databaseWrote)
 	}
-	s.spares = newSpares(s.git, cfg.Home.path("spares"), cfg.Log)
+	s.trees = gitwork.New(gitwork.Config{Root: cfg.Home.Root, Workspaces: cfg.Home.path("workspaces"), Spares: cfg.Home.path("spares"),
+		Log: cfg.Log, Panes: treesCore{s}, Tasks: treesCore{s}, Store: store})
 	// A node settles its own workers' tasks and tells its own masters.
 	s.tasks = outbox.New(outbox.Config{
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
@@ -200,7 +200,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		// panes found gone come back.
 		Recovered: func() { s.replayHooks(); s.bringBackAll() },
 		Scrub:     s.scrub.String,
-		Finish:    s.finishTask,
+		Finish:    s.trees.Finish,
 		Pane: func(id string) (outbox.Pane, bool) {
 			e, err := s.get(id)
 			if err != nil || e.leaving.Load() {
@@ -238,7 +238,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if err := s.startGateway(ctx); err != nil {
 		return nil, err
 	}
-	s.pruneWorktrees(ctx, rows)
+	s.trees.Prune(ctx, rows)
 	s.startedAt = time.Now()
 	if err := s.restore(ctx, rows, cfg.Restoring); err != nil {
 		s.gw.Close()
@@ -510,9 +510,9 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		return api.CreateResponse{}, err
 	}
 	warnings = append(warnings, s.missingEnvWarnings(req.Env)...)
-	var pw *paneWorktree
+	var pw *gitwork.PaneWorktree
 	if req.Worktree {
-		if pw, err = s.resolveWorktree(ctx, req); err != nil {
+		if pw, err = s.trees.ForCreate(ctx, req); err != nil {
 			return api.CreateResponse{}, err
 		}
 		req.Workspace = "" // the worktree, under the home
@@ -652,7 +652,7 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 }
 
 // newPaneRow is the row a valid request stores.
-func newPaneRow(req api.CreateRequest, pw *paneWorktree) schema.Pane {
+func newPaneRow(req api.CreateRequest, pw *gitwork.PaneWorktree) schema.Pane {
 	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
 	config := "{}"
 	if req.Team != "" || req.AllowAll || len(req.Env) > 0 || pw != nil || req.Restart != "" {
@@ -672,7 +672,7 @@ func newPaneRow(req api.CreateRequest, pw *paneWorktree) schema.Pane {
 // never adopts folders left by an earlier pane of the same id (a lost
 // database): they are moved aside, with a warning. A workspace the user
 // names is theirs to choose. On error nothing is left to undo.
-func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template, pw *paneWorktree) (ws string, notes []string, undo func(), err error) {
+func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template, pw *gitwork.PaneWorktree) (ws string, notes []string, undo func(), err error) {
 	var putBack []func()
 	restore := func() {
 		for _, f := range putBack {
@@ -699,7 +699,7 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 	}
 	var u func()
 	if pw != nil {
-		u, err = s.addWorktree(id, ws, pw)
+		u, err = s.trees.Add(id, ws, pw)
 	} else {
 		u, err = makeWorkspace(ws)
 	}
@@ -763,7 +763,7 @@ func (s *Supervisor) launchAs(e *entry, adopt bool, resume string) (kind, error)
 }
 
 func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, error) {
-	restored, err := s.ensureWorktree(e.cfg)
+	restored, err := s.trees.Ensure(e.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -1039,7 +1039,7 @@ func (s *Supervisor) describe(e *entry) api.PaneInfo {
 	pi := e.info()
 	pi.Node = s.cfg.Node
 	s.spend.Describe(&pi, e.team)
-	pi.Worktree = s.worktreeInfo(e)
+	pi.Worktree = s.trees.Info(e.cfg, &e.work)
 	if pi.Backend == "tmux" {
 		pi.Attach = s.tmux.AttachCommand(pi.ID)
 	}
@@ -1232,11 +1232,11 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	if err := s.store.DeletePane(ctx, e.cfg.ID); err != nil && !errors.Is(err, schema.ErrNotFound) {
 		return api.KillResult{}, err
 	}
-	kept := s.releaseWorktree(e.cfg)
+	kept := s.trees.Release(e.cfg)
 	s.mu.Lock()
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
-	s.dropSpare(e.cfg)
+	s.trees.DropSpare(e.cfg)
 	s.tokens.forget(e.cfg.ID)
 	s.spend.PutPaneBudget(e.cfg.ID, nil) // its row went with it
 	s.tasks.Kick()                       // its tasks end now
@@ -1286,7 +1286,7 @@ func (s *Supervisor) Close() {
 		}
 		s.cl.Close()
 		s.tasks.Stop()
-		s.spares.close()
+		s.trees.Close()
 		if s.wakeQuit != nil {
 			close(s.wakeQuit)
 			<-s.wakeDone // no pane is restored after its detach

@@ -254,12 +254,12 @@ func (t teamTools) workInput(ctx context.Context, master string, input json.RawM
 		target = v.Target
 	}
 	target = strings.TrimSpace(target)
-	wt, err := t.s.resolveWork(ctx, target)
+	wt, err := t.s.trees.Resolve(ctx, target)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
-	if e, err := t.s.get(wt.pane); err == nil && t.s.masterOf(e) != master && (wt.task == nil || wt.task.From != master) {
-		return fmt.Sprintf("error: %s is not your worker; call workers to see yours", wt.pane), true
+	if e, err := t.s.get(wt.Pane); err == nil && t.s.masterOf(e) != master && (wt.Task == nil || wt.Task.From != master) {
+		return fmt.Sprintf("error: %s is not your worker; call workers to see yours", wt.Pane), true
 	}
 	return target, false
 }

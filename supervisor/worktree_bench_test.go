@@ -51,8 +51,8 @@ func bigRepo(tb testing.TB, n int) string {
 }
 
 // BenchmarkWorktreeCreate: what create --worktree adds to a pane's
-// creation, as create runs it — resolveWorktree (the repository, its
-// branch and commit) and addWorktree (the spare worktree handed over and
+// creation, as create runs it — ForCreate (the repository, its
+// branch and commit) and Add (the spare worktree handed over and
 // checked out on the pane's branch, or a new checkout; the .cicy folder
 // git ignores; the home's list of repositories) — on a repository of
 // 10,000 files. ready: each create comes when the spare is whole (a
@@ -79,11 +79,11 @@ func benchWorktreeCreate(b *testing.B, ready bool) {
 		}
 		id := fmt.Sprintf("w-%d", 1000+n)
 		start := time.Now()
-		pw, err := s.resolveWorktree(ctx, api.CreateRequest{Workspace: repo})
+		pw, err := s.trees.ForCreate(ctx, api.CreateRequest{Workspace: repo})
 		if err != nil {
 			b.Fatal(err)
 		}
-		undo, err := s.addWorktree(id, s.cfg.Home.Workspace(id), pw)
+		undo, err := s.trees.Add(id, s.cfg.Home.Workspace(id), pw)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,10 +105,7 @@ func spareIdle(tb testing.TB, s *Supervisor, repo string) {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		s.spares.mu.Lock()
-		busy := s.spares.busy[repo] != nil
-		s.spares.mu.Unlock()
-		if _, err := os.Stat(s.spares.mark(repo)); err == nil && !busy {
+		if s.trees.Spares().Idle(repo) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -158,7 +155,7 @@ func editAsAWorker(tb testing.TB, ws string, i int) {
 }
 
 // BenchmarkTaskCommitRecord: what the supervisor adds to the end of a
-// task on a worktree worker, as the outbox runs it: finishTask (commit
+// task on a worktree worker, as the outbox runs it: Finish (commit
 // what the worker left, the stat of the task's range) and the MoveTask
 // that records the task done with it, on a worktree of a 10,000-file
 // repository; each task changes four files (three edited, one new). The
@@ -192,7 +189,7 @@ func BenchmarkTaskCommitRecord(b *testing.B) {
 		t := deliveredTask(b, s, p.ID, fmt.Sprintf("edit four files (%d)", i))
 		b.StartTimer()
 		start := time.Now()
-		f, _ := s.finishTask(t)
+		f, _ := s.trees.Finish(t)
 		w := f.Work
 		ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Source: schema.SourceShell, Work: w})
 		d := time.Since(start)

@@ -33,7 +33,7 @@ func indexLock(t *testing.T, ws string) string {
 func TestWorktreeCommitLock(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSupervisor(t, nil)
-	s.git.LockWait = 500 * time.Millisecond
+	s.trees.Git.LockWait = 500 * time.Millisecond
 	repo := gitRepo(t)
 	_, ws := worktreeTeam(t, s, repo, 1)
 	info, _ := s.Get(ws[0])
@@ -130,16 +130,16 @@ func TestWorktreeHalfMadeCreate(t *testing.T) {
 	}
 	// The create the crash cut short: its worktree made, its row never
 	// stored (the id's counter with it).
-	pw, err := s.resolveWorktree(ctx, api.CreateRequest{Workspace: repo})
+	pw, err := s.trees.ForCreate(ctx, api.CreateRequest{Workspace: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.addWorktree("w-1", s.cfg.Home.Workspace("w-1"), pw); err != nil {
+	if _, err := s.trees.Add("w-1", s.cfg.Home.Workspace("w-1"), pw); err != nil {
 		t.Fatal(err)
 	}
 	// A pane killed earlier whose unmerged work was kept.
 	kept := s.cfg.Home.Workspace("w-7")
-	if _, err := s.addWorktree("w-7", kept, pw); err != nil {
+	if _, err := s.trees.Add("w-7", kept, pw); err != nil {
 		t.Fatal(err)
 	}
 	gitIn(t, kept, "commit", "-q", "--allow-empty", "-m", "the work of w-7")
@@ -158,8 +158,8 @@ func TestWorktreeHalfMadeCreate(t *testing.T) {
 	if err != nil || id != "w-1" {
 		t.Fatalf("the create after the cut-short one: %q %v", id, err)
 	}
-	tag, _ := s.cfg.Home.worktreeTag()
-	otherTag, _ := other.cfg.Home.worktreeTag()
+	tag, _ := s.trees.Tag()
+	otherTag, _ := other.trees.Tag()
 	if tag == otherTag {
 		t.Fatalf("two homes share the tag %s", tag)
 	}

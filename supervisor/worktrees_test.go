@@ -103,7 +103,7 @@ func (w *wtRig) expect(what string, got schema.Task, want work) {
 // branch is the worker's branch: cicy/<the home's tag>/<id>.
 func (w *wtRig) branch() string {
 	w.t.Helper()
-	tag, err := w.s.cfg.Home.worktreeTag()
+	tag, err := w.s.trees.Tag()
 	if err != nil || tag == "" {
 		w.t.Fatalf("the home's tag: %q %v", tag, err)
 	}
@@ -325,7 +325,7 @@ func TestWorktreeRefusals(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "b.git")
 	gitIn(t, "", "init", "-q", "--bare", bare)
 	taken := gitRepo(t)
-	tag, err := s.cfg.Home.worktreeTag()
+	tag, err := s.trees.Tag()
 	if err != nil {
 		t.Fatal(err)
 	}

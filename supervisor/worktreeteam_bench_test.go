@@ -334,7 +334,7 @@ func gitAlone(b *testing.B, s *Supervisor, workers []string, r int) time.Duratio
 	errs := make(chan error, len(paths))
 	for i, p := range paths {
 		go func() {
-			_, _, err := s.git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
+			_, _, err := s.trees.Git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
 			errs <- err
 		}()
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package gitwork
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 )
 
-// spares keeps one worktree checked out ahead for each repository the
+// Spares keeps one worktree checked out ahead for each repository the
 // home's panes branch from. Checking a worktree out writes every file of
 // the repository (0.4 s for 10,000 files on a small machine); create
 // --worktree instead takes the spare, moves it into place and checks out
@@ -29,14 +29,15 @@ import (
 // was made from; its mark file (<key>.json beside it) says it is whole.
 // A folder without a mark (a crash while it was made) is removed before
 // the next one is made there.
-type spares struct {
+type Spares struct {
 	git worktree.Git
 	dir string
 	log *logrus.Entry
-	// settle is how long after a spare is checked out its index is
+	// Settle is how long after a spare is checked out its index is
 	// written again, so its files' times can be trusted (git counts in
 	// seconds) and the pane's first commit does not read every file.
-	settle time.Duration
+	// Tests shorten it before the first worktree is made.
+	Settle time.Duration
 
 	mu       sync.Mutex
 	busy     map[string]chan struct{} // repositories whose spare is being made or refreshed
@@ -53,23 +54,36 @@ type spareMark struct {
 	Rev  string `json:"rev"`
 }
 
-func newSpares(git worktree.Git, dir string, log *logrus.Entry) *spares {
-	return &spares{git: git, dir: dir, log: log, settle: 1100 * time.Millisecond,
+func newSpares(git worktree.Git, dir string, log *logrus.Entry) *Spares {
+	return &Spares{git: git, dir: dir, log: log, Settle: 1100 * time.Millisecond,
 		busy: map[string]chan struct{}{}, unwanted: map[string]bool{}, quit: make(chan struct{})}
 }
 
-// key names repo's spare in the spares folder.
-func (sp *spares) key(repo string) string {
+// Key names repo's spare in the spares folder (git's name of the
+// worktree too).
+func (sp *Spares) Key(repo string) string {
 	sum := sha256.Sum256([]byte(repo))
 	return hex.EncodeToString(sum[:8])
 }
 
-func (sp *spares) path(repo string) string { return filepath.Join(sp.dir, sp.key(repo)) }
-func (sp *spares) mark(repo string) string { return filepath.Join(sp.dir, sp.key(repo)+".json") }
+// Path is where repo's spare is checked out.
+func (sp *Spares) Path(repo string) string { return filepath.Join(sp.dir, sp.Key(repo)) }
+
+// Mark is repo's spare's mark file: there while the spare is whole.
+func (sp *Spares) Mark(repo string) string { return filepath.Join(sp.dir, sp.Key(repo)+".json") }
+
+// Idle reports whether repo's spare is whole and nothing works on it.
+func (sp *Spares) Idle(repo string) bool {
+	sp.mu.Lock()
+	busy := sp.busy[repo] != nil
+	sp.mu.Unlock()
+	_, err := os.Stat(sp.Mark(repo))
+	return err == nil && !busy
+}
 
 // take hands repo's spare over; ok false when there is none. A spare
 // being made is waited for (it is nearer done than a new checkout).
-func (sp *spares) take(ctx context.Context, repo string) (m spareMark, ok bool) {
+func (sp *Spares) take(ctx context.Context, repo string) (m spareMark, ok bool) {
 	for {
 		sp.mu.Lock()
 		ch, busy := sp.busy[repo]
@@ -89,16 +103,16 @@ func (sp *spares) take(ctx context.Context, repo string) (m spareMark, ok bool) 
 
 // claim removes repo's mark and returns it; false when repo has no spare
 // that is whole. Called with mu held.
-func (sp *spares) claim(repo string) (spareMark, bool) {
-	b, err := os.ReadFile(sp.mark(repo))
+func (sp *Spares) claim(repo string) (spareMark, bool) {
+	b, err := os.ReadFile(sp.Mark(repo))
 	if err != nil {
 		return spareMark{}, false
 	}
 	var m spareMark
-	if json.Unmarshal(b, &m) != nil || m.Repo != repo || m.Path != sp.path(repo) {
+	if json.Unmarshal(b, &m) != nil || m.Repo != repo || m.Path != sp.Path(repo) {
 		return spareMark{}, false
 	}
-	if os.Remove(sp.mark(repo)) != nil {
+	if os.Remove(sp.Mark(repo)) != nil {
 		return spareMark{}, false
 	}
 	if _, err := os.Stat(m.Path); err != nil {
@@ -108,30 +122,30 @@ func (sp *spares) claim(repo string) (spareMark, bool) {
 }
 
 // putBack returns a spare take handed out and nobody used.
-func (sp *spares) putBack(m spareMark) {
+func (sp *Spares) putBack(m spareMark) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.writeMark(m.Repo, m.Rev)
 }
 
 // writeMark says repo's spare is whole. Called with mu held.
-func (sp *spares) writeMark(repo, rev string) {
-	b, _ := json.Marshal(spareMark{Repo: repo, Path: sp.path(repo), Rev: rev}) // strings always encode
-	if err := atomicfile.Write(sp.mark(repo), b, 0o600); err != nil {
+func (sp *Spares) writeMark(repo, rev string) {
+	b, _ := json.Marshal(spareMark{Repo: repo, Path: sp.Path(repo), Rev: rev}) // strings always encode
+	if err := atomicfile.Write(sp.Mark(repo), b, 0o600); err != nil {
 		sp.log.WithError(err).WithField("repo", repo).Warn("Could not mark a spare worktree whole")
 	}
 }
 
 // refill makes repo's next spare at rev in the background, unless it has
 // one or one is being made.
-func (sp *spares) refill(repo, rev string) {
+func (sp *Spares) refill(repo, rev string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	delete(sp.unwanted, repo)
 	if sp.closed || sp.busy[repo] != nil {
 		return
 	}
-	if _, err := os.Stat(sp.mark(repo)); err == nil {
+	if _, err := os.Stat(sp.Mark(repo)); err == nil {
 		return
 	}
 	ch := make(chan struct{})
@@ -148,7 +162,7 @@ func (sp *spares) refill(repo, rev string) {
 }
 
 // done ends repo's busy spell; a spare dropped meanwhile goes now.
-func (sp *spares) done(repo string, ch chan struct{}) {
+func (sp *Spares) done(repo string, ch chan struct{}) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	delete(sp.busy, repo)
@@ -159,10 +173,10 @@ func (sp *spares) done(repo string, ch chan struct{}) {
 }
 
 // make checks repo's spare out at rev and marks it whole.
-func (sp *spares) make(repo, rev string) bool {
+func (sp *Spares) make(repo, rev string) bool {
 	ctx, cancel := sp.context()
 	defer cancel()
-	path := sp.path(repo)
+	path := sp.Path(repo)
 	log := sp.log.WithField("repo", repo)
 	if _, err := os.Stat(path); err == nil { // a crash left it half made
 		if err := sp.git.DropSpare(ctx, repo, path); err != nil {
@@ -189,9 +203,9 @@ func (sp *spares) make(repo, rev string) bool {
 // refresh writes repo's new spare's index again once its files are older
 // than it, unless it was taken meanwhile; a spare that cannot be
 // refreshed is dropped.
-func (sp *spares) refresh(repo, rev string) {
+func (sp *Spares) refresh(repo, rev string) {
 	select {
-	case <-time.After(sp.settle):
+	case <-time.After(sp.Settle):
 	case <-sp.quit:
 		return
 	}
@@ -206,9 +220,9 @@ func (sp *spares) refresh(repo, rev string) {
 	defer sp.done(repo, ch)
 	ctx, cancel := sp.context()
 	defer cancel()
-	if err := sp.git.Refresh(ctx, sp.path(repo)); err != nil {
+	if err := sp.git.Refresh(ctx, sp.Path(repo)); err != nil {
 		sp.log.WithError(err).WithField("repo", repo).Warn("Could not refresh a spare worktree; dropped it")
-		_ = sp.git.DropSpare(ctx, repo, sp.path(repo))
+		_ = sp.git.DropSpare(ctx, repo, sp.Path(repo))
 		return
 	}
 	sp.mu.Lock()
@@ -218,7 +232,7 @@ func (sp *spares) refresh(repo, rev string) {
 
 // context is a git call's context: bounded, and cut when the supervisor
 // stops.
-func (sp *spares) context() (context.Context, context.CancelFunc) {
+func (sp *Spares) context() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	go func() {
 		select {
@@ -232,14 +246,14 @@ func (sp *spares) context() (context.Context, context.CancelFunc) {
 
 // drop removes repo's spare in the background; one being made or
 // refreshed goes when that is over.
-func (sp *spares) drop(repo string) {
+func (sp *Spares) drop(repo string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.dropLocked(repo)
 }
 
 // dropLocked is drop with mu held.
-func (sp *spares) dropLocked(repo string) {
+func (sp *Spares) dropLocked(repo string) {
 	if sp.closed {
 		return
 	}
@@ -268,7 +282,7 @@ func (sp *spares) dropLocked(repo string) {
 
 // close stops making spares and waits for the ones being made (cut
 // short: the next one made there replaces them).
-func (sp *spares) close() {
+func (sp *Spares) close() {
 	sp.mu.Lock()
 	if sp.closed {
 		sp.mu.Unlock()
@@ -283,57 +297,58 @@ func (sp *spares) close() {
 // checkout makes w's worktree: from repo's spare when there is one,
 // else by a full checkout (worktree.Add). A new spare follows a worktree
 // made.
-func (s *Supervisor) checkout(ctx context.Context, w worktree.Worktree) error {
-	err := s.takeSpare(ctx, w)
+func (k *Keeper) checkout(ctx context.Context, w worktree.Worktree) error {
+	err := k.takeSpare(ctx, w)
 	if err == nil {
-		s.spares.refill(w.Repo, w.Base)
+		k.spares.refill(w.Repo, w.Base)
 	}
 	return err
 }
 
 // takeSpare is checkout's work.
-func (s *Supervisor) takeSpare(ctx context.Context, w worktree.Worktree) error {
-	spare, ok := s.spares.take(ctx, w.Repo)
+func (k *Keeper) takeSpare(ctx context.Context, w worktree.Worktree) error {
+	spare, ok := k.spares.take(ctx, w.Repo)
 	if !ok {
-		_, err := s.git.Add(ctx, w)
+		_, err := k.Git.Add(ctx, w)
 		return err
 	}
-	_, err := s.git.Adopt(ctx, spare.Path, spare.Rev, w)
+	_, err := k.Git.Adopt(ctx, spare.Path, spare.Rev, w)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, worktree.ErrBranchUse) {
-		s.spares.putBack(spare) // untouched; Add says what the branch is
-		_, err := s.git.Add(ctx, w)
+		k.spares.putBack(spare) // untouched; Add says what the branch is
+		_, err := k.Git.Add(ctx, w)
 		return err
 	}
 	at := spare.Path
 	if moved := (*worktree.MovedError)(nil); errors.As(err, &moved) {
 		at = moved.Path
 	}
-	s.log.WithError(err).WithField("repo", w.Repo).Warn("Could not take the spare worktree; checking out a new one")
-	if err := s.git.DropSpare(ctx, w.Repo, at); err != nil {
-		s.log.WithError(err).WithField("repo", w.Repo).Warn("Could not remove the spare worktree")
+	k.log.WithError(err).WithField("repo", w.Repo).Warn("Could not take the spare worktree; checking out a new one")
+	if err := k.Git.DropSpare(ctx, w.Repo, at); err != nil {
+		k.log.WithError(err).WithField("repo", w.Repo).Warn("Could not remove the spare worktree")
 	}
-	_, err = s.git.Add(ctx, w)
+	_, err = k.Git.Add(ctx, w)
 	return err
 }
 
-// dropSpare removes the spare of a killed pane's repository when no other
-// pane of the home branches from it.
-func (s *Supervisor) dropSpare(cfg schema.Pane) {
-	if w, ok := worktreeOf(cfg); ok {
-		s.dropSpareIfIdle(w.Repo)
+// DropSpare removes the spare of a killed pane's repository when no
+// other pane of the home branches from it (the killed one is gone from
+// the registry).
+func (k *Keeper) DropSpare(cfg schema.Pane) {
+	if w, ok := Of(cfg); ok {
+		k.dropSpareIfIdle(w.Repo)
 	}
 }
 
 // dropSpareIfIdle removes repo's spare when no pane of the home (the
 // killed one is gone from the registry) runs in a worktree of it.
-func (s *Supervisor) dropSpareIfIdle(repo string) {
-	for _, e := range s.entries() {
-		if w, ok := worktreeOf(e.cfg); ok && w.Repo == repo {
+func (k *Keeper) dropSpareIfIdle(repo string) {
+	for _, p := range k.panes.All() {
+		if w, ok := Of(p.Config); ok && w.Repo == repo {
 			return
 		}
 	}
-	s.spares.drop(repo)
+	k.spares.drop(repo)
 }
