@@ -11,6 +11,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -199,7 +200,7 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 	if err := cicy.WriteGuidanceAt(home, path, ws, id, req.Type, tmpl); err != nil {
 		return err
 	}
-	if statErr == nil || !topology.IsAgentType(req.Type) || req.Role != topology.RoleMaster {
+	if statErr == nil || !panetype.IsAgent(req.Type) || req.Role != topology.RoleMaster {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)

@@ -17,9 +17,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Budgets: a spending limit in US dollars at the price table, a pane's own
@@ -298,7 +298,7 @@ func (s *Supervisor) live(id string) (*entry, bool) {
 // (Codex nothing, opencode an idle carrying an earlier turn's answer).
 func (s *Supervisor) Refused(pane, why string) {
 	e, ok := s.live(pane)
-	if !ok || !topology.IsAgentType(e.cfg.Type) {
+	if !ok || !panetype.IsAgent(e.cfg.Type) {
 		return
 	}
 	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // workTarget is what diff and merge act on: a worker's worktree, and the
@@ -243,7 +243,7 @@ func (s *Supervisor) rewritten(ctx context.Context, wt workTarget, into string) 
 
 // sendBack makes a merge's conflict a task for the worker that made it.
 func (s *Supervisor) sendBack(ctx context.Context, req api.MergeRequest, wt workTarget, res api.MergeResult) (api.MergeResult, error) {
-	if e, err := s.get(wt.pane); err == nil && topology.RunsShellTasks(e.cfg.Type) {
+	if e, err := s.get(wt.pane); err == nil && panetype.RunsShellTasks(e.cfg.Type) {
 		return res, usageErr("the merge of %s into %s conflicts in %s, and %s runs its tasks as shell commands, so it cannot be sent back; resolve it in %s (git rebase %s), then merge again",
 			wt.w.Branch, res.Into, strings.Join(res.Conflicts, ", "), wt.pane, wt.w.Path, res.Into)
 	}

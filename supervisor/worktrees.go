@@ -18,11 +18,11 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // gitTimeout bounds one worktree operation (a commit of a large tree, a
@@ -169,7 +169,7 @@ func worktreeErr(err error, dir string) error {
 // holds only the work), the agent's own config folder (a CLI agent's
 // user-level instructions) or the .cicy folder git ignores there (cicy).
 func (h Home) guidanceFile(id, typ, ws string, inWorktree bool) string {
-	name := topology.GuidanceFile(typ)
+	name := panetype.GuidanceFile(typ)
 	if !inWorktree {
 		return filepath.Join(ws, name)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -33,7 +34,7 @@ func (e *env) hookCmd() *cli.Command {
 			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.\n" +
 			"What each agent's events mean: docs/hooks.md of the cicy-agent repository.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: " + topology.List(topology.AgentTypes(), "or") + " (default: the pane's)"},
+			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: " + topology.List(panetype.Agents(), "or") + " (default: the pane's)"},
 			&cli.StringFlag{Name: "pane", Usage: "the `PANE` it is about", EnvVars: []string{"CICY_PANE_ID"}},
 		},
 		Action: func(c *cli.Context) error {

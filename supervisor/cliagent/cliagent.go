@@ -17,7 +17,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // Kind is one CLI agent.
@@ -246,7 +246,7 @@ func register(k Kind) {
 		panic("CLI agent " + k.Name + " registered twice")
 	}
 	kinds[k.Name] = k
-	topology.RegisterPaneType(k.Name, filepath.Base(k.guidance("")))
+	panetype.Register(k.Name, filepath.Base(k.guidance("")))
 }
 
 // Lookup is the CLI agent of a pane type; ok is false when the type is

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cicy-ai/cicy-agent/pane"
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 func TestInterpretHook(t *testing.T) {
@@ -448,11 +448,11 @@ func TestToolName(t *testing.T) {
 // create and team files take, listed between cicy and shell.
 func TestRegistryIsThePaneTypes(t *testing.T) {
 	want := append(append([]string{"cicy"}, Names()...), "shell")
-	if got := topology.PaneTypes(); !slices.Equal(got, want) {
+	if got := panetype.All(); !slices.Equal(got, want) {
 		t.Fatalf("pane types %v; want %v", got, want)
 	}
 	for _, n := range Names() {
-		if _, ok := topology.PaneType(n); !ok {
+		if _, ok := panetype.Resolve(n); !ok {
 			t.Errorf("%s is not a pane type", n)
 		}
 	}
