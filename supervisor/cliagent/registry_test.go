@@ -172,3 +172,28 @@ func mustCompile(t *testing.T, rs pane.Rules) pane.Rules {
 	}
 	return c
 }
+
+// TestInstalledVersionOnPath: a program not on npm tells its version
+// itself (VersionArgs); one that prints none, or fails, has none.
+func TestInstalledVersionOnPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	k := demoKind()
+	for _, c := range []struct{ body, want string }{
+		{`[ "$1" = --version ] && echo "demo-cli version 1.2.3 (build 2026-01-02)"`, "1.2.3"},
+		{`echo "demo 2.0-beta.1"`, "2.0-beta.1"},
+		{`echo "no version here"`, ""},
+		{`exit 3`, ""},
+	} {
+		if got := k.InstalledVersion(write("demo-cli", c.body)); got != c.want {
+			t.Errorf("%s: version %q, want %q", c.body, got, c.want)
+		}
+	}
+}
