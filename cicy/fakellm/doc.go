@@ -1,5 +1,5 @@
 // Package fakellm is a fake LLM HTTP server, for tests only: integration
-// tests drive the real Claude Code, Codex, opencode and Gemini CLIs offline against
+// tests drive the real CLI agents (package cliagent) offline against
 // it. No product code imports it (api/deps_test.go checks the cicy-agent
 // binary). It serves, on one loopback port, the APIs of cicy/llmserve:
 //

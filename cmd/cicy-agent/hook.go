@@ -26,9 +26,9 @@ func (e *env) hookCmd() *cli.Command {
 		Name:      "hook",
 		Usage:     "report a CLI agent's signal to the supervisor (run by the agents' own hooks)",
 		ArgsUsage: "<event> [payload-json]",
-		Description: "Claude Code and Codex hooks, Codex notify and opencode's plugin run this command; the\n" +
-			"supervisor seeds it into each CLI agent pane's config. The payload is the\n" +
-			"JSON on stdin, or the last argument (Codex notify). The pane comes from CICY_PANE_ID and\n" +
+		Description: "The CLI agents' own signals (their hooks, notify commands or plugins) run this command; the\n" +
+			"supervisor seeds it into each CLI agent pane's config (" + topology.List(panetype.Agents(), "and") + ").\n" +
+			"The payload is the JSON on stdin, or the last argument (a notify command's). The pane comes from CICY_PANE_ID and\n" +
 			"the supervisor from CICY_HOME, both set in every pane. It never starts a supervisor:\n" +
 			"while none runs, the signal is spooled under run/hooks/ and replayed by the next one.\n" +
 			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.\n" +

@@ -1,5 +1,6 @@
 // Package cliagent holds what differs between the CLI agents that run in
-// terminal panes — Claude Code, Codex and opencode, one file each: how a
+// terminal panes, one file each (`cicy-agent agents` lists them;
+// registry.go says what a file must give and what is filled in): how a
 // pane's own config folder is seeded so the program starts straight at its
 // prompt with its native completion signals wired to `cicy-agent hook`
 // (see docs/hooks.md), what each of those signals means, and the agent's
@@ -26,7 +27,9 @@ import (
 // Kind is one CLI agent, registered by its own file (see register for
 // what it must hold and what is filled in when left out).
 type Kind struct {
-	Name string
+	// Name is its pane type (create --type); Title the program's own name
+	// as prose and docs write it ("Claude Code"; Name when left out).
+	Name, Title string
 	// Bin is the program looked up on PATH. Version is the one cicy-agent
 	// is tested with, installed by one of two recipes: Package, the npm
 	// package that installs Bin (what `make clis` installs into its folder:

@@ -23,7 +23,7 @@ import (
 // screen other than the transcript, and come with the layout that finds
 // the parts.
 //
-// Defaults: a workerOnly agent's prepare refuses a master; no interpret → the agent has no hooks: every event is
+// Defaults: no Title → its Name; a workerOnly agent's prepare refuses a master; no interpret → the agent has no hooks: every event is
 // ignored and its signals say "screen only" unless the gateway is one;
 // no guidance → the generic AGENTS.md, in its own folder under the
 // pane's.
@@ -89,6 +89,9 @@ func checkKind(k Kind) error {
 
 // withDefaults fills in what k left out (see the top of this file).
 func withDefaults(k Kind) Kind {
+	if k.Title == "" {
+		k.Title = k.Name
+	}
 	k.hooks = k.interpret != nil
 	if !k.hooks {
 		name := k.Name

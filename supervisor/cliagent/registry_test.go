@@ -62,6 +62,9 @@ func TestAddingAnAgent(t *testing.T) {
 	if eff := k.Interpret("Stop", []byte(`{}`)); eff != (Effect{Ignored: "event Stop of demo is not used"}) {
 		t.Errorf("an event of an agent with no hooks: %+v", eff)
 	}
+	if k.Title != "demo" {
+		t.Errorf("title %q; want its name", k.Title)
+	}
 	if g := types.GuidanceFile("demo"); g != "AGENTS.md" {
 		t.Errorf("guidance file %s; want AGENTS.md", g)
 	}

@@ -1,6 +1,6 @@
 // Package gateway is the local AI gateway: an HTTP server on 127.0.0.1
-// that the CLI agents (Claude Code, Codex, opencode, Gemini CLI) use as
-// their model API.
+// that the CLI agents (package cliagent; `cicy-agent agents` lists each
+// one's APIs) use as their model API.
 // It serves
 //
 //   - Anthropic Messages: POST /v1/messages (Claude Code adds ?beta=true)
