@@ -174,3 +174,25 @@ func flagLine(help, flag string) string {
 	}
 	return ""
 }
+
+// TestMissingSaysTheRecipe: agents --missing names every agent missing
+// from an empty folder and PATH, each with its recipe (what
+// scripts/install-clis.sh reads: npm ones installed, path ones named).
+func TestMissingSaysTheRecipe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"CICY_CLI_DIR": dir, "PATH": dir, "HOME": dir}
+	got := missingPins(func(k string) string { return env[k] })
+	var want []string
+	for _, n := range cliagent.Names() {
+		k, _ := cliagent.Lookup(n)
+		recipe := "path "
+		if k.FromNPM() {
+			recipe = "npm "
+		}
+		want = append(want, recipe+k.Pin())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("missing %q; want %q", got, want)
+	}
+}

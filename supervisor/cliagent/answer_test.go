@@ -105,20 +105,7 @@ func TestReadDialogCorpus(t *testing.T) {
 				continue
 			}
 			seen[name] = true
-			got := k.ReadDialog(readScreen(t, f))
-			if got.Kind != want.Kind || got.Text != want.Text {
-				t.Errorf("%s: %q %q; want %q %q", f, got.Kind, got.Text, want.Kind, want.Text)
-			}
-			if len(got.Options) != len(want.Options) {
-				t.Errorf("%s: options %q; want %q", f, got.Options, want.Options)
-				continue
-			}
-			for i := range want.Options {
-				// A narrow screen wraps a long option: its first line is kept.
-				if !strings.HasPrefix(want.Options[i], got.Options[i]) || got.Options[i] == "" {
-					t.Errorf("%s: option %d %q; want %q", f, i+1, got.Options[i], want.Options[i])
-				}
-			}
+			checkDialog(t, f, k.ReadDialog(readScreen(t, f)), want)
 		}
 		for _, state := range []string{"idle", "busy"} {
 			files, _ := filepath.Glob(filepath.Join(corpus, agent, state, "*.txt"))
@@ -132,6 +119,24 @@ func TestReadDialogCorpus(t *testing.T) {
 	for name := range wantDialog {
 		if !seen[name] {
 			t.Errorf("no recorded screen %s", name)
+		}
+	}
+}
+
+// checkDialog compares the dialog read off screen f with want.
+func checkDialog(t *testing.T, f string, got, want Dialog) {
+	t.Helper()
+	if got.Kind != want.Kind || got.Text != want.Text {
+		t.Errorf("%s: %q %q; want %q %q", f, got.Kind, got.Text, want.Kind, want.Text)
+	}
+	if len(got.Options) != len(want.Options) {
+		t.Errorf("%s: options %q; want %q", f, got.Options, want.Options)
+		return
+	}
+	for i := range want.Options {
+		// A narrow screen wraps a long option: its first line is kept.
+		if !strings.HasPrefix(want.Options[i], got.Options[i]) || got.Options[i] == "" {
+			t.Errorf("%s: option %d %q; want %q", f, i+1, got.Options[i], want.Options[i])
 		}
 	}
 }

@@ -50,39 +50,54 @@ func registerIn(kinds map[string]Kind, addType func(name, guidanceFile string), 
 
 // checkKind says which field of k is missing or wrong.
 func checkKind(k Kind) error {
+	if err := checkInstall(k); err != nil {
+		return err
+	}
+	switch {
+	case k.prepare == nil:
+		return errors.New("field prepare is nil; set how a pane's config is seeded and its command line")
+	case k.toolName == nil && !k.workerOnly:
+		return errors.New("field toolName is nil; set how the agent shows the team tools to its model, or mark it workerOnly")
+	case k.answer.option != nil && (len(k.answer.approve) == 0 || len(k.answer.deny) == 0):
+		return errors.New("field answer has options but no approve or deny keys")
+	}
+	return checkRules(k)
+}
+
+// checkInstall checks what names the agent and installs it.
+func checkInstall(k Kind) error {
 	switch {
 	case !nameRe.MatchString(k.Name):
-		return errors.New("Name must be its pane type: 1 to 32 lowercase letters, digits and -, starting with a letter")
+		return errors.New("field Name must be its pane type: 1 to 32 lowercase letters, digits and -, starting with a letter")
 	case panetype.InProcess(k.Name) || panetype.RunsShellTasks(k.Name):
-		return errors.New("Name is a built-in pane type; choose another")
+		return errors.New("field Name is a built-in pane type; choose another")
 	case !binRe.MatchString(k.Bin):
-		return errors.New("Bin must be the program's name as looked up on PATH (no path)")
+		return errors.New("field Bin must be the program's name as looked up on PATH (no path)")
 	case k.Version == "":
-		return errors.New("Version is empty; set the version cicy-agent is tested with")
+		return errors.New("field Version is empty; set the version cicy-agent is tested with")
 	case k.Package == "" && len(k.VersionArgs) == 0:
 		return errors.New("no install recipe: set Package (the npm package) or VersionArgs (how Bin prints its version, for a program on PATH)")
 	case k.Package != "" && len(k.VersionArgs) > 0:
-		return errors.New("Package and VersionArgs are both set; an agent has one install recipe")
-	case k.prepare == nil:
-		return errors.New("prepare is nil; set how a pane's config is seeded and its command line")
-	case k.toolName == nil && !k.workerOnly:
-		return errors.New("toolName is nil; set how the agent shows the team tools to its model, or mark it workerOnly")
-	case k.answer.option != nil && (len(k.answer.approve) == 0 || len(k.answer.deny) == 0):
-		return errors.New("answer has options but no approve or deny keys")
+		return errors.New("fields Package and VersionArgs are both set; an agent has one install recipe")
 	}
+	return nil
+}
+
+// checkRules checks the built-in screen rules and their layout.
+func checkRules(k Kind) error {
 	if _, err := k.rules.Compile(); err != nil {
-		return fmt.Errorf("rules: %w", err)
+		return fmt.Errorf("field rules: %w", err)
 	}
 	for _, r := range k.rules {
 		switch {
 		case !strings.HasPrefix(r.Name, k.Name+"-"):
-			return fmt.Errorf("rules: rule %q must be named %s-… (explain shows whose rule decided)", r.Name, k.Name)
+			return fmt.Errorf("field rules: rule %q must be named %s-… (explain shows whose rule decided)", r.Name, k.Name)
 		case r.SeesTranscript():
-			return fmt.Errorf("rules: rule %q reads the transcript (part %q), where an answer can quote anything; give it a part of the layout", r.Name, r.Part)
+			return fmt.Errorf("field rules: rule %q reads the transcript (part %q), where an answer can quote anything; give it a part of the layout", r.Name, r.Part)
 		}
 	}
 	if len(k.rules) > 0 && k.layout == nil {
-		return errors.New("layout is nil; the rules read parts of the screen, which layout finds")
+		return errors.New("field layout is nil; the rules read parts of the screen, which layout finds")
 	}
 	return nil
 }

@@ -44,8 +44,7 @@ func registered(kinds map[string]Kind, types *panetype.Registry, k Kind) (msg st
 
 // TestAddingAnAgent is docs/agents.md's "Adding an agent": a new agent's
 // file registers it, the checks pass, the defaults apply, the pane type is
-// one create takes, its signals say "screen only", and its recorded
-// screens are what the corpus tests look for.
+// one create takes, and its signals say "screen only".
 func TestAddingAnAgent(t *testing.T) {
 	t.Parallel()
 	kinds, types := map[string]Kind{}, panetype.NewRegistry()
@@ -55,21 +54,6 @@ func TestAddingAnAgent(t *testing.T) {
 	k, ok := kinds["demo"]
 	if !ok || !types.IsAgent("demo") || !slices.Contains(types.All(), "demo") {
 		t.Fatalf("demo is not registered: kinds %v, types %v", ok, types.All())
-	}
-	if got := k.Signals(); !slices.Equal(got, []string{ScreenOnly, "screen rules"}) {
-		t.Errorf("signals %v; want screen only (no hooks claimed)", got)
-	}
-	if eff := k.Interpret("Stop", []byte(`{}`)); eff != (Effect{Ignored: "event Stop of demo is not used"}) {
-		t.Errorf("an event of an agent with no hooks: %+v", eff)
-	}
-	if k.Title != "demo" {
-		t.Errorf("title %q; want its name", k.Title)
-	}
-	if g := types.GuidanceFile("demo"); g != "AGENTS.md" {
-		t.Errorf("guidance file %s; want AGENTS.md", g)
-	}
-	if at := k.GuidanceAt("/p"); at != filepath.Join("/p", "demo", "AGENTS.md") {
-		t.Errorf("guidance at %s", at)
 	}
 	if k.Pin() != "demo-cli@1.2.3" || k.FromNPM() {
 		t.Errorf("pin %s, from npm %v", k.Pin(), k.FromNPM())
@@ -86,8 +70,35 @@ func TestAddingAnAgent(t *testing.T) {
 	if v, ok := mustCompile(t, k.rules).Classify(pane.NewLayout("hello\nworking", k.layout)); !ok || v.State != pane.Busy {
 		t.Errorf("its rule does not read its footer: %+v", v)
 	}
-	// Its recorded screens are found by its name, as the corpus tests find
-	// the real agents' (screen_test.go, cmd/cicy-agent TestScreenCorpus).
+	checkDemoDefaults(t, k, types)
+}
+
+// checkDemoDefaults checks what register filled in for the demo agent.
+func checkDemoDefaults(t *testing.T, k Kind, types *panetype.Registry) {
+	t.Helper()
+	if got := k.Signals(); !slices.Equal(got, []string{ScreenOnly, "screen rules"}) {
+		t.Errorf("signals %v; want screen only (no hooks claimed)", got)
+	}
+	if eff := k.Interpret("Stop", []byte(`{}`)); eff != (Effect{Ignored: "event Stop of demo is not used"}) {
+		t.Errorf("an event of an agent with no hooks: %+v", eff)
+	}
+	if k.Title != "demo" {
+		t.Errorf("title %q; want its name", k.Title)
+	}
+	if g := types.GuidanceFile("demo"); g != "AGENTS.md" {
+		t.Errorf("guidance file %s; want AGENTS.md", g)
+	}
+	if at := k.GuidanceAt("/p"); at != filepath.Join("/p", "demo", "AGENTS.md") {
+		t.Errorf("guidance at %s", at)
+	}
+}
+
+// TestAddingAnAgentScreens: a new agent's recorded screens are found by
+// its name, as the corpus tests find the real agents' (screen_test.go,
+// cmd/cicy-agent TestScreenCorpus); without them the corpus test names
+// what is missing.
+func TestAddingAnAgentScreens(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if gaps := corpusGaps(root, []string{"demo"}); len(gaps) != len(corpusStates) {
 		t.Errorf("an empty corpus: gaps %v", gaps)
@@ -114,21 +125,21 @@ func TestBadKindPanics(t *testing.T) {
 		edit func(*Kind)
 		want string
 	}{
-		{"no name", func(k *Kind) { k.Name = "" }, "Name must be"},
-		{"a name in capitals", func(k *Kind) { k.Name = "Demo" }, "Name must be"},
-		{"a built-in name", func(k *Kind) { k.Name = "shell" }, "Name is a built-in pane type"},
-		{"no program", func(k *Kind) { k.Bin = "" }, "Bin must be"},
-		{"a program's path", func(k *Kind) { k.Bin = "/usr/bin/demo" }, "Bin must be"},
-		{"no version", func(k *Kind) { k.Version = "" }, "Version is empty"},
+		{"no name", func(k *Kind) { k.Name = "" }, "field Name must be"},
+		{"a name in capitals", func(k *Kind) { k.Name = "Demo" }, "field Name must be"},
+		{"a built-in name", func(k *Kind) { k.Name = "shell" }, "field Name is a built-in"},
+		{"no program", func(k *Kind) { k.Bin = "" }, "field Bin must be"},
+		{"a program's path", func(k *Kind) { k.Bin = "/usr/bin/demo" }, "field Bin must be"},
+		{"no version", func(k *Kind) { k.Version = "" }, "field Version is empty"},
 		{"no recipe", func(k *Kind) { k.VersionArgs = nil }, "no install recipe"},
 		{"two recipes", func(k *Kind) { k.Package = "demo-cli" }, "one install recipe"},
-		{"no prepare", func(k *Kind) { k.prepare = nil }, "prepare is nil"},
-		{"a master with no tool names", func(k *Kind) { k.workerOnly = false }, "toolName is nil"},
-		{"a rule that does not compile", func(k *Kind) { k.rules[0].Match = "(" }, "rules: "},
+		{"no prepare", func(k *Kind) { k.prepare = nil }, "field prepare is nil"},
+		{"a master with no tool names", func(k *Kind) { k.workerOnly = false }, "field toolName is nil"},
+		{"a rule that does not compile", func(k *Kind) { k.rules[0].Match = "(" }, "field rules: "},
 		{"a rule named for another agent", func(k *Kind) { k.rules[0].Name = "busy" }, `rule "busy" must be named demo-`},
 		{"a rule on the transcript", func(k *Kind) { k.rules[0].Part = pane.PartTranscript }, "reads the transcript"},
-		{"rules with no layout", func(k *Kind) { k.layout = nil }, "layout is nil"},
-		{"options with no approve", func(k *Kind) { k.answer = answerSpec{option: digit} }, "answer has options"},
+		{"rules with no layout", func(k *Kind) { k.layout = nil }, "field layout is nil"},
+		{"options with no approve", func(k *Kind) { k.answer = answerSpec{option: digit} }, "field answer has options"},
 	} {
 		k := demoKind()
 		c.edit(&k)
