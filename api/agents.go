@@ -10,7 +10,8 @@ type AgentType struct {
 	// any command).
 	Builtin bool `json:"builtin"`
 	// Program, Package and Version: a CLI agent's program and the npm
-	// package, at the version cicy-agent is tested with.
+	// package, at the version cicy-agent is tested with; no Package for a
+	// program not on npm (installed by hand, on PATH).
 	Program string `json:"program,omitempty"`
 	Package string `json:"package,omitempty"`
 	Version string `json:"version,omitempty"`

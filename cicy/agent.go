@@ -19,8 +19,8 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/reaper"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Provider streams one model call; cicy/provider implements it.
@@ -110,7 +110,7 @@ func (c PaneConfig) guidance() string {
 	if c.Guidance != "" {
 		return c.Guidance
 	}
-	return filepath.Join(c.Workspace, topology.GuidanceFile(topology.DefaultPaneType))
+	return filepath.Join(c.Workspace, panetype.GuidanceFile(panetype.Default))
 }
 
 // Event is what viewers of a cicy pane see, in order.

@@ -11,14 +11,16 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// CLI agent panes (see docs/hooks.md): the real Claude Code, Codex and
-// opencode programs in terminal panes. What differs between them — config
+// CLI agent panes (see docs/hooks.md): the real programs of the CLI
+// agents package cliagent registers, in terminal panes. What differs
+// between them — install recipe, config
 // seeding, hooks, screen rules — is in package cliagent; this file starts
 // them from a pane's config.
 
@@ -64,15 +66,18 @@ func FindCLI(k cliagent.Kind, getenv func(string) string) (string, error) {
 	if path, ok := lookPath(k.Bin, getenv("PATH")); ok {
 		return path, nil
 	}
+	if !k.FromNPM() {
+		return "", failedErr("%s was not found on PATH; install version %s of it (it is not on npm) and put it on PATH", k.Bin, k.Version)
+	}
 	dir := CLIDir(getenv)
 	if dir == "" {
-		return "", failedErr("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs all three)", k.Bin, DefaultCLIDir, k.Pin())
+		return "", failedErr("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs every CLI agent)", k.Bin, DefaultCLIDir, k.Pin())
 	}
 	bin := filepath.Join(dir, "node_modules", ".bin", k.Bin)
 	if path, err := exec.LookPath(bin); err == nil {
 		return path, nil
 	}
-	return "", failedErr("%s was not found on PATH nor in %s; install the version cicy-agent is tested with: npm install --prefix %s %s (make clis in a cicy-agent checkout installs all three)",
+	return "", failedErr("%s was not found on PATH nor in %s; install the version cicy-agent is tested with: npm install --prefix %s %s (make clis in a cicy-agent checkout installs every CLI agent)",
 		k.Bin, filepath.Dir(bin), dir, k.Pin())
 }
 
@@ -200,7 +205,7 @@ func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.
 	if err := cicy.WriteGuidanceAt(home, path, ws, id, req.Type, tmpl); err != nil {
 		return err
 	}
-	if statErr == nil || !topology.IsAgentType(req.Type) || req.Role != topology.RoleMaster {
+	if statErr == nil || !panetype.IsAgent(req.Type) || req.Role != topology.RoleMaster {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)

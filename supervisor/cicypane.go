@@ -12,8 +12,8 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // usageSink records a cicy pane's model calls in the ledger.
@@ -67,7 +67,7 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 	if t, ok := s.awaken(e).(turnLoop); ok {
 		return e, t.agent(), nil
 	}
-	if topology.InProcess(e.cfg.Type) {
+	if panetype.InProcess(e.cfg.Type) {
 		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.status().Reason, e.cfg.ID)
 	}
 	return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)

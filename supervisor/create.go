@@ -12,6 +12,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -41,8 +42,8 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if err := normalizeBackend(req); err != nil {
 		return nil, err
 	}
-	if req.AllowAll && !topology.IsAgentType(req.Type) {
-		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(topology.AgentTypes(), "and"))
+	if req.AllowAll && !panetype.IsAgent(req.Type) {
+		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(panetype.Agents(), "and"))
 	}
 	if !topology.ValidRestart(req.Restart) {
 		return nil, usageErr("--restart %q is not a restart policy (choose %s)", req.Restart, topology.List(topology.RestartPolicies, "or"))
@@ -90,7 +91,7 @@ func normalizeFields(req *api.CreateRequest) error {
 		}
 	}
 	var ok bool
-	if req.Type, ok = topology.PaneType(req.Type); !ok {
+	if req.Type, ok = panetype.Resolve(req.Type); !ok {
 		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices())
 	}
 	if k, ok := cliagent.Lookup(req.Type); ok && req.Role == topology.RoleMaster && !k.Leads() {
@@ -118,11 +119,11 @@ func normalizeFields(req *api.CreateRequest) error {
 // pane has none.
 func defaultTemplate(typ, role string) string {
 	switch {
-	case topology.InProcess(typ):
+	case panetype.InProcess(typ):
 		return "assistant"
-	case topology.IsAgentType(typ) && role == topology.RoleMaster:
+	case panetype.IsAgent(typ) && role == topology.RoleMaster:
 		return "coordinator"
-	case topology.IsAgentType(typ):
+	case panetype.IsAgent(typ):
 		return "engineer"
 	}
 	return ""
@@ -157,7 +158,7 @@ func normalizeLinks(req *api.CreateRequest) error {
 // tmux (when it is there: its panes outlive the supervisor) or pty for a
 // terminal pane.
 func normalizeBackend(req *api.CreateRequest) error {
-	if topology.InProcess(req.Type) {
+	if panetype.InProcess(req.Type) {
 		if req.Backend != "" && req.Backend != "inproc" {
 			return usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
 		}
@@ -184,10 +185,10 @@ func normalizeBackend(req *api.CreateRequest) error {
 // checkProgram checks that the program a shell pane runs is there (a CLI
 // agent's is found by the supervisor: findAgent).
 func checkProgram(req *api.CreateRequest) error {
-	if topology.IsAgentType(req.Type) && req.Provider != "" {
+	if panetype.IsAgent(req.Type) && req.Provider != "" {
 		return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
 	}
-	if topology.RunsShellTasks(req.Type) {
+	if panetype.RunsShellTasks(req.Type) {
 		if _, err := exec.LookPath(req.Command[0]); err != nil {
 			return usageErr("command %q was not found or is not executable", req.Command[0])
 		}
@@ -204,7 +205,7 @@ func checkEnvNames(req *api.CreateRequest) error {
 			return usageErr("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
 		case !topology.EnvNameRe.MatchString(n):
 			return usageErr("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
-		case topology.IsAgentType(req.Type) && slices.Contains(provider.ProviderKeys, n):
+		case panetype.IsAgent(req.Type) && slices.Contains(provider.ProviderKeys, n):
 			return usageErr("a %s pane reaches its model through cicy-agent's gateway with a key of its own; --env %s would hand it the real key: leave it out", req.Type, n)
 		case !slices.Contains(names, n):
 			names = append(names, n)

@@ -33,7 +33,7 @@
 //	           `cicy-agent mcp` serves them over MCP; cicy agents call their provider in process
 //
 //	agents     what differs between the CLI agents is in package cliagent,
-//	           one file per agent: its config folder seeded with its native completion signals
+//	           one file per agent (`cicy-agent agents` lists them): its config folder seeded with its native completion signals
 //	           wired to `cicy-agent hook`, what each signal means, the model APIs it speaks
 //	           through the gateway, its screen rules
 //

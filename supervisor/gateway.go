@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // The local AI gateway (package gateway) carries the CLI agents' model
@@ -249,7 +249,7 @@ func (b gatewayBudget) Refused(pane, why string) { b.s.Refused(pane, why) }
 // (Codex nothing, opencode an idle carrying an earlier turn's answer).
 func (s *Supervisor) Refused(pane, why string) {
 	e, ok := s.live(pane)
-	if !ok || !topology.IsAgentType(e.cfg.Type) {
+	if !ok || !panetype.IsAgent(e.cfg.Type) {
 		return
 	}
 	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)

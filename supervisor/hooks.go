@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -137,8 +138,8 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	if !ok {
 		return api.HookResult{}, notFoundErr(id)
 	}
-	if !topology.IsAgentType(e.cfg.Type) {
-		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(topology.AgentTypes(), "and"))
+	if !panetype.IsAgent(e.cfg.Type) {
+		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(panetype.Agents(), "and"))
 	}
 	if req.Agent == "" {
 		req.Agent = e.cfg.Type

@@ -17,7 +17,7 @@ import (
 // kind is a pane of one kind as the registry drives it. Five adapters
 // implement it: cicyKind (a turn loop in this process), dormant (a cicy
 // pane a start has not restored yet), shellKind and cliKind (a program in
-// a terminal: a shell command, or Claude Code, Codex or opencode), and
+// a terminal: a shell command, or a CLI agent), and
 // stopped (nothing runs). Only the adapters know which
 // kind they are; operations that exist for some kinds only are small
 // interfaces of their own (turnLoop, attachable, hookTarget).

@@ -19,7 +19,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
-// cliKind is a CLI agent — Claude Code, Codex or opencode — in a terminal
+// cliKind is a CLI agent (package cliagent) in a terminal
 // (see docs/hooks.md). Its state comes from the gateway's requests in
 // flight, its own hooks and, when both are quiet, its screen rules. A task
 // is typed at its idle prompt, taken up when its prompt-submit hook, a

@@ -5,8 +5,8 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // The gateway is a CLI agent pane's third state signal (see docs/hooks.md):
@@ -37,7 +37,7 @@ func (s *Supervisor) RequestStarted(id string) { s.requestsChanged(id, 1) }
 // the pane ended, and how (wire.go): the answer is recorded before the
 // count drops, so whoever sees no request in flight sees the answer.
 func (s *Supervisor) RequestEnded(id string, a gateway.Answer) {
-	if e, ok := s.live(id); ok && topology.IsAgentType(e.cfg.Type) {
+	if e, ok := s.live(id); ok && panetype.IsAgent(e.cfg.Type) {
 		a.Text, a.Error = s.scrub.String(a.Text), s.scrub.String(a.Error)
 		if e.answers.note(a) {
 			s.paneChanged(id) // needs you (upstream), or no longer
@@ -48,7 +48,7 @@ func (s *Supervisor) RequestEnded(id string, a gateway.Answer) {
 
 func (s *Supervisor) requestsChanged(id string, delta int64) {
 	e, ok := s.live(id)
-	if !ok || !topology.IsAgentType(e.cfg.Type) {
+	if !ok || !panetype.IsAgent(e.cfg.Type) {
 		return
 	}
 	for {

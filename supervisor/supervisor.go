@@ -23,6 +23,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
@@ -305,7 +306,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 	e := newEntry(r, statusFromRuntime(r.Runtime))
 	var lost string
 	switch {
-	case topology.InProcess(r.Type):
+	case panetype.InProcess(r.Type):
 		s.sleepEntry(e)
 		return e, nil
 	case r.Backend == "tmux":
@@ -493,7 +494,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	if topology.IsAgentType(req.Type) {
+	if panetype.IsAgent(req.Type) {
 		if _, err := s.findAgent(req.Type); err != nil {
 			return api.CreateResponse{}, err
 		}
@@ -770,7 +771,7 @@ func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, erro
 	if restored {
 		e.worktreeAgain.Store(true)
 	}
-	if topology.InProcess(e.cfg.Type) {
+	if panetype.InProcess(e.cfg.Type) {
 		return s.startAgent(e.cfg)
 	}
 	agent, isCLI := cliagent.Lookup(e.cfg.Type)

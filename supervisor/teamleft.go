@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // A team's CLI agent killed (down) leaves its session for the pane of the
@@ -55,7 +55,7 @@ func (s *Supervisor) noteLeft(ctx context.Context, e *entry) {
 // it (nil when nothing), taken: the next pane does not get it again. A
 // request naming no workspace is given the left one, if it is still there.
 func (s *Supervisor) takeLeft(ctx context.Context, req *api.CreateRequest) *leftPane {
-	if req.Team == "" || req.Worktree || !topology.IsAgentType(req.Type) {
+	if req.Team == "" || req.Worktree || !panetype.IsAgent(req.Type) {
 		return nil
 	}
 	key := leftKey(req.Team, req.Title)

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // Pane specs: the rules every pane follows however it is described —
@@ -18,78 +18,6 @@ import (
 // links between fields, which rule is broken); the caller names the field
 // its own way ("the title", or `"title" in pane "a"`), adds the line of a
 // team file, and says how to fix it in its own terms (a flag or a key).
-
-// The two pane types built in: a cicy pane is a turn loop inside the
-// supervisor, a shell pane a program in a terminal whose tasks are shell
-// commands. Every other type is a CLI agent, registered by its own file
-// in package cliagent. The questions about a type are asked here
-// (InProcess, RunsShellTasks, IsAgentType, GuidanceFile), never by
-// comparing its name elsewhere.
-const (
-	cicyType  = "cicy"
-	shellType = "shell"
-)
-
-// paneTypes are the kinds of pane: the two built in and the CLI agents
-// their registry adds (RegisterPaneType); guidance is each type's
-// guidance file name.
-var (
-	paneTypesMu sync.Mutex
-	paneTypes   = []string{cicyType, shellType}
-	guidance    = map[string]string{}
-)
-
-// RegisterPaneType adds a CLI agent's pane type and the name of the
-// guidance file it reads in its workspace; a name taken twice is a
-// programming error.
-func RegisterPaneType(name, guidanceFile string) {
-	paneTypesMu.Lock()
-	defer paneTypesMu.Unlock()
-	if slices.Contains(paneTypes, name) {
-		panic("pane type " + name + " registered twice")
-	}
-	paneTypes = append(paneTypes, name)
-	guidance[name] = guidanceFile
-}
-
-// InProcess reports whether a pane of type t runs inside the supervisor
-// (a cicy turn loop) rather than as a program in a terminal.
-func InProcess(t string) bool { return t == cicyType }
-
-// RunsShellTasks reports whether a pane of type t is a shell whose tasks
-// are shell commands (not an agent's prompts).
-func RunsShellTasks(t string) bool { return t == shellType }
-
-// GuidanceFile is the name of the guidance file a pane of type t reads
-// in its workspace: its agent's own (CLAUDE.md) or AGENTS.md.
-func GuidanceFile(t string) string {
-	paneTypesMu.Lock()
-	defer paneTypesMu.Unlock()
-	if g := guidance[t]; g != "" {
-		return g
-	}
-	return "AGENTS.md"
-}
-
-// PaneTypes are the kinds of pane in the order messages list them: cicy,
-// the CLI agents by name, shell.
-func PaneTypes() []string {
-	paneTypesMu.Lock()
-	defer paneTypesMu.Unlock()
-	agents := slices.DeleteFunc(slices.Clone(paneTypes), func(t string) bool { return t == cicyType || t == shellType })
-	slices.Sort(agents)
-	return append(append([]string{cicyType}, agents...), shellType)
-}
-
-// AgentTypes are the CLI agents' pane types, by name.
-func AgentTypes() []string {
-	ts := PaneTypes()
-	return ts[1 : len(ts)-1]
-}
-
-// IsAgentType reports whether t is a CLI agent's pane type (not cicy or
-// shell, which run no agent program of their own).
-func IsAgentType(t string) bool { return slices.Contains(AgentTypes(), t) }
 
 // List joins names for a sentence: "a", "a and b", "a, b and c" (conj
 // "and" or "or").
@@ -103,11 +31,9 @@ func List(names []string, conj string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
-// DefaultPaneType is the type of a pane that names none.
-const DefaultPaneType = cicyType
-
-// PaneTypeChoices lists PaneTypes for a message: "cicy, claude, … or shell".
-func PaneTypeChoices() string { return List(PaneTypes(), "or") }
+// PaneTypeChoices lists the pane types for a message: "cicy, claude, … or
+// shell".
+func PaneTypeChoices() string { return List(panetype.All(), "or") }
 
 // Limits of a pane's text fields, in bytes.
 const (
@@ -180,14 +106,6 @@ func CheckTitle(v string) error {
 	return nil
 }
 
-// PaneType fills in the default type and reports whether t is a pane type.
-func PaneType(t string) (string, bool) {
-	if t == "" {
-		t = DefaultPaneType
-	}
-	return t, slices.Contains(PaneTypes(), t)
-}
-
 // PaneRole fills in the default role, worker.
 func PaneRole(role string) string {
 	if role == "" {
@@ -216,11 +134,11 @@ func CheckLinks(typ, role, master string, command, env []string) error {
 	switch {
 	case master != "" && role == RoleMaster:
 		return ErrMasterOfMaster
-	case typ == "cicy" && len(command) > 0:
+	case panetype.InProcess(typ) && len(command) > 0:
 		return ErrCicyCommand
-	case typ == "cicy" && len(env) > 0:
+	case panetype.InProcess(typ) && len(env) > 0:
 		return ErrCicyEnv
-	case typ == "shell" && (len(command) == 0 || command[0] == ""):
+	case panetype.RunsShellTasks(typ) && (len(command) == 0 || command[0] == ""):
 		return ErrShellCommand
 	}
 	return nil

@@ -5,45 +5,22 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // The CLI agents' registry (package cliagent, which imports this one)
-// registers their types; the tests here stand in for it.
+// registers their types; the tests here stand in for it, with the types
+// the team files of the tests name.
 func init() {
-	for name, guidance := range map[string]string{"opencode": "AGENTS.md", "claude": "CLAUDE.md", "codex": "AGENTS.md", "qwen": "QWEN.md", "pi": "AGENTS.md", "gemini": "GEMINI.md"} {
-		RegisterPaneType(name, guidance)
-	}
-}
-
-// TestPaneTypeQuestions: what is asked of a pane type is answered by the
-// registry: where it runs, whether its tasks are shell commands, whether
-// it is a CLI agent, and its guidance file.
-func TestPaneTypeQuestions(t *testing.T) {
-	for _, c := range []struct {
-		typ                   string
-		inProcess, shell, cli bool
-		guidance              string
-	}{
-		{"cicy", true, false, false, "AGENTS.md"},
-		{"shell", false, true, false, "AGENTS.md"},
-		{"claude", false, false, true, "CLAUDE.md"},
-		{"codex", false, false, true, "AGENTS.md"},
-	} {
-		if InProcess(c.typ) != c.inProcess || RunsShellTasks(c.typ) != c.shell || IsAgentType(c.typ) != c.cli || GuidanceFile(c.typ) != c.guidance {
-			t.Errorf("%s: in process %v, shell tasks %v, CLI agent %v, guidance %s", c.typ, InProcess(c.typ), RunsShellTasks(c.typ), IsAgentType(c.typ), GuidanceFile(c.typ))
-		}
+	for name, guidance := range map[string]string{"opencode": "", "claude": "CLAUDE.md", "codex": "", "qwen": "QWEN.md", "pi": "", "gemini": "GEMINI.md"} {
+		panetype.Register(name, guidance)
 	}
 }
 
 func TestPaneSpecRules(t *testing.T) {
-	if typ, ok := PaneType(""); typ != "cicy" || !ok {
-		t.Errorf(`PaneType("") = %q, %v; want cicy, true`, typ, ok)
-	}
-	if _, ok := PaneType("bash"); ok {
-		t.Error(`PaneType("bash") is a pane type`)
-	}
-	if got := PaneTypeChoices(); got != "cicy, claude, codex, gemini, opencode, pi, qwen or shell" {
-		t.Errorf("PaneTypeChoices = %q", got)
+	if got, want := PaneTypeChoices(), "cicy, "+strings.Join(panetype.Agents(), ", ")+" or shell"; got != want {
+		t.Errorf("PaneTypeChoices = %q, want %q", got, want)
 	}
 	if r := PaneRole(""); r != RoleWorker {
 		t.Errorf(`PaneRole("") = %q`, r)

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // Team files (see docs/team-files.md): a team's panes and, optionally, its master's first
@@ -429,7 +431,7 @@ func (r *paneFields) names(tp *TeamPane) error {
 		return err
 	}
 	var ok bool
-	if tp.Type, ok = PaneType(tp.Type); !ok {
+	if tp.Type, ok = panetype.Resolve(tp.Type); !ok {
 		return r.p.errf(line, `"type" %q %s is not a pane type (choose %s)`, tp.Type, r.where, PaneTypeChoices())
 	}
 	if tp.Role, line, err = r.text("role"); err != nil {
@@ -542,8 +544,8 @@ func (r *paneFields) switches(tp *TeamPane) error {
 		return err
 	}
 	v := deref(e.value)
-	if tp.AllowAll && !IsAgentType(tp.Type) {
-		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (%s) without its permission prompts; a %s pane has none`, r.where, strings.Join(AgentTypes(), ", "), tp.Type)
+	if tp.AllowAll && !panetype.IsAgent(tp.Type) {
+		return r.p.errf(v.Line, `"allow_all" %s is not allowed: it runs a CLI agent (%s) without its permission prompts; a %s pane has none`, r.where, strings.Join(panetype.Agents(), ", "), tp.Type)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func (e *env) agentsCmd() *cli.Command {
 			"built-in screen rules. RESUME is how it takes up one of its sessions by id (ls and explain\n" +
 			"show a pane's session id); \"no\" when it cannot. Asks no supervisor.",
 		Flags: []cli.Flag{jsonFlag,
-			&cli.BoolFlag{Name: "missing", Usage: "print the pins (npm package@version) of the CLI agents not installed at their pin in the folder make clis installs into, one per line (what scripts/install-clis.sh installs)"}},
+			&cli.BoolFlag{Name: "missing", Usage: "print the CLI agents not installed at their pinned version, one per line with its recipe: \"npm PACKAGE@VERSION\" for one make clis installs into its folder, \"path PROGRAM@VERSION\" for one not on npm, looked for on PATH (what scripts/install-clis.sh reads)"}},
 		Action: func(c *cli.Context) error {
 			if _, err := args(c, 0, 0, "[--json] [--missing]"); err != nil {
 				return err
@@ -87,16 +87,24 @@ func resumeText(a api.AgentType) string {
 	return a.Program + " " + strings.Join(args, " ")
 }
 
-// missingPins are the pins of the CLI agents whose pinned version is not
-// what the folder make clis installs into holds.
+// missingPins are the CLI agents not installed at their pinned version,
+// each as its recipe and pin: "npm PACKAGE@VERSION" when the folder make
+// clis installs into lacks it, "path PROGRAM@VERSION" when a program not
+// on npm is not on PATH at that version.
 func missingPins(getenv func(string) string) []string {
 	dir := supervisor.CLIDir(getenv)
 	var out []string
 	for _, name := range cliagent.Names() {
 		k, _ := cliagent.Lookup(name)
+		if !k.FromNPM() {
+			if path, err := supervisor.FindCLI(k, getenv); err != nil || k.InstalledVersion(path) != k.Version {
+				out = append(out, "path "+k.Pin())
+			}
+			continue
+		}
 		bin := filepath.Join(dir, "node_modules", ".bin", k.Bin)
 		if dir == "" || k.InstalledVersion(bin) != k.Version {
-			out = append(out, k.Pin())
+			out = append(out, "npm "+k.Pin())
 		}
 	}
 	return out
@@ -113,8 +121,11 @@ func printAgents(w io.Writer, all []api.AgentType) error {
 }
 
 func pinOf(a api.AgentType) string {
-	if a.Package == "" {
+	switch {
+	case a.Builtin:
 		return ""
+	case a.Package == "":
+		return a.Program + "@" + a.Version
 	}
 	return a.Package + "@" + a.Version
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -217,7 +218,7 @@ func (e *env) serveCmd() *cli.Command {
 			"folders of panes (workspaces/w-N, panes/w-N) or a tmux server with sessions, it refuses to start:\n" +
 			"restore the database from a backup, or start over with --fresh, which moves those folders and the\n" +
 			"old database into orphaned-<time>/ under the home and ends the home's tmux sessions.\n\n" +
-			"The supervisor also serves the model gateway on 127.0.0.1: the " + topology.List(topology.AgentTypes(), "and") + " panes\n" +
+			"The supervisor also serves the model gateway on 127.0.0.1: the " + topology.List(panetype.Agents(), "and") + " panes\n" +
 			"reach their model through it, each with a key of its own, while the real keys\n" +
 			"(ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY) stay with the supervisor; it forwards\n" +
 			"to ANTHROPIC_BASE_URL / OPENAI_BASE_URL (the public APIs when unset) and records every call's\n" +
@@ -451,7 +452,7 @@ func (e *env) createCmd() *cli.Command {
 		Name:      "create",
 		Usage:     "create and start a pane; prints only its id",
 		ArgsUsage: "<title> [-- argv…]",
-		Description: "Types: cicy (default; headless agent), " + strings.Join(topology.AgentTypes(), ", ") + " (CLI agents), shell (any argv).\n" +
+		Description: "Types: cicy (default; headless agent), " + strings.Join(panetype.Agents(), ", ") + " (CLI agents), shell (any argv).\n" +
 			"--role is a roster label: 'worker' (default) and 'master' drive the topology; any other\n" +
 			"text makes the pane untracked. A persona is set with --role-template.\n\n" +
 			"Example: cicy-agent create build --type shell -- bash",
@@ -463,10 +464,10 @@ func (e *env) createCmd() *cli.Command {
 			&cli.StringFlag{Name: "workspace", Aliases: []string{"w"}, Usage: "working `DIR` (default: $CICY_HOME/workspaces/<id>)"},
 			&cli.BoolFlag{Name: "worktree", Usage: "run the pane in a git worktree of its own, on a new branch cicy/<home-tag>/<id> from the current branch of the repository that --workspace (else the --master's workspace, else the current directory) is in; the worktree lives under $CICY_HOME, and each task that ends done is committed there (see 'cicy-agent diff', 'merge', 'worktrees')"},
 			&cli.StringFlag{Name: "provider", Usage: "LLM `PROVIDER` of a cicy pane: anthropic, openai or script"},
-			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a CLI agent's pane (" + strings.Join(topology.AgentTypes(), ", ") + ")"},
+			&cli.StringFlag{Name: "model", Usage: "`MODEL` of a cicy pane, or passed to a CLI agent's pane (" + strings.Join(panetype.Agents(), ", ") + ")"},
 			&cli.StringFlag{Name: "backend", Usage: "`BACKEND` of a terminal pane: pty or tmux"},
-			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. claude, codex and opencode panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
-			&cli.BoolFlag{Name: "allow-all", Usage: "let a CLI agent's pane (" + strings.Join(topology.AgentTypes(), ", ") + ") run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
+			&cli.StringSliceFlag{Name: "env", Usage: "give the pane's program the supervisor's variable `NAME` (repeatable; a name, not NAME=VALUE). Terminal panes get the supervisor's environment except the provider keys (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); this is how a shell pane gets one. " + topology.List(panetype.Agents(), "and") + " panes never get them: they reach their model through the supervisor's gateway with a token of their own"},
+			&cli.BoolFlag{Name: "allow-all", Usage: "let a CLI agent's pane (" + strings.Join(panetype.Agents(), ", ") + ") run every tool without asking (its own bypass mode); without it a permission prompt puts the pane in waiting"},
 			&cli.StringFlag{Name: "node", Usage: "run the pane on the cluster's node `NAME` (its supervisor is asked through this one; see 'cicy-agent nodes')"},
 			&cli.StringFlag{Name: "budget-usd", Usage: "the pane's spending limit in `USD` at the price table, e.g. 2.50: once its calls cost that much, its model requests are refused (see 'cicy-agent budget')"},
 			&cli.StringFlag{Name: "restart", Usage: "restart `POLICY`: always (brought back after a reboot and whenever its program exits), on-failure (after a reboot, and when it exits with an error) or never; by default a pane that was running when the machine went down comes back at the next start and an exit of its own is final. Three deaths within 10 s of starting stop the restarts (crash-loop, under needs-you)"},
@@ -922,7 +923,7 @@ func (e *env) restartCmd() *cli.Command {
 		Name:      "restart",
 		Usage:     "start a pane again with the same argv and workspace (stopping it first if it runs)",
 		ArgsUsage: "<pane> [--new]",
-		Description: "A CLI agent (" + strings.Join(topology.AgentTypes(), ", ") + ") resumes its own recorded session, so its\n" +
+		Description: "A CLI agent (" + strings.Join(panetype.Agents(), ", ") + ") resumes its own recorded session, so its\n" +
 			"conversation goes on (after an upgrade of the CLIs, say); --new starts a new one. A pane\n" +
 			"with no recorded session starts afresh. 'cicy-agent explain <pane>' shows the session.",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "new", Usage: "start a CLI agent in a new conversation instead of resuming its session"}},

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // detachKey is Ctrl-Q, as in claude-squad.
@@ -36,7 +36,7 @@ func (e *env) attachCmd() *cli.Command {
 				info, _ = api.NewClient(h).Get(c.Context, id)
 				here, _ = api.NewClient(h).Health(c.Context)
 			}
-			if !topology.InProcess(info.Type) && info.Node != "" && here.Node != "" && info.Node != here.Node {
+			if !panetype.InProcess(info.Type) && info.Node != "" && here.Node != "" && info.Node != here.Node {
 				// Another node's terminal: its supervisor says how to
 				// attach there.
 				cl, err := client(c)
@@ -49,7 +49,7 @@ func (e *env) attachCmd() *cli.Command {
 				}
 				return err
 			}
-			if topology.InProcess(info.Type) {
+			if panetype.InProcess(info.Type) {
 				// A cicy pane is a chat, not a terminal: no tty needed.
 				cl, err := client(c)
 				if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway/modelapi"
@@ -231,7 +232,7 @@ func TestDocsModelAPIs(t *testing.T) {
 // Where the docs list the pane types, they name each of the registry's.
 func TestDocsPaneTypes(t *testing.T) {
 	t.Parallel()
-	types := topology.PaneTypes()
+	types := panetype.All()
 	checkNames(t, "docs/team-files.md", `type: cicy +#([^\n]*)`, types, nil, hasWord)
 	for _, c := range []struct{ path, re string }{
 		{"docs/team-files.md", "\\| `type` \\| `cicy` \\|([^\\n]*)"},
@@ -254,7 +255,7 @@ var agentNames = map[string]string{
 func agentsBy(t *testing.T, pred func(cliagent.Kind) bool, keep bool) []string {
 	t.Helper()
 	var out []string
-	for _, typ := range topology.AgentTypes() {
+	for _, typ := range panetype.Agents() {
 		name, ok := agentNames[typ]
 		if !ok {
 			t.Fatalf("the CLI agent %q has no name in agentNames: add it, and to the docs", typ)
@@ -295,7 +296,7 @@ func TestDocsCLIAgents(t *testing.T) {
 	workersOnly := agentsBy(t, cliagent.Kind.Leads, false)
 	checkNames(t, "docs/cli-masters.md", "(?s)`team` tools\\. (.*?) pane\\s+with role", leads, workersOnly, hasWord)
 	var pins []string
-	for _, typ := range topology.AgentTypes() {
+	for _, typ := range panetype.Agents() {
 		k, _ := cliagent.Lookup(typ)
 		pins = append(pins, k.Pin())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -79,7 +80,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 		return fmt.Sprintf("%s (%s ago)", t.Local().Format("15:04:05"), now.Sub(t).Round(time.Second))
 	}
 	fmt.Fprintf(w, "%s %q: %s pane", p.ID, p.Title, p.Type)
-	if p.Backend != "" && !topology.InProcess(p.Type) {
+	if p.Backend != "" && !panetype.InProcess(p.Type) {
 		fmt.Fprintf(w, " (%s)", p.Backend)
 	}
 	fmt.Fprintln(w)
@@ -93,7 +94,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 	fmt.Fprintf(w, "signal:  %s: %s\n", x.Signal.Kind, x.Signal.Detail)
 	if h := x.LastHook; h != nil {
 		fmt.Fprintf(w, "hook:    last %s at %s; screen rules may overrule it from %s\n", h.Event, when(h.At), h.ScreenRulesFrom.Local().Format("15:04:05"))
-	} else if topology.IsAgentType(p.Type) {
+	} else if panetype.IsAgent(p.Type) {
 		fmt.Fprintln(w, "hook:    none since the supervisor started; the screen rules decide")
 	}
 	if p.CameBack != "" {
@@ -108,7 +109,7 @@ func printExplanation(w io.Writer, x api.Explanation, lines int, now time.Time) 
 			fmt.Fprintf(w, "; resumed with %s", strings.Join(p.ResumeArgs, " "))
 		}
 		fmt.Fprintln(w)
-	} else if topology.IsAgentType(p.Type) {
+	} else if panetype.IsAgent(p.Type) {
 		fmt.Fprintln(w, "session: none seen yet (the agent tells its session id in its hooks or events)")
 	}
 	if h := x.LastIgnored; h != nil {
@@ -204,7 +205,7 @@ func printSignals(w io.Writer, g api.Signals, when func(time.Time) string) {
 
 // screenTypes are the pane types with screen rules: the CLI agents and
 // shell.
-func screenTypes() []string { return append(topology.AgentTypes(), "shell") }
+func screenTypes() []string { return append(panetype.Agents(), "shell") }
 
 // explainScreen classifies a saved screen with a type's screen rules.
 func (e *env) explainScreen(c *cli.Context) error {
@@ -231,7 +232,7 @@ func (e *env) explainScreen(c *cli.Context) error {
 	switch {
 	case v.Rule != "":
 		fmt.Fprintf(e.stdout, "%s\nline %d: %q\n", v.Note, v.LineNo, v.Line)
-	case topology.RunsShellTasks(typ):
+	case panetype.RunsShellTasks(typ):
 		fmt.Fprintln(e.stdout, "shell panes have no screen rules: they are busy while output flows and idle once it is quiet")
 	default:
 		fmt.Fprintf(e.stdout, "no %s rule matched; the pane keeps its previous state\n", typ)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -25,15 +26,15 @@ func (e *env) hookCmd() *cli.Command {
 		Name:      "hook",
 		Usage:     "report a CLI agent's signal to the supervisor (run by the agents' own hooks)",
 		ArgsUsage: "<event> [payload-json]",
-		Description: "Claude Code and Codex hooks, Codex notify and opencode's plugin run this command; the\n" +
-			"supervisor seeds it into each CLI agent pane's config. The payload is the\n" +
-			"JSON on stdin, or the last argument (Codex notify). The pane comes from CICY_PANE_ID and\n" +
+		Description: "The CLI agents' own signals (their hooks, notify commands or plugins) run this command; the\n" +
+			"supervisor seeds it into each CLI agent pane's config (" + topology.List(panetype.Agents(), "and") + ").\n" +
+			"The payload is the JSON on stdin, or the last argument (a notify command's). The pane comes from CICY_PANE_ID and\n" +
 			"the supervisor from CICY_HOME, both set in every pane. It never starts a supervisor:\n" +
 			"while none runs, the signal is spooled under run/hooks/ and replayed by the next one.\n" +
 			"It prints nothing on stdout (hooks read it) and exits 0 unless called wrongly.\n" +
 			"What each agent's events mean: docs/hooks.md of the cicy-agent repository.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: " + topology.List(topology.AgentTypes(), "or") + " (default: the pane's)"},
+			&cli.StringFlag{Name: "agent", Usage: "the `AGENT` type that sent it: " + topology.List(panetype.Agents(), "or") + " (default: the pane's)"},
 			&cli.StringFlag{Name: "pane", Usage: "the `PANE` it is about", EnvVars: []string{"CICY_PANE_ID"}},
 		},
 		Action: func(c *cli.Context) error {

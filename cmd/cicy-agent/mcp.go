@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -21,7 +22,7 @@ func (e *env) mcpCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "serve a CLI master's team tools over MCP on stdin/stdout (run by the master's agent, not by people)",
-		Description: "A " + topology.List(topology.AgentTypes(), "or") + " pane with role master runs this command as an MCP server\n" +
+		Description: "A " + topology.List(panetype.Agents(), "or") + " pane with role master runs this command as an MCP server\n" +
 			"(Model Context Protocol, over stdio): it gives the agent the team tools a cicy master has —\n" +
 			"dispatch (a task to one of its workers), workers (them, with state and current task),\n" +
 			"task_status (its tasks) — and wait (block until named tasks end, and show their results).\n" +

@@ -11,19 +11,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
-// TestPaneTypesAskedOfTheRegistry: outside the registry (topology's
-// spec.go, package cliagent's one file per agent) no code names a pane
+// TestPaneTypesAskedOfTheRegistry: outside the registry (package
+// panetype, package cliagent's one file per agent) no code names a pane
 // type to decide what to do — no `x.Type == "cicy"`, no `case "claude":`
 // on a type — and the old isAgent is gone: it asks the registry
-// (topology.InProcess, RunsShellTasks, IsAgentType, GuidanceFile;
+// (panetype.InProcess, RunsShellTasks, IsAgent, GuidanceFile;
 // cliagent.Lookup). So a new agent is one file, and no switch elsewhere
 // forgets it.
 func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 	t.Parallel()
-	types := topology.PaneTypes()
+	types := panetype.All()
 	if !slices.Contains(types, "claude") {
 		t.Fatalf("the CLI agents are not registered: %v", types)
 	}
@@ -38,7 +38,7 @@ func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		if rel == filepath.Join("topology", "spec.go") || strings.HasPrefix(rel, filepath.Join("supervisor", "cliagent")+string(filepath.Separator)) {
+		if strings.HasPrefix(rel, "panetype"+string(filepath.Separator)) || strings.HasPrefix(rel, filepath.Join("supervisor", "cliagent")+string(filepath.Separator)) {
 			return nil
 		}
 		fset := token.NewFileSet()
@@ -47,7 +47,7 @@ func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 			return err
 		}
 		for _, at := range typeNamings(f, types) {
-			t.Errorf("%s: %s: ask the registry (topology.InProcess, RunsShellTasks, IsAgentType, cliagent.Lookup)", fset.Position(at.pos), at.what)
+			t.Errorf("%s: %s: ask the registry (panetype.InProcess, RunsShellTasks, IsAgent, cliagent.Lookup)", fset.Position(at.pos), at.what)
 		}
 		return nil
 	})

@@ -23,14 +23,10 @@ func TestAnswerKeys(t *testing.T) {
 	}
 	for _, agent := range Names() {
 		k, _ := Lookup(agent)
-		w, ok := want[agent]
-		if !ok {
-			t.Errorf("%s: no answer keys expected in this test", agent)
-			continue
-		}
+		w, known := want[agent] // a new agent's keys are only checked to be keys
 		for i, action := range []string{"approve", "deny", "option:3"} {
 			got, err := k.AnswerKeys(action)
-			if err != nil || !slices.Equal(got, w[i]) {
+			if known && (err != nil || !slices.Equal(got, w[i])) {
 				t.Errorf("%s %s = %q, %v; want %q", agent, action, got, err, w[i])
 			}
 			for _, key := range got {
@@ -77,6 +73,16 @@ var wantDialog = map[string]Dialog{
 		Options: []string{"Red", "Blue", "Type something..."}},
 }
 
+// dialogsKnown reports whether wantDialog holds the dialogs of agent.
+func dialogsKnown(agent string) bool {
+	for name := range wantDialog {
+		if strings.HasPrefix(name, agent+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // Every recorded waiting screen of every agent reads as its dialog, at
 // every size (a long option wrapped on a narrow screen keeps its first
 // line); no idle or busy screen shows one.
@@ -84,33 +90,22 @@ func TestReadDialogCorpus(t *testing.T) {
 	seen := map[string]bool{}
 	for _, agent := range Names() {
 		k, _ := Lookup(agent)
-		files, _ := filepath.Glob(filepath.Join(corpus, agent, "waiting", "*.txt"))
-		if len(files) < 3 {
-			t.Fatalf("%s: %d waiting screens", agent, len(files))
-		}
-		for _, f := range files {
+		for _, f := range screensOf(corpus, agent, "waiting") {
 			base := filepath.Base(f)
 			name := agent + "/" + base[:strings.LastIndexByte(base, '-')]
 			want, ok := wantDialog[name]
-			if !ok {
+			if !ok && dialogsKnown(agent) {
 				t.Errorf("%s: no expected dialog for %s", f, name)
 				continue
 			}
-			seen[name] = true
-			got := k.ReadDialog(readScreen(t, f))
-			if got.Kind != want.Kind || got.Text != want.Text {
-				t.Errorf("%s: %q %q; want %q %q", f, got.Kind, got.Text, want.Kind, want.Text)
-			}
-			if len(got.Options) != len(want.Options) {
-				t.Errorf("%s: options %q; want %q", f, got.Options, want.Options)
+			if !ok { // an agent this table does not know: its dialogs read as dialogs
+				if d := k.ReadDialog(readScreen(t, f)); k.answer.option != nil && d.Kind == "" {
+					t.Errorf("%s: a waiting screen reads as no dialog", f)
+				}
 				continue
 			}
-			for i := range want.Options {
-				// A narrow screen wraps a long option: its first line is kept.
-				if !strings.HasPrefix(want.Options[i], got.Options[i]) || got.Options[i] == "" {
-					t.Errorf("%s: option %d %q; want %q", f, i+1, got.Options[i], want.Options[i])
-				}
-			}
+			seen[name] = true
+			checkDialog(t, f, k.ReadDialog(readScreen(t, f)), want)
 		}
 		for _, state := range []string{"idle", "busy"} {
 			files, _ := filepath.Glob(filepath.Join(corpus, agent, state, "*.txt"))
@@ -124,6 +119,24 @@ func TestReadDialogCorpus(t *testing.T) {
 	for name := range wantDialog {
 		if !seen[name] {
 			t.Errorf("no recorded screen %s", name)
+		}
+	}
+}
+
+// checkDialog compares the dialog read off screen f with want.
+func checkDialog(t *testing.T, f string, got, want Dialog) {
+	t.Helper()
+	if got.Kind != want.Kind || got.Text != want.Text {
+		t.Errorf("%s: %q %q; want %q %q", f, got.Kind, got.Text, want.Kind, want.Text)
+	}
+	if len(got.Options) != len(want.Options) {
+		t.Errorf("%s: options %q; want %q", f, got.Options, want.Options)
+		return
+	}
+	for i := range want.Options {
+		// A narrow screen wraps a long option: its first line is kept.
+		if !strings.HasPrefix(want.Options[i], got.Options[i]) || got.Options[i] == "" {
+			t.Errorf("%s: option %d %q; want %q", f, i+1, got.Options[i], want.Options[i])
 		}
 	}
 }

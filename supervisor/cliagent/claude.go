@@ -17,7 +17,7 @@ import (
 func init() { register(claude) }
 
 var claude = Kind{
-	Name: "claude", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
+	Name: "claude", Title: "Claude Code", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
 	// How its dialogs are answered and read (answer.go).

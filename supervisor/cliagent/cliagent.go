@@ -1,5 +1,6 @@
 // Package cliagent holds what differs between the CLI agents that run in
-// terminal panes — Claude Code, Codex and opencode, one file each: how a
+// terminal panes, one file each (`cicy-agent agents` lists them;
+// registry.go says what a file must give and what is filled in): how a
 // pane's own config folder is seeded so the program starts straight at its
 // prompt with its native completion signals wired to `cicy-agent hook`
 // (see docs/hooks.md), what each of those signals means, and the agent's
@@ -7,10 +8,13 @@
 package cliagent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -18,17 +22,24 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/cicy/liteconfig"
 	"github.com/cicy-ai/cicy-agent/pane"
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
-// Kind is one CLI agent.
+// Kind is one CLI agent, registered by its own file (see register for
+// what it must hold and what is filled in when left out).
 type Kind struct {
-	Name string
-	// Bin is the program looked up on PATH; Package the npm package that
-	// installs it, and Version the one cicy-agent is tested with (what
-	// `make clis` installs: scripts/install-clis.sh asks `cicy-agent
-	// agents --missing`).
+	// Name is its pane type (create --type); Title the program's own name
+	// as prose and docs write it ("Claude Code"; Name when left out).
+	Name, Title string
+	// Bin is the program looked up on PATH. Version is the one cicy-agent
+	// is tested with, installed by one of two recipes: Package, the npm
+	// package that installs Bin (what `make clis` installs into its folder:
+	// scripts/install-clis.sh asks `cicy-agent agents --missing`), or, for
+	// a program not on npm, VersionArgs: the arguments that make Bin print
+	// its version (the first x.y or x.y.z of its output is compared with
+	// Version); it is then installed by hand, on PATH.
 	Bin, Package, Version string
+	VersionArgs           []string
 	// EnterDelay separates typed text from the Enter that submits it
 	// (Codex turns an Enter that follows a fast paste into a newline).
 	EnterDelay time.Duration
@@ -56,25 +67,47 @@ type Kind struct {
 	// resume is what, after the program's name in its launch argv, makes
 	// it take up session id; nil when it cannot resume a session by id.
 	resume func(id string) []string
+	// hooks records that the agent reports its turns itself (its file
+	// gave interpret); set by register.
+	hooks bool
 }
 
 // Leads reports whether the agent can be a master: whether it runs the
 // team tools' MCP server.
 func (k Kind) Leads() bool { return !k.workerOnly }
 
-// Pin is the npm package at the tested version: what to install.
-func (k Kind) Pin() string { return k.Package + "@" + k.Version }
+// FromNPM reports whether the agent is installed from npm (Package);
+// else it is a program put on PATH by hand (VersionArgs).
+func (k Kind) FromNPM() bool { return k.Package != "" }
+
+// Pin is what to install: the npm package at the tested version
+// ("@scope/name@1.2.3"), or the program at it ("prog@1.2.3").
+func (k Kind) Pin() string {
+	if k.FromNPM() {
+		return k.Package + "@" + k.Version
+	}
+	return k.Bin + "@" + k.Version
+}
+
+// ScreenOnly is the signal of an agent whose state is read from its
+// screen alone: no hooks, no model requests through the gateway.
+const ScreenOnly = "screen only"
 
 // Signals are the agent's signals of its state besides its screen (which
 // every terminal pane has): "hooks" when it reports its turns itself,
-// "gateway" when its model requests go through the gateway.
+// "gateway" when its model requests go through the gateway, "screen
+// rules" when it has built-in ones; "screen only" first when it has
+// neither hooks nor the gateway.
 func (k Kind) Signals() []string {
 	var out []string
-	if k.interpret != nil {
+	if k.hooks {
 		out = append(out, "hooks")
 	}
 	if len(k.APIs) > 0 {
 		out = append(out, "gateway")
+	}
+	if len(out) == 0 {
+		out = append(out, ScreenOnly)
 	}
 	if len(k.rules) > 0 {
 		out = append(out, "screen rules")
@@ -82,11 +115,15 @@ func (k Kind) Signals() []string {
 	return out
 }
 
-// InstalledVersion is the version of the agent's npm package that the
-// program at bin belongs to ("" when it is not found: another kind of
-// install, or a stand-in): the package.json of Package above the
-// program's real path.
+// InstalledVersion is the version of the agent that the program at bin
+// is ("" when it cannot be told: another kind of install, or a
+// stand-in): for an npm agent the package.json of Package above the
+// program's real path, else the first version in what `bin VersionArgs`
+// prints.
 func (k Kind) InstalledVersion(bin string) string {
+	if !k.FromNPM() {
+		return programVersion(bin, k.VersionArgs)
+	}
 	real, err := filepath.EvalSymlinks(bin)
 	if err != nil {
 		return ""
@@ -102,6 +139,27 @@ func (k Kind) InstalledVersion(bin string) string {
 		}
 	}
 	return ""
+}
+
+// versionRe is a version in a program's output: 1.2 or 1.2.3, with a
+// pre-release tail (1.2.3-beta.1).
+var versionRe = regexp.MustCompile(`\b[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9A-Za-z.]+)?\b`)
+
+// versionTimeout bounds a program's answer to its version command.
+const versionTimeout = 10 * time.Second
+
+// programVersion is the first version the program at bin prints when run
+// with args ("" when it fails or prints none).
+func programVersion(bin string, args []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return versionRe.FindString(string(out))
 }
 
 // GuidanceAt is the guidance file the agent reads from its own config
@@ -241,14 +299,8 @@ type Effect struct {
 var kinds = map[string]Kind{}
 
 // register adds a CLI agent: its file's init calls it. The pane type is
-// then one create and team files take.
-func register(k Kind) {
-	if _, ok := kinds[k.Name]; ok {
-		panic("CLI agent " + k.Name + " registered twice")
-	}
-	kinds[k.Name] = k
-	topology.RegisterPaneType(k.Name, filepath.Base(k.guidance("")))
-}
+// then one create and team files take. See registerIn.
+func register(k Kind) { registerIn(kinds, panetype.Register, k) }
 
 // Lookup is the CLI agent of a pane type; ok is false when the type is
 // not a CLI agent.

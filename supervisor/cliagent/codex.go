@@ -20,7 +20,7 @@ import (
 func init() { register(codex) }
 
 var codex = Kind{
-	Name: "codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
+	Name: "codex", Title: "Codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,
 	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout, aux: codexAux,
 	// How its dialogs are answered and read (answer.go).

@@ -17,7 +17,7 @@ import (
 func init() { register(gemini) }
 
 var gemini = Kind{
-	Name: "gemini", Bin: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", APIs: []string{"gemini"},
+	Name: "gemini", Title: "Gemini CLI", Bin: "gemini", Package: "@google/gemini-cli", Version: "0.61.0", APIs: []string{"gemini"},
 	// Its paste guard turns an Enter that comes right after a paste into a
 	// newline.
 	EnterDelay: 500 * time.Millisecond,

@@ -21,7 +21,7 @@ func init() { register(opencode) }
 
 var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
-	Name: "opencode", Bin: "opencode", Package: "opencode-ai", Version: opencodeVersion, APIs: []string{"anthropic", "chat"},
+	Name: "opencode", Title: "opencode", Bin: "opencode", Package: "opencode-ai", Version: opencodeVersion, APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
 	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	// How its dialogs are answered and read (answer.go).

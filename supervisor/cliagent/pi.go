@@ -23,7 +23,7 @@ func init() { register(pi) }
 
 var pi = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
-	Name: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
+	Name: "pi", Title: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond, workerOnly: true,
 	prepare: preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
 	// How its dialogs are answered and read (answer.go).

@@ -15,7 +15,7 @@ import (
 func init() { register(qwen) }
 
 var qwen = Kind{
-	Name: "qwen", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
+	Name: "qwen", Title: "Qwen Code", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
 	// How its dialogs are answered and read (answer.go).

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // Target is what diff and merge act on: a worker's worktree, and the
@@ -242,7 +242,7 @@ func (k *Keeper) rewritten(ctx context.Context, wt Target, into string) []string
 
 // sendBack makes a merge's conflict a task for the worker that made it.
 func (k *Keeper) sendBack(ctx context.Context, req api.MergeRequest, wt Target, res api.MergeResult) (api.MergeResult, error) {
-	if p, found := k.panes.Pane(wt.Pane); found && topology.RunsShellTasks(p.Config.Type) {
+	if p, found := k.panes.Pane(wt.Pane); found && panetype.RunsShellTasks(p.Config.Type) {
 		return res, usageErr("the merge of %s into %s conflicts in %s, and %s runs its tasks as shell commands, so it cannot be sent back; resolve it in %s (git rebase %s), then merge again",
 			wt.w.Branch, res.Into, strings.Join(res.Conflicts, ", "), wt.Pane, wt.w.Path, res.Into)
 	}

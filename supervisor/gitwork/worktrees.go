@@ -18,11 +18,11 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
-	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // gitTimeout bounds one worktree operation (a commit of a large tree, a
@@ -184,7 +184,7 @@ func worktreeErr(err error, dir string) error {
 // under paneDir (a CLI agent's user-level instructions) or the .cicy
 // folder git ignores there (cicy).
 func GuidanceFile(paneDir, typ, ws string, inWorktree bool) string {
-	name := topology.GuidanceFile(typ)
+	name := panetype.GuidanceFile(typ)
 	if !inWorktree {
 		return filepath.Join(ws, name)
 	}

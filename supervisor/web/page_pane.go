@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/topology"
+	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
 // paneScreenRows is how much of a pane's screen its page shows.
@@ -52,7 +52,7 @@ func (p *pages) pane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Title = v.Pane.Title + " (" + id + ")"
-	v.CLI = topology.IsAgentType(v.Pane.Type)
+	v.CLI = panetype.IsAgent(v.Pane.Type)
 	v.Waiting = v.Pane.State == "waiting"
 	v.Stopped = v.Pane.State == "exited" || v.Pane.State == "error"
 	v.Worker = v.Pane.Role == "worker"
@@ -93,7 +93,7 @@ func (p *pages) paneDetails(ctx context.Context, r *http.Request, v *panePage) {
 	} else {
 		v.Budget = &b
 	}
-	if topology.RunsShellTasks(v.Pane.Type) {
+	if panetype.RunsShellTasks(v.Pane.Type) {
 		return // a shell pane has no role file
 	}
 	var g api.GuidanceDoc
@@ -101,8 +101,8 @@ func (p *pages) paneDetails(ctx context.Context, r *http.Request, v *panePage) {
 	switch {
 	case err == nil:
 		v.Guidance = &g
-	case notFound(err) && topology.InProcess(v.Pane.Type):
-		v.Guidance = &api.GuidanceDoc{Scope: "agent", Name: id, Filename: topology.GuidanceFile(v.Pane.Type)}
+	case notFound(err) && panetype.InProcess(v.Pane.Type):
+		v.Guidance = &api.GuidanceDoc{Scope: "agent", Name: id, Filename: panetype.GuidanceFile(v.Pane.Type)}
 	case !notFound(err) && !errors.Is(err, context.Canceled):
 		note("role file", err)
 	}

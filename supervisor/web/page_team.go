@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -118,7 +119,7 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 	for i, a := range att {
 		pi := byID[a.ID]
 		nv := needView{Attention: a, Title: pi.Title, Type: pi.Type}
-		nv.CLI = a.Kind == topology.NeedWaiting && topology.IsAgentType(pi.Type)
+		nv.CLI = a.Kind == topology.NeedWaiting && panetype.IsAgent(pi.Type)
 		nv.Restart = a.ID != topology.HomeID && (pi.State == "exited" || pi.State == "error")
 		out[i] = nv
 		if a.ID == topology.HomeID || pi.ID == "" || screens >= needScreens || a.State == "unreachable" {

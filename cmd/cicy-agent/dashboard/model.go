@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -319,7 +320,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		p, ok := m.team.Pane(m.selected)
 		switch {
 		case !ok:
-		case !topology.InProcess(p.Type):
+		case !panetype.InProcess(p.Type):
 			m.say("", fmt.Errorf("%s is a %s pane; c compacts cicy panes", p.ID, p.Type))
 		default:
 			id := p.ID

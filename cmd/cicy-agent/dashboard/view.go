@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -716,7 +717,7 @@ func (m *Model) tasks() []string {
 func (m *Model) previewLines(h int) []string {
 	p, _ := m.team.Pane(m.selected)
 	title := p.ID + " " + p.Title + " · " + p.State
-	if topology.InProcess(p.Type) {
+	if panetype.InProcess(p.Type) {
 		title += " · reply"
 	} else {
 		title += " · screen"
