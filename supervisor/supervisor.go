@@ -26,6 +26,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
+	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -163,8 +164,9 @@ type Supervisor struct {
 
 	budgets budgetBook
 	held    heldBudget // the worst cost of the model requests in flight (Reserve)
-	notify  *notifier  // nil when the store has no notification tables
 	billed  billedAs   // the prices answers were billed at, by the model asked for
+
+	notify *notifier.Notifier // nil when the store has no notification tables
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -1262,9 +1264,7 @@ func (s *Supervisor) Close() {
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() {
-		if s.notify != nil {
-			s.notify.close()
-		}
+		s.notify.Close()
 		s.cl.close()
 		s.tasks.Stop()
 		s.spares.close()
