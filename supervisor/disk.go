@@ -184,9 +184,7 @@ func (d *diskWatch) reason() string {
 // Home is what needs a person about the home as a whole.
 func (s *Supervisor) Home() api.HomeInfo {
 	h := api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.cameBack()}
-	if s.notify != nil {
-		h.Notify = s.notify.states(context.Background())
-	}
+	h.Notify = s.notify.States(context.Background())
 	return h
 }
 

@@ -29,7 +29,7 @@ func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 	x.Signal = signalOf(st, e.cfg.Type, s.cfg.Settle)
 	x.FoundAtRestart = foundAtRestart(st)
 	k.Explain(&x)
-	if a := s.answersOf(context.Background(), e.cfg.ID, 0); len(a) > 0 {
+	if a := s.notify.Answers(context.Background(), e.cfg.ID, 0); len(a) > 0 {
 		x.Answers = a[max(0, len(a)-10):]
 	}
 	return x, nil

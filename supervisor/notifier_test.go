@@ -49,7 +49,7 @@ func addSinks(t testing.TB, s *Supervisor, events ...string) *sinks {
 		{Name: "desk", Type: notify.TypeCommand, URL: script + " " + k.cmdOut},
 	} {
 		req.Events = events
-		if _, err := s.AddNotifySink(ctx, req); err != nil {
+		if _, err := s.notify.AddSink(ctx, req); err != nil {
 			t.Fatalf("add %s: %v", req.Name, err)
 		}
 	}
@@ -58,14 +58,8 @@ func addSinks(t testing.TB, s *Supervisor, events ...string) *sinks {
 
 // raiseAll raises one event of each kind of need, as a scan finds them.
 func raiseAll(s *Supervisor, needs []topology.Attention) {
-	n := s.notify
-	n.scanMu.Lock()
-	defer n.scanMu.Unlock()
-	now := time.Now()
 	for _, a := range needs {
-		key, _ := n.keyOf(a)
-		ev, _ := n.eventOf(a, api.PaneInfo{ID: a.ID, Title: "title-" + a.ID, Team: "demo"}, now)
-		n.raise(context.Background(), key, ev, now)
+		s.notify.Raise(context.Background(), a, api.PaneInfo{ID: a.ID, Title: "title-" + a.ID, Team: "demo"})
 	}
 }
 
@@ -182,17 +176,12 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestNotifyCoalescesAFlappingPane(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestSupervisor(t, os.Getenv)
-	s.notify.window = 2 * time.Second
+	s.notify.SetWindow(2 * time.Second)
 	k := addSinks(t, s)
-	n := s.notify
 	a := topology.Attention{ID: "w-9", Kind: topology.NeedError, State: "error", Reason: "flap"}
 	for i := 0; i < 5; i++ {
 		raiseAll(s, []topology.Attention{a})
-		n.scanMu.Lock()
-		key, _ := n.keyOf(a)
-		delete(n.open, key) // the episode ended
-		n.scanMu.Unlock()
-		if err := n.store.CloseNeeds(context.Background(), []string{key}); err != nil {
+		if err := s.notify.End(context.Background(), a); err != nil { // the episode ended
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +191,7 @@ func TestNotifyCoalescesAFlappingPane(t *testing.T) {
 	if err := json.Unmarshal(reqs[1].Body, &d); err != nil || d.Count != 4 {
 		t.Errorf("digest = %+v (%v), want count 4", d, err)
 	}
-	if _, err := s.MuteNotify(context.Background(), api.NotifyMuteRequest{Target: "all"}); err != nil {
+	if _, err := s.notify.Mute(context.Background(), api.NotifyMuteRequest{Target: "all"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2100 * time.Millisecond) // a new window

@@ -19,7 +19,7 @@ import (
 // send. Each round denies the dialog, so the next is a new episode.
 func BenchmarkNeedsYouToSink(b *testing.B) {
 	s, _ := newStandInSupervisor(b, os.Getenv, standInAsking)
-	s.notify.window = time.Nanosecond // each round is told, not coalesced
+	s.notify.SetWindow(time.Nanosecond) // each round is told, not coalesced
 	k := addSinks(b, s, "needs-you")
 	ctx := context.Background()
 	p, err := s.Create(ctx, api.CreateRequest{Title: "careful", Type: "claude", Backend: "tmux"})
@@ -60,7 +60,7 @@ func BenchmarkNeedsYouToSink(b *testing.B) {
 		}
 		waitPane(b, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
 		// The episode's end is seen before the next begins.
-		waitFor(b, "the episode's end", func() bool { return s.notify.episodeOf(p.ID) == "" })
+		waitFor(b, "the episode's end", func() bool { return s.notify.EpisodeOf(p.ID) == "" })
 	}
 	b.StopTimer()
 	report(b, "needs-you-to-sink", lat)
@@ -77,7 +77,6 @@ func BenchmarkNotifyBurst(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s, _ := newTestSupervisor(b, os.Getenv)
 		k := addSinks(b, s)
-		n := s.notify
 		var ru0, ru1 syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 		start := time.Now()
@@ -87,15 +86,7 @@ func BenchmarkNotifyBurst(b *testing.B) {
 				needs = append(needs, topology.Attention{ID: fmt.Sprintf("w-%d", p+1), Kind: topology.NeedError, State: "error", Reason: fmt.Sprintf("flap %d", flap)})
 			}
 			raiseAll(s, needs)
-			n.scanMu.Lock()
-			var keys []string
-			for _, a := range needs {
-				key, _ := n.keyOf(a)
-				delete(n.open, key)
-				keys = append(keys, key)
-			}
-			n.scanMu.Unlock()
-			if err := n.store.CloseNeeds(context.Background(), keys); err != nil {
+			if err := s.notify.End(context.Background(), needs...); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 )
 
 // Answering a pane's dialog, the one action behind `cicy-agent answer`
@@ -92,7 +94,7 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 	res := api.AnswerResult{Pane: e.cfg.ID, Action: req.Action}
 	event := ""
 	if req.Action != ActionScreen {
-		event = s.answerEvent(e.cfg.ID, req)
+		event = s.notify.AnswerEvent(e.cfg.ID, req.Event)
 		if err := s.answeredAlready(ctx, e.cfg.ID, event); err != nil {
 			return api.AnswerResult{}, err
 		}
@@ -121,8 +123,17 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 	res.State = string(e.status().State)
 	// The answer is given: this is where it is known (who, how, what).
 	s.log.WithFields(logrus.Fields{"pane": e.cfg.ID, "action": req.Action, "by": req.By, "via": req.Via, "keys": res.Keys}).Info("Pane answered")
-	s.recordAnswer(ctx, e.cfg.ID, event, req, res)
+	s.notify.RecordAnswer(ctx, e.cfg.ID, event, req, res)
 	return res, nil
+}
+
+// answeredAlready refuses an answer to a notification answered before.
+func (s *Supervisor) answeredAlready(ctx context.Context, id, event string) error {
+	err := s.notify.Unanswered(ctx, id, event)
+	if done := (*notifier.AnsweredError)(nil); errors.As(err, &done) {
+		return &NotWaitingError{Pane: id, State: pane.Waiting, Msg: done.Msg}
+	}
+	return err
 }
 
 // answerRestart restarts a pane that exited, stopped or is in a crash

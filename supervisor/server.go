@@ -267,7 +267,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	})
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
-	a.notifyRoutes(mux)
+	a.sup.notify.Routes(mux, decode, respond)
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
 	a.webRoutes(mux)

@@ -29,6 +29,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
+	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -161,7 +162,7 @@ type Supervisor struct {
 
 	disk *diskWatch // whether the home's writes fail for lack of space
 
-	notify *notifier // nil when the store has no notification tables
+	notify *notifier.Notifier // nil when the store has no notification tables
 }
 
 // New loads every pane of the store. PTY panes cannot outlive the
@@ -1282,9 +1283,7 @@ func (s *Supervisor) Close() {
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() {
-		if s.notify != nil {
-			s.notify.close()
-		}
+		s.notify.Close()
 		s.cl.Close()
 		s.tasks.Stop()
 		s.trees.Close()

@@ -98,7 +98,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 			out = append(out, a.sup.taskInfo(t))
 		}
 		if pane != "" {
-			a.sup.withAnswers(r.Context(), pane, out)
+			a.sup.notify.WithAnswers(r.Context(), pane, out)
 		}
 		respond(w, out, err)
 	})
@@ -111,7 +111,7 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		t, err := a.sup.GetTask(r.Context(), id)
 		ti := a.sup.taskInfo(t)
 		if err == nil {
-			ti.Answers = a.sup.answersOf(r.Context(), "", t.ID)
+			ti.Answers = a.sup.notify.Answers(r.Context(), "", t.ID)
 		}
 		respond(w, ti, err)
 	})

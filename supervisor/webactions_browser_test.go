@@ -72,7 +72,7 @@ func webPicksAnOption(t *testing.T, s *Supervisor, b context.Context) {
 		got, err := os.ReadFile(filepath.Join(p.Workspace, "picked"))
 		return err == nil && string(got) == "2"
 	})
-	if as := s.answersOf(context.Background(), "w-1", 0); len(as) != 1 || as[0].Via != api.ViaWeb || !strings.HasPrefix(as[0].By, "browser ") || as[0].Action != "option:2" {
+	if as := s.notify.Answers(context.Background(), "w-1", 0); len(as) != 1 || as[0].Via != api.ViaWeb || !strings.HasPrefix(as[0].By, "browser ") || as[0].Action != "option:2" {
 		t.Errorf("the answer from the page is recorded as %+v, want option:2 by the browser's session via web", as)
 	}
 	refused := webtest.Value(t, b, "an answer to the dialog gone", chromedp.Evaluate[refusal](`

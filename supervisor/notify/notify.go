@@ -1,8 +1,9 @@
 // Package notify carries the team's events to the places its person
 // reads: a sink is a webhook (signed), an ntfy topic, a Slack incoming
 // webhook, a Telegram chat (two-way: its buttons answer a dialog) or a
-// command fed the event as JSON. The supervisor decides what to send and
-// keeps the durable queue; this package knows each sink's wire format.
+// command fed the event as JSON. The service that decides what to send
+// and keeps the durable queue is notify/notifier; this package knows each
+// sink's wire format.
 package notify
 
 import "time"

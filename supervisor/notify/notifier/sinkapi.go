@@ -1,4 +1,4 @@
-package supervisor
+package notifier
 
 import (
 	"context"
@@ -23,73 +23,85 @@ import (
 // file) and is kept in the home, 0600, or is the name of a variable of
 // the supervisor's environment; it never leaves in an answer.
 
-func (a *handler) notifyRoutes(mux *http.ServeMux) {
+// Routes mounts the notification API on mux; decode reads a request's
+// body and respond answers (the core's, so these routes answer as every
+// other does). On a nil *Notifier they refuse: notifications are not
+// available with the store.
+func (n *Notifier) Routes(mux *http.ServeMux, decode func(*http.Request, any) error, respond func(http.ResponseWriter, any, error)) {
 	mux.HandleFunc("GET /api/notify/sinks", func(w http.ResponseWriter, r *http.Request) {
-		out, err := a.sup.NotifySinks(r.Context())
+		out, err := n.Sinks(r.Context())
 		respond(w, out, err)
 	})
 	mux.HandleFunc("POST /api/notify/sinks", func(w http.ResponseWriter, r *http.Request) {
 		var req api.NotifyAddRequest
 		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+			respond(w, nil, err)
 			return
 		}
-		out, err := a.sup.AddNotifySink(r.Context(), req)
+		out, err := n.AddSink(r.Context(), req)
 		respond(w, out, err)
 	})
 	mux.HandleFunc("DELETE /api/notify/sinks/{name}", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.sup.RemoveNotifySink(r.Context(), r.PathValue("name")); err != nil {
-			writeErr(w, err)
+		if err := n.RemoveSink(r.Context(), r.PathValue("name")); err != nil {
+			respond(w, nil, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /api/notify/sinks/{name}/test", func(w http.ResponseWriter, r *http.Request) {
-		out, err := a.sup.TestNotifySink(r.Context(), r.PathValue("name"))
+		out, err := n.TestSink(r.Context(), r.PathValue("name"))
 		respond(w, out, err)
 	})
 	mux.HandleFunc("GET /api/notify/mutes", func(w http.ResponseWriter, r *http.Request) {
-		out, err := a.sup.NotifyMutes(r.Context())
+		out, err := n.Mutes(r.Context())
 		respond(w, out, err)
 	})
 	mux.HandleFunc("POST /api/notify/mutes", func(w http.ResponseWriter, r *http.Request) {
 		var req api.NotifyMuteRequest
 		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+			respond(w, nil, err)
 			return
 		}
-		out, err := a.sup.MuteNotify(r.Context(), req)
+		out, err := n.Mute(r.Context(), req)
 		respond(w, out, err)
 	})
 	mux.HandleFunc("DELETE /api/notify/mutes/{target}", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.sup.UnmuteNotify(r.Context(), r.PathValue("target")); err != nil {
-			writeErr(w, err)
+		if err := n.Unmute(r.Context(), r.PathValue("target")); err != nil {
+			respond(w, nil, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
 
-// notifier is the supervisor's notifications, or an error when its store
-// has no notification tables.
-func (s *Supervisor) notifierOrErr() (*notifier, error) {
-	if s.notify == nil {
-		return nil, failedErr("%v", errNoNotify)
+// ready refuses the API of a home without notifications.
+func (n *Notifier) ready() error {
+	if n == nil {
+		return failedErr("%v", errNoNotify)
 	}
-	return s.notify, nil
+	return nil
 }
 
-// NotifySinks lists the sinks, their secrets masked, with what they did.
-func (s *Supervisor) NotifySinks(ctx context.Context) ([]api.NotifySink, error) {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// usageErr and failedErr are the API's errors of a bad request and of a
+// refusal (400 and 409).
+func usageErr(format string, a ...any) *api.Error {
+	return &api.Error{Kind: api.KindUsage, Message: fmt.Sprintf(format, a...)}
+}
+
+func failedErr(format string, a ...any) *api.Error {
+	return &api.Error{Kind: api.KindFailed, Message: fmt.Sprintf(format, a...)}
+}
+
+// Sinks lists the sinks, their secrets masked, with what they did.
+func (n *Notifier) Sinks(ctx context.Context) ([]api.NotifySink, error) {
+	if err := n.ready(); err != nil {
 		return nil, err
 	}
 	rows, err := n.store.NotifySinks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	states := n.states(ctx)
+	states := n.States(ctx)
 	out := make([]api.NotifySink, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, n.sinkInfo(r, states))
@@ -98,7 +110,7 @@ func (s *Supervisor) NotifySinks(ctx context.Context) ([]api.NotifySink, error) 
 }
 
 // sinkInfo is a sink as the API shows it.
-func (n *notifier) sinkInfo(r schema.NotifySink, states []topology.SinkState) api.NotifySink {
+func (n *Notifier) sinkInfo(r schema.NotifySink, states []topology.SinkState) api.NotifySink {
 	info := api.NotifySink{SinkState: topology.SinkState{Name: r.Name, Type: r.Type}, URL: r.URL, Chat: r.Chat, Team: r.Team}
 	if r.Events != "" {
 		info.Events = strings.Split(r.Events, ",")
@@ -126,14 +138,13 @@ func (n *notifier) sinkInfo(r schema.NotifySink, states []topology.SinkState) ap
 	return info
 }
 
-// AddNotifySink checks and adds a sink (a team's replaces its own of
-// that name), its secret kept 0600 in the home.
-func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest) (api.NotifySink, error) {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// AddSink checks and adds a sink (a team's replaces its own of that
+// name), its secret kept 0600 in the home.
+func (n *Notifier) AddSink(ctx context.Context, req api.NotifyAddRequest) (api.NotifySink, error) {
+	if err := n.ready(); err != nil {
 		return api.NotifySink{}, err
 	}
-	sink, err := s.sinkOf(req)
+	sink, err := n.sinkOf(req)
 	if err != nil {
 		return api.NotifySink{}, err
 	}
@@ -163,19 +174,19 @@ func (s *Supervisor) AddNotifySink(ctx context.Context, req api.NotifyAddRequest
 	}
 	if sink.Type == notify.TypeTelegram {
 		// This node listens to the chat's answers (one listener per bot).
-		_ = n.store.SetSetting(ctx, pollerKey(sink.Name), s.cfg.Node)
+		_ = n.store.SetSetting(ctx, pollerKey(sink.Name), n.node)
 		_ = n.store.SetSetting(ctx, offsetKey(sink.Name), "0")
 	}
 	if err := n.reload(ctx); err != nil {
 		return api.NotifySink{}, err
 	}
 	n.scanNow() // what needs you now is told to it too
-	s.events.publish(keyHome)
-	return n.sinkInfo(row, n.states(ctx)), nil
+	n.hub.HomeChanged()
+	return n.sinkInfo(row, n.States(ctx)), nil
 }
 
 // sinkOf is the sink a request adds, its secret read and all checked.
-func (s *Supervisor) sinkOf(req api.NotifyAddRequest) (notify.Sink, error) {
+func (n *Notifier) sinkOf(req api.NotifyAddRequest) (notify.Sink, error) {
 	if req.Secret != "" && req.SecretEnv != "" {
 		return notify.Sink{}, usageErr("give the secret in a file or a variable, not both")
 	}
@@ -184,7 +195,7 @@ func (s *Supervisor) sinkOf(req api.NotifyAddRequest) (notify.Sink, error) {
 		if !validEnvName(req.SecretEnv) {
 			return sink, usageErr("%q is not a variable name", req.SecretEnv)
 		}
-		sink.Secret = strings.TrimSpace(s.cfg.Getenv(req.SecretEnv))
+		sink.Secret = strings.TrimSpace(n.cfg.Getenv(req.SecretEnv))
 		if sink.Secret == "" {
 			return sink, usageErr("the variable %s is not set in the supervisor's environment (set it where the supervisor starts, e.g. the service's service.env)", req.SecretEnv)
 		}
@@ -232,10 +243,9 @@ func writeSecret(path, secret string) error {
 	return nil
 }
 
-// RemoveNotifySink removes a sink, its secret and its unsent messages.
-func (s *Supervisor) RemoveNotifySink(ctx context.Context, name string) error {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// RemoveSink removes a sink, its secret and its unsent messages.
+func (n *Notifier) RemoveSink(ctx context.Context, name string) error {
+	if err := n.ready(); err != nil {
 		return err
 	}
 	if err := n.store.DeleteNotifySink(ctx, name); errors.Is(err, schema.ErrNotFound) {
@@ -247,14 +257,13 @@ func (s *Supervisor) RemoveNotifySink(ctx context.Context, name string) error {
 	if err := n.reload(ctx); err != nil {
 		return err
 	}
-	s.events.publish(keyHome)
+	n.hub.HomeChanged()
 	return nil
 }
 
-// TestNotifySink sends a sample to a sink, now, and returns its answer.
-func (s *Supervisor) TestNotifySink(ctx context.Context, name string) (api.NotifyTestResult, error) {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// TestSink sends a sample to a sink, now, and returns its answer.
+func (n *Notifier) TestSink(ctx context.Context, name string) (api.NotifyTestResult, error) {
+	if err := n.ready(); err != nil {
 		return api.NotifyTestResult{}, err
 	}
 	n.mu.Lock()
@@ -275,10 +284,9 @@ func (s *Supervisor) TestNotifySink(ctx context.Context, name string) (api.Notif
 	return out, nil
 }
 
-// NotifyMutes lists the mutes in force.
-func (s *Supervisor) NotifyMutes(ctx context.Context) ([]api.NotifyMute, error) {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// Mutes lists the mutes in force.
+func (n *Notifier) Mutes(ctx context.Context) ([]api.NotifyMute, error) {
+	if err := n.ready(); err != nil {
 		return nil, err
 	}
 	m, err := n.store.NotifyMutes(ctx)
@@ -302,11 +310,10 @@ func (s *Supervisor) NotifyMutes(ctx context.Context) ([]api.NotifyMute, error) 
 	return out, nil
 }
 
-// MuteNotify mutes a pane (by id or title), a team (team:<name>) or
+// Mute mutes a pane (by id or title), a team (team:<name>) or
 // everything (all).
-func (s *Supervisor) MuteNotify(ctx context.Context, req api.NotifyMuteRequest) (api.NotifyMute, error) {
-	n, err := s.notifierOrErr()
-	if err != nil {
+func (n *Notifier) Mute(ctx context.Context, req api.NotifyMuteRequest) (api.NotifyMute, error) {
+	if err := n.ready(); err != nil {
 		return api.NotifyMute{}, err
 	}
 	target := req.Target
@@ -317,11 +324,11 @@ func (s *Supervisor) MuteNotify(ctx context.Context, req api.NotifyMuteRequest) 
 			return api.NotifyMute{}, usageErr("%v", err)
 		}
 	default:
-		e, err := s.get(target)
+		id, err := n.team.PaneID(target)
 		if err != nil {
 			return api.NotifyMute{}, err
 		}
-		target = e.cfg.ID
+		target = id
 	}
 	if req.For < 0 {
 		return api.NotifyMute{}, usageErr("--for must be positive")
@@ -338,14 +345,13 @@ func (s *Supervisor) MuteNotify(ctx context.Context, req api.NotifyMuteRequest) 
 	return out, nil
 }
 
-// UnmuteNotify lifts a mute.
-func (s *Supervisor) UnmuteNotify(ctx context.Context, target string) error {
-	n, err := s.notifierOrErr()
-	if err != nil {
+// Unmute lifts a mute.
+func (n *Notifier) Unmute(ctx context.Context, target string) error {
+	if err := n.ready(); err != nil {
 		return err
 	}
-	if e, err := s.get(target); err == nil {
-		target = e.cfg.ID
+	if id, err := n.team.PaneID(target); err == nil {
+		target = id
 	}
 	if err := n.store.DeleteNotifyMute(ctx, target); errors.Is(err, schema.ErrNotFound) {
 		return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("%s is not muted (see 'cicy-agent notify mutes')", target)}
@@ -362,7 +368,7 @@ func offsetKey(sink string) string { return "notify_telegram_offset/" + sink }
 
 // polls reports whether this node listens to a telegram sink's chat (the
 // node that added it; the first to look when none did).
-func (n *notifier) polls(ctx context.Context, sink string) bool {
+func (n *Notifier) polls(ctx context.Context, sink string) bool {
 	v, ok, err := n.store.Setting(ctx, pollerKey(sink))
 	if err != nil {
 		return false
@@ -375,7 +381,7 @@ func (n *notifier) polls(ctx context.Context, sink string) bool {
 }
 
 // listen long-polls a telegram sink's chat for answers until ctx ends.
-func (n *notifier) listen(ctx context.Context, s notify.Sink) {
+func (n *Notifier) listen(ctx context.Context, s notify.Sink) {
 	for ctx.Err() == nil {
 		off := int64(0)
 		if v, ok, err := n.store.Setting(ctx, offsetKey(s.Name)); err == nil && ok {
@@ -406,7 +412,7 @@ func (n *notifier) listen(ctx context.Context, s notify.Sink) {
 
 // press carries out a person's answer from a messenger, and says what
 // happened (the reply the person sees).
-func (n *notifier) press(ctx context.Context, s notify.Sink, u notify.Update) string {
+func (n *Notifier) press(ctx context.Context, s notify.Sink, u notify.Update) string {
 	log := n.log.WithFields(map[string]any{"sink": s.Name, "chat": u.Chat, "from": u.From})
 	if u.Chat != s.Chat {
 		if !n.refuseOnce(s.Name + "/" + u.Chat) {
@@ -437,7 +443,7 @@ func (n *notifier) press(ctx context.Context, s notify.Sink, u notify.Update) st
 	if action == "text" {
 		req.Text = u.Text
 	}
-	res, err := n.s.Answer(ctx, need.Pane, req)
+	res, err := n.team.Answer(ctx, need.Pane, req)
 	if err != nil {
 		return "refused: " + n.scrub(err.Error())
 	}
@@ -454,7 +460,7 @@ const refuseWindow = time.Minute
 // minute each, so a flood of messages from a chat that is not the sink's
 // costs no flood of replies. (A press is always answered by Telegram's
 // callback answer, which stops its spinner; its text is this.)
-func (n *notifier) refuseOnce(who string) bool {
+func (n *Notifier) refuseOnce(who string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := time.Now()
@@ -481,9 +487,12 @@ func clipTail(text string, max int) string {
 	return text
 }
 
-// episodeOf is the event of a pane's open need that an answer resolves
+// EpisodeOf is the event of a pane's open need that an answer resolves
 // ("" when none is open).
-func (n *notifier) episodeOf(pane string) string {
+func (n *Notifier) EpisodeOf(pane string) string {
+	if n == nil {
+		return ""
+	}
 	n.scanMu.Lock()
 	defer n.scanMu.Unlock()
 	for key, id := range n.open {

@@ -1,4 +1,4 @@
-package supervisor
+package notifier
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +35,10 @@ import (
 // backoff on failure, so a sink that hangs or fails slows nothing but
 // itself. A telegram sink also listens to its chat's answers.
 
-// notifyStore is what the notifier needs of the store.
-type notifyStore interface {
+// Store is what the notifier needs of the store: its notify_* rows, the
+// settings a telegram sink keeps, and the tasks delivered (an answer is
+// recorded with its pane's task).
+type Store interface {
 	NotifySinks(ctx context.Context) ([]schema.NotifySink, error)
 	AddNotifySink(ctx context.Context, s schema.NotifySink) error
 	PutNotifySink(ctx context.Context, s schema.NotifySink) error
@@ -62,6 +65,45 @@ type notifyStore interface {
 	TakeNotifyDigest(ctx context.Context, key, windowStart string) (bool, error)
 	Setting(ctx context.Context, key string) (string, bool, error)
 	SetSetting(ctx context.Context, key, value string) error
+	TasksIn(ctx context.Context, status string) ([]schema.Task, error)
+}
+
+// Team is what the notifier asks of the team it watches (the supervisor).
+type Team interface {
+	// List is the team's panes, and StatusOf their status (what needs
+	// you among it).
+	List(ctx context.Context) []api.PaneInfo
+	StatusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error)
+	// Screen is a pane's screen, its dialog read.
+	Screen(id string, lines int) (api.ScreenResponse, error)
+	// Answer answers a pane as 'cicy-agent answer' does (a messenger's
+	// button, a reply).
+	Answer(ctx context.Context, id string, req api.AnswerRequest) (api.AnswerResult, error)
+	// PaneID is the id of the pane ref names (its id or its title).
+	PaneID(ref string) (string, error)
+}
+
+// Hub is the team's event stream, as the notifier watches and feeds it.
+type Hub interface {
+	// Watch wakes on each change of the team; take empties what changed
+	// since; stop ends the watch.
+	Watch() (wake <-chan struct{}, take func(), stop func())
+	// HomeChanged tells the stream the home changed (the sinks' states);
+	// PaneChanged that a pane did (an answer recorded).
+	HomeChanged()
+	PaneChanged(id string)
+}
+
+// Config is what a notifier is made of.
+type Config struct {
+	Node   string              // this node's name: the episodes it closes
+	Root   string              // the home's folder: the sinks' secrets are kept under notify/
+	Getenv func(string) string // the supervisor's environment: secrets named by a variable
+	Scrub  func(string) string // the supervisor's secrets out of text
+	Log    *logrus.Entry
+	Store  Store
+	Team   Team
+	Hub    Hub
 }
 
 const (
@@ -84,10 +126,13 @@ const (
 	notifyGap    = 150 * time.Millisecond
 )
 
-// notifier is the home's notifications.
-type notifier struct {
-	s     *Supervisor
-	store notifyStore
+// Notifier is the home's notifications. A nil *Notifier is a home whose
+// store keeps none: its reads are empty and its API refuses.
+type Notifier struct {
+	cfg   Config
+	team  Team
+	hub   Hub
+	store Store
 	log   *logrus.Entry
 	node  string
 	send  *notify.Sender
@@ -117,25 +162,22 @@ type sinkRun struct {
 	listening bool
 }
 
-func newNotifier(s *Supervisor, store notifyStore) *notifier {
-	return &notifier{s: s, store: store, log: s.log.WithField("part", "notify"), node: s.cfg.Node,
+// New makes the notifications: it reads the open episodes and starts the
+// sinks' senders. Start starts its watch of the team.
+func New(ctx context.Context, cfg Config) (*Notifier, error) {
+	n := &Notifier{cfg: cfg, team: cfg.Team, hub: cfg.Hub, store: cfg.Store, log: cfg.Log.WithField("part", "notify"), node: cfg.Node,
 		send: &notify.Sender{},
 		quit: make(chan struct{}), kick: make(chan struct{}, 1), window: notifyWindow, open: map[string]string{}, runs: map[string]*sinkRun{}, refused: map[string]time.Time{}}
+	if err := n.load(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
 }
 
-// startNotify starts the notifications, when the store keeps them.
-func (s *Supervisor) startNotify(ctx context.Context, store Store) {
-	ns, ok := store.(notifyStore)
-	if !ok {
-		return
-	}
-	n := newNotifier(s, ns)
-	if err := n.load(ctx); err != nil {
-		s.log.WithError(err).Error("Notifications could not start")
-		n.close()
-		return
-	}
-	s.notify = n // before the watch, which reads it
+// Start starts the watch of the team (once the notifier is where the
+// team's answers reach it).
+func (n *Notifier) Start() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -144,7 +186,7 @@ func (s *Supervisor) startNotify(ctx context.Context, store Store) {
 }
 
 // load reads the open episodes and starts the sinks' senders.
-func (n *notifier) load(ctx context.Context) error {
+func (n *Notifier) load(ctx context.Context) error {
 	open, err := n.store.OpenNeeds(ctx)
 	if err != nil {
 		return fmt.Errorf("read the open notifications: %w", err)
@@ -160,8 +202,11 @@ func (n *notifier) load(ctx context.Context) error {
 	return n.reload(ctx)
 }
 
-// close stops every goroutine of the notifier.
-func (n *notifier) close() {
+// Close stops every goroutine of the notifier.
+func (n *Notifier) Close() {
+	if n == nil {
+		return
+	}
 	select {
 	case <-n.quit:
 		return
@@ -180,7 +225,7 @@ func (n *notifier) close() {
 }
 
 // scanNow asks for a scan.
-func (n *notifier) scanNow() {
+func (n *Notifier) scanNow() {
 	select {
 	case n.kick <- struct{}{}:
 	default:
@@ -188,8 +233,8 @@ func (n *notifier) scanNow() {
 }
 
 // watch scans whenever the team changes, and every notifyRescan.
-func (n *notifier) watch() {
-	sub, unsub := n.s.events.subscribe()
+func (n *Notifier) watch() {
+	wake, take, unsub := n.hub.Watch()
 	defer unsub()
 	tick := time.NewTicker(notifyRescan)
 	defer tick.Stop()
@@ -205,7 +250,7 @@ func (n *notifier) watch() {
 		select {
 		case <-n.quit:
 			return
-		case <-sub.wake:
+		case <-wake:
 			// A busy team changes all the time: one scan per notifyGap at
 			// most, the changes of the moment gathered into it.
 			select {
@@ -213,7 +258,7 @@ func (n *notifier) watch() {
 				return
 			case <-time.After(max(notifySettle, time.Until(last.Add(notifyGap)))):
 			}
-			sub.take()
+			take()
 		case <-n.kick:
 		case <-tick.C:
 			if err := n.reload(ctx); err != nil && ctx.Err() == nil {
@@ -228,17 +273,17 @@ func (n *notifier) watch() {
 
 // Keys of episodes: "<node>|<pane>/<kind>" for what one node watches (its
 // panes, its home), "*|node-down/<node>" for what any node sees.
-func (n *notifier) paneKey(pane, kind string) string { return n.node + "|" + pane + "/" + kind }
+func (n *Notifier) paneKey(pane, kind string) string { return n.node + "|" + pane + "/" + kind }
 
 func nodeDownKey(node string) string { return "*|node-down/" + node }
 
 // ours reports whether this node closes the episode of key.
-func (n *notifier) ours(key string) bool {
+func (n *Notifier) ours(key string) bool {
 	return strings.HasPrefix(key, n.node+"|") || strings.HasPrefix(key, "*|")
 }
 
 // scan raises an event for each new episode and closes those that ended.
-func (n *notifier) scan(ctx context.Context) {
+func (n *Notifier) scan(ctx context.Context) {
 	n.mu.Lock()
 	none := len(n.runs) == 0
 	n.mu.Unlock()
@@ -247,8 +292,8 @@ func (n *notifier) scan(ctx context.Context) {
 	}
 	n.scanMu.Lock()
 	defer n.scanMu.Unlock()
-	panes := n.s.List(ctx)
-	st, err := n.s.statusOf(ctx, panes)
+	panes := n.team.List(ctx)
+	st, err := n.team.StatusOf(ctx, panes)
 	if err != nil {
 		if ctx.Err() == nil {
 			n.log.WithError(err).Warn("Could not read what needs you")
@@ -305,7 +350,7 @@ func (n *notifier) scan(ctx context.Context) {
 
 // keyOf is the episode key of a need; ok is false for one another node
 // watches.
-func (n *notifier) keyOf(a topology.Attention) (string, bool) {
+func (n *Notifier) keyOf(a topology.Attention) (string, bool) {
 	switch {
 	case a.Kind == topology.NeedUnreachable:
 		return nodeDownKey(a.Node), true
@@ -319,7 +364,7 @@ func (n *notifier) keyOf(a topology.Attention) (string, bool) {
 
 // raise records a new episode and queues its event (unless muted, or
 // coalesced with the pane's others of this minute).
-func (n *notifier) raise(ctx context.Context, key string, ev notify.Event, now time.Time) {
+func (n *Notifier) raise(ctx context.Context, key string, ev notify.Event, now time.Time) {
 	added, err := n.store.OpenNeed(ctx, schema.OpenNeed{Key: key, EventID: ev.ID, Pane: ev.Pane, Kind: ev.Kind, OpenedAt: schema.FormatTime(now), Detail: ev.Text})
 	if err != nil {
 		n.log.WithError(err).WithField("pane", ev.Pane).Warn("Could not record what needs you")
@@ -361,7 +406,7 @@ func (n *notifier) raise(ctx context.Context, key string, ev notify.Event, now t
 }
 
 // muted reports whether the event's pane or team is muted now.
-func (n *notifier) muted(ctx context.Context, ev notify.Event) bool {
+func (n *Notifier) muted(ctx context.Context, ev notify.Event) bool {
 	mutes, err := n.store.NotifyMutes(ctx)
 	if err != nil || len(mutes) == 0 {
 		return false
@@ -381,7 +426,7 @@ func (n *notifier) muted(ctx context.Context, ev notify.Event) bool {
 
 // queue puts the event in the queue of every sink that wants it, and
 // wakes their senders.
-func (n *notifier) queue(ctx context.Context, ev notify.Event) {
+func (n *Notifier) queue(ctx context.Context, ev notify.Event) {
 	n.mu.Lock()
 	var names []string
 	var wake []chan struct{}
@@ -413,7 +458,7 @@ func (n *notifier) queue(ctx context.Context, ev notify.Event) {
 }
 
 // queueDigest sends what a flapping pane's window coalesced.
-func (n *notifier) queueDigest(ctx context.Context, f schema.NotifyFlap) {
+func (n *Notifier) queueDigest(ctx context.Context, f schema.NotifyFlap) {
 	var last notify.Event
 	if err := json.Unmarshal([]byte(f.LastEvent), &last); err != nil {
 		return
@@ -428,7 +473,7 @@ func (n *notifier) queueDigest(ctx context.Context, f schema.NotifyFlap) {
 }
 
 // digests sends the digests of the windows that ended.
-func (n *notifier) digests(ctx context.Context) {
+func (n *Notifier) digests(ctx context.Context) {
 	due, err := n.store.DueNotifyDigests(ctx, time.Now(), n.window)
 	if err != nil {
 		return
@@ -459,7 +504,7 @@ const (
 
 // eventOf is the event of a need of pane p; ready is false while a
 // waiting CLI agent's dialog is still to be drawn.
-func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) (ev notify.Event, ready bool) {
+func (n *Notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) (ev notify.Event, ready bool) {
 	ready = true
 	ev = notify.Event{ID: newEventID(), Event: notify.EventNeedsYou, Kind: topology.NeedLabel(a.Kind), Pane: a.ID, Title: p.Title, Team: p.Team, Node: a.Node,
 		Task: a.Task, Text: clip.Runes(a.Reason, notifyTextMax), At: now, Resolve: "cicy-agent explain " + a.ID}
@@ -486,7 +531,7 @@ func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) 
 		ev.Resolve = "cicy-agent budget " + a.ID
 	case topology.NeedDiskFull:
 		ev.Pane = ""
-		ev.Resolve = "free some space on " + n.s.cfg.Home.Root
+		ev.Resolve = "free some space on " + n.cfg.Root
 	}
 	return ev, ready
 }
@@ -494,14 +539,14 @@ func (n *notifier) eventOf(a topology.Attention, p api.PaneInfo, now time.Time) 
 // dialog fills a waiting pane's event from its screen: an approval (the
 // command awaiting it), a question (its options), or what it shows; read
 // is false when a CLI agent's screen shows no dialog.
-func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
+func (n *Notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
 	ev.Kind = topology.NeedWaiting
 	ev.Actions = []string{"screen"}
 	ev.Resolve = "cicy-agent attach " + p.ID
 	if _, ok := cliagent.Lookup(p.Type); !ok {
 		return true
 	}
-	sc, err := n.s.Screen(p.ID, 0)
+	sc, err := n.team.Screen(p.ID, 0)
 	if err != nil || sc.Dialog == nil {
 		return false
 	}
@@ -534,7 +579,7 @@ func (n *notifier) dialog(ev *notify.Event, p api.PaneInfo) (read bool) {
 }
 
 // reload reads the sinks and (re)starts their senders.
-func (n *notifier) reload(ctx context.Context) error {
+func (n *Notifier) reload(ctx context.Context) error {
 	rows, err := n.store.NotifySinks(ctx)
 	if err != nil {
 		return fmt.Errorf("read the notification sinks: %w", err)
@@ -577,7 +622,7 @@ func (n *notifier) reload(ctx context.Context) error {
 		n.run(r)
 	}
 	if len(stop)+len(start) > 0 {
-		n.s.events.publish(keyHome)
+		n.hub.HomeChanged()
 	}
 	return nil
 }
@@ -588,7 +633,7 @@ func sinkPrint(r schema.NotifySink) string {
 }
 
 // newRun makes a sink's run, its secret read.
-func (n *notifier) newRun(row schema.NotifySink) *sinkRun {
+func (n *Notifier) newRun(row schema.NotifySink) *sinkRun {
 	s := notify.Sink{Name: row.Name, Type: row.Type, URL: row.URL, Chat: row.Chat}
 	if row.Events != "" {
 		s.Events = strings.Split(row.Events, ",")
@@ -608,12 +653,12 @@ func (n *notifier) newRun(row schema.NotifySink) *sinkRun {
 }
 
 // secretFile is where a sink's secret is kept in the home.
-func (n *notifier) secretFile(name string) string {
-	return n.s.cfg.Home.path("notify", name+".secret")
+func (n *Notifier) secretFile(name string) string {
+	return filepath.Join(n.cfg.Root, "notify", name+".secret")
 }
 
 // secretOf reads a sink's secret where its row says it is.
-func (n *notifier) secretOf(row schema.NotifySink) (string, error) {
+func (n *Notifier) secretOf(row schema.NotifySink) (string, error) {
 	ref := row.SecretRef
 	switch {
 	case ref == "":
@@ -626,7 +671,7 @@ func (n *notifier) secretOf(row schema.NotifySink) (string, error) {
 		return strings.TrimSpace(string(b)), nil
 	case strings.HasPrefix(ref, "env:"):
 		name := strings.TrimPrefix(ref, "env:")
-		v := strings.TrimSpace(n.s.cfg.Getenv(name))
+		v := strings.TrimSpace(n.cfg.Getenv(name))
 		if v == "" {
 			return "", fmt.Errorf("its secret's variable %s is not set in the supervisor's environment", name)
 		}
@@ -636,7 +681,7 @@ func (n *notifier) secretOf(row schema.NotifySink) (string, error) {
 }
 
 // run starts a sink's sender (and listener).
-func (n *notifier) run(r *sinkRun) {
+func (n *Notifier) run(r *sinkRun) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	if r.missing != "" {
@@ -658,7 +703,7 @@ func (n *notifier) run(r *sinkRun) {
 }
 
 // sendLoop sends a sink's queued messages until ctx ends.
-func (n *notifier) sendLoop(ctx context.Context, r *sinkRun) {
+func (n *Notifier) sendLoop(ctx context.Context, r *sinkRun) {
 	names := []string{r.sink.Name}
 	for ctx.Err() == nil {
 		items, err := n.store.ClaimNotify(ctx, n.node, names, time.Now(), notifyLease, 16)
@@ -669,7 +714,7 @@ func (n *notifier) sendLoop(ctx context.Context, r *sinkRun) {
 			n.deliver(ctx, r.sink, it)
 		}
 		if len(items) > 0 {
-			n.s.events.publish(keyHome)
+			n.hub.HomeChanged()
 			continue
 		}
 		wait := notifyRescan
@@ -686,7 +731,7 @@ func (n *notifier) sendLoop(ctx context.Context, r *sinkRun) {
 }
 
 // deliver sends one queued message and records what the sink answered.
-func (n *notifier) deliver(ctx context.Context, s notify.Sink, it schema.NotifyItem) {
+func (n *Notifier) deliver(ctx context.Context, s notify.Sink, it schema.NotifyItem) {
 	var ev notify.Event
 	if err := json.Unmarshal([]byte(it.Payload), &ev); err != nil {
 		_ = n.store.NotifySent(ctx, it.ID, n.node, 0, "not sent: its payload is not an event", time.Now())
@@ -722,14 +767,17 @@ func notifyBackoff(attempts int) time.Duration {
 }
 
 // scrub takes the sinks' secrets (and the supervisor's) out of text.
-func (n *notifier) scrub(text string) string {
+func (n *Notifier) scrub(text string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.scrubLocked(text)
 }
 
-// states is what each sink did, for status and the dashboard.
-func (n *notifier) states(ctx context.Context) []topology.SinkState {
+// States is what each sink did, for status and the dashboard.
+func (n *Notifier) States(ctx context.Context) []topology.SinkState {
+	if n == nil {
+		return nil
+	}
 	n.mu.Lock()
 	none := len(n.runs) == 0
 	n.mu.Unlock()
@@ -783,13 +831,13 @@ func (n *notifier) states(ctx context.Context) []topology.SinkState {
 	return out
 }
 
-func (n *notifier) scrubLocked(text string) string {
+func (n *Notifier) scrubLocked(text string) string {
 	for _, s := range n.secrets {
 		if len(s) >= 6 {
 			text = strings.ReplaceAll(text, s, "[redacted]")
 		}
 	}
-	return n.s.scrub.String(text)
+	return n.cfg.Scrub(text)
 }
 
 // errNoNotify is the notifier's absence (a store without its tables).
