@@ -54,7 +54,7 @@ func CLIDir(getenv func(string) string) string {
 func (s *Supervisor) findAgent(typ string) (string, error) {
 	k, ok := cliagent.Lookup(typ)
 	if !ok {
-		return "", usageErr("%s is not a CLI agent", typ)
+		return "", api.Usagef("%s is not a CLI agent", typ)
 	}
 	return FindCLI(k, s.cfg.Getenv)
 }
@@ -67,17 +67,17 @@ func FindCLI(k cliagent.Kind, getenv func(string) string) (string, error) {
 		return path, nil
 	}
 	if !k.FromNPM() {
-		return "", failedErr("%s was not found on PATH; install version %s of it (it is not on npm) and put it on PATH", k.Bin, k.Version)
+		return "", api.Failedf("%s was not found on PATH; install version %s of it (it is not on npm) and put it on PATH", k.Bin, k.Version)
 	}
 	dir := CLIDir(getenv)
 	if dir == "" {
-		return "", failedErr("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs every CLI agent)", k.Bin, DefaultCLIDir, k.Pin())
+		return "", api.Failedf("%s was not found on PATH; install the version cicy-agent is tested with: npm install --prefix ~/%s %s (make clis in a cicy-agent checkout installs every CLI agent)", k.Bin, DefaultCLIDir, k.Pin())
 	}
 	bin := filepath.Join(dir, "node_modules", ".bin", k.Bin)
 	if path, err := exec.LookPath(bin); err == nil {
 		return path, nil
 	}
-	return "", failedErr("%s was not found on PATH nor in %s; install the version cicy-agent is tested with: npm install --prefix %s %s (make clis in a cicy-agent checkout installs every CLI agent)",
+	return "", api.Failedf("%s was not found on PATH nor in %s; install the version cicy-agent is tested with: npm install --prefix %s %s (make clis in a cicy-agent checkout installs every CLI agent)",
 		k.Bin, filepath.Dir(bin), dir, k.Pin())
 }
 
@@ -165,7 +165,7 @@ func (s *Supervisor) teamMCP(self, id string) (*cliagent.MCPServer, error) {
 	argv := []string{self, "mcp"}
 	if v := s.cfg.Getenv(mcpCommandVar); v != "" {
 		if err := json.Unmarshal([]byte(v), &argv); err != nil || len(argv) == 0 || !filepath.IsAbs(argv[0]) {
-			return nil, failedErr("%s must be a JSON array whose first element is an absolute path, not %s", mcpCommandVar, v)
+			return nil, api.Failedf("%s must be a JSON array whose first element is an absolute path, not %s", mcpCommandVar, v)
 		}
 	}
 	env := map[string]string{"CICY_HOME": s.cfg.Home.Root, "CICY_PANE_ID": id}

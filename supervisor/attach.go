@@ -29,13 +29,13 @@ func (a *handler) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	repaint, out, detach, err := p.Attach()
 	if err != nil {
-		writeErr(w, failedErr("pane %s has exited; 'cicy-agent restart %s' starts it again", r.PathValue("id"), r.PathValue("id")))
+		writeErr(w, api.Failedf("pane %s has exited; 'cicy-agent restart %s' starts it again", r.PathValue("id"), r.PathValue("id")))
 		return
 	}
 	defer detach()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		writeErr(w, failedErr("this connection cannot be upgraded for attach"))
+		writeErr(w, api.Failedf("this connection cannot be upgraded for attach"))
 		return
 	}
 	conn, brw, err := hj.Hijack()
@@ -108,13 +108,13 @@ func (s *Supervisor) ptyOf(id string) (*pane.PTY, error) {
 	t, ok := k.(attachable)
 	if !ok {
 		if st := k.Status(); !st.Running() {
-			return nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, st.Reason, e.cfg.ID)
+			return nil, api.Failedf("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, st.Reason, e.cfg.ID)
 		}
-		return nil, usageErr("pane %s is a %s pane: it has no terminal; follow it with 'cicy-agent screen %s'", e.cfg.ID, e.cfg.Type, e.cfg.ID)
+		return nil, api.Usagef("pane %s is a %s pane: it has no terminal; follow it with 'cicy-agent screen %s'", e.cfg.ID, e.cfg.Type, e.cfg.ID)
 	}
 	p, ok := t.attachable()
 	if !ok {
-		return nil, usageErr("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(s.tmux.AttachCommand(e.cfg.ID), " "))
+		return nil, api.Usagef("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(s.tmux.AttachCommand(e.cfg.ID), " "))
 	}
 	return p, nil
 }

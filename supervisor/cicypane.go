@@ -68,9 +68,9 @@ func (s *Supervisor) agentOf(id string) (*entry, *cicy.Agent, error) {
 		return e, t.agent(), nil
 	}
 	if panetype.InProcess(e.cfg.Type) {
-		return e, nil, failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.status().Reason, e.cfg.ID)
+		return e, nil, api.Failedf("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, e.status().Reason, e.cfg.ID)
 	}
-	return e, nil, usageErr("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)
+	return e, nil, api.Usagef("pane %s is a %s pane; this works on cicy panes only", e.cfg.ID, e.cfg.Type)
 }
 
 // Cancel stops the running turn of a cicy pane.
@@ -122,7 +122,7 @@ func (s *Supervisor) Guidance(id string) (api.GuidanceDoc, error) {
 		return doc, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("pane %s has no %s", e.cfg.ID, doc.Filename)}
 	}
 	if err != nil {
-		return doc, failedErr("read %s: %v", path, err)
+		return doc, api.Failedf("read %s: %v", path, err)
 	}
 	doc.Content, doc.Exists = string(b), true
 	return doc, nil
@@ -138,7 +138,7 @@ func (s *Supervisor) SetGuidance(id, content string) (api.GuidanceDoc, error) {
 	// The workspace's own file (AGENTS.md, CLAUDE.md): readable, as
 	// the project's files are.
 	if err := atomicfile.Write(path, []byte(content), 0o644); err != nil {
-		return api.GuidanceDoc{}, failedErr("%v", err)
+		return api.GuidanceDoc{}, api.Failedf("%v", err)
 	}
 	return api.GuidanceDoc{Scope: "agent", Name: e.cfg.ID, Filename: filepath.Base(path), Path: path, Exists: true, Saved: true}, nil
 }

@@ -24,7 +24,7 @@ var providers = []string{"anthropic", "openai", "script"}
 // user-given string field (topology.CheckText's rules).
 func checkText(field, v string, max int) error {
 	if err := topology.CheckText(v, max); err != nil {
-		return usageErr("%s %v", field, err)
+		return api.Usagef("%s %v", field, err)
 	}
 	return nil
 }
@@ -43,10 +43,10 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 		return nil, err
 	}
 	if req.AllowAll && !panetype.IsAgent(req.Type) {
-		return nil, usageErr("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(panetype.Agents(), "and"))
+		return nil, api.Usagef("--allow-all applies to %s panes (it maps to their own bypass modes)", topology.List(panetype.Agents(), "and"))
 	}
 	if !topology.ValidRestart(req.Restart) {
-		return nil, usageErr("--restart %q is not a restart policy (choose %s)", req.Restart, topology.List(topology.RestartPolicies, "or"))
+		return nil, api.Usagef("--restart %q is not a restart policy (choose %s)", req.Restart, topology.List(topology.RestartPolicies, "or"))
 	}
 	if err := checkEnvNames(req); err != nil {
 		return nil, err
@@ -55,10 +55,10 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 		return nil, err
 	}
 	if err := topology.CheckBudget(req.BudgetUSD); err != nil && req.BudgetUSD != 0 {
-		return nil, usageErr("--budget-usd %v (leave it out for no budget)", err)
+		return nil, api.Usagef("--budget-usd %v (leave it out for no budget)", err)
 	}
 	if req.Workspace != "" && !filepath.IsAbs(req.Workspace) {
-		return nil, usageErr("the workspace %q must be an absolute path", req.Workspace)
+		return nil, api.Usagef("the workspace %q must be an absolute path", req.Workspace)
 	}
 	if req.Role != topology.RoleWorker && req.Role != topology.RoleMaster {
 		warnings = append(warnings, fmt.Sprintf(
@@ -72,10 +72,10 @@ func normalize(req *api.CreateRequest) (warnings []string, err error) {
 func normalizeFields(req *api.CreateRequest) error {
 	req.Title = strings.TrimSpace(req.Title)
 	if req.Title == "" {
-		return usageErr("a pane needs a title: cicy-agent create <title> …")
+		return api.Usagef("a pane needs a title: cicy-agent create <title> …")
 	}
 	if err := topology.CheckTitle(req.Title); err != nil {
-		return usageErr("the title %v", err)
+		return api.Usagef("the title %v", err)
 	}
 	req.Role = topology.PaneRole(req.Role)
 	for _, f := range []struct {
@@ -92,23 +92,23 @@ func normalizeFields(req *api.CreateRequest) error {
 	}
 	var ok bool
 	if req.Type, ok = panetype.Resolve(req.Type); !ok {
-		return usageErr("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices())
+		return api.Usagef("unknown pane type %q (choose %s)", req.Type, topology.PaneTypeChoices())
 	}
 	if k, ok := cliagent.Lookup(req.Type); ok && req.Role == topology.RoleMaster && !k.Leads() {
-		return usageErr("a %s pane cannot be a master: %s has no MCP client to give the team tools to (make it a worker)", req.Type, req.Type)
+		return api.Usagef("a %s pane cannot be a master: %s has no MCP client to give the team tools to (make it a worker)", req.Type, req.Type)
 	}
 	if req.RoleTemplate == "" {
 		req.RoleTemplate = defaultTemplate(req.Type, req.Role)
 	}
 	if req.RoleTemplate != "" && !topology.ValidSlug(req.RoleTemplate) {
-		return usageErr("role template %q is not a valid name (lowercase letters, digits, - and _; it names a folder under memory/agents/)", req.RoleTemplate)
+		return api.Usagef("role template %q is not a valid name (lowercase letters, digits, - and _; it names a folder under memory/agents/)", req.RoleTemplate)
 	}
 	if req.Provider != "" && !slices.Contains(providers, req.Provider) {
-		return usageErr("unknown provider %q (choose anthropic, openai or script)", req.Provider)
+		return api.Usagef("unknown provider %q (choose anthropic, openai or script)", req.Provider)
 	}
 	for i, a := range req.Command {
 		if strings.ContainsRune(a, 0) {
-			return usageErr("argument %d of the command contains a NUL byte", i)
+			return api.Usagef("argument %d of the command contains a NUL byte", i)
 		}
 	}
 	return nil
@@ -134,7 +134,7 @@ func normalizeLinks(req *api.CreateRequest) error {
 	if req.Master != "" {
 		id, err := api.ParsePaneID(req.Master)
 		if err != nil {
-			return usageErr("--master %s is not a pane id (expected w-<N>)", req.Master)
+			return api.Usagef("--master %s is not a pane id (expected w-<N>)", req.Master)
 		}
 		req.Master = id
 	}
@@ -142,15 +142,15 @@ func normalizeLinks(req *api.CreateRequest) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, topology.ErrMasterOfMaster):
-		return usageErr("%v; drop --master or the master role", err)
+		return api.Usagef("%v; drop --master or the master role", err)
 	case errors.Is(err, topology.ErrCicyCommand):
-		return usageErr("a cicy pane takes no command after --; its persona comes from --role-template")
+		return api.Usagef("a cicy pane takes no command after --; its persona comes from --role-template")
 	case errors.Is(err, topology.ErrCicyEnv):
-		return usageErr("--env applies to terminal panes; %v", err)
+		return api.Usagef("--env applies to terminal panes; %v", err)
 	case errors.Is(err, topology.ErrShellCommand):
-		return usageErr("%v after --, like: cicy-agent create %s --type shell -- bash", err, req.Title)
+		return api.Usagef("%v after --, like: cicy-agent create %s --type shell -- bash", err, req.Title)
 	default:
-		return usageErr("%v", err)
+		return api.Usagef("%v", err)
 	}
 }
 
@@ -160,7 +160,7 @@ func normalizeLinks(req *api.CreateRequest) error {
 func normalizeBackend(req *api.CreateRequest) error {
 	if panetype.InProcess(req.Type) {
 		if req.Backend != "" && req.Backend != "inproc" {
-			return usageErr("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
+			return api.Usagef("a cicy pane runs inside the supervisor; --backend applies to terminal panes")
 		}
 		req.Backend = "inproc"
 		return nil
@@ -174,10 +174,10 @@ func normalizeBackend(req *api.CreateRequest) error {
 	case "pty":
 	case "tmux":
 		if !pane.TmuxAvailable() {
-			return failedErr("the tmux backend needs tmux 3.0 or newer on PATH; install it or use --backend pty")
+			return api.Failedf("the tmux backend needs tmux 3.0 or newer on PATH; install it or use --backend pty")
 		}
 	default:
-		return usageErr("unknown backend %q (choose pty or tmux)", req.Backend)
+		return api.Usagef("unknown backend %q (choose pty or tmux)", req.Backend)
 	}
 	return nil
 }
@@ -186,11 +186,11 @@ func normalizeBackend(req *api.CreateRequest) error {
 // agent's is found by the supervisor: findAgent).
 func checkProgram(req *api.CreateRequest) error {
 	if panetype.IsAgent(req.Type) && req.Provider != "" {
-		return usageErr("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
+		return api.Usagef("--provider applies to cicy panes; a %s pane reads ANTHROPIC_BASE_URL / OPENAI_BASE_URL and their keys from the environment", req.Type)
 	}
 	if panetype.RunsShellTasks(req.Type) {
 		if _, err := exec.LookPath(req.Command[0]); err != nil {
-			return usageErr("command %q was not found or is not executable", req.Command[0])
+			return api.Usagef("command %q was not found or is not executable", req.Command[0])
 		}
 	}
 	return nil
@@ -202,11 +202,11 @@ func checkEnvNames(req *api.CreateRequest) error {
 	for _, n := range req.Env {
 		switch {
 		case strings.Contains(n, "="):
-			return usageErr("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
+			return api.Usagef("--env takes a variable name, not %s=…: the pane gets the supervisor's value of it (a fixed value goes in the command: -- env NAME=value bash)", strings.SplitN(n, "=", 2)[0])
 		case !topology.EnvNameRe.MatchString(n):
-			return usageErr("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
+			return api.Usagef("--env %q is not a variable name (letters, digits and _, not starting with a digit)", n)
 		case panetype.IsAgent(req.Type) && slices.Contains(provider.ProviderKeys, n):
-			return usageErr("a %s pane reaches its model through cicy-agent's gateway with a key of its own; --env %s would hand it the real key: leave it out", req.Type, n)
+			return api.Usagef("a %s pane reaches its model through cicy-agent's gateway with a key of its own; --env %s would hand it the real key: leave it out", req.Type, n)
 		case !slices.Contains(names, n):
 			names = append(names, n)
 		}
@@ -239,16 +239,16 @@ func makeWorkspace(dir string) (undo func(), err error) {
 		undo = func() { os.RemoveAll(first) }
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return func() {}, usageErr("the workspace %s cannot be created: %v", dir, rootCause(err))
+		return func() {}, api.Usagef("the workspace %s cannot be created: %v", dir, rootCause(err))
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		undo()
-		return func() {}, usageErr("the workspace %s is not a folder", dir)
+		return func() {}, api.Usagef("the workspace %s is not a folder", dir)
 	}
 	f, err := os.CreateTemp(dir, ".cicy-write-check-*")
 	if err != nil {
 		undo()
-		return func() {}, usageErr("the workspace %s is not writable: %v", dir, rootCause(err))
+		return func() {}, api.Usagef("the workspace %s is not writable: %v", dir, rootCause(err))
 	}
 	f.Close()
 	os.Remove(f.Name())

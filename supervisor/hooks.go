@@ -136,10 +136,10 @@ func (s *Supervisor) Hook(ctx context.Context, id string, req api.HookRequest) (
 	}
 	e, ok := s.live(id)
 	if !ok {
-		return api.HookResult{}, notFoundErr(id)
+		return api.HookResult{}, api.PaneNotFound(id)
 	}
 	if !panetype.IsAgent(e.cfg.Type) {
-		return api.HookResult{}, usageErr("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(panetype.Agents(), "and"))
+		return api.HookResult{}, api.Usagef("pane %s is a %s pane; hooks come from %s panes", e.cfg.ID, e.cfg.Type, topology.List(panetype.Agents(), "and"))
 	}
 	if req.Agent == "" {
 		req.Agent = e.cfg.Type

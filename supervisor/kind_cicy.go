@@ -51,10 +51,10 @@ func replyText(r cicy.Reply) string {
 // turn that handles it.
 func (p *cicyKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error) {
 	if len(req.Keys) > 0 {
-		return nil, usageErr("--key sends keys to terminal panes; %s is a cicy pane", p.cfg.ID)
+		return nil, api.Usagef("--key sends keys to terminal panes; %s is a cicy pane", p.cfg.ID)
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, usageErr("nothing to send")
+		return nil, api.Usagef("nothing to send")
 	}
 	return sendCicy(ctx, p.a, req.Text, req.Wait)
 }
@@ -64,7 +64,7 @@ func (p *cicyKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResu
 func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*api.SendResult, error) {
 	ch, err := a.Send(text, "", wait)
 	if err != nil {
-		return nil, failedErr("%v", err)
+		return nil, api.Failedf("%v", err)
 	}
 	if !wait {
 		return nil, nil
@@ -73,7 +73,7 @@ func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*api.
 	case r := <-ch:
 		return sendResult(r), nil
 	case <-ctx.Done():
-		return nil, failedErr("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
+		return nil, api.Failedf("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
 	}
 }
 

@@ -35,11 +35,11 @@ func (p *stopped) Status() pane.Status { return p.st }
 
 // notRunning is the error for input to a stopped pane.
 func (p *stopped) notRunning() error {
-	return failedErr("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
+	return api.Failedf("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
 }
 
 func (p *stopped) Screen() (string, error) {
-	return "", failedErr("pane %s has no screen: it is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
+	return "", api.Failedf("pane %s has no screen: it is not running (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.st.Reason, p.cfg.ID)
 }
 
 func (p *stopped) Send(context.Context, api.SendRequest) (*api.SendResult, error) {

@@ -68,7 +68,7 @@ func (p *termKind) typeIn(req api.SendRequest) error {
 	for _, k := range req.Keys {
 		b, err := pane.KeyBytes(k)
 		if err != nil {
-			return usageErr("%v", err)
+			return api.Usagef("%v", err)
 		}
 		keys = append(keys, b...)
 	}
@@ -87,7 +87,7 @@ func (p *termKind) typeIn(req api.SendRequest) error {
 
 func (p *termKind) inputErr(err error) error {
 	if errors.Is(err, pane.ErrExited) {
-		return failedErr("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.proc.Status().Reason, p.cfg.ID)
+		return api.Failedf("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", p.cfg.ID, p.proc.Status().Reason, p.cfg.ID)
 	}
 	return err
 }
@@ -108,7 +108,7 @@ func (p *termKind) waitQuiet(ctx context.Context, text string, sent time.Time) (
 		}
 		select {
 		case <-ctx.Done():
-			return nil, failedErr("timed out waiting for the output to settle; see 'cicy-agent screen %s'", p.cfg.ID)
+			return nil, api.Failedf("timed out waiting for the output to settle; see 'cicy-agent screen %s'", p.cfg.ID)
 		case <-tick.C:
 		}
 	}

@@ -45,7 +45,7 @@ func (s *Supervisor) Memories(id string) (api.MemoryList, error) {
 	}
 	ms, problems, err := st.List()
 	if err != nil {
-		return api.MemoryList{}, failedErr("%v", err)
+		return api.MemoryList{}, api.Failedf("%v", err)
 	}
 	return api.MemoryList{Pane: id, Memories: wireMemories(ms), Problems: wireProblems(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
 }
@@ -61,7 +61,7 @@ func (s *Supervisor) MemoryGet(id, memID string) (memory.Memory, error) {
 		return m, &api.Error{Kind: api.KindNotFound, Message: "pane " + id + " has no memory " + memID + " (see 'cicy-agent memory ls " + id + "')"}
 	}
 	if err != nil {
-		return m, usageErr("%v", err)
+		return m, api.Usagef("%v", err)
 	}
 	return m, nil
 }
@@ -73,7 +73,7 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 	}
 	_, st, _ := s.memoryOf(id)
 	if err := st.Remove(memID); err != nil {
-		return failedErr("%v", err)
+		return api.Failedf("%v", err)
 	}
 	return nil
 }
@@ -87,11 +87,11 @@ func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 	}
 	archived, problems, err := st.Reindex()
 	if err != nil {
-		return api.ReindexResult{}, failedErr("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
+		return api.ReindexResult{}, api.Failedf("rebuild %s: %v", filepath.Join(st.Dir, memory.IndexFile), err)
 	}
 	ms, _, err := st.List()
 	if err != nil {
-		return api.ReindexResult{}, failedErr("%v", err)
+		return api.ReindexResult{}, api.Failedf("%v", err)
 	}
 	return api.ReindexResult{Pane: id, Memories: len(ms), Archived: archived, Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
 }
@@ -106,7 +106,7 @@ func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResu
 	case r := <-a.FlushMemory(true):
 		return r, nil
 	case <-ctx.Done():
-		return cicy.FlushResult{}, failedErr("the recognition is still running")
+		return cicy.FlushResult{}, api.Failedf("the recognition is still running")
 	}
 }
 

@@ -85,7 +85,7 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 		req.Via = "terminal"
 	case "terminal", "telegram", api.ViaWeb:
 	default:
-		return api.AnswerResult{}, usageErr("unknown via %q: use terminal, telegram or web", req.Via)
+		return api.AnswerResult{}, api.Usagef("unknown via %q: use terminal, telegram or web", req.Via)
 	}
 	e, err := s.get(id)
 	if err != nil {
@@ -155,13 +155,13 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	if !ok {
 		if action != cliagent.ActionApprove && action != cliagent.ActionDeny {
 			if _, isOpt, _ := cliagent.ParseOption(action); !isOpt {
-				return nil, usageErr("unknown action %q: use approve, deny, option:N, restart or screen", action)
+				return nil, api.Usagef("unknown action %q: use approve, deny, option:N, restart or screen", action)
 			}
 		}
-		return nil, usageErr("%s is a %s pane, which has no dialogs to answer; 'cicy-agent send %s' types into it", e.cfg.ID, e.cfg.Type, e.cfg.ID)
+		return nil, api.Usagef("%s is a %s pane, which has no dialogs to answer; 'cicy-agent send %s' types into it", e.cfg.ID, e.cfg.Type, e.cfg.ID)
 	}
 	if _, err := agent.AnswerKeys(action); err != nil {
-		return nil, usageErr("%v (or restart, screen)", err)
+		return nil, api.Usagef("%v (or restart, screen)", err)
 	}
 	// A dialog just drawn is given its moment first, holding nothing.
 	if err := dialogSettle(ctx, e); err != nil {
@@ -186,7 +186,7 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	}
 	keys, err := agent.AnswerKeysFor(action, d)
 	if err != nil {
-		return nil, usageErr("%s: %v", e.cfg.ID, err)
+		return nil, api.Usagef("%s: %v", e.cfg.ID, err)
 	}
 	if last := e.answered; last.action != "" && last.since.Equal(st.Since) && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
 		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
@@ -196,7 +196,7 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, failedErr("the answer to %s was cut short after %d of its keys (%v); see 'cicy-agent screen %s'", e.cfg.ID, i, keys, e.cfg.ID)
+				return nil, api.Failedf("the answer to %s was cut short after %d of its keys (%v); see 'cicy-agent screen %s'", e.cfg.ID, i, keys, e.cfg.ID)
 			case <-time.After(answerKeyGap):
 			}
 		}
@@ -217,7 +217,7 @@ func sameDialog(a, b cliagent.Dialog) bool {
 func (s *Supervisor) answerText(ctx context.Context, e *entry, text string) error {
 	text = strings.TrimSpace(text)
 	if text == "" || strings.ContainsAny(text, "\x1b\r") {
-		return usageErr("a text answer is one line of plain text")
+		return api.Usagef("a text answer is one line of plain text")
 	}
 	if st := e.status(); st.State != pane.Waiting {
 		return &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
@@ -237,7 +237,7 @@ func dialogSettle(ctx context.Context, e *entry) error {
 	if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
 		select {
 		case <-ctx.Done():
-			return failedErr("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+			return api.Failedf("gave up answering %s: %v", e.cfg.ID, ctx.Err())
 		case <-time.After(wait):
 		}
 	}

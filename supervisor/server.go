@@ -349,7 +349,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if seg, ok := uncleanSegment(r.URL); ok {
-			writeErr(w, usageErr("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
+			writeErr(w, api.Usagef("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -384,14 +384,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeErr(w http.ResponseWriter, err error) {
 	e := asAPIError(err)
-	writeJSON(w, httpStatus(e.Kind), e)
+	writeJSON(w, e.Status(), e)
 }
 
 func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 4<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return usageErr("bad request body: %v", err)
+		return api.Usagef("bad request body: %v", err)
 	}
 	// One JSON value and nothing after it (reading to the end also lifts
 	// the body's read deadline).
@@ -399,7 +399,7 @@ func decode(r *http.Request, v any) error {
 		if err == nil {
 			err = errors.New("more data after the JSON value")
 		}
-		return usageErr("bad request body: %v", err)
+		return api.Usagef("bad request body: %v", err)
 	}
 	return nil
 }
@@ -627,7 +627,7 @@ func linesParam(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, usageErr("--lines must be a whole number of lines, not %q", v)
+		return 0, api.Usagef("--lines must be a whole number of lines, not %q", v)
 	}
 	return n, nil
 }
@@ -730,7 +730,7 @@ const maxGuidance = 4 << 20
 func guidanceBody(r *http.Request) (string, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxGuidance))
 	if err != nil {
-		return "", usageErr("bad request body: %v", err)
+		return "", api.Usagef("bad request body: %v", err)
 	}
 	asJSON := false
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -745,7 +745,7 @@ func guidanceBody(r *http.Request) (string, error) {
 	}
 	if !asJSON {
 		if !utf8.Valid(b) {
-			return "", usageErr("the guidance file is not valid UTF-8 text")
+			return "", api.Usagef("the guidance file is not valid UTF-8 text")
 		}
 		return string(b), nil
 	}
@@ -764,7 +764,7 @@ func guidanceBody(r *http.Request) (string, error) {
 		err = errors.New("it has no content field")
 	}
 	if err != nil {
-		return "", usageErr("a JSON body must be {\"content\": \"…\"} (%v); send Markdown as it is with Content-Type text/markdown", err)
+		return "", api.Usagef("a JSON body must be {\"content\": \"…\"} (%v); send Markdown as it is with Content-Type text/markdown", err)
 	}
 	return *body.Content, nil
 }

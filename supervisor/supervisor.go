@@ -413,7 +413,7 @@ func (s *Supervisor) get(id string) (*entry, error) {
 	defer s.mu.Unlock()
 	e, ok := s.panes[id]
 	if !ok {
-		return nil, notFoundErr(id)
+		return nil, api.PaneNotFound(id)
 	}
 	return e, nil
 }
@@ -501,7 +501,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		}
 	}
 	if req.Node != "" && req.Node != s.cfg.Node {
-		return api.CreateResponse{}, usageErr("--node %s: this supervisor is node %s, and there is no node %s in its cluster (see 'cicy-agent nodes')", req.Node, s.cfg.Node, req.Node)
+		return api.CreateResponse{}, api.Usagef("--node %s: this supervisor is node %s, and there is no node %s in its cluster (see 'cicy-agent nodes')", req.Node, s.cfg.Node, req.Node)
 	}
 	tmpl, err := s.checkCreate(req)
 	if err != nil {
@@ -544,7 +544,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 			s.log.WithError(derr).Error("Could not remove the row of a pane that failed to start")
 		}
 		undo()
-		return api.CreateResponse{}, failedErr("pane %s could not start: %v", row.ID, err)
+		return api.CreateResponse{}, api.Failedf("pane %s could not start: %v", row.ID, err)
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
@@ -565,7 +565,7 @@ func (s *Supervisor) resolveMaster(req *api.CreateRequest) error {
 	// --master takes a title too, as every pane argument does.
 	e, err := s.resolvePane(m)
 	if err != nil {
-		return usageErr("--master: %v", err)
+		return api.Usagef("--master: %v", err)
 	}
 	req.Master = e.cfg.ID
 	return nil
@@ -631,7 +631,7 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 	if req.RoleTemplate != "" {
 		var err error
 		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
-			return nil, usageErr("%v", err)
+			return nil, api.Usagef("%v", err)
 		}
 	}
 	if req.Master != "" {
@@ -644,10 +644,10 @@ func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) 
 			}
 		}
 		if err != nil {
-			return nil, usageErr("--master %s: no such pane", req.Master)
+			return nil, api.Usagef("--master %s: no such pane", req.Master)
 		}
 		if m.cfg.Role != topology.RoleMaster {
-			return nil, usageErr("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
+			return nil, api.Usagef("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
 		}
 	}
 	return tmpl, nil
@@ -691,7 +691,7 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 		note, back, err := setAsideForeign(s.cfg.Home, d, time.Now())
 		if err != nil {
 			restore()
-			return "", nil, nil, failedErr("%v", err)
+			return "", nil, nil, api.Failedf("%v", err)
 		}
 		if note != "" {
 			notes = append(notes, note)
@@ -978,9 +978,9 @@ func checkChoices(flag string, values, choices []string) error {
 			continue
 		}
 		if len(choices) == 0 {
-			return usageErr("%s %s: there is none (no pane has one)", flag, v)
+			return api.Usagef("%s %s: there is none (no pane has one)", flag, v)
 		}
-		return usageErr("%s %s: there is no such %s (choose %s)", flag, v, strings.TrimPrefix(flag, "--"), topology.List(choices, "or"))
+		return api.Usagef("%s %s: there is no such %s (choose %s)", flag, v, strings.TrimPrefix(flag, "--"), topology.List(choices, "or"))
 	}
 	return nil
 }
@@ -1020,7 +1020,7 @@ func titleErr(title string, ids []string) error {
 	}
 	ids = slices.Clone(ids)
 	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(paneNum(a), paneNum(b)) })
-	return usageErr("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
+	return api.Usagef("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
 }
 
 // entries are this node's panes, in id order.
@@ -1102,11 +1102,11 @@ func (s *Supervisor) Get(id string) (api.PaneInfo, error) {
 // that followed once the terminal is idle again, or the turn's answer.
 func (s *Supervisor) Send(ctx context.Context, id string, req api.SendRequest) (*api.SendResult, error) {
 	if strings.ContainsRune(req.Text, 0) {
-		return nil, usageErr("the text contains a NUL byte, which cannot be typed into a pane; remove it")
+		return nil, api.Usagef("the text contains a NUL byte, which cannot be typed into a pane; remove it")
 	}
 	for _, k := range req.Keys {
 		if strings.ContainsRune(k, 0) {
-			return nil, usageErr("the key %q contains a NUL byte; use a key name like Enter or C-c", k)
+			return nil, api.Usagef("the key %q contains a NUL byte; use a key name like Enter or C-c", k)
 		}
 	}
 	e, err := s.get(id)
@@ -1199,7 +1199,7 @@ func (s *Supervisor) RestartPane(ctx context.Context, id string, fresh bool) err
 		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(st)); serr != nil {
 			s.log.WithError(serr).Error("Could not record the failed restart")
 		}
-		return failedErr("pane %s could not start: %v", e.cfg.ID, err)
+		return api.Failedf("pane %s could not start: %v", e.cfg.ID, err)
 	}
 	e.set(k)
 	if session != "" {

@@ -59,7 +59,7 @@ func withTimeout(ctx context.Context, seconds float64) (context.Context, context
 func taskID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageErr("%q is not a task id (a positive number)", r.PathValue("id"))
+		return 0, api.Usagef("%q is not a task id (a positive number)", r.PathValue("id"))
 	}
 	return id, nil
 }

@@ -47,13 +47,13 @@ const userSender = "user"
 // worker's master, or the user when it has none.
 func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schema.Task, error) {
 	if strings.TrimSpace(text) == "" {
-		return schema.Task{}, usageErr("the task is empty")
+		return schema.Task{}, api.Usagef("the task is empty")
 	}
 	if len(text) > MaxTaskText {
-		return schema.Task{}, usageErr("the task is %d bytes; at most %d are accepted (put long input in a file and name it)", len(text), MaxTaskText)
+		return schema.Task{}, api.Usagef("the task is %d bytes; at most %d are accepted (put long input in a file and name it)", len(text), MaxTaskText)
 	}
 	if strings.ContainsRune(text, 0) {
-		return schema.Task{}, usageErr("the task contains a NUL byte, which cannot be typed into a pane; remove it")
+		return schema.Task{}, api.Usagef("the task contains a NUL byte, which cannot be typed into a pane; remove it")
 	}
 	w, err := s.resolvePane(to)
 	if err != nil {
@@ -61,9 +61,9 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 	}
 	switch {
 	case w.cfg.Role == topology.RoleMaster:
-		return schema.Task{}, usageErr("%s is a master; tasks go to workers", w.cfg.ID)
+		return schema.Task{}, api.Usagef("%s is a master; tasks go to workers", w.cfg.ID)
 	case !topology.Tracked(w.cfg.Role):
-		return schema.Task{}, usageErr("%s is untracked (role %q): tasks go to workers, whose completion is tracked; create it with --role worker", w.cfg.ID, w.cfg.Role)
+		return schema.Task{}, api.Usagef("%s is untracked (role %q): tasks go to workers, whose completion is tracked; create it with --role worker", w.cfg.ID, w.cfg.Role)
 	}
 	if from == "" {
 		from = userSender
@@ -76,10 +76,10 @@ func (s *Supervisor) Dispatch(ctx context.Context, from, to, text string) (schem
 			return schema.Task{}, err
 		}
 		if m.cfg.ID == w.cfg.ID {
-			return schema.Task{}, usageErr("a pane cannot dispatch a task to itself")
+			return schema.Task{}, api.Usagef("a pane cannot dispatch a task to itself")
 		}
 		if m.cfg.Role != topology.RoleMaster {
-			return schema.Task{}, usageErr("--from %s is not a master (role %q)", m.cfg.ID, m.cfg.Role)
+			return schema.Task{}, api.Usagef("--from %s is not a master (role %q)", m.cfg.ID, m.cfg.Role)
 		}
 		from = m.cfg.ID
 	}
@@ -150,7 +150,7 @@ func remoteEntry(r schema.Pane) *entry {
 func (s *Supervisor) localPane(ref string) (*entry, error) {
 	e, err := s.resolvePane(ref)
 	if err == nil && e.elsewhere != "" {
-		return nil, failedErr("pane %s runs on node %s: name it by id (%s) so that the request goes to its node", e.cfg.ID, e.elsewhere, e.cfg.ID)
+		return nil, api.Failedf("pane %s runs on node %s: name it by id (%s) so that the request goes to its node", e.cfg.ID, e.elsewhere, e.cfg.ID)
 	}
 	return e, err
 }
@@ -171,7 +171,7 @@ func (s *Supervisor) CancelTask(ctx context.Context, id int64) (schema.Task, err
 		return t, err
 	}
 	if schema.Terminal(t.Status) {
-		return t, failedErr("task %d is already %s", id, t.Status)
+		return t, api.Failedf("task %d is already %s", id, t.Status)
 	}
 	// The outbox lets go of a cancelled delivered task: a cicy worker's
 	// running turn is cancelled.

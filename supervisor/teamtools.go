@@ -85,7 +85,7 @@ func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.
 		return api.TeamToolResult{}, err
 	}
 	if m.cfg.Role != topology.RoleMaster {
-		return api.TeamToolResult{}, usageErr("%s is not a master (role %q): the team tools are a master's, for leading its workers", m.cfg.ID, m.cfg.Role)
+		return api.TeamToolResult{}, api.Usagef("%s is not a master (role %q): the team tools are a master's, for leading its workers", m.cfg.ID, m.cfg.Role)
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
@@ -98,7 +98,7 @@ func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.
 	case slices.ContainsFunc(t.Defs(), func(d wire.Tool) bool { return d.Name == name }):
 		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
 	default:
-		return res, usageErr("no team tool %q; they are dispatch, workers, task_status, diff, merge and wait", name)
+		return res, api.Usagef("no team tool %q; they are dispatch, workers, task_status, diff, merge and wait", name)
 	}
 	return res, nil
 }

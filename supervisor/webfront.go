@@ -102,10 +102,10 @@ func (f *webFront) start(ctx context.Context, w Web) (api.WebStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.pages == nil {
-		return api.WebStatus{}, failedErr("this build of cicy-agent has no web page")
+		return api.WebStatus{}, api.Failedf("this build of cicy-agent has no web page")
 	}
 	if f.api == nil {
-		return api.WebStatus{}, failedErr("the supervisor is still starting: try again")
+		return api.WebStatus{}, api.Failedf("the supervisor is still starting: try again")
 	}
 	if f.ln != nil && (w == Web{} || w == f.on) {
 		return f.statusLocked(), nil
@@ -174,7 +174,7 @@ func (f *webFront) listen(ctx context.Context, w Web) (*web.Listener, error) {
 		ln, err = web.Open(f.home.Root, l)
 	}
 	if errors.Is(err, web.ErrNeedsTLS) {
-		return nil, usageErr("%s", err.Error())
+		return nil, api.Usagef("%s", err.Error())
 	}
 	return ln, err
 }
@@ -239,7 +239,7 @@ func (f *webFront) link(ttl time.Duration) (api.WebLink, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ln == nil {
-		return api.WebLink{}, failedErr("the web page is not served: run 'cicy-agent web'")
+		return api.WebLink{}, api.Failedf("the web page is not served: run 'cicy-agent web'")
 	}
 	tok, exp := f.srv.NewLinkUntil(ttl)
 	return api.WebLink{URL: f.ln.URL + "/login?t=" + url.QueryEscape(tok), Fingerprint: f.ln.Fingerprint, Expires: exp}, nil
@@ -295,7 +295,7 @@ func (a *handler) webRoutes(mux *http.ServeMux) {
 			return
 		}
 		if (req.TLSCert == "") != (req.TLSKey == "") {
-			writeErr(w, usageErr("--tls-cert and --tls-key go together"))
+			writeErr(w, api.Usagef("--tls-cert and --tls-key go together"))
 			return
 		}
 		out, err := f.start(r.Context(), Web{Addr: req.Listen, CertFile: req.TLSCert, KeyFile: req.TLSKey, TLS: req.TLS})

@@ -66,11 +66,11 @@ func (c *Cluster) Forward(next http.Handler) http.Handler {
 			return
 		}
 		if from := r.Header.Get(forwardedHeader); from != "" {
-			writeErr(w, failedErr("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, c.node, from))
+			writeErr(w, api.Failedf("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, c.node, from))
 			return
 		}
 		if rest == "attach" {
-			writeErr(w, failedErr("%s", c.attachHint(rm)))
+			writeErr(w, api.Failedf("%s", c.attachHint(rm)))
 			return
 		}
 		c.proxy(w, r, rm.node, "pane "+rm.row.ID+" (on node "+rm.row.Node+")")
@@ -82,7 +82,7 @@ func (c *Cluster) Forward(next http.Handler) http.Handler {
 func (c *Cluster) createOn(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
 	if err != nil {
-		writeErr(w, usageErr("bad request body: %v", err))
+		writeErr(w, api.Usagef("bad request body: %v", err))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -95,12 +95,12 @@ func (c *Cluster) createOn(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	if from := r.Header.Get(forwardedHeader); from != "" {
-		writeErr(w, failedErr("node %s was asked by node %s to create a pane on node %s", c.node, from, req.Node))
+		writeErr(w, api.Failedf("node %s was asked by node %s to create a pane on node %s", c.node, from, req.Node))
 		return
 	}
 	n, ok := c.nodeNamed(req.Node)
 	if !ok {
-		writeErr(w, usageErr("--node %s: no such node (see 'cicy-agent nodes')", req.Node))
+		writeErr(w, api.Usagef("--node %s: no such node (see 'cicy-agent nodes')", req.Node))
 		return
 	}
 	c.proxy(w, r, n, "a new pane for node "+n.Name)
@@ -154,7 +154,7 @@ func shellQuote(s string) string {
 // cannot.
 func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, what string) {
 	if why := c.cannotReach(n, time.Now()); why != "" {
-		writeErr(w, failedErr("%s: node %s cannot be reached: %s", what, n.Name, why))
+		writeErr(w, api.Failedf("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
 	}
 	plain := plainCall(r)
@@ -206,14 +206,14 @@ func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		FlushInterval: -1, // streams (preview, events) pass line by line
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if lost.Load() {
-				writeErr(w, failedErr("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
+				writeErr(w, api.Failedf("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
 				return
 			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client went away
 			}
 			c.log.WithError(err).WithField("peer", n.Name).Warn("Could not forward a request to the other node")
-			writeErr(w, failedErr("%s: node %s does not answer at %s: %v", what, n.Name, n.Addr, err))
+			writeErr(w, api.Failedf("%s: node %s does not answer at %s: %v", what, n.Name, n.Addr, err))
 		},
 	}
 	rp.ServeHTTP(w, r)
@@ -255,7 +255,7 @@ func DropLate(next http.Handler, log *logrus.Entry) http.Handler {
 		}
 		d, ok := callerDeadline(r)
 		if !ok {
-			writeErr(w, usageErr("the %s header %q is not a time in RFC 3339 form", api.DeadlineHeader, v))
+			writeErr(w, api.Usagef("the %s header %q is not a time in RFC 3339 form", api.DeadlineHeader, v))
 			return
 		}
 		if err := lateErr(d, time.Now()); err != nil {
@@ -287,7 +287,7 @@ func lateErr(deadline, now time.Time) *api.Error {
 	if !now.After(deadline) {
 		return nil
 	}
-	return failedErr("nothing was done: this request was read %s after its caller stopped waiting for it (at %s) — a node that was stopped, or the machines' clocks differ (keep them in sync with NTP)",
+	return api.Failedf("nothing was done: this request was read %s after its caller stopped waiting for it (at %s) — a node that was stopped, or the machines' clocks differ (keep them in sync with NTP)",
 		now.Sub(deadline).Round(time.Millisecond), deadline.Local().Format("15:04:05.000"))
 }
 

@@ -41,7 +41,7 @@ func (l Listen) Open(log *logrus.Entry) (net.Listener, error) {
 		return nil, nil
 	}
 	if len(l.Token) < MinClusterToken {
-		return nil, usageErr("the cluster API (--listen %s) needs a cluster secret of at least %d characters (CICY_CLUSTER_TOKEN or --cluster-token-file)", l.Addr, MinClusterToken)
+		return nil, api.Usagef("the cluster API (--listen %s) needs a cluster secret of at least %d characters (CICY_CLUSTER_TOKEN or --cluster-token-file)", l.Addr, MinClusterToken)
 	}
 	var conf *tls.Config
 	if l.CertFile != "" || l.KeyFile != "" {

@@ -2,7 +2,6 @@ package gitwork
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync/atomic"
 
@@ -110,17 +109,3 @@ type Seen struct{ p atomic.Pointer[workRead] }
 
 // Forget drops what was read: the next look reads git again.
 func (s *Seen) Forget() { s.p.Store(nil) }
-
-// The API's errors, as the supervisor's handlers build them.
-
-func usageErr(format string, a ...any) *api.Error {
-	return &api.Error{Kind: api.KindUsage, Message: fmt.Sprintf(format, a...)}
-}
-
-func notFoundErr(id string) *api.Error {
-	return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", id)}
-}
-
-func failedErr(format string, a ...any) *api.Error {
-	return &api.Error{Kind: api.KindFailed, Message: fmt.Sprintf(format, a...)}
-}

@@ -58,7 +58,7 @@ func (c *fakeCore) Workspace(ref string) (string, bool) {
 
 func (c *fakeCore) ID(ref string) (string, error) {
 	if _, ok := c.Pane(ref); !ok {
-		return "", notFoundErr(ref)
+		return "", api.PaneNotFound(ref)
 	}
 	return ref, nil
 }

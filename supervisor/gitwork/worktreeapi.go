@@ -34,7 +34,7 @@ func (k *Keeper) Resolve(ctx context.Context, target string) (Target, error) {
 			return Target{}, err
 		}
 		if t.Branch == "" {
-			return Target{}, usageErr("task %d left no change on a worktree (%s; its worker %s runs in none, or the task did not end done)", n, t.Status, t.To)
+			return Target{}, api.Usagef("task %d left no change on a worktree (%s; its worker %s runs in none, or the task did not end done)", n, t.Status, t.To)
 		}
 		w, err := k.paneWorktree(ctx, t.To)
 		if err != nil {
@@ -59,7 +59,7 @@ func (k *Keeper) Resolve(ctx context.Context, target string) (Target, error) {
 	}
 	head, err := k.Git.Rev(ctx, w.Repo, "refs/heads/"+w.Branch)
 	if err != nil || head == "" {
-		return Target{}, failedErr("the branch %s of %s is gone from %s", w.Branch, id, w.Repo)
+		return Target{}, api.Failedf("the branch %s of %s is gone from %s", w.Branch, id, w.Repo)
 	}
 	return Target{Pane: id, w: w, head: head}, nil
 }
@@ -71,7 +71,7 @@ func (k *Keeper) paneWorktree(ctx context.Context, id string) (worktree.Worktree
 	if p, found := k.panes.Pane(id); found {
 		w, ok := Of(p.Config)
 		if !ok {
-			return w, usageErr("pane %s runs in no worktree (create a worker with --worktree)", id)
+			return w, api.Usagef("pane %s runs in no worktree (create a worker with --worktree)", id)
 		}
 		return w, nil
 	}
@@ -81,9 +81,9 @@ func (k *Keeper) paneWorktree(ctx context.Context, id string) (worktree.Worktree
 		}
 	}
 	if node, ok := k.panes.Elsewhere(ctx, id); ok {
-		return worktree.Worktree{}, usageErr("%s runs on node %s: its worktree is on that machine; run diff and merge with that node's supervisor", id, node)
+		return worktree.Worktree{}, api.Usagef("%s runs on node %s: its worktree is on that machine; run diff and merge with that node's supervisor", id, node)
 	}
-	return worktree.Worktree{}, notFoundErr(id)
+	return worktree.Worktree{}, api.PaneNotFound(id)
 }
 
 // branchWorktree is the worktree of the home's worker branch b, kept or
@@ -107,16 +107,16 @@ func (k *Keeper) Diff(ctx context.Context, target string, stat bool) (api.DiffRe
 	base := wt.base
 	if base == "" {
 		if base, err = k.Git.ForkPoint(ctx, wt.w.Repo, wt.w.Target, wt.head); err != nil {
-			return api.DiffResult{}, failedErr("%s and %s share no history: %v", wt.w.Branch, wt.w.Target, err)
+			return api.DiffResult{}, api.Failedf("%s and %s share no history: %v", wt.w.Branch, wt.w.Target, err)
 		}
 	}
 	c, err := k.Git.Stat(ctx, wt.w.Repo, base, wt.head)
 	if err != nil {
-		return api.DiffResult{}, failedErr("%v", err)
+		return api.DiffResult{}, api.Failedf("%v", err)
 	}
 	text, err := k.Git.Diff(ctx, wt.w.Repo, base, wt.head, stat)
 	if err != nil {
-		return api.DiffResult{}, failedErr("%v", err)
+		return api.DiffResult{}, api.Failedf("%v", err)
 	}
 	c.Branch = wt.w.Branch
 	res := api.DiffResult{Work: apiWork(c), Diff: text}
@@ -243,7 +243,7 @@ func (k *Keeper) rewritten(ctx context.Context, wt Target, into string) []string
 // sendBack makes a merge's conflict a task for the worker that made it.
 func (k *Keeper) sendBack(ctx context.Context, req api.MergeRequest, wt Target, res api.MergeResult) (api.MergeResult, error) {
 	if p, found := k.panes.Pane(wt.Pane); found && panetype.RunsShellTasks(p.Config.Type) {
-		return res, usageErr("the merge of %s into %s conflicts in %s, and %s runs its tasks as shell commands, so it cannot be sent back; resolve it in %s (git rebase %s), then merge again",
+		return res, api.Usagef("the merge of %s into %s conflicts in %s, and %s runs its tasks as shell commands, so it cannot be sent back; resolve it in %s (git rebase %s), then merge again",
 			wt.w.Branch, res.Into, strings.Join(res.Conflicts, ", "), wt.Pane, wt.w.Path, res.Into)
 	}
 	text := fmt.Sprintf("rebase %s on %s and resolve: %s\n\n(Merging %s into %s conflicts in those files. In your worktree run `git rebase %s`, resolve each conflict, `git add` the files and `git rebase --continue`; leave the result committed or not, it is recorded when you are done.)",
@@ -261,17 +261,17 @@ func mergeErr(err error, repo string) error {
 	var untracked *worktree.UntrackedError
 	switch {
 	case errors.As(err, &untracked):
-		return usageErr("%v; nothing was changed: move or remove them, then merge again", untracked)
+		return api.Usagef("%v; nothing was changed: move or remove them, then merge again", untracked)
 	case errors.Is(err, worktree.ErrDirty):
-		return usageErr("the master's checkout %s has uncommitted changes; commit or stash them, then merge again", strings.TrimSuffix(err.Error(), ": "+worktree.ErrDirty.Error()))
+		return api.Usagef("the master's checkout %s has uncommitted changes; commit or stash them, then merge again", strings.TrimSuffix(err.Error(), ": "+worktree.ErrDirty.Error()))
 	case errors.Is(err, worktree.ErrDetached):
-		return usageErr("the checkout %s has a detached HEAD; name the branch to merge into with --into", repo)
+		return api.Usagef("the checkout %s has a detached HEAD; name the branch to merge into with --into", repo)
 	case errors.Is(err, worktree.ErrMoved):
-		return failedErr("%v; nothing was changed, merge again", err)
+		return api.Failedf("%v; nothing was changed, merge again", err)
 	case errors.Is(err, worktree.ErrNoGit):
-		return failedErr("merging needs git, which is not on PATH")
+		return api.Failedf("merging needs git, which is not on PATH")
 	}
-	return failedErr("%v", err)
+	return api.Failedf("%v", err)
 }
 
 // forgetWork drops what ls shows of every worktree: a merge moved the

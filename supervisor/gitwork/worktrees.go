@@ -77,7 +77,7 @@ func (k *Keeper) ForCreate(ctx context.Context, req api.CreateRequest) (*PaneWor
 		}
 	}
 	if dir == "" {
-		return nil, usageErr("--worktree needs the repository to branch from: name it with --workspace, or give the pane a --master whose workspace is in one")
+		return nil, api.Usagef("--worktree needs the repository to branch from: name it with --workspace, or give the pane a --master whose workspace is in one")
 	}
 	w, err := k.Git.Resolve(ctx, dir)
 	if err != nil {
@@ -85,7 +85,7 @@ func (k *Keeper) ForCreate(ctx context.Context, req api.CreateRequest) (*PaneWor
 	}
 	tag, err := k.Tag()
 	if err != nil {
-		return nil, failedErr("--worktree: %v", err)
+		return nil, api.Failedf("--worktree: %v", err)
 	}
 	return &PaneWorktree{Repo: w.Repo, Target: w.Target, Base: w.Base, Tag: tag}, nil
 }
@@ -163,19 +163,19 @@ func (k *Keeper) workspacesDir() string {
 func worktreeErr(err error, dir string) error {
 	switch {
 	case errors.Is(err, worktree.ErrNoGit):
-		return failedErr("--worktree needs git, which is not on PATH; install git")
+		return api.Failedf("--worktree needs git, which is not on PATH; install git")
 	case errors.Is(err, worktree.ErrBare):
-		return usageErr("--worktree: %s is a bare repository; name a checkout of it with --workspace", dir)
+		return api.Usagef("--worktree: %s is a bare repository; name a checkout of it with --workspace", dir)
 	case errors.Is(err, worktree.ErrNotRepo):
-		return usageErr("--worktree: %s is not in a git repository; run git init there, or name a repository with --workspace", dir)
+		return api.Usagef("--worktree: %s is not in a git repository; run git init there, or name a repository with --workspace", dir)
 	case errors.Is(err, worktree.ErrDetached):
-		return usageErr("--worktree: the repository at %s has a detached HEAD; check out the branch the workers should start from (git switch <branch>)", dir)
+		return api.Usagef("--worktree: the repository at %s has a detached HEAD; check out the branch the workers should start from (git switch <branch>)", dir)
 	case errors.Is(err, worktree.ErrNoCommit):
-		return usageErr("--worktree: the repository at %s has no commit yet; commit once, then create the pane", dir)
+		return api.Usagef("--worktree: the repository at %s has no commit yet; commit once, then create the pane", dir)
 	case errors.Is(err, worktree.ErrBranchUse):
-		return usageErr("--worktree: the branch %s exists in %s and is not this pane's worktree; rename or delete it (git branch -m …)", strings.TrimSuffix(err.Error(), ": "+worktree.ErrBranchUse.Error()), dir)
+		return api.Usagef("--worktree: the branch %s exists in %s and is not this pane's worktree; rename or delete it (git branch -m …)", strings.TrimSuffix(err.Error(), ": "+worktree.ErrBranchUse.Error()), dir)
 	}
-	return failedErr("--worktree: %v", err)
+	return api.Failedf("--worktree: %v", err)
 }
 
 // GuidanceFile is where the guidance file of a pane of type typ is: its

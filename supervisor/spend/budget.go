@@ -467,7 +467,7 @@ func (a *Accounts) SetBudget(ctx context.Context, ref string, req api.BudgetRequ
 		return api.Budget{}, err
 	}
 	if err := a.store.SetPaneBudget(ctx, p.ID, val); errors.Is(err, schema.ErrNotFound) {
-		return api.Budget{}, notFoundErr(p.ID) // killed meanwhile
+		return api.Budget{}, api.PaneNotFound(p.ID) // killed meanwhile
 	} else if err != nil {
 		return api.Budget{}, err
 	}
@@ -548,9 +548,4 @@ func (b budgeted) Stream(ctx context.Context, req *wire.Request, onEvent func(wi
 	}
 	defer release()
 	return b.Provider.Stream(ctx, req, onEvent)
-}
-
-// notFoundErr is the API's error for a pane that is not there (any more).
-func notFoundErr(id string) *api.Error {
-	return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s (see 'cicy-agent ls')", id)}
 }

@@ -43,7 +43,7 @@ func (r *registry) Local(ref string) (Pane, error) {
 			return p, nil
 		}
 	}
-	return Pane{}, notFoundErr(ref)
+	return Pane{}, api.PaneNotFound(ref)
 }
 
 func (r *registry) Resolve(ref string) (Pane, error) { return r.Local(ref) }

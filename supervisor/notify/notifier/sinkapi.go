@@ -77,19 +77,9 @@ func (n *Notifier) Routes(mux *http.ServeMux, decode func(*http.Request, any) er
 // ready refuses the API of a home without notifications.
 func (n *Notifier) ready() error {
 	if n == nil {
-		return failedErr("%v", errNoNotify)
+		return api.Failedf("%v", errNoNotify)
 	}
 	return nil
-}
-
-// usageErr and failedErr are the API's errors of a bad request and of a
-// refusal (400 and 409).
-func usageErr(format string, a ...any) *api.Error {
-	return &api.Error{Kind: api.KindUsage, Message: fmt.Sprintf(format, a...)}
-}
-
-func failedErr(format string, a ...any) *api.Error {
-	return &api.Error{Kind: api.KindFailed, Message: fmt.Sprintf(format, a...)}
 }
 
 // Sinks lists the sinks, their secrets masked, with what they did.
@@ -167,7 +157,7 @@ func (n *Notifier) AddSink(ctx context.Context, req api.NotifyAddRequest) (api.N
 		err = n.store.AddNotifySink(ctx, row)
 	}
 	if errors.Is(err, schema.ErrExists) {
-		return api.NotifySink{}, usageErr("there is a sink named %s already ('cicy-agent notify rm %s' removes it)", sink.Name, sink.Name)
+		return api.NotifySink{}, api.Usagef("there is a sink named %s already ('cicy-agent notify rm %s' removes it)", sink.Name, sink.Name)
 	}
 	if err != nil {
 		return api.NotifySink{}, err
@@ -188,29 +178,29 @@ func (n *Notifier) AddSink(ctx context.Context, req api.NotifyAddRequest) (api.N
 // sinkOf is the sink a request adds, its secret read and all checked.
 func (n *Notifier) sinkOf(req api.NotifyAddRequest) (notify.Sink, error) {
 	if req.Secret != "" && req.SecretEnv != "" {
-		return notify.Sink{}, usageErr("give the secret in a file or a variable, not both")
+		return notify.Sink{}, api.Usagef("give the secret in a file or a variable, not both")
 	}
 	sink := notify.Sink{Name: req.Name, Type: req.Type, URL: req.URL, Chat: req.Chat, Events: req.Events, Secret: strings.TrimSpace(req.Secret)}
 	if req.SecretEnv != "" {
 		if !validEnvName(req.SecretEnv) {
-			return sink, usageErr("%q is not a variable name", req.SecretEnv)
+			return sink, api.Usagef("%q is not a variable name", req.SecretEnv)
 		}
 		sink.Secret = strings.TrimSpace(n.cfg.Getenv(req.SecretEnv))
 		if sink.Secret == "" {
-			return sink, usageErr("the variable %s is not set in the supervisor's environment (set it where the supervisor starts, e.g. the service's service.env)", req.SecretEnv)
+			return sink, api.Usagef("the variable %s is not set in the supervisor's environment (set it where the supervisor starts, e.g. the service's service.env)", req.SecretEnv)
 		}
 	}
 	if sink.Type == notify.TypeSlack {
 		if sink.URL != "" {
-			return sink, usageErr("a Slack webhook's URL is its secret: put it in a file (--secret-file) or a variable (--secret-env), not --url")
+			return sink, api.Usagef("a Slack webhook's URL is its secret: put it in a file (--secret-file) or a variable (--secret-env), not --url")
 		}
 		sink.URL = sink.Secret
 	}
 	if topology.SinkNeedsSecret(sink.Type) && sink.Secret == "" {
-		return sink, usageErr("a %s sink needs a secret: --secret-file FILE (readable by you only) or --secret-env NAME (a variable of the supervisor's environment)", sink.Type)
+		return sink, api.Usagef("a %s sink needs a secret: --secret-file FILE (readable by you only) or --secret-env NAME (a variable of the supervisor's environment)", sink.Type)
 	}
 	if err := sink.Validate(); err != nil {
-		return sink, usageErr("%v", err)
+		return sink, api.Usagef("%v", err)
 	}
 	return sink, nil
 }
@@ -273,7 +263,7 @@ func (n *Notifier) TestSink(ctx context.Context, name string) (api.NotifyTestRes
 		return api.NotifyTestResult{}, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no sink %s (see 'cicy-agent notify ls')", name)}
 	}
 	if r.missing != "" {
-		return api.NotifyTestResult{}, failedErr("sink %s cannot send from here: %s", name, r.missing)
+		return api.NotifyTestResult{}, api.Failedf("sink %s cannot send from here: %s", name, r.missing)
 	}
 	ev := notify.Event{ID: newEventID(), Event: notify.EventTest, Kind: notify.EventTest, Text: "a test from cicy-agent: this sink works", Resolve: "cicy-agent notify ls", At: time.Now()}
 	res, err := n.send.Send(ctx, r.sink, ev)
@@ -321,7 +311,7 @@ func (n *Notifier) Mute(ctx context.Context, req api.NotifyMuteRequest) (api.Not
 	case target == "all":
 	case strings.HasPrefix(target, api.TeamRef):
 		if err := api.CheckTeamName(strings.TrimPrefix(target, api.TeamRef)); err != nil {
-			return api.NotifyMute{}, usageErr("%v", err)
+			return api.NotifyMute{}, api.Usagef("%v", err)
 		}
 	default:
 		id, err := n.team.PaneID(target)
@@ -331,7 +321,7 @@ func (n *Notifier) Mute(ctx context.Context, req api.NotifyMuteRequest) (api.Not
 		target = id
 	}
 	if req.For < 0 {
-		return api.NotifyMute{}, usageErr("--for must be positive")
+		return api.NotifyMute{}, api.Usagef("--for must be positive")
 	}
 	out := api.NotifyMute{Target: target}
 	until := ""
