@@ -55,7 +55,7 @@ func TestWebApprovesRealClaude(t *testing.T) {
 		}
 	}
 	runCicy(t, env, "wait", "1", "--timeout", "120s")
-	if x := runCicy(t, env, "explain", id); !strings.Contains(x, "answer:  approve by web") {
+	if x := runCicy(t, env, "explain", id); !strings.Contains(x, "answer:  approve by browser ") || !strings.Contains(x, "from the web") {
 		t.Errorf("explain does not show the answer from the web:\n%s", x)
 	}
 }
