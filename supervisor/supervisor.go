@@ -109,7 +109,7 @@ type Config struct {
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
 	LedgerRetry time.Duration
-	// Web is where the web page is served (see webfront.go); WebPages
+	// Web is where the web page is served (package web/front); WebPages
 	// makes the page's handler (package web's Pages; nil: no page).
 	Web      Web
 	WebPages PagesFunc
