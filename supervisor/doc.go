@@ -29,7 +29,7 @@
 //	           a token per pane, the real keys added there, usage and cost into the ledger
 //	           (package spend: rows the database refuses wait in memory and are written again),
 //	           budgets held per request (spend.Accounts.Reserve); CLI masters lead through the team tools
-//	           (teamtools.go: dispatch, workers, task_status, diff, merge, and wait), which
+//	           (package teamtools, wired in teamwire.go: dispatch, workers, task_status, diff, merge, and wait), which
 //	           `cicy-agent mcp` serves them over MCP; cicy agents call their provider in process
 //
 //	agents     what differs between the CLI agents is in package cliagent,

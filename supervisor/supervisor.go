@@ -32,6 +32,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
+	"github.com/cicy-ai/cicy-agent/supervisor/teamtools"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -131,7 +132,8 @@ type Supervisor struct {
 	gw        *gateway.Gateway
 	tokens    *paneTokens
 	cl        *cluster.Cluster
-	trees     *gitwork.Keeper // the workers' worktrees (create --worktree), their commits and merges
+	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
+	team      *teamtools.Tools // the masters' team tools
 
 	events *hub
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
@@ -213,6 +215,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	})
 	s.cl = cluster.New(cluster.Config{Node: cfg.Node, Version: cfg.Version, Listen: cfg.Listen, Store: store,
 		Panes: clusterSide{s}, Events: clusterSide{s}, Tasks: s.tasks, Log: cfg.Log})
+	s.team = newTeamTools(s)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
 	s.tmux.RemoveDeadSocket(0) // left by a server that exited
