@@ -22,7 +22,7 @@
 //	           has it typed; the adapter's delivery says when it ended and with what result: a cicy
 //	           turn's reply; a CLI agent's last model answer as the gateway saw it (answers.go),
 //	           else its hook's last message, else its screen; a POSIX shell's exit status and
-//	           output (shelltask.go: each task runs through a small script of ours); 🔔 to the
+//	           output (package shelltask: each task runs through a small script of ours); 🔔 to the
 //	           master the same way
 //
 //	models     CLI agents reach their model through the gateway (package gateway, gateway.go):

@@ -31,6 +31,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
 	"github.com/cicy-ai/cicy-agent/supervisor/teamtools"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -808,7 +809,7 @@ func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, erro
 	}
 	var argv []string
 	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
-	wrap, why := shellWraps(argv)
+	wrap, why := shelltask.Wraps(argv)
 	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrap, why: why, tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
 		scrub: s.scrub.String, gone: make(chan struct{})}, nil
 }
