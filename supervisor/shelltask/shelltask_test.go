@@ -52,20 +52,7 @@ func TestRunInBash(t *testing.T) {
 	if e := r.Look(); e.Started || e.Ended {
 		t.Fatalf("before: %+v", e)
 	}
-	line, err := r.Prepare("cd /\necho out-$PWD secret-key\necho err >&2\nfalse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, bash, "--norc", "--noprofile", "-c", line+"; echo \"after:$PWD\"").CombinedOutput(); err != nil ||
-		!strings.Contains(string(out), "after:/") {
-		t.Fatalf("bash: %v\n%s", err, out)
-	}
-	var e End
-	for e = r.Look(); !(e.Ended && e.Teed) && ctx.Err() == nil; e = r.Look() {
-		time.Sleep(10 * time.Millisecond) // polled with the deadline of ctx
-	}
+	e := sourceInBash(t, bash, r, "cd /\necho out-$PWD secret-key\necho err >&2\nfalse")
 	if !e.Started || !e.Ended || e.Code != 1 || !e.Teed {
 		t.Fatalf("after: %+v", e)
 	}
@@ -89,4 +76,26 @@ func TestRunInBash(t *testing.T) {
 	if old, _ := filepath.Glob(filepath.Join(dir, "task-7.*")); len(old) != 0 {
 		t.Fatalf("the first run's files stay: %v", old)
 	}
+}
+
+// sourceInBash has a bash source the line r's Prepare of text returns,
+// as a worker's shell would (the shell stays in the directory the task
+// went to), and waits for the run's end.
+func sourceInBash(t *testing.T, bash string, r Run, text string) End {
+	t.Helper()
+	line, err := r.Prepare(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, bash, "--norc", "--noprofile", "-c", line+"; echo \"after:$PWD\"").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "after:/") {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	var e End
+	for e = r.Look(); !(e.Ended && e.Teed) && ctx.Err() == nil; e = r.Look() {
+		time.Sleep(10 * time.Millisecond) // polled with the deadline of ctx
+	}
+	return e
 }
