@@ -46,7 +46,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 		Getenv:   s.cfg.Getenv,
 		Scrub:    s.scrub.Bytes,
 		Usage:    usageSink{s},
-		Team:     teamTools{s},
+		Team:     s.team,
 		OnStatus: func(cicy.Status) { s.tasks.PaneChanged(); s.paneChanged(id) },
 		OnWrite:  func(err error) { s.disk.note("the history of "+id, err) },
 		Log:      s.log,

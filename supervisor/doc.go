@@ -22,14 +22,14 @@
 //	           has it typed; the adapter's delivery says when it ended and with what result: a cicy
 //	           turn's reply; a CLI agent's last model answer as the gateway saw it (answers.go),
 //	           else its hook's last message, else its screen; a POSIX shell's exit status and
-//	           output (shelltask.go: each task runs through a small script of ours); 🔔 to the
+//	           output (package shelltask: each task runs through a small script of ours); 🔔 to the
 //	           master the same way
 //
 //	models     CLI agents reach their model through the gateway (package gateway, gateway.go):
 //	           a token per pane, the real keys added there, usage and cost into the ledger
 //	           (package spend: rows the database refuses wait in memory and are written again),
 //	           budgets held per request (spend.Accounts.Reserve); CLI masters lead through the team tools
-//	           (teamtools.go: dispatch, workers, task_status, diff, merge, and wait), which
+//	           (package teamtools, wired in teamwire.go: dispatch, workers, task_status, diff, merge, and wait), which
 //	           `cicy-agent mcp` serves them over MCP; cicy agents call their provider in process
 //
 //	agents     what differs between the CLI agents is in package cliagent,

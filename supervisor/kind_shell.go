@@ -11,19 +11,20 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 )
 
 // shellKind is a shell command in a terminal: busy while its output
 // flows, idle once it is quiet for the settle time. A task is typed into
 // it. When its program is a POSIX shell (wrap), the task runs through a
 // script of ours and ends when the shell says so, with its exit status
-// and whole output (shelltask.go); otherwise it is done once the output
+// and whole output (package shelltask); otherwise it is done once the output
 // after it has been quiet for the settle time.
 type shellKind struct {
 	termKind
 	settle time.Duration
 	wrap   bool
-	why    string              // why it does not wrap its tasks (shellWraps)
+	why    string              // why it does not wrap its tasks (shelltask.Wraps)
 	tasks  string              // the folder of its tasks' files
 	scrub  func(string) string // credentials out of a task's output
 	gone   chan struct{}       // closed when the program is let go of
@@ -76,8 +77,8 @@ const shellVerify = 5 * time.Second
 // the delivery checks shows on the screen.
 func (p *shellKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
 	if p.wrap {
-		run := shellRun{dir: p.tasks, id: t.ID}
-		line, err := run.prepare(t.Text)
+		run := shelltask.Run{Dir: p.tasks, ID: t.ID}
+		line, err := run.Prepare(t.Text)
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +106,8 @@ func (p *shellKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error)
 func (p *shellKind) Recover(t schema.Task, wake func()) outbox.Recovery {
 	at := schema.ParseTime(t.DeliveredAt.String)
 	if p.wrap {
-		run := shellRun{dir: p.tasks, id: t.ID}
-		if !p.proc.Status().Running() && !run.look().ended {
+		run := shelltask.Run{Dir: p.tasks, ID: t.ID}
+		if !p.proc.Status().Running() && !run.Look().Ended {
 			return outbox.Recovery{Verdict: outbox.Lost}
 		}
 		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: p.watch(run, at, wake)}
@@ -120,128 +121,11 @@ func (p *shellKind) Recover(t schema.Task, wake func()) outbox.Recovery {
 
 // watch is the delivery of a run, its files watched until they say it
 // ended.
-func (p *shellKind) watch(run shellRun, at time.Time, wake func()) *shellRunDelivery {
-	d := &shellRunDelivery{p: p.proc, run: run, at: at, scrub: p.scrub, quit: make(chan struct{}), gone: p.gone,
-		ended: func() { p.lastEnd.Store(time.Now().UnixNano()) }}
-	go d.watch(wake)
-	return d
+func (p *shellKind) watch(run shelltask.Run, at time.Time, wake func()) *shelltask.Delivery {
+	return shelltask.Watch(run, p.proc, at, p.scrub, p.gone, func() { p.lastEnd.Store(time.Now().UnixNano()) }, wake)
 }
 
 func (p *shellKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
-
-// shellRunDelivery is a task run by a POSIX shell worker through its
-// script: it ends when the script writes the exit status (or the shell
-// goes, or Ctrl-C stops the script before it could).
-type shellRunDelivery struct {
-	p     terminal
-	run   shellRun
-	at    time.Time
-	scrub func(string) string
-	quit  chan struct{}
-	stop  sync.Once
-	gone  <-chan struct{}
-	ended func() // tells the kind the shell is back at its prompt
-	// Seen by Check (the outbox goroutine only): when the exit status,
-	// and tee's end without one, were first seen.
-	endAt, teedAt time.Time
-}
-
-// watch wakes the outbox each time the run's files change, until the
-// exit status is there, the program is gone, or the task is abandoned.
-// A stat of three files every shellPoll is its whole cost.
-func (d *shellRunDelivery) watch(wake func()) {
-	tick := time.NewTicker(shellPoll)
-	defer tick.Stop()
-	var last shellEnd
-	var endAt time.Time
-	for {
-		select {
-		case <-d.quit:
-			return
-		case <-d.gone:
-			return
-		case <-tick.C:
-		}
-		e := d.run.look()
-		if e != last {
-			last = e
-			wake()
-		}
-		if e.ended && endAt.IsZero() {
-			endAt = time.Now()
-		}
-		// Ended, and tee passed the output on (or had its time to).
-		if (e.ended && (e.teed || time.Since(endAt) > shellTeeWait)) || !d.p.Status().Running() {
-			wake()
-			return
-		}
-	}
-}
-
-func (d *shellRunDelivery) Check(now time.Time) outbox.Progress {
-	e := d.run.look()
-	if e.ended {
-		if d.endAt.IsZero() {
-			d.endAt = now
-		}
-		if !e.teed && now.Before(d.endAt.Add(shellTeeWait)) {
-			return outbox.Progress{Next: d.endAt.Add(shellTeeWait)} // the last output is on its way
-		}
-		d.ended()
-		how := fmt.Sprintf("the worker's shell reported the command's exit status %d", e.code)
-		if e.code == 0 {
-			return outbox.Progress{Ended: true, Result: d.output(), How: how, Source: schema.SourceShell}
-		}
-		return outbox.Progress{Ended: true, Failed: true, Result: d.output(), Error: fmt.Sprintf("exit status %d", e.code), How: how, Source: schema.SourceShell}
-	}
-	if st := d.p.Status(); !st.Running() {
-		return outbox.Progress{Ended: true, Failed: true, Result: d.output(), Error: "the worker's process ended: " + st.Reason, How: "worker exited", Source: schema.SourceShell}
-	}
-	if !e.started {
-		if !now.Before(d.at.Add(shellStartWait)) {
-			return outbox.Progress{Ended: true, Failed: true, How: "delivery not verified", Source: schema.SourceShell,
-				Error: fmt.Sprintf("the worker's shell did not start the typed task within %s (is a program other than the shell in the foreground?)", shellStartWait)}
-		}
-		return outbox.Progress{Next: d.at.Add(shellStartWait)}
-	}
-	if e.teed {
-		if d.teedAt.IsZero() {
-			d.teedAt = now
-		}
-		if !now.Before(d.teedAt.Add(shellInterruptWait)) {
-			return outbox.Progress{Ended: true, Failed: true, Result: d.output(), How: "the command's output ended without an exit status", Source: schema.SourceShell,
-				Error: "the command was interrupted before it ended (no exit status)"}
-		}
-		return outbox.Progress{Next: d.teedAt.Add(shellInterruptWait)}
-	}
-	return outbox.Progress{}
-}
-
-// output is the run's output for the task's result, credentials taken
-// out — of the output file as well, which then holds them no more; a
-// failure to read it is said in its place.
-func (d *shellRunDelivery) output() string {
-	// A file that could not be rewritten (a full disk) is removed with
-	// the task's other files; the result is scrubbed all the same.
-	_ = d.run.scrubOutput(d.scrub)
-	out, err := d.run.output()
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	return d.scrub(out)
-}
-
-// Abandon lets go of the task (cancelled, or its pane stopped): a command
-// still running is interrupted with Ctrl-C, as a person would, so that the
-// worker's shell is free for the next task.
-func (d *shellRunDelivery) Abandon() {
-	d.stop.Do(func() {
-		close(d.quit)
-		if e := d.run.look(); e.started && !e.ended && d.p.Status().Running() {
-			_ = d.p.SendKeys([]byte{0x03}) // a pane gone meanwhile has nothing to interrupt
-		}
-	})
-}
 
 // shellDelivery is a task typed into a shell worker whose program is not
 // a POSIX shell: verified once its first line shows on the screen, done

@@ -9,6 +9,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 )
 
 // BenchmarkShellTaskEnd: from a bash worker's command ending (the time
@@ -35,8 +36,8 @@ func BenchmarkShellTaskEnd(b *testing.B) {
 				if got.Status != schema.TaskDone {
 					b.Fatalf("task %d: %s %s", task.ID, got.Status, got.Error)
 				}
-				run := shellRun{dir: s.cfg.Home.paneDir(p.ID) + "/tasks", id: task.ID}
-				st, err := os.Stat(run.status())
+				run := shelltask.Run{Dir: s.cfg.Home.paneDir(p.ID) + "/tasks", ID: task.ID}
+				st, err := os.Stat(run.StatusFile())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 )
 
 // shellWorker is a bash worker of a supervisor of its own (settle 500 ms).
@@ -106,7 +107,7 @@ func TestShellTaskBadInput(t *testing.T) {
 
 	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
 	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
-		len(got.Result) > shellOutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
+		len(got.Result) > shelltask.OutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
 		!strings.HasPrefix(got.Result, "… (earlier output is not kept") {
 		e, _ := s.get(id)
 		sc, _ := e.kind().Screen()
@@ -115,7 +116,7 @@ func TestShellTaskBadInput(t *testing.T) {
 	}
 
 	// Only the tail is kept on disk.
-	if st, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(id), "tasks", "task-"+strconv.FormatInt(got.ID, 10)+".out")); err != nil || st.Size() > shellOutputMax+1 {
+	if st, err := os.Stat(filepath.Join(s.cfg.Home.paneDir(id), "tasks", "task-"+strconv.FormatInt(got.ID, 10)+".out")); err != nil || st.Size() > shelltask.OutputMax+1 {
 		t.Fatalf("the output file: %v, %v", st, err)
 	}
 
@@ -187,33 +188,6 @@ func checkShellInterrupts(t *testing.T, s *Supervisor, id string) {
 		t.Fatalf("interrupted: %s %q %q", got.Status, got.Error, got.Result)
 	}
 
-}
-
-// TestWrapsTasks: which shell commands run tasks through the script.
-func TestWrapsTasks(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		argv []string
-		want bool
-	}{
-		{[]string{"bash"}, true},
-		{[]string{"/bin/bash", "--norc", "--noprofile"}, true},
-		{[]string{"sh"}, true},
-		{[]string{"zsh", "-f"}, true},
-		{[]string{"dash", "-i"}, true},
-		{[]string{"env", "A=1", "dash"}, true},
-		{[]string{"bash", "--rcfile", "x.rc", "-i"}, true},
-		{[]string{"bash", "-c", "python3"}, false},
-		{[]string{"bash", "-lc", "vi"}, false},
-		{[]string{"sh", "script.sh"}, false},
-		{[]string{"python3"}, false},
-		{[]string{"fish"}, false},
-		{[]string{"cat"}, false},
-	} {
-		if got := wrapsTasks(c.argv); got != c.want {
-			t.Errorf("wrapsTasks(%q) = %v, want %v", c.argv, got, c.want)
-		}
-	}
 }
 
 // TestShellTaskDash: in dash (Debian's sh), a syntax error in a sourced

@@ -31,7 +31,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
+	"github.com/cicy-ai/cicy-agent/supervisor/teamtools"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -109,7 +111,7 @@ type Config struct {
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
 	LedgerRetry time.Duration
-	// Web is where the web page is served (see webfront.go); WebPages
+	// Web is where the web page is served (package web/front); WebPages
 	// makes the page's handler (package web's Pages; nil: no page).
 	Web      Web
 	WebPages PagesFunc
@@ -131,7 +133,8 @@ type Supervisor struct {
 	gw        *gateway.Gateway
 	tokens    *paneTokens
 	cl        *cluster.Cluster
-	trees     *gitwork.Keeper // the workers' worktrees (create --worktree), their commits and merges
+	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
+	team      *teamtools.Tools // the masters' team tools
 
 	events *hub
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
@@ -213,6 +216,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	})
 	s.cl = cluster.New(cluster.Config{Node: cfg.Node, Version: cfg.Version, Listen: cfg.Listen, Store: store,
 		Panes: clusterSide{s}, Events: clusterSide{s}, Tasks: s.tasks, Log: cfg.Log})
+	s.team = newTeamTools(s)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
 	s.tmux.RemoveDeadSocket(0) // left by a server that exited
@@ -805,7 +809,7 @@ func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, erro
 	}
 	var argv []string
 	_ = json.Unmarshal([]byte(e.cfg.Command), &argv) // stored by Create from a list
-	wrap, why := shellWraps(argv)
+	wrap, why := shelltask.Wraps(argv)
 	return &shellKind{termKind: term, settle: s.cfg.Settle, wrap: wrap, why: why, tasks: filepath.Join(s.cfg.Home.paneDir(e.cfg.ID), "tasks"),
 		scrub: s.scrub.String, gone: make(chan struct{})}, nil
 }

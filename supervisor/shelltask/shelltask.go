@@ -1,4 +1,4 @@
-package supervisor
+package shelltask
 
 import (
 	"errors"
@@ -18,42 +18,19 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
-// A shell worker whose program is a POSIX shell runs each task through a
-// small script of ours, so that the task's end, exit status and whole
-// output come from the shell itself, not from its screen going quiet
-// (docs/panes-and-tasks.md, "Tasks of a shell worker"). The pane's shell sources the script, which
-//
-//   - marks the task started,
-//   - runs the task's text — a file of its own, sourced in the shell
-//     itself, so `cd` and variables stay as if typed — with its output and
-//     errors going through a FIFO to tee, which shows them on the pane and
-//     keeps them in a file,
-//   - writes the exit status to a file once the task ends (tee marks its
-//     own end: output a background child of the task keeps writing is not
-//     waited for long).
-//
-// All of it lives in the pane's folder under the home (tasks/), mode 0600
-// in a 0700 folder; a task's files are removed when the pane's next task
-// starts or the pane is killed.
-
-// shellOutputMax is how much of a task's output its result keeps: the
+// OutputMax is how much of a task's output its result keeps: the
 // tail, with a note of what was left out.
-const shellOutputMax = 64 << 10
+const OutputMax = 64 << 10
 
 // posixShells are the programs a shell worker's task is wrapped for.
 var posixShells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh"}
 
-// wrapsTasks reports whether a shell pane's command is an interactive
-// POSIX shell: the program (after an `env NAME=value …` prefix) is a known
-// POSIX shell given options only — no script to run, no -c command.
-func wrapsTasks(argv []string) bool {
-	ok, _ := shellWraps(argv)
-	return ok
-}
-
-// shellWraps is wrapsTasks, and when it is false, why (the end of a
-// sentence "a task ends when its output is quiet, because …").
-func shellWraps(argv []string) (bool, string) {
+// Wraps reports whether a shell pane's command is an interactive POSIX
+// shell, whose tasks are run through a script of ours: the program (after
+// an `env NAME=value …` prefix) is a known POSIX shell given options only
+// — no script to run, no -c command. When it is not, it says why (the end
+// of a sentence "a task ends when its output is quiet, because …").
+func Wraps(argv []string) (bool, string) {
 	if len(argv) > 0 && filepath.Base(argv[0]) == "env" {
 		argv = argv[1:]
 		for len(argv) > 0 && (strings.Contains(argv[0], "=") || strings.HasPrefix(argv[0], "-")) {
@@ -88,33 +65,35 @@ func optionsOnly(args []string) bool {
 	return true
 }
 
-// shellRun is one task's files in a pane's tasks folder.
-type shellRun struct {
-	dir string
-	id  int64
+// Run is one task's files in a pane's tasks folder (Dir).
+type Run struct {
+	Dir string
+	ID  int64
 }
 
-func (r shellRun) file(ext string) string {
-	return filepath.Join(r.dir, "task-"+strconv.FormatInt(r.id, 10)+"."+ext)
+func (r Run) file(ext string) string {
+	return filepath.Join(r.Dir, "task-"+strconv.FormatInt(r.ID, 10)+"."+ext)
 }
 
 // The files of a run.
-func (r shellRun) script() string  { return r.file("sh") }
-func (r shellRun) text() string    { return r.file("task") }
-func (r shellRun) fifo() string    { return r.file("fifo") }
-func (r shellRun) out() string     { return r.file("out") }
-func (r shellRun) started() string { return r.file("started") }
-func (r shellRun) status() string  { return r.file("status") }
-func (r shellRun) teed() string    { return r.file("teed") }
-func (r shellRun) ready() string   { return r.file("ready") }
+func (r Run) script() string  { return r.file("sh") }
+func (r Run) text() string    { return r.file("task") }
+func (r Run) fifo() string    { return r.file("fifo") }
+func (r Run) out() string     { return r.file("out") }
+func (r Run) started() string { return r.file("started") }
+func (r Run) teed() string    { return r.file("teed") }
+func (r Run) ready() string   { return r.file("ready") }
 
-// prepare clears the folder of earlier tasks' files and writes this
+// StatusFile is where the shell writes the task's exit status.
+func (r Run) StatusFile() string { return r.file("status") }
+
+// Prepare clears the folder of earlier tasks' files and writes this
 // task's text and script; it returns the line to type.
-func (r shellRun) prepare(text string) (string, error) {
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+func (r Run) Prepare(text string) (string, error) {
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return "", fmt.Errorf("create the task folder: %w", err)
 	}
-	old, _ := filepath.Glob(filepath.Join(r.dir, "task-*"))
+	old, _ := filepath.Glob(filepath.Join(r.Dir, "task-*"))
 	for _, f := range old {
 		_ = os.Remove(f)
 	}
@@ -137,7 +116,7 @@ func (r shellRun) prepare(text string) (string, error) {
 	}
 	q := cliagent.ShellQuote
 	var b strings.Builder
-	fmt.Fprintf(&b, "# cicy-agent: task %d, sourced by the worker's shell (its text is %s)\n", r.id, filepath.Base(r.text()))
+	fmt.Fprintf(&b, "# cicy-agent: task %d, sourced by the worker's shell (its text is %s)\n", r.ID, filepath.Base(r.text()))
 	fmt.Fprintf(&b, ": >| %s\n", q(r.started()))
 	fmt.Fprintf(&b, "%s -f %s %s && %s -m 600 %s || return 125\n", tools["rm"], q(r.fifo()), q(r.ready()), tools["mkfifo"], q(r.fifo()))
 	// For the run, fd 8 holds the FIFO open read-write, so that no open
@@ -152,13 +131,13 @@ func (r shellRun) prepare(text string) (string, error) {
 	// output's tail is kept on disk (tail -c): a noisy command never
 	// fills it; one byte more than a result keeps tells a cut.
 	fmt.Fprintf(&b, "{\n( ( trap '' INT QUIT; exec 0<%s 8<&-; : >| %s; %s /dev/fd/2 | %s -c %d >| %s; : >| %s ) & )\n",
-		q(r.fifo()), q(r.ready()), tools["tee"], tools["tail"], shellOutputMax+1, q(r.out()), q(r.teed()))
+		q(r.fifo()), q(r.ready()), tools["tee"], tools["tail"], OutputMax+1, q(r.out()), q(r.teed()))
 	// dash aborts the whole line on a syntax error in a file `.` reads,
 	// unless through `command .`; zsh's `command` runs programs only.
 	fmt.Fprintf(&b, "{ if [ -n \"${ZSH_VERSION-}\" ]; then . %s; else command . %s; fi\n} 1>%s 2>&1 8<&-\n", q(r.text()), q(r.text()), q(r.fifo()))
 	// The status is one small write: a reader sees the file empty (not
 	// yet) or whole.
-	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" >| %s\n", q(r.status()))
+	fmt.Fprintf(&b, "printf '%%s\\n' \"$?\" >| %s\n", q(r.StatusFile()))
 	fmt.Fprintf(&b, "__cicy_wait=0\nwhile [ ! -e %s ] && [ \"$__cicy_wait\" -lt 300 ]; do %s 0.01 2>/dev/null || %s 1; __cicy_wait=$((__cicy_wait + 1)); done\nunset __cicy_wait\n",
 		q(r.ready()), tools["sleep"], tools["sleep"])
 	fmt.Fprintf(&b, "} 8<>%s\n", q(r.fifo()))
@@ -169,22 +148,22 @@ func (r shellRun) prepare(text string) (string, error) {
 	return " . " + q(r.script()), nil
 }
 
-// shellEnd is what a run's files say.
-type shellEnd struct {
-	started bool
-	ended   bool // the exit status is there
-	code    int
-	teed    bool // tee has passed on the last output
+// End is what a run's files say.
+type End struct {
+	Started bool
+	Ended   bool // the exit status is there
+	Code    int
+	Teed    bool // tee has passed on the last output
 }
 
-// look reads the run's marker files.
-func (r shellRun) look() shellEnd {
-	var e shellEnd
+// Look reads the run's marker files.
+func (r Run) Look() End {
+	var e End
 	_, err := os.Stat(r.started())
-	e.started = err == nil
+	e.Started = err == nil
 	_, err = os.Stat(r.teed())
-	e.teed = err == nil
-	b, err := os.ReadFile(r.status())
+	e.Teed = err == nil
+	b, err := os.ReadFile(r.StatusFile())
 	if err != nil {
 		return e
 	}
@@ -192,14 +171,14 @@ func (r shellRun) look() shellEnd {
 	if err != nil {
 		return e // being written
 	}
-	e.ended, e.code = true, code
+	e.Ended, e.Code = true, code
 	return e
 }
 
 // scrubOutput rewrites the output file without the secrets scrub takes
 // out. tail writes the file once, when the task's output ends, so the
 // raw text is on disk only until the task is seen ending.
-func (r shellRun) scrubOutput(scrub func(string) string) error {
+func (r Run) scrubOutput(scrub func(string) string) error {
 	b, err := os.ReadFile(r.out())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -216,8 +195,8 @@ func (r shellRun) scrubOutput(scrub func(string) string) error {
 }
 
 // output is the run's whole output, its tail when longer than
-// shellOutputMax, as valid UTF-8 without NUL bytes.
-func (r shellRun) output() (string, error) {
+// OutputMax, as valid UTF-8 without NUL bytes.
+func (r Run) output() (string, error) {
 	f, err := os.Open(r.out())
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -230,18 +209,18 @@ func (r shellRun) output() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the task's output: %w", err)
 	}
-	skipped := max(st.Size()-shellOutputMax, 0)
+	skipped := max(st.Size()-OutputMax, 0)
 	if skipped > 0 {
 		if _, err := f.Seek(skipped, io.SeekStart); err != nil {
 			return "", fmt.Errorf("read the task's output: %w", err)
 		}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, shellOutputMax))
+	b, err := io.ReadAll(io.LimitReader(f, OutputMax))
 	if err != nil {
 		return "", fmt.Errorf("read the task's output: %w", err)
 	}
 	s := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", ""), "\uFFFD")
-	if cut := len(s) - shellOutputMax; cut > 0 { // replacement runes are longer than the bytes they replace
+	if cut := len(s) - OutputMax; cut > 0 { // replacement runes are longer than the bytes they replace
 		for cut < len(s) && !utf8.RuneStart(s[cut]) {
 			cut++
 		}
@@ -251,7 +230,7 @@ func (r shellRun) output() (string, error) {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
 			s = s[i+1:] // from a whole line
 		}
-		s = fmt.Sprintf("… (earlier output is not kept: a result holds the last %d KiB)\n", shellOutputMax>>10) + s
+		s = fmt.Sprintf("… (earlier output is not kept: a result holds the last %d KiB)\n", OutputMax>>10) + s
 	}
 	return strings.TrimRight(s, "\n"), nil
 }
@@ -262,12 +241,12 @@ func (r shellRun) output() (string, error) {
 // the task counts as interrupted (Ctrl-C stops the script before it
 // writes the status). The output reaches its file only when tee and tail
 // end, which on a loaded machine took more than 300 ms after the status
-// (a task's result was empty): an ended task waits up to shellTeeWait for
+// (a task's result was empty): an ended task waits up to TeeWait for
 // them; only a task whose background child keeps the output open waits
 // it all.
 const (
-	shellStartWait     = 10 * time.Second
-	shellTeeWait       = 2 * time.Second
-	shellInterruptWait = 2 * time.Second
-	shellPoll          = 10 * time.Millisecond
+	StartWait     = 10 * time.Second
+	TeeWait       = 2 * time.Second
+	InterruptWait = 2 * time.Second
+	Poll          = 10 * time.Millisecond
 )

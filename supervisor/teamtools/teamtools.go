@@ -1,4 +1,4 @@
-package supervisor
+package teamtools
 
 import (
 	"context"
@@ -17,11 +17,62 @@ import (
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
-// teamTools are the team group of a cicy master (see docs/role-templates.md): dispatch,
+// Pane is a pane as the tools see it.
+type Pane struct {
+	ID, Title, Role string
+	// Master is the master it reports to, "" when none.
+	Master string
+}
+
+// Team is the supervisor as the tools ask it.
+type Team interface {
+	// Resolve finds a pane by id or title, this node's or another's.
+	Resolve(ref string) (Pane, error)
+	// Local is this node's pane id, when it has it.
+	Local(id string) (Pane, bool)
+	// List is every pane of the team.
+	List(ctx context.Context) []api.PaneInfo
+	// Dispatch queues a task from a master (or "") to a worker.
+	Dispatch(ctx context.Context, from, to, text string) (schema.Task, error)
+	// Tasks are the tasks from or to pane id.
+	Tasks(ctx context.Context, id string) ([]schema.Task, error)
+	// Task is one task; WaitTask blocks until it ends or ctx does.
+	Task(ctx context.Context, id int64) (schema.Task, error)
+	WaitTask(ctx context.Context, id int64) (schema.Task, error)
+}
+
+// Outbox is what the wait tool needs of the tasks' outbox (outbox.Outbox).
+type Outbox interface {
+	// Await holds back the 🔔 lines of tasks ids until release.
+	Await(ids []int64) (release func())
+	// Told records a task's master saw its end.
+	Told(id int64)
+}
+
+// Work is the workers' git work (gitwork.Keeper) as diff and merge use it.
+type Work interface {
+	// Owner is the worker of a task id or worker target, and the task
+	// when one was named.
+	Owner(ctx context.Context, target string) (pane string, task *schema.Task, err error)
+	Diff(ctx context.Context, target string, stat bool) (api.DiffResult, error)
+	Merge(ctx context.Context, req api.MergeRequest) (api.MergeResult, error)
+}
+
+// Tools are the team group of a cicy master (see docs/role-templates.md): dispatch,
 // workers, task_status. Results of dispatched tasks come back to the
 // master by themselves as 🔔 messages. A CLI master reaches the same tools,
-// and wait besides, through the API (TeamTool) and `cicy-agent mcp`.
-type teamTools struct{ s *Supervisor }
+// and wait besides, through the API (Call) and `cicy-agent mcp`.
+type Tools struct {
+	team  Team
+	tasks Outbox
+	work  Work
+	log   *logrus.Entry
+}
+
+// New makes the tools of a team.
+func New(team Team, tasks Outbox, work Work, log *logrus.Entry) *Tools {
+	return &Tools{team: team, tasks: tasks, work: work, log: log}
+}
 
 // The tool definitions are literals so the request stays byte-stable.
 const (
@@ -41,16 +92,17 @@ const (
 	waitBody           = 2000
 )
 
-// TeamToolDefs are the team tools a CLI master gets (`cicy-agent mcp`):
+// CLIDefs are the team tools a CLI master gets (`cicy-agent mcp`):
 // a cicy master's, and wait. A cicy master does not get wait (its results
 // arrive as 🔔 messages, and its tool list stays byte-stable).
-func TeamToolDefs() []wire.Tool {
-	return append(teamTools{}.Defs(), wire.Tool{Name: "wait",
+func CLIDefs() []wire.Tool {
+	return append(Defs(), wire.Tool{Name: "wait",
 		Description: "Block until the tasks you name have ended, or the timeout passes, and show each one's status and result. Use it when you have nothing else to do; a result you waited for does not come back as a 🔔 message.",
 		InputSchema: json.RawMessage(waitSchema)})
 }
 
-func (teamTools) Defs() []wire.Tool {
+// Defs are a cicy master's team tools.
+func Defs() []wire.Tool {
 	return []wire.Tool{
 		{Name: "dispatch", Description: "Give a task to one of your workers. It is queued until the worker is idle; its result comes back to you as a message starting with 🔔, so do not poll.", InputSchema: json.RawMessage(dispatchSchema)},
 		{Name: "workers", Description: "List your workers with their state and current task.", InputSchema: json.RawMessage(workersSchema)},
@@ -60,7 +112,13 @@ func (teamTools) Defs() []wire.Tool {
 	}
 }
 
-func (t teamTools) Run(ctx context.Context, paneID, name string, input json.RawMessage) (string, bool) {
+// Defs are a cicy master's team tools (cicy.TeamTools).
+func (*Tools) Defs() []wire.Tool { return Defs() }
+
+// Run runs one of a cicy master's team tools for pane paneID
+// (cicy.TeamTools): the tool's text, and whether it is a refusal or a
+// failure.
+func (t *Tools) Run(ctx context.Context, paneID, name string, input json.RawMessage) (string, bool) {
 	switch name {
 	case "dispatch":
 		return t.dispatch(ctx, paneID, input)
@@ -76,34 +134,29 @@ func (t teamTools) Run(ctx context.Context, paneID, name string, input json.RawM
 	return "error: unknown tool " + name, true
 }
 
-// TeamTool runs one team tool for a master pane, as its cicy runtime would
+// Call runs one team tool for master pane m, as its cicy runtime would
 // (same text, same refusals), with wait besides; input is the tool's JSON
 // input. A pane that is not a master, or an unknown tool, is refused.
-func (s *Supervisor) TeamTool(ctx context.Context, ref, name string, input json.RawMessage) (api.TeamToolResult, error) {
-	m, err := s.localPane(ref)
-	if err != nil {
-		return api.TeamToolResult{}, err
-	}
-	if m.cfg.Role != topology.RoleMaster {
-		return api.TeamToolResult{}, api.Usagef("%s is not a master (role %q): the team tools are a master's, for leading its workers", m.cfg.ID, m.cfg.Role)
+func (t *Tools) Call(ctx context.Context, m Pane, name string, input json.RawMessage) (api.TeamToolResult, error) {
+	if m.Role != topology.RoleMaster {
+		return api.TeamToolResult{}, api.Usagef("%s is not a master (role %q): the team tools are a master's, for leading its workers", m.ID, m.Role)
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	t := teamTools{s}
 	var res api.TeamToolResult
 	switch {
 	case name == "wait":
-		res.Text, res.IsError = t.wait(ctx, m.cfg.ID, input)
-	case slices.ContainsFunc(t.Defs(), func(d wire.Tool) bool { return d.Name == name }):
-		res.Text, res.IsError = t.Run(ctx, m.cfg.ID, name, input)
+		res.Text, res.IsError = t.wait(ctx, m.ID, input)
+	case slices.ContainsFunc(Defs(), func(d wire.Tool) bool { return d.Name == name }):
+		res.Text, res.IsError = t.Run(ctx, m.ID, name, input)
 	default:
 		return res, api.Usagef("no team tool %q; they are dispatch, workers, task_status, diff, merge and wait", name)
 	}
 	return res, nil
 }
 
-func (t teamTools) dispatch(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+func (t *Tools) dispatch(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in struct {
 		Worker string `json:"worker"`
 		Task   string `json:"task"`
@@ -111,31 +164,31 @@ func (t teamTools) dispatch(ctx context.Context, master string, input json.RawMe
 	if err := json.Unmarshal(input, &in); err != nil {
 		return "error: the input must be {\"worker\": …, \"task\": …}", true
 	}
-	w, err := t.s.resolvePane(strings.TrimSpace(in.Worker))
+	w, err := t.team.Resolve(strings.TrimSpace(in.Worker))
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
-	if m := t.s.masterOf(w); m != master && w.cfg.Role == topology.RoleWorker {
+	if m := w.Master; m != master && w.Role == topology.RoleWorker {
 		if m == "" {
 			m = "no master"
 		}
-		return fmt.Sprintf("error: %s reports to %s, not to you (%s); call workers to see yours", w.cfg.ID, m, master), true
+		return fmt.Sprintf("error: %s reports to %s, not to you (%s); call workers to see yours", w.ID, m, master), true
 	}
-	task, err := t.s.Dispatch(ctx, master, w.cfg.ID, in.Task)
+	task, err := t.team.Dispatch(ctx, master, w.ID, in.Task)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
-	return fmt.Sprintf("task %d queued for %s (%s); its result will come back to you as a 🔔 message", task.ID, w.cfg.ID, w.cfg.Title), false
+	return fmt.Sprintf("task %d queued for %s (%s); its result will come back to you as a 🔔 message", task.ID, w.ID, w.Title), false
 }
 
-func (t teamTools) workers(master string) string {
+func (t *Tools) workers(master string) string {
 	var b strings.Builder
-	for _, p := range t.s.List(context.Background()) {
+	for _, p := range t.team.List(context.Background()) {
 		if p.Role != topology.RoleWorker {
 			continue
 		}
-		e, err := t.s.resolvePane(p.ID)
-		if err != nil || t.s.masterOf(e) != master {
+		e, err := t.team.Resolve(p.ID)
+		if err != nil || e.Master != master {
 			continue
 		}
 		fmt.Fprintf(&b, "%s %q %s %s (%s)\n", p.ID, p.Title, p.Type, p.State, p.Reason)
@@ -146,12 +199,12 @@ func (t teamTools) workers(master string) string {
 	return b.String()
 }
 
-func (t teamTools) taskStatus(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+func (t *Tools) taskStatus(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in struct {
 		TaskID int64 `json:"task_id"`
 	}
 	_ = json.Unmarshal(input, &in)
-	ts, err := t.s.store.ListTasks(ctx, master)
+	ts, err := t.team.Tasks(ctx, master)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
@@ -181,7 +234,7 @@ func (t teamTools) taskStatus(ctx context.Context, master string, input json.Raw
 // wait blocks until each of the master's named tasks has ended or the
 // timeout passes, then shows each one; the results it shows count as the
 // master told (no 🔔 line follows for them).
-func (t teamTools) wait(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+func (t *Tools) wait(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in struct {
 		TaskIDs []int64 `json:"task_ids"`
 		Timeout float64 `json:"timeout"`
@@ -190,7 +243,7 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 		return "error: the input must be {\"task_ids\": [ids…], \"timeout\": seconds}", true
 	}
 	for _, id := range in.TaskIDs {
-		if task, err := t.s.GetTask(ctx, id); err != nil || task.From != master {
+		if task, err := t.team.Task(ctx, id); err != nil || task.From != master {
 			return fmt.Sprintf("error: you dispatched no task %d", id), true
 		}
 	}
@@ -201,11 +254,11 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 	secs = min(secs, maxWaitSeconds)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(secs*float64(time.Second)))
 	defer cancel()
-	defer t.s.tasks.Await(in.TaskIDs)() // no 🔔 line for them while the wait runs
-	t.s.log.WithFields(logrus.Fields{"pane": master, "tasks": in.TaskIDs}).Info("A master waits for its tasks")
+	defer t.tasks.Await(in.TaskIDs)() // no 🔔 line for them while the wait runs
+	t.log.WithFields(logrus.Fields{"pane": master, "tasks": in.TaskIDs}).Info("A master waits for its tasks")
 	var b strings.Builder
 	for _, id := range in.TaskIDs {
-		task, err := t.s.WaitTask(wctx, id)
+		task, err := t.team.WaitTask(wctx, id)
 		if err != nil {
 			return "error: " + err.Error(), true
 		}
@@ -225,7 +278,7 @@ func (t teamTools) wait(ctx context.Context, master string, input json.RawMessag
 		}
 		b.WriteByte('\n')
 		if !task.NotifiedAt.Valid {
-			t.s.tasks.Told(task.ID)
+			t.tasks.Told(task.ID)
 		}
 	}
 	return b.String(), false
@@ -242,7 +295,7 @@ const diffBody = 20000
 
 // workTarget is a diff or merge tool's input: what it acts on, which must
 // be the master's (a task it dispatched, or one of its workers).
-func (t teamTools) workInput(ctx context.Context, master string, input json.RawMessage, in any) (string, bool) {
+func (t *Tools) workInput(ctx context.Context, master string, input json.RawMessage, in any) (string, bool) {
 	if err := json.Unmarshal(input, in); err != nil {
 		return "error: the input must be {\"target\": a task id or a worker's pane id, …}", true
 	}
@@ -254,12 +307,12 @@ func (t teamTools) workInput(ctx context.Context, master string, input json.RawM
 		target = v.Target
 	}
 	target = strings.TrimSpace(target)
-	wt, err := t.s.trees.Resolve(ctx, target)
+	worker, task, err := t.work.Owner(ctx, target)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
-	if e, err := t.s.get(wt.Pane); err == nil && t.s.masterOf(e) != master && (wt.Task == nil || wt.Task.From != master) {
-		return fmt.Sprintf("error: %s is not your worker; call workers to see yours", wt.Pane), true
+	if e, ok := t.team.Local(worker); ok && e.Master != master && (task == nil || task.From != master) {
+		return fmt.Sprintf("error: %s is not your worker; call workers to see yours", worker), true
 	}
 	return target, false
 }
@@ -275,26 +328,26 @@ type mergeInput struct {
 	SendBack bool   `json:"send_back"`
 }
 
-func (t teamTools) diff(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+func (t *Tools) diff(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in diffInput
 	target, bad := t.workInput(ctx, master, input, &in)
 	if bad {
 		return target, true
 	}
-	d, err := t.s.Diff(ctx, target, in.Stat)
+	d, err := t.work.Diff(ctx, target, in.Stat)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
 	return api.DiffText(d, diffBody), false
 }
 
-func (t teamTools) merge(ctx context.Context, master string, input json.RawMessage) (string, bool) {
+func (t *Tools) merge(ctx context.Context, master string, input json.RawMessage) (string, bool) {
 	var in mergeInput
 	target, bad := t.workInput(ctx, master, input, &in)
 	if bad {
 		return target, true
 	}
-	m, err := t.s.Merge(ctx, api.MergeRequest{Target: target, Into: in.Into, SendBack: in.SendBack, Caller: master})
+	m, err := t.work.Merge(ctx, api.MergeRequest{Target: target, Into: in.Into, SendBack: in.SendBack, Caller: master})
 	if err != nil {
 		return "error: " + err.Error(), true
 	}

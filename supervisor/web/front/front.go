@@ -1,4 +1,4 @@
-package supervisor
+package front
 
 import (
 	"context"
@@ -15,20 +15,11 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
-// The web page (package web) is served when asked for — serve --web, or
-// 'cicy-agent web' through POST /api/web/start — and from then on at
-// every start of the supervisor, until 'cicy-agent web stop': what was
-// asked for is kept in the settings (webSetting), with the port chosen
-// for 127.0.0.1:0 so that bookmarks and logged-in browsers find it again.
-// The management routes (/api/web/…) are the control socket's: a browser
-// never reaches them (web.Reachable).
-
 // Web is where the page is served; an empty Addr serves it only if a
-// previous start did (see webSetting).
+// previous start did (see Config.Key).
 type Web struct {
 	Addr              string
 	CertFile, KeyFile string
@@ -39,20 +30,38 @@ type Web struct {
 // PagesFunc makes the page's handler (package web's Pages).
 type PagesFunc func(api http.Handler, csrf func(*http.Request) string) http.Handler
 
-// webSetting keeps the page's last Web (JSON); empty when stopped.
-const webSetting = "web"
+// Store keeps the page's last Web between starts of the supervisor.
+type Store interface {
+	Setting(ctx context.Context, key string) (string, bool, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
 
-// webFront owns the page's server and listener.
-type webFront struct {
-	home  Home
+// Config is what a Front is made of.
+type Config struct {
+	// Home is the cicy home: the page's sessions and certificate are in
+	// its web/ folder.
+	Home string
+	// Store keeps the page's last Web (JSON, empty when stopped) under Key.
+	Store Store
+	Key   string
+	// Pages makes the page's handler; nil: this build has no page.
+	Pages PagesFunc
+	// API is the supervisor's API handler, nil until it is made.
+	API func() http.Handler
+	Log *logrus.Entry
+}
+
+// Front owns the page's server and listener.
+type Front struct {
+	home  string
 	log   *logrus.Entry
 	store Store
 	key   string
 	pages PagesFunc
+	api   func() http.Handler
 
 	mu   sync.Mutex
 	base context.Context // the supervisor's: the page's requests end with it
-	api  http.Handler    // the API, set once it is made
 	srv  *web.Server     // made at the first start; its sessions outlive a stop
 	ln   *web.Listener
 	hs   *http.Server
@@ -60,22 +69,19 @@ type webFront struct {
 	on   Web
 }
 
-func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
-	key := webSetting
-	if s.store.Dialect() == schema.Postgres {
-		key += ":" + s.cfg.Node
-	}
-	return &webFront{home: s.cfg.Home, log: s.log.WithField("part", "web"), store: s.store, key: key, pages: pages}
+// New makes the front; it serves nothing until Boot or Start.
+func New(cfg Config) *Front {
+	return &Front{home: cfg.Home, log: cfg.Log, store: cfg.Store, key: cfg.Key, pages: cfg.Pages, api: cfg.API}
 }
 
-// boot serves the page at the supervisor's start as w asks, or as the
+// Boot serves the page at the supervisor's start as w asks, or as the
 // previous start did (a failure of which is logged, not fatal).
-func (f *webFront) boot(ctx context.Context, w Web) error {
+func (f *Front) Boot(ctx context.Context, w Web) error {
 	f.mu.Lock()
 	f.base = ctx
 	f.mu.Unlock()
 	if w.Addr != "" {
-		_, err := f.start(ctx, w)
+		_, err := f.Start(ctx, w)
 		return err
 	}
 	v, ok, err := f.store.Setting(ctx, f.key)
@@ -90,21 +96,22 @@ func (f *webFront) boot(ctx context.Context, w Web) error {
 	f.mu.Lock()
 	f.on = kept // a kept port another program took gives way (listen)
 	f.mu.Unlock()
-	if _, err := f.start(ctx, kept); err != nil {
+	if _, err := f.Start(ctx, kept); err != nil {
 		f.log.WithError(err).Warn("The web page could not be served as before (run 'cicy-agent web' to serve it)")
 	}
 	return nil
 }
 
-// start serves the page as w asks (on 127.0.0.1 by default, on the port
+// Start serves the page as w asks (on 127.0.0.1 by default, on the port
 // kept from before); a page already served elsewhere moves.
-func (f *webFront) start(ctx context.Context, w Web) (api.WebStatus, error) {
+func (f *Front) Start(ctx context.Context, w Web) (api.WebStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.pages == nil {
 		return api.WebStatus{}, api.Failedf("this build of cicy-agent has no web page")
 	}
-	if f.api == nil {
+	h := f.api()
+	if h == nil {
 		return api.WebStatus{}, api.Failedf("the supervisor is still starting: try again")
 	}
 	if f.ln != nil && (w == Web{} || w == f.on) {
@@ -117,7 +124,7 @@ func (f *webFront) start(ctx context.Context, w Web) (api.WebStatus, error) {
 		}
 	}
 	if f.srv == nil {
-		srv, err := web.New(web.Config{API: f.api, Pages: f.pages, Home: f.home.Root, Log: f.log})
+		srv, err := web.New(web.Config{API: h, Pages: f.pages, Home: f.home, Log: f.log})
 		if err != nil {
 			return api.WebStatus{}, err
 		}
@@ -164,14 +171,14 @@ func (f *webFront) start(ctx context.Context, w Web) (api.WebStatus, error) {
 
 // listen opens w's listener; a port kept from before that another program
 // took gives way to a new one.
-func (f *webFront) listen(ctx context.Context, w Web) (*web.Listener, error) {
+func (f *Front) listen(ctx context.Context, w Web) (*web.Listener, error) {
 	l := web.Listen{Addr: w.Addr, CertFile: w.CertFile, KeyFile: w.KeyFile, TLS: w.TLS}
-	ln, err := web.Open(f.home.Root, l)
+	ln, err := web.Open(f.home, l)
 	if err != nil && f.on.Addr == w.Addr && errors.Is(err, syscall.EADDRINUSE) {
 		host, _, _ := net.SplitHostPort(w.Addr)
 		l.Addr = net.JoinHostPort(host, "0")
 		f.log.WithField("addr", w.Addr).Warn("The web page's kept port is taken: another one is chosen")
-		ln, err = web.Open(f.home.Root, l)
+		ln, err = web.Open(f.home, l)
 	}
 	if errors.Is(err, web.ErrNeedsTLS) {
 		return nil, api.Usagef("%s", err.Error())
@@ -179,9 +186,9 @@ func (f *webFront) listen(ctx context.Context, w Web) (*web.Listener, error) {
 	return ln, err
 }
 
-// stop stops serving the page (its sessions stay) and forgets to serve it
+// Stop stops serving the page (its sessions stay) and forgets to serve it
 // at the next start.
-func (f *webFront) stop(ctx context.Context) (api.WebStatus, error) {
+func (f *Front) Stop(ctx context.Context) (api.WebStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopLocked()
@@ -191,9 +198,9 @@ func (f *webFront) stop(ctx context.Context) (api.WebStatus, error) {
 	return f.statusLocked(), nil
 }
 
-// close stops serving at the supervisor's end (the page is served again
+// Close stops serving at the supervisor's end (the page is served again
 // at the next start).
-func (f *webFront) close() {
+func (f *Front) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopLocked()
@@ -202,7 +209,7 @@ func (f *webFront) close() {
 	}
 }
 
-func (f *webFront) stopLocked() {
+func (f *Front) stopLocked() {
 	if f.hs == nil {
 		return
 	}
@@ -215,13 +222,13 @@ func (f *webFront) stopLocked() {
 	f.hs, f.ln, f.done = nil, nil, nil
 }
 
-func (f *webFront) status() api.WebStatus {
+func (f *Front) Status() api.WebStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.statusLocked()
 }
 
-func (f *webFront) statusLocked() api.WebStatus {
+func (f *Front) statusLocked() api.WebStatus {
 	st := api.WebStatus{}
 	if f.srv != nil {
 		st.Sessions = len(f.srv.Sessions().List())
@@ -234,8 +241,8 @@ func (f *webFront) statusLocked() api.WebStatus {
 	return st
 }
 
-// link mints a one-time login link on the page's address.
-func (f *webFront) link(ttl time.Duration) (api.WebLink, error) {
+// Link mints a one-time login link on the page's address.
+func (f *Front) Link(ttl time.Duration) (api.WebLink, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ln == nil {
@@ -245,7 +252,7 @@ func (f *webFront) link(ttl time.Duration) (api.WebLink, error) {
 	return api.WebLink{URL: f.ln.URL + "/login?t=" + url.QueryEscape(tok), Fingerprint: f.ln.Fingerprint, Expires: exp}, nil
 }
 
-func (f *webFront) sessions() ([]api.WebSession, error) {
+func (f *Front) Sessions() ([]api.WebSession, error) {
 	ss, err := f.sessionsOf()
 	if err != nil {
 		return nil, err
@@ -257,7 +264,7 @@ func (f *webFront) sessions() ([]api.WebSession, error) {
 	return out, nil
 }
 
-func (f *webFront) revoke(id string) (api.WebRevokeResult, error) {
+func (f *Front) Revoke(id string) (api.WebRevokeResult, error) {
 	ss, err := f.sessionsOf()
 	if err != nil {
 		return api.WebRevokeResult{}, err
@@ -274,61 +281,64 @@ func (f *webFront) revoke(id string) (api.WebRevokeResult, error) {
 
 // sessionsOf is the page's sessions: its server's, or while it was never
 // served in this run, the ones kept in the home.
-func (f *webFront) sessionsOf() (*web.Sessions, error) {
+func (f *Front) sessionsOf() (*web.Sessions, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.srv != nil {
 		return f.srv.Sessions(), nil
 	}
-	return web.OpenSessions(web.SessionsFile(f.home.Root), nil)
+	return web.OpenSessions(web.SessionsFile(f.home), nil)
 }
 
-func (a *handler) webRoutes(mux *http.ServeMux) {
-	f := a.sup.web
+// Routes are the page's management routes (/api/web…), for the control
+// socket only (SocketOnly); decode reads a request's JSON body, respond
+// writes an answer or an error.
+func (f *Front) Routes(mux *http.ServeMux, decode func(*http.Request, any) error, respond func(http.ResponseWriter, any, error)) {
 	mux.HandleFunc("GET /api/web", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, f.status(), nil)
+		respond(w, f.Status(), nil)
 	})
 	mux.HandleFunc("POST /api/web/start", func(w http.ResponseWriter, r *http.Request) {
 		var req api.WebStartRequest
 		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+			respond(w, nil, err)
 			return
 		}
 		if (req.TLSCert == "") != (req.TLSKey == "") {
-			writeErr(w, api.Usagef("--tls-cert and --tls-key go together"))
+			respond(w, nil, api.Usagef("--tls-cert and --tls-key go together"))
 			return
 		}
-		out, err := f.start(r.Context(), Web{Addr: req.Listen, CertFile: req.TLSCert, KeyFile: req.TLSKey, TLS: req.TLS})
+		out, err := f.Start(r.Context(), Web{Addr: req.Listen, CertFile: req.TLSCert, KeyFile: req.TLSKey, TLS: req.TLS})
 		respond(w, out, err)
 	})
 	mux.HandleFunc("POST /api/web/stop", func(w http.ResponseWriter, r *http.Request) {
-		out, err := f.stop(r.Context())
+		out, err := f.Stop(r.Context())
 		respond(w, out, err)
 	})
 	mux.HandleFunc("POST /api/web/links", func(w http.ResponseWriter, r *http.Request) {
 		var req api.WebLinkRequest
 		if r.ContentLength != 0 {
 			if err := decode(r, &req); err != nil {
-				writeErr(w, err)
+				respond(w, nil, err)
 				return
 			}
 		}
-		out, err := f.link(time.Duration(req.TTLSeconds) * time.Second)
+		out, err := f.Link(time.Duration(req.TTLSeconds) * time.Second)
 		respond(w, out, err)
 	})
 	mux.HandleFunc("GET /api/web/sessions", func(w http.ResponseWriter, r *http.Request) {
-		out, err := f.sessions()
+		out, err := f.Sessions()
 		respond(w, out, err)
 	})
 	mux.HandleFunc("DELETE /api/web/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
-		out, err := f.revoke(r.PathValue("id"))
+		out, err := f.Revoke(r.PathValue("id"))
 		respond(w, out, err)
 	})
 }
 
-// socketOnly keeps the web page's management (/api/web…) on the control
-// socket: the cluster API answers 404 for it, as the page itself does.
-func socketOnly(next http.Handler) http.Handler {
+// SocketOnly keeps the web page's management (/api/web…) on the control
+// socket: the cluster API answers 404 for it (written by writeErr), as the
+// page itself does.
+func SocketOnly(next http.Handler, writeErr func(http.ResponseWriter, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/web" || strings.HasPrefix(r.URL.Path, "/api/web/") {
 			writeErr(w, &api.Error{Kind: api.KindNotFound, Message: "the web page is managed on the control socket only ('cicy-agent web' on its machine)"})

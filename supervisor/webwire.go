@@ -1,0 +1,50 @@
+package supervisor
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/web/front"
+)
+
+// The web page's serving lives in supervisor/web/front; this is its
+// wiring: where its settings are kept, the API it passes through, its
+// routes on the control socket.
+
+// Web is where the page is served (front.Web).
+type Web = front.Web
+
+// PagesFunc makes the page's handler (package web's Pages).
+type PagesFunc = front.PagesFunc
+
+// webSetting keeps the page's last Web (JSON); empty when stopped.
+const webSetting = "web"
+
+// webFront is the page's front, and the API it serves once newAPI has
+// made it.
+type webFront struct {
+	*front.Front
+	api http.Handler
+}
+
+func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
+	key := webSetting
+	if s.store.Dialect() == schema.Postgres {
+		key += ":" + s.cfg.Node
+	}
+	w := &webFront{}
+	w.Front = front.New(front.Config{Home: s.cfg.Home.Root, Store: s.store, Key: key, Pages: pages,
+		API: func() http.Handler { return w.api }, Log: s.log.WithField("part", "web")})
+	return w
+}
+
+func (w *webFront) boot(ctx context.Context, at Web) error { return w.Boot(ctx, at) }
+
+func (w *webFront) close() { w.Close() }
+
+func (a *handler) webRoutes(mux *http.ServeMux) { a.sup.web.Routes(mux, decode, respond) }
+
+// socketOnly keeps the page's management on the control socket
+// (front.SocketOnly).
+func socketOnly(next http.Handler) http.Handler { return front.SocketOnly(next, writeErr) }
