@@ -50,7 +50,7 @@ func Apply(ctx context.Context, t Target, typ string, req api.HookRequest, scrub
 	log = log.WithField("hook", req.Agent+"/"+req.Event)
 	if eff.Ignored != "" {
 		log.Debug("Hook ignored: " + eff.Ignored)
-		t.Hooks().Ignore(req, eff.Ignored)
+		t.Hooks().ignore(req, eff.Ignored)
 		return api.HookResult{Ignored: eff.Ignored}
 	}
 	res := api.HookResult{}

@@ -38,8 +38,8 @@ type Hooks struct {
 	ignored *api.HookIgnored
 }
 
-// Ignore notes a signal whose meaning was to ignore it.
-func (h *Hooks) Ignore(req api.HookRequest, why string) {
+// ignore notes a signal whose meaning was to ignore it.
+func (h *Hooks) ignore(req api.HookRequest, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ignored = &api.HookIgnored{Event: req.Agent + "/" + req.Event, At: req.At, Why: why}

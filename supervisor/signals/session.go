@@ -40,9 +40,9 @@ func (l *Session) Seed(id string, since time.Time) {
 	l.id, l.since, l.seen = id, since, since
 }
 
-// Note records that a signal of at carried id; changed when id is now
+// note records that a signal of at carried id; changed when id is now
 // the pane's session and was not before.
-func (l *Session) Note(id string, at time.Time) (changed bool) {
+func (l *Session) note(id string, at time.Time) (changed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if at.Before(l.seen) {
@@ -73,7 +73,7 @@ type SessionStore interface {
 // (a failure is logged: the signal still applies, and the next one
 // records it again).
 func (l *Session) Record(ctx context.Context, st SessionStore, log *logrus.Entry, pane, id string, at time.Time) {
-	if !l.Note(id, at) {
+	if !l.note(id, at) {
 		return
 	}
 	l.write.Lock()
@@ -82,15 +82,15 @@ func (l *Session) Record(ctx context.Context, st SessionStore, log *logrus.Entry
 	log = log.WithFields(logrus.Fields{"pane": pane, "session": id})
 	if err := st.SetPaneSession(ctx, pane, id, schema.FormatTime(at)); err != nil {
 		log.WithError(err).Warn("Could not record the agent's session id")
-		l.Forget(id)
+		l.forget(id)
 		return
 	}
 	log.Info("Agent's session id recorded")
 }
 
-// Forget drops id as recorded, so the next signal that carries it writes
+// forget drops id as recorded, so the next signal that carries it writes
 // it again.
-func (l *Session) Forget(id string) {
+func (l *Session) forget(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.id == id {
