@@ -403,14 +403,14 @@ func TestRefusedEndsTheTurn(t *testing.T) {
 	r.s.Refused(sh, "not an agent: nothing to end")
 	hook("Stop", `{"last_assistant_message": "an earlier answer"}`)
 	want := "the gateway refused the agent's model request: cicy: pane " + p.ID + " reached its budget"
-	if end, ok := e.hooks.turnEnd(start); !ok || end.failed != want || end.result != "" {
-		t.Errorf("turn end: %q, %q, %v; want failed %q", end.result, end.failed, ok, want)
+	if end, ok := e.hooks.TurnEnd(start); !ok || end.Failed != want || end.Result != "" {
+		t.Errorf("turn end: %q, %q, %v; want failed %q", end.Result, end.Failed, ok, want)
 	}
 	next := time.Now()
 	hook("UserPromptSubmit", `{}`)
 	hook("Stop", `{"last_assistant_message": "done"}`)
-	if end, ok := e.hooks.turnEnd(next); !ok || end.failed != "" || end.result != "done" {
-		t.Errorf("the next turn: %q, %q, %v; want done", end.result, end.failed, ok)
+	if end, ok := e.hooks.TurnEnd(next); !ok || end.Failed != "" || end.Result != "done" {
+		t.Errorf("the next turn: %q, %q, %v; want done", end.Result, end.Failed, ok)
 	}
 }
 

@@ -11,8 +11,9 @@
 //	           create (create.go: the topology spec rules) and restart build the adapter (launch);
 //	           stop, restart and kill swap it under the entry's op lock while readers load it freely
 //
-//	state      pane loops, turn loops, hooks (hooks.go, cliagent), the gateway's requests in
-//	           flight (signals.go: gateway.Activity ──▶ the entry's count ──▶ its pane's owner), the outbox
+//	state      pane loops, turn loops, hooks (package signals, cliagent; agentwire.go wires them), the
+//	           gateway's requests in flight (signals.Requests: gateway.Activity ──▶ the entry's count
+//	           ──▶ its pane's owner), the outbox
 //	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
 //	           GET /api/events clients (dashboard, status --watch)
 //
@@ -20,7 +21,7 @@
 //	           Decide(open tasks, the panes' views, deliveries in flight) ──▶ actions, executed through
 //	           the adapters (outbox.Pane): a cicy worker gets a 📮 message, a shell or CLI agent worker
 //	           has it typed; the adapter's delivery says when it ended and with what result: a cicy
-//	           turn's reply; a CLI agent's last model answer as the gateway saw it (answers.go),
+//	           turn's reply; a CLI agent's last model answer as the gateway saw it (signals.Verdict),
 //	           else its hook's last message, else its screen; a POSIX shell's exit status and
 //	           output (package shelltask: each task runs through a small script of ours); 🔔 to the
 //	           master the same way
@@ -35,7 +36,8 @@
 //	agents     what differs between the CLI agents is in package cliagent,
 //	           one file per agent (`cicy-agent agents` lists them): its config folder seeded with its native completion signals
 //	           wired to `cicy-agent hook`, what each signal means, the model APIs it speaks
-//	           through the gateway, its screen rules
+//	           through the gateway, its screen rules; package agentpane finds a CLI agent's program,
+//	           prepares its start and answers its dialogs (`cicy-agent answer`)
 //
 //	nodes      with PostgreSQL (serve --db) the supervisor is one node of a cluster (package
 //	           cluster, wired in nodes.go): it holds its node on the database, owns the panes it

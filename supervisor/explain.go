@@ -111,24 +111,3 @@ func signalOf(st pane.Status, typ string, settle time.Duration) api.Signal {
 	}
 	return sig
 }
-
-// seen is the last hook applied, or nil.
-func (h *hookLog) seen(quiet time.Duration) *api.HookSeen {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.lastEvent == "" {
-		return nil
-	}
-	return &api.HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
-}
-
-// ignoredSeen is the last signal ignored, if any.
-func (h *hookLog) ignoredSeen() *api.HookIgnored {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ignored == nil {
-		return nil
-	}
-	seen := *h.ignored
-	return &seen
-}

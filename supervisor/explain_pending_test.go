@@ -8,6 +8,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
 // statusOnly is a terminal that only has a status.
@@ -30,7 +31,7 @@ func TestExplainPending(t *testing.T) {
 		{pending: pane.Busy, note: "the pane's last look said busy, and it turns busy if the next look says so too"},
 	} {
 		p := &cliKind{termKind: termKind{cfg: schema.Pane{Type: "claude"}, proc: statusOnly{st: pane.Status{State: pane.Idle, Pending: tc.pending}}},
-			hooks: &hookLog{}, home: home}
+			hooks: &signals.Hooks{}, home: home}
 		x := api.Explanation{Screen: "❯ "}
 		p.Explain(&x)
 		if x.Rules.Pending != string(tc.pending) {

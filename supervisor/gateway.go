@@ -62,7 +62,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 		Credential: s.cfg.Getenv,
 		Panes:      gatewayPanes{s},
 		Usage:      gatewayLedger{s},
-		Activity:   s, // a request in flight keeps its pane busy (signals.go)
+		Activity:   s, // a request in flight keeps its pane busy (agentwire.go)
 		Budget:     gatewayBudget{s},
 		Log:        s.log,
 		Transport:  s.gatewayUpstream(),
@@ -225,7 +225,7 @@ func (s *Supervisor) cliTurn(id string) string {
 	if err != nil {
 		return ""
 	}
-	at := e.hooks.lastPrompt()
+	at := e.hooks.LastPrompt()
 	if at.IsZero() {
 		return ""
 	}
@@ -252,6 +252,6 @@ func (s *Supervisor) Refused(pane, why string) {
 	if !ok || !panetype.IsAgent(e.cfg.Type) {
 		return
 	}
-	e.hooks.refused(time.Now(), "the gateway refused the agent's model request: "+why)
+	e.hooks.Refused(time.Now(), "the gateway refused the agent's model request: "+why)
 	s.tasks.PaneChanged() // settles a task the pane works on
 }

@@ -6,14 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // hookOnStart is a store that, when a pane's start is recorded, runs a
@@ -76,28 +74,5 @@ func TestHookDuringCreate(t *testing.T) {
 	}
 	if info.State != string(pane.Idle) || info.Reason != "hook:Notification" {
 		t.Errorf("after Create: %s (%s), want idle (hook:Notification)", info.State, info.Reason)
-	}
-}
-
-// A turn that ended in an error stays failed when the agent's plain end
-// signal follows (opencode: session.error, then session.idle carrying an
-// earlier turn's text, as after a budget refusal); the next turn's end
-// counts again.
-func TestFailedTurnEndStays(t *testing.T) {
-	var h hookLog
-	t0 := time.Now()
-	at := func(s int) api.HookRequest {
-		return api.HookRequest{Agent: "opencode", At: t0.Add(time.Duration(s) * time.Second)}
-	}
-	h.record(cliagent.Effect{Prompt: true}, at(1))
-	h.record(cliagent.Effect{End: true, Failed: "the agent's turn failed: budget"}, at(2))
-	h.record(cliagent.Effect{End: true, Result: "an earlier turn's answer"}, at(3))
-	if end, ok := h.turnEnd(t0); !ok || end.failed != "the agent's turn failed: budget" || end.result != "" {
-		t.Errorf("after error then idle: result %q, failed %q, %v; want the failure", end.result, end.failed, ok)
-	}
-	h.record(cliagent.Effect{Prompt: true}, at(4))
-	h.record(cliagent.Effect{End: true, Result: "done now"}, at(5))
-	if end, ok := h.turnEnd(t0.Add(4 * time.Second)); !ok || end.failed != "" || end.result != "done now" {
-		t.Errorf("the next turn: result %q, failed %q, %v; want done now", end.result, end.failed, ok)
 	}
 }

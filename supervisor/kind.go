@@ -10,8 +10,10 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
 // kind is a pane of one kind as the registry drives it. Five adapters
@@ -68,23 +70,23 @@ type entry struct {
 	restart string      // the restart policy in cfg.Config, "" for the default
 	op      sync.Mutex
 	cur     atomic.Pointer[held]
-	hooks   hookLog   // what a CLI agent's own signals said; kept across restarts
-	answers answerLog // what the gateway saw of its model requests (answers.go)
-	// answered is the last dialog answered (paneanswer.go), under op.
-	answered answeredMark
+	hooks   signals.Hooks   // what a CLI agent's own signals said; kept across restarts
+	answers signals.Answers // what the gateway saw of its model requests
+	// answered is the last dialog answered (agentpane.Answer), under op.
+	answered agentpane.Mark
 	// leaving is set when a kill begins: the outbox treats the pane as
 	// gone (its tasks fail as killed) while ls still shows it stopping.
 	leaving atomic.Bool
 	// requests counts a CLI agent's main-loop model requests in flight, as
-	// the gateway reports them (signals.go).
-	requests atomic.Int64
+	// the gateway reports them (package signals).
+	requests signals.Requests
 	// elsewhere is the node of another node's pane (an entry resolvePane
 	// made from its row, never registered); "" for this node's.
 	elsewhere string
 	// work is what ls shows of the pane's worktree (gitwork.Seen).
 	work gitwork.Seen
 	// session is a CLI agent's own session id, the latest its signals
-	// revealed (session.go).
+	// revealed (package signals).
 	session sessionLog
 	// lives are its starts and deaths, for its restart policy.
 	lives lives
@@ -134,7 +136,7 @@ func newEntry(cfg schema.Pane, st pane.Status) *entry {
 		e.team, e.restart = pc.Team, pc.Restart
 	}
 	if cfg.SessionID != "" {
-		e.session.seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))
+		e.session.Seed(cfg.SessionID, schema.ParseTime(cfg.SessionAt))
 	}
 	e.set(&stopped{cfg: cfg, st: st})
 	return e

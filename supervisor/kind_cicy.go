@@ -14,6 +14,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
 // cicyKind is a cicy pane: a headless turn loop in this process. Input is
@@ -44,7 +45,7 @@ func replyText(r cicy.Reply) string {
 	if r.Answer != "" || r.Status != cicy.TurnWorking {
 		return r.Answer
 	}
-	return fmt.Sprintf("… working (turn %s, %s so far)", r.TurnID, toolCalls(len(r.ToolCalls)))
+	return fmt.Sprintf("… working (turn %s, %s so far)", r.TurnID, signals.ToolCalls(len(r.ToolCalls)))
 }
 
 // Send queues a user message; with Wait it returns the result of the

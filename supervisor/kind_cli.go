@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
 // cliKind is a CLI agent (package cliagent) in a terminal
@@ -29,9 +29,9 @@ import (
 // transcript on its screen.
 type cliKind struct {
 	termKind
-	hooks    *hookLog   // the entry's: it outlives a restart
-	answers  *answerLog // the entry's: what the gateway saw
-	requests *atomic.Int64
+	hooks    *signals.Hooks   // the entry's: it outlives a restart
+	answers  *signals.Answers // the entry's: what the gateway saw
+	requests *signals.Requests
 	home     string // for the screen rules explain reads afresh
 	quiet    time.Duration
 }
@@ -61,8 +61,8 @@ func menuOpen(st pane.Status) bool {
 }
 
 func (p *cliKind) Explain(x *api.Explanation) {
-	x.LastHook = p.hooks.seen(p.quiet)
-	x.LastIgnored = p.hooks.ignoredSeen()
+	x.LastHook = p.hooks.Seen(p.quiet)
+	x.LastIgnored = p.hooks.IgnoredSeen()
 	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
 	st := p.proc.Status()
 	if st.Pending != "" {
@@ -152,9 +152,9 @@ func (p *cliKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnkno
 type cliDelivery struct {
 	p           terminal
 	typ         string
-	hooks       *hookLog
-	answers     *answerLog
-	requests    *atomic.Int64
+	hooks       *signals.Hooks
+	answers     *signals.Answers
+	requests    *signals.Requests
 	at          time.Time
 	confirmed   bool
 	confirmedAt time.Time // when the agent was first seen taking it up
@@ -183,7 +183,7 @@ const hookGrace = 3 * time.Second
 // up — from what the gateway saw of the turn (see verdict); a task not
 // taken up within agentConfirm fails.
 func (d *cliDelivery) Check(now time.Time) outbox.Progress {
-	end, hooked := d.hooks.turnEnd(d.at)
+	end, hooked := d.hooks.TurnEnd(d.at)
 	how := "the agent's turn ended (hook)"
 	if !hooked {
 		st := d.p.Status()
@@ -199,7 +199,7 @@ func (d *cliDelivery) Check(now time.Time) outbox.Progress {
 			d.hookBy = time.Time{}
 			return outbox.Progress{}
 		}
-		if d.hooks.promptSince(d.at) {
+		if d.hooks.PromptSince(d.at) {
 			// A hooked turn: its Stop hook is on its way.
 			if d.hookBy.IsZero() {
 				d.hookBy = now.Add(hookGrace)
@@ -210,7 +210,7 @@ func (d *cliDelivery) Check(now time.Time) outbox.Progress {
 		}
 		how = "the agent's screen showed it idle again (" + st.Reason + "); no turn-end hook had come by then"
 	}
-	if d.requests.Load() > 0 {
+	if d.requests.InFlight() > 0 {
 		if d.settleBy.IsZero() {
 			d.settleBy = now.Add(answerGrace)
 		}
@@ -221,38 +221,10 @@ func (d *cliDelivery) Check(now time.Time) outbox.Progress {
 	return d.verdict(end, how)
 }
 
-// verdict is how the task ended, its turn over: failed when its last model
-// request failed upstream (or the gateway refused it for the budget) or
-// the agent's hook says the turn failed; else done, with the turn's last
-// model answer as the gateway saw it, else the hook's last message, else
-// the transcript on the agent's screen.
-func (d *cliDelivery) verdict(end hookEnd, how string) outbox.Progress {
-	a, seen := d.answers.since(d.at)
-	failed := func(src, why string) outbox.Progress {
-		return outbox.Progress{Ended: true, Failed: true, Error: why, How: how, Source: src}
-	}
-	done := func(src, result string) outbox.Progress {
-		return outbox.Progress{Ended: true, Result: result, How: how, Source: src}
-	}
-	switch {
-	case end.failed != "" && end.failedBy == schema.SourceGateway:
-		return failed(schema.SourceGateway, end.failed)
-	case seen && a.Failed():
-		return failed(schema.SourceGateway, "the agent's last model request failed: "+a.Error)
-	case end.failed != "":
-		return failed(schema.SourceHook, end.failed)
-	case seen && strings.TrimSpace(a.Text) != "":
-		result := strings.TrimSpace(a.Text)
-		if a.Cut > 0 {
-			result += fmt.Sprintf("\n… (%d more bytes of the answer are not kept)", a.Cut)
-		}
-		return done(schema.SourceGateway, result)
-	case end.result != "":
-		return done(schema.SourceHook, end.result)
-	case seen && !a.Cancelled:
-		return done(schema.SourceGateway, "(the agent's last answer had no text: "+toolCalls(a.ToolCalls)+")")
-	}
-	return done(schema.SourceScreen, transcriptAfter(d.p.Screen(), d.typ, d.typed))
+// verdict is how the task ended, its turn over (signals.Verdict), the
+// transcript on the agent's screen when nothing else told.
+func (d *cliDelivery) verdict(end signals.End, how string) outbox.Progress {
+	return signals.Verdict(d.answers, d.at, end, how, func() string { return transcriptAfter(d.p.Screen(), d.typ, d.typed) })
 }
 
 // transcriptAfter is what follows the typed text in the transcript part of
@@ -342,31 +314,7 @@ func (d *cliDelivery) lost(screen string, now time.Time) bool {
 
 // takenAt is when the agent was first seen taking the typed task up.
 func (d *cliDelivery) takenAt(st pane.Status) (time.Time, bool) {
-	return takenUp(d.hooks, d.answers, st, d.at)
-}
-
-// takenUp is when an agent was first seen taking up what was typed at
-// at: its prompt-submit hook, a model request since, a question it asks,
-// or a busy look of its screen since.
-func takenUp(hooks *hookLog, answers *answerLog, st pane.Status, at time.Time) (time.Time, bool) {
-	if t := hooks.lastPrompt(); !t.Before(at) {
-		return t, true
-	}
-	if a, ok := answers.since(at); ok {
-		return a.Started, true
-	}
-	sig := st.Signals
-	switch {
-	case sig.InFlight > 0 && !sig.GatewayAt.Before(at):
-		return sig.GatewayAt, true
-	case st.State == pane.Waiting:
-		return st.Since, true
-	case st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(at):
-		return st.Since, true
-	case !sig.ScreenBusyAt.Before(at):
-		return sig.ScreenBusyAt, true
-	}
-	return time.Time{}, false
+	return signals.TakenUp(d.hooks, d.answers, st, d.at)
 }
 
 func (d *cliDelivery) Abandon() {}
@@ -423,7 +371,7 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 			return
 		case <-tick.C:
 		}
-		if _, taken := takenUp(p.hooks, p.answers, p.proc.Status(), typed); taken {
+		if _, taken := signals.TakenUp(p.hooks, p.answers, p.proc.Status(), typed); taken {
 			return
 		}
 		// Before the first Enter again the composer may not show the text
@@ -479,12 +427,4 @@ func composerText(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// toolCalls is "1 tool call", "3 tool calls".
-func toolCalls(n int) string {
-	if n == 1 {
-		return "1 tool call"
-	}
-	return fmt.Sprintf("%d tool calls", n)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 )
 
 // standInPermission is a claude that draws Claude Code's permission
@@ -79,7 +80,7 @@ func TestAnswerDialog(t *testing.T) {
 	}
 	// A second press: the dialog is answered (gone, or still drawn a
 	// moment): refused.
-	var nw *NotWaitingError
+	var nw *agentpane.NotWaitingError
 	if _, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve"}); !errors.As(err, &nw) {
 		t.Errorf("a second approve: %v; want a NotWaitingError", err)
 	}
@@ -93,7 +94,7 @@ func checkNotWaitingYet(t *testing.T, s *Supervisor, h http.Handler, id string) 
 	p := struct{ ID string }{id}
 	// Not waiting yet: refused, 409 through the API, nothing typed.
 	_, err := s.Answer(ctx, p.ID, api.AnswerRequest{Action: "approve"})
-	var nw *NotWaitingError
+	var nw *agentpane.NotWaitingError
 	if !errors.As(err, &nw) || !strings.Contains(err.Error(), p.ID+" no longer waits for an answer (it is ") {
 		t.Fatalf("approve before the dialog: %v; want a NotWaitingError", err)
 	}

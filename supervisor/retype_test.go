@@ -4,13 +4,13 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
 // screenTerm is a terminal showing a fixed screen that records what is
@@ -56,7 +56,7 @@ func TestTypedTaskLostIsTypedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			term := &screenTerm{screen: tc.screen}
 			at := time.Now()
-			d := &cliDelivery{p: term, typ: "gemini", hooks: &hookLog{}, answers: &answerLog{}, requests: &atomic.Int64{},
+			d := &cliDelivery{p: term, typ: "gemini", hooks: &signals.Hooks{}, answers: &signals.Answers{}, requests: &signals.Requests{},
 				at: at, typed: task, log: logrus.NewEntry(log)}
 			for s := time.Duration(0); s <= 2*agentRetype; s += agentReEnter {
 				d.reEnter(at.Add(s))

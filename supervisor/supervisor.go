@@ -25,6 +25,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
@@ -500,7 +501,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 		return api.CreateResponse{}, err
 	}
 	if panetype.IsAgent(req.Type) {
-		if _, err := s.findAgent(req.Type); err != nil {
+		if _, err := agentpane.Find(req.Type, s.cfg.Getenv); err != nil {
 			return api.CreateResponse{}, err
 		}
 	}
@@ -710,7 +711,7 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 		u, err = makeWorkspace(ws)
 	}
 	if err == nil && tmpl != nil {
-		if err = writeGuidance(s.cfg.Home.Root, s.cfg.Home.guidanceFile(id, req.Type, ws, pw != nil), ws, id, req, tmpl); err != nil {
+		if err = agentpane.WriteGuidance(s.cfg.Home.Root, s.cfg.Home.guidanceFile(id, req.Type, ws, pw != nil), ws, id, req, tmpl); err != nil {
 			u()
 		}
 	}
@@ -728,7 +729,7 @@ func (s *Supervisor) register(row schema.Pane, resume string) error {
 	e := newEntry(row, pane.Status{State: pane.Starting, Reason: "starting", Since: time.Now()})
 	if resume != "" {
 		now := time.Now()
-		e.session.seed(resume, now)
+		e.session.Seed(resume, now)
 		if err := s.store.SetPaneSession(context.Background(), row.ID, resume, schema.FormatTime(now)); err != nil {
 			s.log.WithError(err).WithField("pane", row.ID).Warn("Could not record the session the pane resumes")
 		}
@@ -785,7 +786,7 @@ func (s *Supervisor) launchKind(e *entry, adopt bool, resume string) (kind, erro
 		return nil, err
 	}
 	if isCLI {
-		opts.InFlight = e.inFlight
+		opts.InFlight = e.requests.InFlight
 	}
 	var t terminal
 	switch {
@@ -858,11 +859,9 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		}
 		opts.Rules, opts.Layout, opts.EnterDelay = rules, agent.Layout(), agent.EnterDelay
 		if !adopt {
-			l, err := s.prepareAgent(cfg, argv, resume)
-			if err != nil {
+			if argv, extra, err = s.prepareAgent(cfg, argv, resume); err != nil {
 				return pane.Options{}, err
 			}
-			argv, extra = l.argv, l.env
 		}
 	}
 	opts.Argv = argv
@@ -1073,8 +1072,8 @@ func (e *entry) info() api.PaneInfo {
 		pi.PID = st.PID
 	}
 	k.Describe(&pi)
-	pi.Upstream = e.answers.upstream()
-	e.describeSession(&pi)
+	pi.Upstream = e.answers.Upstream()
+	e.session.Describe(&pi, e.cfg.Type)
 	pi.Restart, pi.CameBack = policyOf(e), e.cameBackAs()
 	if e.backFresh.Load() && st.Running() {
 		pi.Reason = pi.CameBack + " · " + pi.Reason

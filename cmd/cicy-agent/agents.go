@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
@@ -55,7 +55,7 @@ func agentTypes(getenv func(string) string) []api.AgentType {
 		k, _ := cliagent.Lookup(name)
 		at := api.AgentType{Type: name, Program: k.Bin, Package: k.Package, Version: k.Version, APIs: k.APIs, Signals: k.Signals()}
 		at.Resume, at.ResumesByID = k.ResumeArgs(sessionPlaceholder)
-		if path, err := supervisor.FindCLI(k, getenv); err == nil {
+		if path, err := agentpane.FindCLI(k, getenv); err == nil {
 			at.Path, at.Installed = path, k.InstalledVersion(path)
 		} else {
 			at.Missing = err.Error()
@@ -92,12 +92,12 @@ func resumeText(a api.AgentType) string {
 // clis installs into lacks it, "path PROGRAM@VERSION" when a program not
 // on npm is not on PATH at that version.
 func missingPins(getenv func(string) string) []string {
-	dir := supervisor.CLIDir(getenv)
+	dir := agentpane.CLIDir(getenv)
 	var out []string
 	for _, name := range cliagent.Names() {
 		k, _ := cliagent.Lookup(name)
 		if !k.FromNPM() {
-			if path, err := supervisor.FindCLI(k, getenv); err != nil || k.InstalledVersion(path) != k.Version {
+			if path, err := agentpane.FindCLI(k, getenv); err != nil || k.InstalledVersion(path) != k.Version {
 				out = append(out, "path "+k.Pin())
 			}
 			continue

@@ -1,4 +1,4 @@
-package supervisor
+package signals
 
 import (
 	"fmt"
@@ -13,13 +13,14 @@ import (
 // its result, or its failure; requests that keep failing make the pane
 // need a person (kind upstream) until one succeeds.
 
-// upstreamAfter is how many main-loop requests in a row must fail before
+// UpstreamAfter is how many main-loop requests in a row must fail before
 // the pane needs a person.
-const upstreamAfter = 2
+const UpstreamAfter = 2
 
-// answerLog is what the gateway told of a pane's main-loop requests; kept
-// across restarts of the pane's program. Guarded by mu.
-type answerLog struct {
+// Answers is what the gateway told of a pane's main-loop requests; kept
+// across restarts of the pane's program. Guarded by mu; the zero value is
+// empty and ready.
+type Answers struct {
 	mu   sync.Mutex
 	last gateway.Answer // the newest answer, by when it ended
 	has  bool
@@ -30,13 +31,13 @@ type answerLog struct {
 	failedAt time.Time
 }
 
-// note records an answer and reports whether the pane's need of a person
+// Note records an answer and reports whether the pane's need of a person
 // (upstream) changed.
-func (w *answerLog) note(a gateway.Answer) (changed bool) {
+func (w *Answers) Note(a gateway.Answer) (changed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last, w.has = a, true
-	was := w.failures >= upstreamAfter
+	was := w.failures >= UpstreamAfter
 	switch {
 	case a.Cancelled:
 		return false
@@ -46,11 +47,11 @@ func (w *answerLog) note(a gateway.Answer) (changed bool) {
 	default:
 		w.failures, w.lastErr = 0, ""
 	}
-	return was || w.failures >= upstreamAfter
+	return was || w.failures >= UpstreamAfter
 }
 
-// since is the newest answer to a request that started at or after t.
-func (w *answerLog) since(t time.Time) (gateway.Answer, bool) {
+// Since is the newest answer to a request that started at or after t.
+func (w *Answers) Since(t time.Time) (gateway.Answer, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.has || w.last.Started.Before(t) {
@@ -59,13 +60,13 @@ func (w *answerLog) since(t time.Time) (gateway.Answer, bool) {
 	return w.last, true
 }
 
-// upstream is why the pane needs a person for its upstream: its requests
-// failed upstreamAfter times or more in a row, the newest with lastErr;
+// Upstream is why the pane needs a person for its upstream: its requests
+// failed UpstreamAfter times or more in a row, the newest with lastErr;
 // "" when not.
-func (w *answerLog) upstream() string {
+func (w *Answers) Upstream() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.failures < upstreamAfter {
+	if w.failures < UpstreamAfter {
 		return ""
 	}
 	return fmt.Sprintf("%d model requests in a row failed, the last at %s: %s", w.failures, w.failedAt.Format("15:04:05"), w.lastErr)

@@ -1,7 +1,6 @@
-package supervisor
+package agentpane
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,15 +13,14 @@ import (
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
-	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // CLI agent panes (see docs/hooks.md): the real programs of the CLI
 // agents package cliagent registers, in terminal panes. What differs
-// between them — install recipe, config
-// seeding, hooks, screen rules — is in package cliagent; this file starts
-// them from a pane's config.
+// between them — install recipe, config seeding, hooks, screen rules — is
+// in package cliagent; this file finds their programs and prepares their
+// start from a pane's config.
 
 // CLIDirVar names the folder `make clis` (scripts/install-clis.sh)
 // installs the pinned CLI agents into; without it, DefaultCLIDir under the
@@ -49,14 +47,14 @@ func CLIDir(getenv func(string) string) string {
 	return filepath.Join(home, DefaultCLIDir)
 }
 
-// findAgent resolves an agent type's program: on PATH, else where `make
+// Find resolves an agent type's program: on PATH, else where `make
 // clis` installs it (CLIDir), so that the pinned CLIs need no PATH change.
-func (s *Supervisor) findAgent(typ string) (string, error) {
+func Find(typ string, getenv func(string) string) (string, error) {
 	k, ok := cliagent.Lookup(typ)
 	if !ok {
 		return "", api.Usagef("%s is not a CLI agent", typ)
 	}
-	return FindCLI(k, s.cfg.Getenv)
+	return FindCLI(k, getenv)
 }
 
 // FindCLI is where CLI agent k's program is: on PATH, else in CLIDir (what
@@ -81,77 +79,76 @@ func FindCLI(k cliagent.Kind, getenv func(string) string) (string, error) {
 		k.Bin, filepath.Dir(bin), dir, k.Pin())
 }
 
-// paneDir is a pane's own folder for its agent's configuration.
-func (h Home) paneDir(id string) string { return h.path("panes", id) }
-
-// paneConfig is agent_config.config.
-type paneConfig struct {
-	Team     string `json:"team,omitempty"`
-	AllowAll bool   `json:"allow_all,omitempty"`
-	// Env: the variables asked for with --env (names only).
-	Env []string `json:"env,omitempty"`
-	// Worktree: the pane runs in a git worktree of its own (gitwork).
-	Worktree *gitwork.PaneWorktree `json:"worktree,omitempty"`
-	// Restart: the pane's restart policy (topology.RestartPolicies; ""
-	// for the default).
-	Restart string `json:"restart,omitempty"`
+// Launch is how a CLI agent pane's program starts.
+type Launch struct {
+	Pane schema.Pane
+	// Extra are arguments after the agent's own; Resume is a session of
+	// the agent's own to resume ("" for a new one).
+	Extra  []string
+	Resume string
+	// Dir is the pane's own folder for its agent's configuration, Shared
+	// the one all panes share.
+	Dir, Shared string
+	// Guidance is the pane's guidance file when it is not the agent's
+	// usual one (a pane in a git worktree of its own); AllowAll skips
+	// the agent's permission questions.
+	Guidance string
+	AllowAll bool
+	// Gateway is the URL of the model gateway; Token makes the pane's
+	// gateway token, asked for once the program was found.
+	Gateway string
+	Token   func() (string, error)
+	// Home is the supervisor's CICY_HOME; TeamTools the names of the team
+	// tools a CLI master's MCP server serves.
+	Home      string
+	TeamTools []string
+	Getenv    func(string) string
 }
 
-func parsePaneConfig(s string) paneConfig {
-	var c paneConfig
-	_ = json.Unmarshal([]byte(s), &c)
-	return c
-}
-
-type agentLaunch struct{ argv, env []string }
-
-// prepareAgent seeds a CLI agent's config folder (again at every start,
-// so a moved binary or a changed environment is picked up) and returns its
-// command line and extra environment; with resume set, the command
+// Prepare seeds a CLI agent's config folder (again at every start, so a
+// moved binary or a changed environment is picked up) and returns its
+// command line and extra environment; with l.Resume set, the command
 // resumes that session of the agent's own.
-func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string) (agentLaunch, error) {
-	path, err := s.findAgent(cfg.Type)
+func Prepare(l Launch) (argv, env []string, err error) {
+	cfg := l.Pane
+	path, err := Find(cfg.Type, l.Getenv)
 	if err != nil {
-		return agentLaunch{}, err
+		return nil, nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return agentLaunch{}, fmt.Errorf("find this program for the hooks: %w", err)
+		return nil, nil, fmt.Errorf("find this program for the hooks: %w", err)
 	}
-	k, _ := cliagent.Lookup(cfg.Type) // findAgent found it
-	pc := parsePaneConfig(cfg.Config)
-	token, err := s.newPaneToken(context.Background(), cfg.ID)
+	k, _ := cliagent.Lookup(cfg.Type) // Find found it
+	token, err := l.Token()
 	if err != nil {
-		return agentLaunch{}, err
+		return nil, nil, err
 	}
 	setup := cliagent.Setup{
-		ID: cfg.ID, Workspace: cfg.Workspace, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"), Self: self,
-		Model: cfg.Model, AllowAll: pc.AllowAll, Extra: extra, Gateway: s.paneGatewayURL(), Token: token, Getenv: s.cfg.Getenv,
-	}
-	if pc.Worktree != nil {
-		setup.Guidance = s.cfg.Home.paneGuidance(cfg)
+		ID: cfg.ID, Workspace: cfg.Workspace, Dir: l.Dir, Shared: l.Shared, Self: self, Guidance: l.Guidance,
+		Model: cfg.Model, AllowAll: l.AllowAll, Extra: l.Extra, Gateway: l.Gateway, Token: token, Getenv: l.Getenv,
 	}
 	if cfg.Role == topology.RoleMaster {
-		if setup.MCP, err = s.teamMCP(self, cfg.ID); err != nil {
-			return agentLaunch{}, err
+		if setup.MCP, err = TeamMCP(self, cfg.ID, l.Home, l.TeamTools, l.Getenv); err != nil {
+			return nil, nil, err
 		}
 	}
-	argv, env, err := k.Prepare(setup)
+	argv, env, err = k.Prepare(setup)
 	if err != nil {
-		return agentLaunch{}, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)
+		return nil, nil, fmt.Errorf("prepare the %s config of %s: %w", cfg.Type, cfg.ID, err)
 	}
 	argv[0] = path
-	if resume != "" {
-		args, ok := k.ResumeArgs(resume)
+	if l.Resume != "" {
+		args, ok := k.ResumeArgs(l.Resume)
 		if !ok {
-			return agentLaunch{}, fmt.Errorf("%s cannot resume the session %q", cfg.Type, resume)
+			return nil, nil, fmt.Errorf("%s cannot resume the session %q", cfg.Type, l.Resume)
 		}
 		argv = slices.Concat(argv[:1], args, argv[1:])
 	}
 	// The agent's shell finds cicy-agent (dispatch, wait, status) and the
 	// other CLIs where the supervisor found them.
-	env = append(env, "PATH="+s.cfg.Getenv("PATH")+string(os.PathListSeparator)+filepath.Dir(self))
-	return agentLaunch{argv: argv, env: env}, nil
+	env = append(env, "PATH="+l.Getenv("PATH")+string(os.PathListSeparator)+filepath.Dir(self))
+	return argv, env, nil
 }
 
 // mcpCommandVar names the setting that replaces the team tools' MCP
@@ -159,20 +156,17 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string
 // and its arguments); by default it is this program with "mcp".
 const mcpCommandVar = "CICY_MCP_COMMAND"
 
-// teamMCP is the team tools' MCP server of the CLI master id: `cicy-agent
-// mcp`, told who is calling.
-func (s *Supervisor) teamMCP(self, id string) (*cliagent.MCPServer, error) {
+// TeamMCP is the team tools' MCP server of the CLI master id: `cicy-agent
+// mcp` (self), told who is calling and the home it works in, serving
+// tools; CICY_MCP_COMMAND in getenv replaces the command.
+func TeamMCP(self, id, home string, tools []string, getenv func(string) string) (*cliagent.MCPServer, error) {
 	argv := []string{self, "mcp"}
-	if v := s.cfg.Getenv(mcpCommandVar); v != "" {
+	if v := getenv(mcpCommandVar); v != "" {
 		if err := json.Unmarshal([]byte(v), &argv); err != nil || len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 			return nil, api.Failedf("%s must be a JSON array whose first element is an absolute path, not %s", mcpCommandVar, v)
 		}
 	}
-	env := map[string]string{"CICY_HOME": s.cfg.Home.Root, "CICY_PANE_ID": id}
-	var tools []string
-	for _, t := range TeamToolDefs() {
-		tools = append(tools, t.Name)
-	}
+	env := map[string]string{"CICY_HOME": home, "CICY_PANE_ID": id}
 	return &cliagent.MCPServer{Argv: argv, Env: env, Tools: tools}, nil
 }
 
@@ -197,10 +191,10 @@ The same works from your shell: ` + "`cicy-agent ls`" + ` lists the panes (your 
 If your shell does not find cicy-agent (a login shell may reset PATH), it is %s.
 `
 
-// writeGuidance writes a new pane's guidance file (CLAUDE.md or AGENTS.md)
+// WriteGuidance writes a new pane's guidance file (CLAUDE.md or AGENTS.md)
 // from its role template if missing; a CLI master's also says how to
 // lead its team.
-func writeGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.Template) error {
+func WriteGuidance(home, path, ws, id string, req api.CreateRequest, tmpl *cicy.Template) error {
 	_, statErr := os.Stat(path)
 	if err := cicy.WriteGuidanceAt(home, path, ws, id, req.Type, tmpl); err != nil {
 		return err

@@ -1,9 +1,11 @@
-package supervisor
+package signals
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -17,8 +19,9 @@ import (
 // latest wins. It is kept in the pane's row, so a restarted supervisor
 // knows it, and shown by ls and explain with the arguments that resume it.
 
-// sessionLog is the session id a pane's agent last revealed.
-type sessionLog struct {
+// Session is the session id a pane's agent last revealed; the zero value
+// has none.
+type Session struct {
 	// write orders the row's writes: each writes the latest id, so two
 	// signals racing leave the later one recorded.
 	write sync.Mutex
@@ -30,8 +33,8 @@ type sessionLog struct {
 	since, seen time.Time
 }
 
-// seed is the session recorded in the pane's row.
-func (l *sessionLog) seed(id string, since time.Time) {
+// Seed is the session recorded in the pane's row.
+func (l *Session) Seed(id string, since time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.id, l.since, l.seen = id, since, since
@@ -39,7 +42,7 @@ func (l *sessionLog) seed(id string, since time.Time) {
 
 // note records that a signal of at carried id; changed when id is now
 // the pane's session and was not before.
-func (l *sessionLog) note(id string, at time.Time) (changed bool) {
+func (l *Session) note(id string, at time.Time) (changed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if at.Before(l.seen) {
@@ -53,27 +56,33 @@ func (l *sessionLog) note(id string, at time.Time) (changed bool) {
 	return true
 }
 
-// get is the session id and when it was first seen ("" before any).
-func (l *sessionLog) get() (string, time.Time) {
+// Get is the session id and when it was first seen ("" before any).
+func (l *Session) Get() (string, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.id, l.since
 }
 
-// recordSession notes the session id a signal of at carried and, when it
-// is new, records it in the pane's row (a failure is logged: the signal
-// still applies, and the next one records it again).
-func (s *Supervisor) recordSession(ctx context.Context, e *entry, id string, at time.Time) {
-	if !e.session.note(id, at) {
+// SessionStore keeps a pane's session id in its row.
+type SessionStore interface {
+	SetPaneSession(ctx context.Context, id, session, at string) error
+}
+
+// Record notes that a signal of at carried the session id id of the
+// agent of pane and, when it is new, records it in the pane's row with st
+// (a failure is logged: the signal still applies, and the next one
+// records it again).
+func (l *Session) Record(ctx context.Context, st SessionStore, log *logrus.Entry, pane, id string, at time.Time) {
+	if !l.note(id, at) {
 		return
 	}
-	e.session.write.Lock()
-	defer e.session.write.Unlock()
-	id, at = e.session.get()
-	log := s.log.WithFields(map[string]any{"pane": e.cfg.ID, "session": id})
-	if err := s.store.SetPaneSession(ctx, e.cfg.ID, id, schema.FormatTime(at)); err != nil {
+	l.write.Lock()
+	defer l.write.Unlock()
+	id, at = l.Get()
+	log = log.WithFields(logrus.Fields{"pane": pane, "session": id})
+	if err := st.SetPaneSession(ctx, pane, id, schema.FormatTime(at)); err != nil {
 		log.WithError(err).Warn("Could not record the agent's session id")
-		e.session.forget(id)
+		l.forget(id)
 		return
 	}
 	log.Info("Agent's session id recorded")
@@ -81,7 +90,7 @@ func (s *Supervisor) recordSession(ctx context.Context, e *entry, id string, at 
 
 // forget drops id as recorded, so the next signal that carries it writes
 // it again.
-func (l *sessionLog) forget(id string) {
+func (l *Session) forget(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.id == id {
@@ -89,10 +98,10 @@ func (l *sessionLog) forget(id string) {
 	}
 }
 
-// describeSession adds the agent's session id to what ls and explain
-// show, with the arguments that resume it.
-func (e *entry) describeSession(pi *api.PaneInfo) {
-	id, since := e.session.get()
+// Describe adds the agent's session id to what ls and explain show, with
+// the arguments that resume it (typ is the pane's type).
+func (l *Session) Describe(pi *api.PaneInfo, typ string) {
+	id, since := l.Get()
 	if id == "" {
 		return
 	}
@@ -100,7 +109,7 @@ func (e *entry) describeSession(pi *api.PaneInfo) {
 	if !since.IsZero() {
 		pi.SessionAt = &since
 	}
-	if k, ok := cliagent.Lookup(e.cfg.Type); ok {
+	if k, ok := cliagent.Lookup(typ); ok {
 		pi.ResumeArgs, _ = k.ResumeArgs(id)
 	}
 }

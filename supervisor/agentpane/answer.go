@@ -1,4 +1,4 @@
-package supervisor
+package agentpane
 
 import (
 	"context"
@@ -50,10 +50,10 @@ func (e *NotWaitingError) As(target any) bool {
 	return false
 }
 
-// answeredMark is the last dialog answered on a pane, and since when the
-// pane was waiting then (its wait): the same dialog in a later wait (the
-// agent asks the same again) is a new one.
-type answeredMark struct {
+// Mark is the last dialog answered on a pane, and since when the pane was
+// waiting then (its wait): the same dialog in a later wait (the agent asks
+// the same again) is a new one. The zero value marks none.
+type Mark struct {
 	dialog cliagent.Dialog
 	action string
 	at     time.Time
@@ -76,10 +76,50 @@ const answerSettle = 1500 * time.Millisecond
 // an agent reads each as its own key press.
 const answerKeyGap = 80 * time.Millisecond
 
+// Pane is the pane answered, as the supervisor's registry holds it.
+type Pane interface {
+	ID() string
+	Type() string
+	// Program is what runs the pane now, read without its lock.
+	Program() Program
+	// Locked runs f holding the pane's lock on what runs it (a start,
+	// restart or kill waits for it), with what runs it then and the last
+	// dialog answered on it.
+	Locked(f func(p Program, last *Mark) error) error
+}
+
+// Program is what runs a pane: its state, its screen and its input.
+type Program interface {
+	Status() pane.Status
+	Screen() (string, error)
+	Send(ctx context.Context, req api.SendRequest) (*api.SendResult, error)
+}
+
+// Registry is what answering needs of the supervisor's panes.
+type Registry interface {
+	// AnswerPane is the pane id (an *api.Error when there is none).
+	AnswerPane(id string) (Pane, error)
+	// Screen is the pane's state and screen, as `cicy-agent screen`
+	// shows them.
+	Screen(id string) (state, screen string, err error)
+	// Restart restarts the pane, as `cicy-agent restart` does.
+	Restart(ctx context.Context, id string) error
+}
+
+// Record is the notifications' record of answers (notifier.Notifier):
+// which notification an answer resolves, whether it was answered before,
+// and this answer.
+type Record interface {
+	AnswerEvent(pane, named string) string
+	Unanswered(ctx context.Context, pane, event string) error
+	RecordAnswer(ctx context.Context, pane, event string, req api.AnswerRequest, res api.AnswerResult)
+}
+
 // Answer answers pane id's dialog (approve, deny, option:N), restarts
-// it (restart) or returns its screen (screen). A refusal because the pane
-// does not wait for that answer is a *NotWaitingError.
-func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerRequest) (api.AnswerResult, error) {
+// it (restart), types a reply (text) or returns its screen (screen),
+// noting the answer in rec. A refusal because the pane does not wait for
+// that answer is a *NotWaitingError.
+func Answer(ctx context.Context, reg Registry, rec Record, log *logrus.Entry, id string, req api.AnswerRequest) (api.AnswerResult, error) {
 	switch req.Via {
 	case "":
 		req.Via = "terminal"
@@ -87,49 +127,47 @@ func (s *Supervisor) Answer(ctx context.Context, id string, req api.AnswerReques
 	default:
 		return api.AnswerResult{}, api.Usagef("unknown via %q: use terminal, telegram or web", req.Via)
 	}
-	e, err := s.get(id)
+	p, err := reg.AnswerPane(id)
 	if err != nil {
 		return api.AnswerResult{}, err
 	}
-	res := api.AnswerResult{Pane: e.cfg.ID, Action: req.Action}
+	res := api.AnswerResult{Pane: p.ID(), Action: req.Action}
 	event := ""
 	if req.Action != ActionScreen {
-		event = s.notify.AnswerEvent(e.cfg.ID, req.Event)
-		if err := s.answeredAlready(ctx, e.cfg.ID, event); err != nil {
+		event = rec.AnswerEvent(p.ID(), req.Event)
+		if err := answeredAlready(ctx, rec, p.ID(), event); err != nil {
 			return api.AnswerResult{}, err
 		}
 	}
 	switch req.Action {
 	case ActionScreen:
-		sc, err := s.Screen(e.cfg.ID, 0)
-		if err != nil {
+		if res.State, res.Screen, err = reg.Screen(p.ID()); err != nil {
 			return api.AnswerResult{}, err
 		}
-		res.State, res.Screen = sc.State, sc.Screen
 		return res, nil
 	case ActionRestart:
-		if err := s.answerRestart(ctx, e); err != nil {
+		if err := answerRestart(ctx, reg, p); err != nil {
 			return api.AnswerResult{}, err
 		}
 	case ActionText:
-		if err := s.answerText(ctx, e, req.Text); err != nil {
+		if err := answerText(ctx, p, req.Text); err != nil {
 			return api.AnswerResult{}, err
 		}
 	default:
-		if res.Keys, err = s.answerDialog(ctx, e, req.Action); err != nil {
+		if res.Keys, err = answerDialog(ctx, p, req.Action); err != nil {
 			return api.AnswerResult{}, err
 		}
 	}
-	res.State = string(e.status().State)
+	res.State = string(p.Program().Status().State)
 	// The answer is given: this is where it is known (who, how, what).
-	s.log.WithFields(logrus.Fields{"pane": e.cfg.ID, "action": req.Action, "by": req.By, "via": req.Via, "keys": res.Keys}).Info("Pane answered")
-	s.notify.RecordAnswer(ctx, e.cfg.ID, event, req, res)
+	log.WithFields(logrus.Fields{"pane": p.ID(), "action": req.Action, "by": req.By, "via": req.Via, "keys": res.Keys}).Info("Pane answered")
+	rec.RecordAnswer(ctx, p.ID(), event, req, res)
 	return res, nil
 }
 
 // answeredAlready refuses an answer to a notification answered before.
-func (s *Supervisor) answeredAlready(ctx context.Context, id, event string) error {
-	err := s.notify.Unanswered(ctx, id, event)
+func answeredAlready(ctx context.Context, rec Record, id, event string) error {
+	err := rec.Unanswered(ctx, id, event)
 	if done := (*notifier.AnsweredError)(nil); errors.As(err, &done) {
 		return &NotWaitingError{Pane: id, State: pane.Waiting, Msg: done.Msg}
 	}
@@ -138,42 +176,53 @@ func (s *Supervisor) answeredAlready(ctx context.Context, id, event string) erro
 
 // answerRestart restarts a pane that exited, stopped or is in a crash
 // loop, as `cicy-agent restart` does.
-func (s *Supervisor) answerRestart(ctx context.Context, e *entry) error {
-	st := e.status()
+func answerRestart(ctx context.Context, reg Registry, p Pane) error {
+	id := p.ID()
+	st := p.Program().Status()
 	if st.State != pane.Exited && st.State != pane.Error {
-		return &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
+		return &NotWaitingError{Pane: id, State: st.State, Msg: fmt.Sprintf(
 			"%s is running (it is %s): restart answers a pane that exited, stopped or is in a crash loop; 'cicy-agent restart %s' restarts it anyway",
-			e.cfg.ID, st.State, e.cfg.ID)}
+			id, st.State, id)}
 	}
-	return s.RestartPane(ctx, e.cfg.ID, false)
+	return reg.Restart(ctx, id)
 }
 
 // answerDialog types the keys that answer a CLI agent's dialog, once the
 // pane waits and its screen shows the dialog; it returns the keys.
-func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) ([]string, error) {
-	agent, ok := cliagent.Lookup(e.cfg.Type)
+func answerDialog(ctx context.Context, p Pane, action string) ([]string, error) {
+	id, typ := p.ID(), p.Type()
+	agent, ok := cliagent.Lookup(typ)
 	if !ok {
 		if action != cliagent.ActionApprove && action != cliagent.ActionDeny {
 			if _, isOpt, _ := cliagent.ParseOption(action); !isOpt {
 				return nil, api.Usagef("unknown action %q: use approve, deny, option:N, restart or screen", action)
 			}
 		}
-		return nil, api.Usagef("%s is a %s pane, which has no dialogs to answer; 'cicy-agent send %s' types into it", e.cfg.ID, e.cfg.Type, e.cfg.ID)
+		return nil, api.Usagef("%s is a %s pane, which has no dialogs to answer; 'cicy-agent send %s' types into it", id, typ, id)
 	}
 	if _, err := agent.AnswerKeys(action); err != nil {
 		return nil, api.Usagef("%v (or restart, screen)", err)
 	}
 	// A dialog just drawn is given its moment first, holding nothing.
-	if err := dialogSettle(ctx, e); err != nil {
+	if err := dialogSettle(ctx, p); err != nil {
 		return nil, err
 	}
-	e.op.Lock()
-	defer e.op.Unlock()
-	k := e.kind()
+	var keys []string
+	err := p.Locked(func(k Program, last *Mark) (err error) {
+		keys, err = typeAnswer(ctx, id, agent, k, last, action)
+		return err
+	})
+	return keys, err
+}
+
+// typeAnswer types into k, the program of pane id, the keys that answer
+// the dialog on its screen with action, and marks it answered in last.
+// The caller holds the pane's lock.
+func typeAnswer(ctx context.Context, id string, agent cliagent.Kind, k Program, last *Mark, action string) ([]string, error) {
 	st := k.Status()
 	if st.State != pane.Waiting {
-		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
-			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
+		return nil, &NotWaitingError{Pane: id, State: st.State, Msg: fmt.Sprintf(
+			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", id, st.State, id)}
 	}
 	screen, err := k.Screen()
 	if err != nil {
@@ -181,22 +230,22 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 	}
 	d := agent.ReadDialog(pane.NewLayout(screen, nil).Lines)
 	if d.Kind == "" {
-		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
-			"%s no longer waits for an answer (no dialog on its screen); see 'cicy-agent screen %s'", e.cfg.ID, e.cfg.ID)}
+		return nil, &NotWaitingError{Pane: id, State: st.State, Msg: fmt.Sprintf(
+			"%s no longer waits for an answer (no dialog on its screen); see 'cicy-agent screen %s'", id, id)}
 	}
 	keys, err := agent.AnswerKeysFor(action, d)
 	if err != nil {
-		return nil, api.Usagef("%s: %v", e.cfg.ID, err)
+		return nil, api.Usagef("%s: %v", id, err)
 	}
-	if last := e.answered; last.action != "" && last.since.Equal(st.Since) && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
-		return nil, &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
-			"%s's dialog was answered (%s) %s ago; see 'cicy-agent screen %s'", e.cfg.ID, last.action, time.Since(last.at).Round(time.Second), e.cfg.ID)}
+	if last.action != "" && last.since.Equal(st.Since) && time.Since(last.at) < answerRepeat && sameDialog(last.dialog, d) {
+		return nil, &NotWaitingError{Pane: id, State: st.State, Msg: fmt.Sprintf(
+			"%s's dialog was answered (%s) %s ago; see 'cicy-agent screen %s'", id, last.action, time.Since(last.at).Round(time.Second), id)}
 	}
 	for i, key := range keys {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, api.Failedf("the answer to %s was cut short after %d of its keys (%v); see 'cicy-agent screen %s'", e.cfg.ID, i, keys, e.cfg.ID)
+				return nil, api.Failedf("the answer to %s was cut short after %d of its keys (%v); see 'cicy-agent screen %s'", id, i, keys, id)
 			case <-time.After(answerKeyGap):
 			}
 		}
@@ -204,7 +253,7 @@ func (s *Supervisor) answerDialog(ctx context.Context, e *entry, action string) 
 			return nil, err
 		}
 	}
-	e.answered = answeredMark{dialog: d, action: action, at: time.Now(), since: st.Since}
+	*last = Mark{dialog: d, action: action, at: time.Now(), since: st.Since}
 	return keys, nil
 }
 
@@ -214,30 +263,31 @@ func sameDialog(a, b cliagent.Dialog) bool {
 }
 
 // answerText types a free-text reply and Enter into a pane that waits.
-func (s *Supervisor) answerText(ctx context.Context, e *entry, text string) error {
+func answerText(ctx context.Context, p Pane, text string) error {
 	text = strings.TrimSpace(text)
 	if text == "" || strings.ContainsAny(text, "\x1b\r") {
 		return api.Usagef("a text answer is one line of plain text")
 	}
-	if st := e.status(); st.State != pane.Waiting {
-		return &NotWaitingError{Pane: e.cfg.ID, State: st.State, Msg: fmt.Sprintf(
-			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", e.cfg.ID, st.State, e.cfg.ID)}
+	k := p.Program()
+	if st := k.Status(); st.State != pane.Waiting {
+		return &NotWaitingError{Pane: p.ID(), State: st.State, Msg: fmt.Sprintf(
+			"%s no longer waits for an answer (it is %s); see 'cicy-agent screen %s'", p.ID(), st.State, p.ID())}
 	}
-	_, err := e.kind().Send(ctx, api.SendRequest{Text: strings.ReplaceAll(text, "\n", " ")})
+	_, err := k.Send(ctx, api.SendRequest{Text: strings.ReplaceAll(text, "\n", " ")})
 	return err
 }
 
 // dialogSettle waits until a waiting pane has been waiting answerSettle
 // (a CLI that just drew its dialog may drop a key pressed at once).
-func dialogSettle(ctx context.Context, e *entry) error {
-	st := e.status()
+func dialogSettle(ctx context.Context, p Pane) error {
+	st := p.Program().Status()
 	if st.State != pane.Waiting {
 		return nil
 	}
 	if wait := time.Until(st.Since.Add(answerSettle)); wait > 0 {
 		select {
 		case <-ctx.Done():
-			return api.Failedf("gave up answering %s: %v", e.cfg.ID, ctx.Err())
+			return api.Failedf("gave up answering %s: %v", p.ID(), ctx.Err())
 		case <-time.After(wait):
 		}
 	}
