@@ -53,10 +53,12 @@ func TestWebClusterInABrowser(t *testing.T) {
 	br := webtest.Browser(t, 1280, 900, 3*time.Minute)
 	webtest.LogIn(t, br, link.URL)
 
-	row := webtest.Value(t, br, "b's worker in the tree", chromedp.Text(chromedp.CSS(`li[data-pane="`+asker.ID+`"]`)))
-	if !strings.Contains(row, "@b") {
-		t.Errorf("b's worker's row on a's page does not name its node: %q", row)
-	}
+	// The page's live part may be swapped while it is read: read it until
+	// it says so.
+	rowNamesNode := `(document.querySelector('li[data-pane="` + asker.ID + `"]') || {}).textContent || ''`
+	waitFor(t, "b's worker's row on a's page to name its node", func() bool {
+		return strings.Contains(webtest.Value(t, br, "b's worker in the tree", chromedp.Evaluate[string](rowNamesNode)), "@b")
+	})
 
 	if _, err := a.c.Send(ctx, asker.ID, api.SendRequest{Text: "ask"}); err != nil {
 		t.Fatal(err)
@@ -72,10 +74,23 @@ func TestWebClusterInABrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), sh.ID),
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-node-a"),
 		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
-	waitFor(t, "the task done in the ledger", func() bool {
-		ts, err := b.c.Tasks(ctx, sh.ID)
-		return err == nil && len(ts) == 1 && ts[0].Text == "echo from-node-a" && ts[0].Status == "done"
+	var last []api.TaskInfo
+	waitFor(t, "the task in the ledger", func() bool {
+		var err error
+		last, err = b.c.Tasks(ctx, sh.ID)
+		return err == nil && len(last) == 1 && last[0].Text == "echo from-node-a"
 	})
+	deadline := time.Now().Add(90 * time.Second) // a task crosses nodes: generous under load
+	for last[0].Status != "done" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task dispatched from a's page to b's worker never ended done: %+v\nits screen:\n%s", last[0], screenOf(t, b, sh.ID))
+		}
+		time.Sleep(50 * time.Millisecond)
+		ts, err := b.c.Tasks(ctx, sh.ID)
+		if err == nil && len(ts) == 1 {
+			last = ts
+		}
+	}
 	webtest.Do(t, br, "the tasks page", chromedp.Navigate(base+"/tasks"), chromedp.WaitVisible(chromedp.CSS("main")))
 	if body := webtest.Value(t, br, "its text", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(body, "echo from-node-a") {
 		t.Errorf("the tasks page on a does not list the task b's worker did: %q", body)
@@ -85,4 +100,14 @@ func TestWebClusterInABrowser(t *testing.T) {
 	waitFor(t, "b's screen on a's page", func() bool {
 		return strings.Contains(webtest.Value(t, br, "the screen", chromedp.Text(chromedp.CSS("main"))), "from-node-a")
 	})
+}
+
+// screenOf is a pane's screen as node n reads it, for a failure's message.
+func screenOf(t *testing.T, n *node, id string) string {
+	t.Helper()
+	sc, err := n.c.Screen(context.Background(), id, 0)
+	if err != nil {
+		return err.Error()
+	}
+	return sc.Screen
 }
