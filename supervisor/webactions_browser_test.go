@@ -72,7 +72,11 @@ func webPicksAnOption(t *testing.T, s *Supervisor, b context.Context) {
 		got, err := os.ReadFile(filepath.Join(p.Workspace, "picked"))
 		return err == nil && string(got) == "2"
 	})
-	if as := s.notify.Answers(context.Background(), "w-1", 0); len(as) != 1 || as[0].Via != api.ViaWeb || !strings.HasPrefix(as[0].By, "browser ") || as[0].Action != "option:2" {
+	// The answer is recorded once its keys are typed: the stand-in may
+	// read them first.
+	var as []api.Answer
+	waitFor(t, "the answer recorded", func() bool { as = s.notify.Answers(context.Background(), "w-1", 0); return len(as) > 0 })
+	if len(as) != 1 || as[0].Via != api.ViaWeb || !strings.HasPrefix(as[0].By, "browser ") || as[0].Action != "option:2" {
 		t.Errorf("the answer from the page is recorded as %+v, want option:2 by the browser's session via web", as)
 	}
 	refused := webtest.Value(t, b, "an answer to the dialog gone", chromedp.Evaluate[refusal](`

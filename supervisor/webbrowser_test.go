@@ -85,10 +85,7 @@ func TestWebPageInABrowser(t *testing.T) {
 	webtest.Do(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-w-1")))
 	waitFor(t, "the tool to run", func() bool { _, err := os.Stat(filepath.Join(ws, "approved")); return err == nil })
 
-	webtest.Do(t, ctx, "dispatch",
-		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), "w-2"),
-		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-the-page"),
-		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	dispatchFromPage(t, ctx, "w-2", "echo from-the-page")
 	waitFor(t, "the task in the ledger", func() bool {
 		ts, err := c.Tasks(context.Background(), "w-2")
 		return err == nil && len(ts) == 1 && ts[0].Text == "echo from-the-page"
@@ -112,6 +109,25 @@ func TestWebPageInABrowser(t *testing.T) {
 	body := webtest.Value(t, ctx, "its page", chromedp.Text(chromedp.CSS("body")))
 	if !strings.Contains(strings.ToLower(body), "used") {
 		t.Errorf("the link opened a second time: %q", body)
+	}
+}
+
+// dispatchFromPage fills the team page's dispatch form and sends it; the
+// page's answer must say the task was made.
+func dispatchFromPage(t *testing.T, ctx context.Context, to, text string) {
+	t.Helper()
+	webtest.Do(t, ctx, "dispatch",
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('flash').textContent = ''`),
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), to),
+		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), text),
+		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	var flash string
+	waitFor(t, "the page's answer to the dispatch", func() bool {
+		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](`document.getElementById('flash').textContent`))
+		return flash != ""
+	})
+	if !strings.Contains(flash, "for "+to) {
+		t.Fatalf("the dispatch from the page was answered %q", flash)
 	}
 }
 

@@ -70,10 +70,7 @@ func TestWebClusterInABrowser(t *testing.T) {
 		return err == nil
 	})
 
-	webtest.Do(t, br, "dispatch to b's worker",
-		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), sh.ID),
-		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), "echo from-node-a"),
-		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	dispatchFromPage(t, br, sh.ID, "echo from-node-a")
 	var last []api.TaskInfo
 	waitFor(t, "the task in the ledger", func() bool {
 		var err error
