@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/httpapi"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
@@ -283,19 +284,19 @@ func (f *webFront) sessionsOf() (*web.Sessions, error) {
 	return web.OpenSessions(web.SessionsFile(f.home.Root), nil)
 }
 
-func (a *handler) webRoutes(mux *http.ServeMux) {
-	f := a.sup.web
+// routes are the web page's management (a Room of the API).
+func (f *webFront) routes(mux *http.ServeMux, decode func(*http.Request, any) error, respond func(http.ResponseWriter, any, error)) {
 	mux.HandleFunc("GET /api/web", func(w http.ResponseWriter, r *http.Request) {
 		respond(w, f.status(), nil)
 	})
 	mux.HandleFunc("POST /api/web/start", func(w http.ResponseWriter, r *http.Request) {
 		var req api.WebStartRequest
 		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+			respond(w, nil, err)
 			return
 		}
 		if (req.TLSCert == "") != (req.TLSKey == "") {
-			writeErr(w, api.Usagef("--tls-cert and --tls-key go together"))
+			respond(w, nil, api.Usagef("--tls-cert and --tls-key go together"))
 			return
 		}
 		out, err := f.start(r.Context(), Web{Addr: req.Listen, CertFile: req.TLSCert, KeyFile: req.TLSKey, TLS: req.TLS})
@@ -309,7 +310,7 @@ func (a *handler) webRoutes(mux *http.ServeMux) {
 		var req api.WebLinkRequest
 		if r.ContentLength != 0 {
 			if err := decode(r, &req); err != nil {
-				writeErr(w, err)
+				respond(w, nil, err)
 				return
 			}
 		}
@@ -331,7 +332,7 @@ func (a *handler) webRoutes(mux *http.ServeMux) {
 func socketOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/web" || strings.HasPrefix(r.URL.Path, "/api/web/") {
-			writeErr(w, &api.Error{Kind: api.KindNotFound, Message: "the web page is managed on the control socket only ('cicy-agent web' on its machine)"})
+			httpapi.WriteErr(w, &api.Error{Kind: api.KindNotFound, Message: "the web page is managed on the control socket only ('cicy-agent web' on its machine)"})
 			return
 		}
 		next.ServeHTTP(w, r)
