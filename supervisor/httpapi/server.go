@@ -242,7 +242,7 @@ func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeList answers a JSON array of panes written as it is encoded (and,
-// from Supervisor.Panes, as each is described), a few hundred at a time,
+// from the daemon's Panes, as each is described), a few hundred at a time,
 // so a client shows the first of 100,000 panes while the rest are still
 // on their way (api.Client.ListEach).
 func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
@@ -395,7 +395,7 @@ func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
 	}
 }
 
-// teamEvents streams the team's events (see Supervisor.Stream).
+// teamEvents streams the team's events (the daemon's Stream).
 func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 	var send func(vs ...any) error
 	local := r.URL.Query().Get("local") == "1"
