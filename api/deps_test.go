@@ -128,6 +128,21 @@ func TestGatewayKnowsNoAgent(t *testing.T) {
 	}
 }
 
+// TestHTTPAPIKnowsNoRoom: the HTTP API (supervisor/httpapi) depends on
+// no part of the supervisor but the web page's (for its session header):
+// it asks the daemon through the Daemon it declares, and the rooms
+// (spend, notifications, the web page's front) mount their routes or are
+// reached through its small interfaces.
+func TestHTTPAPIKnowsNoRoom(t *testing.T) {
+	t.Parallel()
+	const pkg = module + "/supervisor/httpapi"
+	for _, dep := range deps(t, pkg) {
+		if dep != pkg && dep != module+"/supervisor/web" && (dep == module+"/supervisor" || strings.HasPrefix(dep, module+"/supervisor/")) {
+			t.Errorf("%s depends on %s", pkg, dep)
+		}
+	}
+}
+
 // namesUsed lists, as "name.X" at its place, each name of package imp the
 // non-test files of pkg use; a dot or blank import is one entry too.
 func namesUsed(t *testing.T, pkg, imp string) []string {

@@ -3,7 +3,8 @@
 //
 // Data flow:
 //
-//	requests   CLI, dashboard ──api.Client: HTTP/JSON over run/cicy.sock──▶ API (server.go, api.go)
+//	requests   CLI, dashboard ──api.Client: HTTP/JSON over run/cicy.sock──▶ API (package httpapi,
+//	           wired in serve.go and apiview.go: the Daemon it declares is *Supervisor)
 //	           ──▶ registry (supervisor.go): id → entry{config, one pane-kind value}
 //	           ──▶ the pane's kind adapter (kind*.go): cicyKind, shellKind, cliKind, stopped
 //	           ──▶ its backend: pane.PTY or a session of the private tmux server (pane.TmuxPane),
@@ -55,7 +56,7 @@
 // One supervisor runs per CICY_HOME, guarded by a lock file; a client
 // command that finds no supervisor answering starts one in the background,
 // as tmux does. Its socket answers at once: while the panes are restored,
-// a gate (gate.go) answers GET /api/health saying it is starting and how
+// a gate (httpapi.Gate) answers GET /api/health saying it is starting and how
 // far the restore is, and holds every other request until the supervisor
 // is ready or could not start. A SQLite database that is missing or empty
 // while the home still holds its panes' folders or tmux sessions is

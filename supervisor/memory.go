@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"net/http"
 	"path/filepath"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -108,36 +107,4 @@ func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResu
 	case <-ctx.Done():
 		return cicy.FlushResult{}, api.Failedf("the recognition is still running")
 	}
-}
-
-func (a *handler) memoryRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/panes/{id}/memory", func(w http.ResponseWriter, r *http.Request) {
-		l, err := a.sup.Memories(r.PathValue("id"))
-		respond(w, l, err)
-	})
-	mux.HandleFunc("GET /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
-		m, err := a.sup.MemoryGet(r.PathValue("id"), r.PathValue("mem"))
-		respond(w, api.Memory(m), err)
-	})
-	mux.HandleFunc("DELETE /api/panes/{id}/memory/{mem}", func(w http.ResponseWriter, r *http.Request) {
-		err := a.sup.MemoryRemove(r.PathValue("id"), r.PathValue("mem"))
-		respond(w, map[string]bool{"archived": err == nil}, err)
-	})
-	mux.HandleFunc("POST /api/panes/{id}/memory/flush", func(w http.ResponseWriter, r *http.Request) {
-		res, err := a.sup.MemoryFlush(r.Context(), r.PathValue("id"))
-		respond(w, api.FlushResult(res), err)
-	})
-	mux.HandleFunc("POST /api/panes/{id}/memory/reindex", func(w http.ResponseWriter, r *http.Request) {
-		res, err := a.sup.MemoryReindex(r.PathValue("id"))
-		respond(w, res, err)
-	})
-}
-
-// respond writes v, or the error.
-func respond(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
 }

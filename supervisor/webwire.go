@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/httpapi"
 	"github.com/cicy-ai/cicy-agent/supervisor/web/front"
 )
 
@@ -43,8 +44,6 @@ func (w *webFront) boot(ctx context.Context, at Web) error { return w.Boot(ctx, 
 
 func (w *webFront) close() { w.Close() }
 
-func (a *handler) webRoutes(mux *http.ServeMux) { a.sup.web.Routes(mux, decode, respond) }
-
 // socketOnly keeps the page's management on the control socket
 // (front.SocketOnly).
-func socketOnly(next http.Handler) http.Handler { return front.SocketOnly(next, writeErr) }
+func socketOnly(next http.Handler) http.Handler { return front.SocketOnly(next, httpapi.WriteErr) }

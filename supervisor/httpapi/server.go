@@ -1,243 +1,39 @@
-package supervisor
+package httpapi
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
 
-// ErrAlreadyRunning is returned by Serve when another supervisor holds the
-// home.
-var ErrAlreadyRunning = errors.New("a supervisor is already running")
-
-// openStore opens the home's SQLite database (refused when it was lost:
-// see checkDatabase) or, with cfg.DB, the PostgreSQL database, which it
-// holds for this supervisor's node alone: two supervisors serving one
-// node would each take the other's panes for their own.
-func openStore(ctx context.Context, cfg Config) (*schema.Store, error) {
-	if cfg.DB == "" {
-		if err := checkDatabase(cfg.Home, cfg.Fresh, cfg.Log); err != nil {
-			return nil, err
-		}
-		return schema.Open(ctx, cfg.Home.DB())
-	}
-	store, err := schema.OpenURL(ctx, cfg.DB)
-	if err != nil {
-		return nil, err
-	}
-	if err := store.Hold(ctx, cfg.Node, 5*time.Second); err != nil {
-		store.Close()
-		if errors.Is(err, schema.ErrHeld) {
-			return nil, fmt.Errorf("node %s: %w; give each supervisor its own --node (CICY_NODE)", cfg.Node, err)
-		}
-		return nil, err
-	}
-	cfg.Log.WithField("db", schema.RedactURL(cfg.DB)).Info("State in PostgreSQL")
-	return store, nil
-}
-
-// Serve runs the supervisor until ctx is cancelled or a client asks it to
-// shut down, then stops every pane and returns. Its socket answers from
-// the start: while the panes are restored, health says so and other
-// requests wait (gate).
-func Serve(ctx context.Context, cfg Config) error {
-	if cfg.Node == "" {
-		cfg.Node = DefaultNode()
-	}
-	h := cfg.Home
-	if err := h.Prepare(); err != nil {
-		return err
-	}
-	unlock, err := lockHome(h)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	ln, err := listenSocket(h)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(h.PIDFile())
-	defer os.Remove(h.Socket())
-	g := newGate(api.Health{Version: cfg.Version, Home: h.Root, Node: cfg.Node})
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ln) }()
-	defer srv.Close() // a start that failed: the held requests were answered
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	sup, store, cln, err := start(ctx, &cfg, g)
-	if err != nil {
-		g.fail(err)
-		return err
-	}
-	defer store.Close()
-	defer sup.Close()
-	if cln != nil {
-		defer cln.Close()
-	}
-	handler := newAPI(sup, cfg, stop)
-	defer sup.web.close()
-	if err := sup.web.boot(ctx, cfg.Web); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped (SIGTERM) while starting: a graceful stop
-		}
-		g.fail(err)
-		return err
-	}
-	g.ready(handler)
-	var tcp *http.Server
-	if cln != nil {
-		tcp = &http.Server{Handler: cluster.RequireToken(cfg.Listen.Token, socketOnly(handler), cfg.Log), ReadHeaderTimeout: 10 * time.Second}
-		go func() { served <- tcp.Serve(cln) }()
-		cfg.Log.WithField("addr", cln.Addr().String()).Info("Cluster API listening")
-	}
-	cfg.Log.WithFields(map[string]any{"pid": os.Getpid(), "socket": h.Socket(), "version": cfg.Version}).Info("Supervisor listening")
-	if cfg.Ready != nil {
-		cfg.Ready()
-	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	}
-	cfg.Log.Info("Supervisor shutting down")
-	// Panes first: that ends their event streams and attached viewers,
-	// which would otherwise hold the server's shutdown.
-	sup.Close()
-	sup.web.close()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if srv.Shutdown(shutCtx) != nil {
-		_ = srv.Close()
-	}
-	if tcp != nil && tcp.Shutdown(shutCtx) != nil {
-		_ = tcp.Close()
-	}
-	return nil
-}
-
-// listenSocket listens on the home's socket (a file left there is stale:
-// the caller holds the home's lock), the user's alone, and writes the pid
-// file.
-func listenSocket(h Home) (net.Listener, error) {
-	if err := os.Remove(h.Socket()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket: %w", err)
-	}
-	ln, err := net.Listen("unix", h.Socket())
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", h.Socket(), err)
-	}
-	if err := os.Chmod(h.Socket(), 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("restrict the socket: %w", err)
-	}
-	if err := os.WriteFile(h.PIDFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("write pid file: %w", err)
-	}
-	return ln, nil
-}
-
-// start opens the store, makes the supervisor (restoring its panes, their
-// progress told to g) and joins its cluster; on an error nothing is left
-// open.
-func start(ctx context.Context, cfg *Config, g *gate) (*Supervisor, *schema.Store, net.Listener, error) {
-	store, err := openStore(ctx, *cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	told := cfg.Restoring
-	cfg.Restoring = func(done, total int) {
-		g.restoring(done, total)
-		if told != nil {
-			told(done, total)
-		}
-	}
-	sup, err := New(ctx, *cfg, store)
-	if err != nil {
-		store.Close()
-		return nil, nil, nil, err
-	}
-	cln, err := joinCluster(sup, cfg)
-	if err != nil {
-		sup.Close()
-		store.Close()
-		return nil, nil, nil, err
-	}
-	return sup, store, cln, nil
-}
-
-// joinCluster opens the cluster API's listener, if one is asked for
-// (cfg.Listen.Addr becomes its address: the port, when :0 asked for any),
-// and makes the supervisor a node of its database's cluster.
-func joinCluster(sup *Supervisor, cfg *Config) (net.Listener, error) {
-	cln, err := cfg.Listen.Open(cfg.Log)
-	if err != nil {
-		return nil, err
-	}
-	if cln != nil {
-		cfg.Listen.Addr = cln.Addr().String()
-	}
-	if err := sup.join(cfg.Listen.Addr); err != nil {
-		if cln != nil {
-			cln.Close()
-		}
-		return nil, err
-	}
-	return cln, nil
-}
-
-// lockHome takes the home's lock file, held until unlock or process death,
-// so two supervisors never share a database or socket.
-func lockHome(h Home) (unlock func(), err error) {
-	f, err := os.OpenFile(h.LockFile(), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		pid, _ := os.ReadFile(h.PIDFile())
-		if p := strings.TrimSpace(string(pid)); p != "" {
-			return nil, fmt.Errorf("%w for %s (pid %s)", ErrAlreadyRunning, h.Root, p)
-		}
-		return nil, fmt.Errorf("%w for %s", ErrAlreadyRunning, h.Root)
-	}
-	return func() { f.Close() }, nil
-}
-
 // handler is the HTTP API of the control socket.
 type handler struct {
-	sup      *Supervisor
-	cfg      Config
-	shutdown func()
+	sup Daemon
+	cfg Config
 }
 
-func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
-	a := &handler{sup: sup, cfg: cfg, shutdown: shutdown}
-	sup.web = newWebFront(sup, cfg.WebPages)
+// New is the API's handler on d: its routes, the rooms' routes (cfg.Rooms)
+// and a 404 that names any other, behind cfg.Forward; a path with an
+// empty, "." or ".." part is refused and a request's body bounded by
+// cfg.BodyTimeout (10s when unset).
+func New(d Daemon, cfg Config) http.Handler {
+	a := &handler{sup: d, cfg: cfg}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", a.health)
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
@@ -263,53 +59,56 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux.HandleFunc("GET /api/usage", a.usage)
 	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
 		ns, err := a.sup.Nodes(r.Context())
-		respond(w, ns, err)
+		Respond(w, ns, err)
 	})
 	a.memoryRoutes(mux)
 	a.budgetRoutes(mux)
-	a.sup.notify.Routes(mux, decode, respond)
+	for _, mount := range cfg.Rooms {
+		mount(mux, Decode, Respond)
+	}
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
-	a.webRoutes(mux)
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
+		WriteErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	timeout := cfg.BodyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	h := scrubAnswers(boundBody(refuseUncleanPaths(cluster.DropLate(sup.cl.Forward(mux), sup.log)), timeout), sup.scrub)
-	sup.web.api = h
-	return h
+	var h http.Handler = mux
+	if cfg.Forward != nil {
+		h = cfg.Forward(h)
+	}
+	return boundBody(refuseUncleanPaths(h), timeout)
 }
 
 // budgetRoutes are the budgets' (package spend).
 func (a *handler) budgetRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/budgets", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, a.sup.spend.Budgets(), nil)
+		Respond(w, a.cfg.Spend.Budgets(), nil)
 	})
 	mux.HandleFunc("GET /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		b, err := a.sup.spend.Budget(r.PathValue("ref"))
-		respond(w, b, err)
+		b, err := a.cfg.Spend.Budget(r.PathValue("ref"))
+		Respond(w, b, err)
 	})
 	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
 		var req api.BudgetRequest
-		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+		if err := Decode(r, &req); err != nil {
+			WriteErr(w, err)
 			return
 		}
-		b, err := a.sup.spend.SetBudget(r.Context(), r.PathValue("ref"), req)
-		respond(w, b, err)
+		b, err := a.cfg.Spend.SetBudget(r.Context(), r.PathValue("ref"), req)
+		Respond(w, b, err)
 	})
 }
 
 // usage is the usage report (package spend).
 func (a *handler) usage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	rep, err := a.sup.spend.Usage(r.Context(), api.UsageQuery{Pane: q.Get("pane"), Since: q.Get("since"), By: q.Get("by")})
-	respond(w, rep, err)
+	rep, err := a.cfg.Spend.Usage(r.Context(), api.UsageQuery{Pane: q.Get("pane"), Since: q.Get("since"), By: q.Get("by")})
+	Respond(w, rep, err)
 }
 
 // boundBody gives a request's body timeout to arrive once its header has
@@ -349,7 +148,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 func refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if seg, ok := uncleanSegment(r.URL); ok {
-			writeErr(w, api.Usagef("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
+			WriteErr(w, api.Usagef("%q is not a valid name here (a part of an API path may not be empty, \".\" or \"..\")", seg))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -376,18 +175,22 @@ func uncleanSegment(u *url.URL) (string, bool) {
 	return "", false
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON answers v as JSON with the status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeErr(w http.ResponseWriter, err error) {
+// WriteErr answers err as an *api.Error with its kind's status.
+func WriteErr(w http.ResponseWriter, err error) {
 	e := asAPIError(err)
-	writeJSON(w, e.Status(), e)
+	WriteJSON(w, e.Status(), e)
 }
 
-func decode(r *http.Request, v any) error {
+// Decode reads the request's body, one JSON value and nothing after it,
+// into v; a bad body is a usage error.
+func Decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 4<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -404,14 +207,24 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// Respond answers v, or the error.
+func Respond(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		WriteErr(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
 func (a *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{PID: os.Getpid(), Version: a.cfg.Version, Home: a.cfg.Home.Root, Gateway: a.sup.GatewayURL(), Cluster: a.cfg.Listen.Addr, Node: a.sup.cfg.Node,
-		Provider: a.sup.cfg.Getenv("CICY_PROVIDER"), NeedsYou: a.sup.homeNeeds()})
+	h := a.sup.Health()
+	h.PID, h.Version, h.Home, h.Cluster = os.Getpid(), a.cfg.Version, a.cfg.Home, a.cfg.Cluster
+	WriteJSON(w, http.StatusOK, h)
 }
 
 func (a *handler) shutdownHandler(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]int{"pid": os.Getpid()})
-	a.shutdown()
+	WriteJSON(w, http.StatusOK, map[string]int{"pid": os.Getpid()})
+	a.cfg.Shutdown()
 }
 
 func (a *handler) list(w http.ResponseWriter, r *http.Request) {
@@ -422,14 +235,14 @@ func (a *handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := a.sup.ListFiltered(r.Context(), f)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	writeList(w, slices.Values(out))
 }
 
 // writeList answers a JSON array of panes written as it is encoded (and,
-// from Supervisor.Panes, as each is described), a few hundred at a time,
+// from the daemon's Panes, as each is described), a few hundred at a time,
 // so a client shows the first of 100,000 panes while the rest are still
 // on their way (api.Client.ListEach).
 func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
@@ -460,71 +273,71 @@ func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
 		return
 	}
 	resp, err := a.sup.Create(r.Context(), req)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, resp)
+	WriteJSON(w, http.StatusCreated, resp)
 }
 
 func (a *handler) get(w http.ResponseWriter, r *http.Request) {
 	pi, err := a.sup.Get(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pi)
+	WriteJSON(w, http.StatusOK, pi)
 }
 
 func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
 	res, err := a.sup.KillPane(r.Context(), r.PathValue("id"))
-	respond(w, res, err)
+	Respond(w, res, err)
 }
 
 func (a *handler) send(w http.ResponseWriter, r *http.Request) {
 	var req api.SendRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
 		return
 	}
 	res, err := a.sup.Send(r.Context(), r.PathValue("id"), req)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	if res == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
 	var req api.HookRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
 		return
 	}
 	res, err := a.sup.Hook(r.Context(), r.PathValue("id"), req)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
 	was, err := a.sup.Cancel(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"cancelled": was})
+	WriteJSON(w, http.StatusOK, map[string]bool{"cancelled": was})
 }
 
 // command runs /compact or /clear and answers when it is done.
@@ -532,10 +345,10 @@ func (a *handler) command(cmd string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.Command(r.Context(), r.PathValue("id"), cmd)
 		if err != nil {
-			writeErr(w, err)
+			WriteErr(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		WriteJSON(w, http.StatusOK, res)
 	}
 }
 
@@ -543,7 +356,7 @@ func (a *handler) command(cmd string) http.HandlerFunc {
 func (a *handler) events(w http.ResponseWriter, r *http.Request) {
 	ch, stop, err := a.sup.Events(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	defer stop()
@@ -582,7 +395,7 @@ func ndjson(w http.ResponseWriter) (send func(vs ...any) error) {
 	}
 }
 
-// teamEvents streams the team's events (see Supervisor.Stream).
+// teamEvents streams the team's events (the daemon's Stream).
 func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 	var send func(vs ...any) error
 	local := r.URL.Query().Get("local") == "1"
@@ -597,7 +410,7 @@ func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 		return send(vs...)
 	})
 	if err != nil && send == nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 	}
 }
 
@@ -605,7 +418,7 @@ func (a *handler) teamEvents(w http.ResponseWriter, r *http.Request) {
 func (a *handler) preview(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	var send func(vs ...any) error
@@ -616,7 +429,7 @@ func (a *handler) preview(w http.ResponseWriter, r *http.Request) {
 		return send(sc)
 	})
 	if err != nil && send == nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 	}
 }
 
@@ -635,16 +448,16 @@ func linesParam(r *http.Request) (int, error) {
 func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
 	x, err := a.sup.Explain(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, x)
+	WriteJSON(w, http.StatusOK, x)
 }
 
 func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	screen := a.sup.Screen
@@ -653,15 +466,15 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, err := screen(r.PathValue("id"), lines)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sc)
+	WriteJSON(w, http.StatusOK, sc)
 }
 
 func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 	if err := a.sup.RestartPane(r.Context(), r.PathValue("id"), r.URL.Query().Get("new") == "1"); err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -669,8 +482,8 @@ func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 	var req api.AnswerRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
 		return
 	}
 	if id := r.Header.Get(web.SessionHeader); id != "" {
@@ -680,42 +493,42 @@ func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.sup.Answer(r.Context(), r.PathValue("id"), req)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	st, err := a.sup.Status(r.Context())
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	WriteJSON(w, http.StatusOK, st)
 }
 
 func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
 	doc, err := a.sup.Guidance(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, doc)
+	WriteJSON(w, http.StatusOK, doc)
 }
 
 func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
 	content, err := guidanceBody(r)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	doc, err := a.sup.SetGuidance(r.PathValue("id"), content)
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, doc)
+	WriteJSON(w, http.StatusOK, doc)
 }
 
 // maxGuidance bounds a guidance file sent to the API.
@@ -773,21 +586,21 @@ func (a *handler) worktreeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/diff", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		res, err := a.sup.Diff(r.Context(), q.Get("target"), q.Get("stat") == "true")
-		respond(w, res, err)
+		Respond(w, res, err)
 	})
 	mux.HandleFunc("POST /api/merge", func(w http.ResponseWriter, r *http.Request) {
 		var req api.MergeRequest
-		if err := decode(r, &req); err != nil {
-			writeErr(w, err)
+		if err := Decode(r, &req); err != nil {
+			WriteErr(w, err)
 			return
 		}
 		res, err := a.sup.Merge(r.Context(), req)
-		respond(w, res, err)
+		Respond(w, res, err)
 	})
 	mux.HandleFunc("GET /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, a.sup.Worktrees(r.Context(), false), nil)
+		Respond(w, a.sup.Worktrees(r.Context(), false), nil)
 	})
 	mux.HandleFunc("POST /api/worktrees", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, a.sup.Worktrees(r.Context(), true), nil)
+		Respond(w, a.sup.Worktrees(r.Context(), true), nil)
 	})
 }

@@ -1,4 +1,4 @@
-package supervisor
+package httpapi
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 )
 
-// gate is the socket's handler while the supervisor starts: it answers
+// Gate is the socket's handler while the supervisor starts: it answers
 // GET /api/health at once, saying it is starting and how far the restore
 // of the panes is, and holds every other request until the supervisor is
 // ready (then passes it on) or could not start (then says why). So a
 // client never finds the socket missing while a supervisor with many
 // panes restores them.
-type gate struct {
+type Gate struct {
 	health api.Health // what is known before the supervisor is
 
 	done, total atomic.Int64
@@ -27,40 +27,41 @@ type gate struct {
 	open   chan struct{} // closed once next or failed is set
 }
 
-func newGate(h api.Health) *gate {
-	return &gate{health: h, open: make(chan struct{})}
+// NewGate is a gate whose health, while it is shut, is h.
+func NewGate(h api.Health) *Gate {
+	return &Gate{health: h, open: make(chan struct{})}
 }
 
-// restoring records the restore's progress (Config.Restoring).
-func (g *gate) restoring(done, total int) {
+// Restoring records the restore's progress (Config.Restoring).
+func (g *Gate) Restoring(done, total int) {
 	g.done.Store(int64(done))
 	g.total.Store(int64(total))
 }
 
-// ready passes every request on to h from now on.
-func (g *gate) ready(h http.Handler) {
+// Ready passes every request on to h from now on.
+func (g *Gate) Ready(h http.Handler) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.next = h
 	close(g.open)
 }
 
-// fail answers every request held or to come with err.
-func (g *gate) fail(err error) {
+// Fail answers every request held or to come with err.
+func (g *Gate) Fail(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.failed = err
 	close(g.open)
 }
 
-func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-g.open:
 	default:
 		if r.Method == http.MethodGet && r.URL.Path == "/api/health" {
 			h := g.health
 			h.PID, h.Starting, h.Restoring = os.Getpid(), true, g.progress()
-			writeJSON(w, http.StatusOK, h)
+			WriteJSON(w, http.StatusOK, h)
 			return
 		}
 		select {
@@ -73,7 +74,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	next, failed := g.next, g.failed
 	g.mu.Unlock()
 	if failed != nil {
-		writeErr(w, fmt.Errorf("the supervisor could not start: %w", failed))
+		WriteErr(w, fmt.Errorf("the supervisor could not start: %w", failed))
 		return
 	}
 	next.ServeHTTP(w, r)
@@ -81,7 +82,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // progress is the restore's progress for people, "" until the first
 // panes are restored (a home with none has nothing worth telling).
-func (g *gate) progress() string {
+func (g *Gate) progress() string {
 	total := g.total.Load()
 	if total == 0 {
 		return ""

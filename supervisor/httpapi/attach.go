@@ -1,4 +1,4 @@
-package supervisor
+package httpapi
 
 import (
 	"bufio"
@@ -7,19 +7,17 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/pane"
 )
 
 // attach upgrades the connection to the attach stream (see package api):
 // the pane's output down, the viewer's frames up.
 func (a *handler) attach(w http.ResponseWriter, r *http.Request) {
-	p, err := a.sup.ptyOf(r.PathValue("id"))
+	p, err := a.sup.PTY(r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
+		WriteErr(w, err)
 		return
 	}
 	rows, _ := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16)
@@ -29,13 +27,13 @@ func (a *handler) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	repaint, out, detach, err := p.Attach()
 	if err != nil {
-		writeErr(w, api.Failedf("pane %s has exited; 'cicy-agent restart %s' starts it again", r.PathValue("id"), r.PathValue("id")))
+		WriteErr(w, api.Failedf("pane %s has exited; 'cicy-agent restart %s' starts it again", r.PathValue("id"), r.PathValue("id")))
 		return
 	}
 	defer detach()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		writeErr(w, api.Failedf("this connection cannot be upgraded for attach"))
+		WriteErr(w, api.Failedf("this connection cannot be upgraded for attach"))
 		return
 	}
 	conn, brw, err := hj.Hijack()
@@ -93,28 +91,4 @@ func (a *handler) attachInput(r *bufio.Reader, p interface {
 			}
 		}
 	}
-}
-
-// attachable is a pane whose program may run on a PTY of ours.
-type attachable interface{ attachable() (*pane.PTY, bool) }
-
-// ptyOf is the PTY a viewer attaches to, or why there is none.
-func (s *Supervisor) ptyOf(id string) (*pane.PTY, error) {
-	e, err := s.get(id)
-	if err != nil {
-		return nil, err
-	}
-	k := e.kind()
-	t, ok := k.(attachable)
-	if !ok {
-		if st := k.Status(); !st.Running() {
-			return nil, api.Failedf("pane %s is not running (%s); 'cicy-agent restart %s' starts it again", e.cfg.ID, st.Reason, e.cfg.ID)
-		}
-		return nil, api.Usagef("pane %s is a %s pane: it has no terminal; follow it with 'cicy-agent screen %s'", e.cfg.ID, e.cfg.Type, e.cfg.ID)
-	}
-	p, ok := t.attachable()
-	if !ok {
-		return nil, api.Usagef("pane %s runs in tmux: attach with %s", e.cfg.ID, strings.Join(s.tmux.AttachCommand(e.cfg.ID), " "))
-	}
-	return p, nil
 }

@@ -1,4 +1,4 @@
-package supervisor
+package httpapi
 
 import (
 	"encoding/json"
