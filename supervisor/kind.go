@@ -10,6 +10,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
@@ -87,7 +88,7 @@ type entry struct {
 	// revealed (session.go).
 	session sessionLog
 	// lives are its starts and deaths, for its restart policy.
-	lives lives
+	lives comeback.Lives
 	// cameBack is how the pane last came back by its restart policy ("":
 	// it did not, or was started by hand since).
 	cameBack atomic.Pointer[string]

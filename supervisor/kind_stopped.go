@@ -8,6 +8,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
@@ -71,7 +72,7 @@ func (p *stopped) Notify(schema.Task) error { return p.notRunning() }
 
 func (p *stopped) Recover(t schema.Task, wake func()) outbox.Recovery {
 	if p.back != nil {
-		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: &resumedTask{e: p.back, t: t, wake: wake}}
+		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: comeback.NewResumedTask(backWorker{p.back}, t, wake)}
 	}
 	return outbox.Recovery{Verdict: outbox.Lost}
 }
