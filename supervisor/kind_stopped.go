@@ -21,7 +21,7 @@ type stopped struct {
 	// when there is room (Supervisor.retryRestore).
 	noRoom bool
 	// gone: found gone at the start, it waits to come back by its
-	// restart policy (comeback.go).
+	// restart policy (package comeback).
 	gone bool
 	// back is the entry of a CLI agent found gone that comes back in its
 	// recorded session: a task it was working on waits for it (nil
