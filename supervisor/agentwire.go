@@ -100,11 +100,6 @@ func (s *Supervisor) replayHooks() {
 	}, s.log)
 }
 
-// sessionLog is the agent's session id (signals.Session).
-type sessionLog struct{ signals.Session }
-
-func (l *sessionLog) get() (string, time.Time) { return l.Get() }
-
 // requestTarget is a pane whose state the gateway's requests in flight
 // move: a CLI agent's terminal.
 type requestTarget interface {

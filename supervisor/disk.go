@@ -183,7 +183,7 @@ func (d *diskWatch) reason() string {
 
 // Home is what needs a person about the home as a whole.
 func (s *Supervisor) Home() api.HomeInfo {
-	h := api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.cameBack()}
+	h := api.HomeInfo{DiskFull: s.disk.reason(), Node: s.cfg.Node, CameBack: s.back.Summary()}
 	h.Notify = s.notify.States(context.Background())
 	return h
 }

@@ -53,6 +53,12 @@
 //	           from a spare checked out ahead when there is one; each task it ends done is a
 //	           commit, recorded with the task; diff and merge
 //
+//	return     a pane found gone at a start, or whose program exits by itself, comes back by its
+//	           restart policy, a CLI agent in its own session (a task it was on told so, or failed
+//	           as interrupted); three quick deaths in a row are a crash loop, not started again; a
+//	           team's agent killed by down leaves its session to the next up (package comeback,
+//	           wired in comebackwire.go)
+//
 // One supervisor runs per CICY_HOME, guarded by a lock file; a client
 // command that finds no supervisor answering starts one in the background,
 // as tmux does. Its socket answers at once: while the panes are restored,
@@ -60,7 +66,7 @@
 // far the restore is, and holds every other request until the supervisor
 // is ready or could not start. A SQLite database that is missing or empty
 // while the home still holds its panes' folders or tmux sessions is
-// refused unless serve --fresh (lostdb.go). On start the supervisor lists
+// refused unless serve --fresh (package comeback). On start the supervisor lists
 // the panes of its node: a tmux pane's session outlived it and is adopted;
 // a PTY pane could not, so one that was running is shown exited with the
 // reason and comes back with restart; a cicy pane is listed at once,

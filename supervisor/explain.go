@@ -9,6 +9,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 )
 
 // Explain says why a pane has its state: the signal behind its reason,
@@ -27,7 +28,7 @@ func (s *Supervisor) Explain(id string) (api.Explanation, error) {
 	k := e.kind()
 	st := k.Status()
 	x.Signal = signalOf(st, e.cfg.Type, s.cfg.Settle)
-	x.FoundAtRestart = foundAtRestart(st)
+	x.FoundAtRestart = comeback.FoundAtRestart(st)
 	k.Explain(&x)
 	if a := s.notify.Answers(context.Background(), e.cfg.ID, 0); len(a) > 0 {
 		x.Answers = a[max(0, len(a)-10):]

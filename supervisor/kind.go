@@ -11,6 +11,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/signals"
@@ -87,9 +88,9 @@ type entry struct {
 	work gitwork.Seen
 	// session is a CLI agent's own session id, the latest its signals
 	// revealed (package signals).
-	session sessionLog
+	session signals.Session
 	// lives are its starts and deaths, for its restart policy.
-	lives lives
+	lives comeback.Lives
 	// cameBack is how the pane last came back by its restart policy ("":
 	// it did not, or was started by hand since).
 	cameBack atomic.Pointer[string]

@@ -8,6 +8,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 )
 
@@ -20,7 +21,7 @@ type stopped struct {
 	// when there is room (Supervisor.retryRestore).
 	noRoom bool
 	// gone: found gone at the start, it waits to come back by its
-	// restart policy (comeback.go).
+	// restart policy (package comeback).
 	gone bool
 	// back is the entry of a CLI agent found gone that comes back in its
 	// recorded session: a task it was working on waits for it (nil
@@ -71,7 +72,7 @@ func (p *stopped) Notify(schema.Task) error { return p.notRunning() }
 
 func (p *stopped) Recover(t schema.Task, wake func()) outbox.Recovery {
 	if p.back != nil {
-		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: &resumedTask{e: p.back, t: t, wake: wake}}
+		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: comeback.NewResumedTask(backWorker{p.back}, t, wake)}
 	}
 	return outbox.Recovery{Verdict: outbox.Lost}
 }

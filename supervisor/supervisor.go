@@ -28,6 +28,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
+	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
@@ -147,19 +148,9 @@ type Supervisor struct {
 	// CLI agent's first hook (SessionStart) can come before Create is done.
 	starting  map[string]*entry
 	closeOnce sync.Once
-	// closing is set when Close begins: no pane comes back after it.
-	closing bool
-	// gone are the panes found gone at the start, to bring back once the
-	// outbox has settled their tasks (comeback.go).
-	gone []string
-	// goneAtStart are all of them, and startedAt the start, for status's
-	// summary (comeback.go).
-	goneAtStart []string
-	startedAt   time.Time
-	// comeBacks are the goroutines bringing panes back; quit ends their
-	// waits.
-	comeBacks sync.WaitGroup
-	quit      chan struct{}
+	// back brings back the panes found gone at the start and the ones
+	// whose program exits by itself (comebackwire.go).
+	back *comeback.Returns
 	// wakeQuit stops the background restore of the dormant cicy panes
 	// (restoreDormant), wakeDone is closed when it has ended.
 	wakeQuit, wakeDone chan struct{}
@@ -184,7 +175,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub(), quit: make(chan struct{})}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
+	s.back = comeback.New(backPanes{s})
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
 	}
@@ -204,7 +196,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		Store: store.ForNode(cfg.Node), Log: cfg.Log, OnTaskChange: s.taskChanged,
 		// Spooled hooks may settle tasks the recovery resumed; then the
 		// panes found gone come back.
-		Recovered: func() { s.replayHooks(); s.bringBackAll() },
+		Recovered: func() { s.replayHooks(); s.back.BringBackAll() },
 		Scrub:     s.scrub.String,
 		Finish:    s.trees.Finish,
 		Pane: func(id string) (outbox.Pane, bool) {
@@ -246,7 +238,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		return nil, err
 	}
 	s.trees.Prune(ctx, rows)
-	s.startedAt = time.Now()
+	s.back.Begin(time.Now())
 	if err := s.restore(ctx, rows, cfg.Restoring); err != nil {
 		s.gw.Close()
 		s.spend.Close()
@@ -288,19 +280,6 @@ func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(
 	return nil
 }
 
-// The reasons of a pane found ended at a restart: it ended while no
-// supervisor watched, so its state's time is when it was found so, not
-// when it ended (explain says which).
-const (
-	lostTmux = "its tmux session is gone"
-	lostDied = "lost when the supervisor died (crash or kill -9)"
-)
-
-// foundAtRestart reports whether st is a pane's end found at a restart.
-func foundAtRestart(st pane.Status) bool {
-	return !st.Running() && (strings.HasPrefix(st.Reason, lostTmux) || strings.HasPrefix(st.Reason, lostDied))
-}
-
 // load makes the entry of a stored pane. A tmux session outlives the
 // supervisor: the running one is adopted. A cicy pane lives in the
 // supervisor: it comes back with it, dormant until its first input or the
@@ -325,19 +304,15 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 		if !wasRunning {
 			return e, nil // it had ended before: it stays so
 		}
-		lost = lostTmux + " (" + err.Error() + ")"
+		lost = comeback.LostTmux + " (" + err.Error() + ")"
 	case e.status().Running():
-		lost = lostDied
+		lost = comeback.LostDied
 	default:
 		return e, nil
 	}
-	back := comesBackAtStart(e)
+	back, lost := comeback.FoundGone(r.ID, e.restart, lost)
 	if back {
-		lost += "; it comes back by its restart policy"
-		s.gone = append(s.gone, r.ID)
-		s.goneAtStart = append(s.goneAtStart, r.ID)
-	} else {
-		lost += "; 'cicy-agent restart " + r.ID + "' starts it again (its restart policy is never)"
+		s.back.FoundGone(r.ID)
 	}
 	st := pane.Status{State: pane.Exited, Reason: lost, Since: time.Now()}
 	k := &stopped{cfg: r, st: st, gone: back}
@@ -693,7 +668,7 @@ func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy
 		dirs = append(dirs, ws)
 	}
 	for _, d := range dirs {
-		note, back, err := setAsideForeign(s.cfg.Home, d, time.Now())
+		note, back, err := comeback.SetAsideForeign(s.cfg.Home.Root, d, time.Now())
 		if err != nil {
 			restore()
 			return "", nil, nil, api.Failedf("%v", err)
@@ -733,7 +708,7 @@ func (s *Supervisor) register(row schema.Pane, resume string) error {
 		if err := s.store.SetPaneSession(context.Background(), row.ID, resume, schema.FormatTime(now)); err != nil {
 			s.log.WithError(err).WithField("pane", row.ID).Warn("Could not record the session the pane resumes")
 		}
-		e.setCameBack(resumedAs + resume + " (the session of the team's earlier pane)")
+		e.setCameBack(comeback.ResumedTeams(resume))
 	}
 	s.mu.Lock()
 	s.starting[row.ID] = e
@@ -765,7 +740,7 @@ func (s *Supervisor) launch(e *entry, adopt bool) (kind, error) {
 // conversation) resumes that session of its own. Its start is noted for
 // its restart policy.
 func (s *Supervisor) launchAs(e *entry, adopt bool, resume string) (kind, error) {
-	e.lives.start(time.Now()) // before: a program may end before launch returns
+	e.lives.Start(time.Now()) // before: a program may end before launch returns
 	return s.launchKind(e, adopt, resume)
 }
 
@@ -1074,7 +1049,7 @@ func (e *entry) info() api.PaneInfo {
 	k.Describe(&pi)
 	pi.Upstream = e.answers.Upstream()
 	e.session.Describe(&pi, e.cfg.Type)
-	pi.Restart, pi.CameBack = policyOf(e), e.cameBackAs()
+	pi.Restart, pi.CameBack = e.restart, e.cameBackAs()
 	if e.backFresh.Load() && st.Running() {
 		pi.Reason = pi.CameBack + " · " + pi.Reason
 	}
@@ -1190,7 +1165,7 @@ func (s *Supervisor) RestartPane(ctx context.Context, id string, fresh bool) err
 	e.op.Lock()
 	defer e.op.Unlock()
 	e.halt(s.cfg.StopGrace, stopRestarted)
-	e.lives.reset()
+	e.lives.Reset()
 	session := ""
 	if !fresh {
 		session = resumable(e)
@@ -1206,7 +1181,7 @@ func (s *Supervisor) RestartPane(ctx context.Context, id string, fresh bool) err
 	}
 	e.set(k)
 	if session != "" {
-		e.setCameBack(resumedAs + session)
+		e.setCameBack(comeback.Resumed(session))
 	} else {
 		e.setCameBack("")
 	}
@@ -1279,12 +1254,7 @@ func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.St
 // Close stops every pane (in parallel, each with its grace period) and
 // records why.
 func (s *Supervisor) Close() {
-	s.mu.Lock()
-	if !s.closing {
-		s.closing = true
-		close(s.quit)
-	}
-	s.mu.Unlock()
+	s.back.Stop()
 	s.closeOnce.Do(func() {
 		s.notify.Close()
 		s.cl.Close()
@@ -1312,7 +1282,7 @@ func (s *Supervisor) Close() {
 		}()
 	}
 	wg.Wait()
-	s.comeBacks.Wait()
+	s.back.Wait()
 	if err := s.gw.Close(); err != nil {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package comeback
 
 import (
 	"errors"
@@ -21,7 +21,9 @@ import (
 // it would forget every pane and task and hand the old ids, with their
 // workspaces, conversations and memories, to new panes. The supervisor
 // refuses instead, unless told to start fresh (serve --fresh), which first
-// moves those folders aside and ends the tmux sessions.
+// moves those folders aside and ends the tmux sessions (CheckDatabase).
+// A pane created later whose default folders hold another pane's files
+// has them set aside (SetAsideForeign).
 
 // leftovers is what a lost database leaves behind in a home.
 type leftovers struct {
@@ -48,13 +50,14 @@ func (l leftovers) describe(tmuxSocket string) string {
 	return strings.Join(parts, " and ")
 }
 
-// findLeftovers lists the home's pane folders and its tmux sessions.
-func findLeftovers(h Home, tmux *pane.TmuxServer) leftovers {
+// findLeftovers lists the pane folders of the home root and its tmux
+// sessions.
+func findLeftovers(root string, tmux *pane.TmuxServer) leftovers {
 	var l leftovers
-	for _, pattern := range []string{h.path("workspaces", "w-*"), h.path("panes", "*")} {
+	for _, pattern := range []string{filepath.Join(root, "workspaces", "w-*"), filepath.Join(root, "panes", "*")} {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {
-			if rel, err := filepath.Rel(h.Root, m); err == nil {
+			if rel, err := filepath.Rel(root, m); err == nil {
 				l.folders = append(l.folders, rel)
 			}
 		}
@@ -68,9 +71,9 @@ func findLeftovers(h Home, tmux *pane.TmuxServer) leftovers {
 	return l
 }
 
-// dbLost says how the database is missing, empty or another program's,
-// or "" when it is ours.
-func dbLost(path string) (string, error) {
+// DBLost says how the SQLite database at path is missing, empty or
+// another program's, or "" when it is ours.
+func DBLost(path string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -95,26 +98,27 @@ func dbLost(path string) (string, error) {
 	return "", nil
 }
 
-// checkDatabase refuses a lost database beside what it described; with
-// fresh it moves that aside instead (and ends the home's tmux server), so
-// the supervisor starts with no panes and new panes get clean folders.
-func checkDatabase(h Home, fresh bool, log *logrus.Entry) error {
-	how, err := dbLost(h.DB())
+// CheckDatabase refuses a lost database db (DBLost) beside what it
+// described in the home root; with fresh it moves that aside instead (and
+// ends the home's tmux server), so the supervisor starts with no panes and
+// new panes get clean folders.
+func CheckDatabase(root, db string, fresh bool, log *logrus.Entry) error {
+	how, err := DBLost(db)
 	if err != nil || how == "" {
 		return err
 	}
-	tmux := pane.NewTmuxServer(h.Root, log)
-	l := findLeftovers(h, tmux)
+	tmux := pane.NewTmuxServer(root, log)
+	l := findLeftovers(root, tmux)
 	if l.empty() {
 		return nil
 	}
 	if !fresh {
 		return fmt.Errorf("the database %s %s but this home still holds %s: restore the database from a backup, "+
 			"or start over with 'cicy-agent serve --fresh', which moves those folders to %s and ends the tmux sessions",
-			h.DB(), how, l.describe(tmux.Socket), h.path("orphaned-<time>"))
+			db, how, l.describe(tmux.Socket), filepath.Join(root, "orphaned-<time>"))
 	}
-	aside := h.path("orphaned-" + time.Now().UTC().Format("20060102-150405"))
-	moved, err := moveAside(h, aside, l.folders)
+	aside := filepath.Join(root, "orphaned-"+time.Now().UTC().Format("20060102-150405"))
+	moved, err := moveAside(root, db, aside, l.folders)
 	if err != nil {
 		return err
 	}
@@ -128,13 +132,14 @@ func checkDatabase(h Home, fresh bool, log *logrus.Entry) error {
 	return nil
 }
 
-// moveAside moves the folders (relative to the home) and what is left of
-// the database into dir, keeping their paths; it returns how many it moved.
-func moveAside(h Home, dir string, folders []string) (int, error) {
+// moveAside moves the folders (relative to the home root) and what is
+// left of the database db into dir, keeping their paths; it returns how
+// many it moved.
+func moveAside(root, db, dir string, folders []string) (int, error) {
 	rels := slices.Clone(folders)
 	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if _, err := os.Lstat(h.DB() + suffix); err == nil {
-			rel, _ := filepath.Rel(h.Root, h.DB()+suffix)
+		if _, err := os.Lstat(db + suffix); err == nil {
+			rel, _ := filepath.Rel(root, db+suffix)
 			rels = append(rels, rel)
 		}
 	}
@@ -143,19 +148,19 @@ func moveAside(h Home, dir string, folders []string) (int, error) {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return 0, fmt.Errorf("set aside %s: %w", rel, err)
 		}
-		if err := os.Rename(h.path(rel), dst); err != nil {
+		if err := os.Rename(filepath.Join(root, rel), dst); err != nil {
 			return 0, fmt.Errorf("set aside %s: %w", rel, err)
 		}
 	}
 	return len(rels), nil
 }
 
-// setAsideForeign moves away a folder that a pane being created would
+// SetAsideForeign moves away a folder that a pane being created would
 // otherwise adopt: a default folder of its id that exists and is not
 // empty was left by another pane (one a lost database no longer knows).
-// It returns a sentence for the user (empty when nothing was moved) and a
-// function that moves the folder back.
-func setAsideForeign(h Home, dir string, now time.Time) (note string, undo func(), err error) {
+// It returns a sentence for the user (empty when nothing was moved; paths
+// relative to the home root) and a function that moves the folder back.
+func SetAsideForeign(root, dir string, now time.Time) (note string, undo func(), err error) {
 	undo = func() {}
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -171,7 +176,7 @@ func setAsideForeign(h Home, dir string, now time.Time) (note string, undo func(
 		return "", undo, fmt.Errorf("set aside %s, which holds files of an earlier pane: %w", dir, err)
 	}
 	rel := func(p string) string {
-		if r, err := filepath.Rel(h.Root, p); err == nil {
+		if r, err := filepath.Rel(root, p); err == nil {
 			return r
 		}
 		return p
