@@ -31,7 +31,9 @@ func TestRestartEndsWhatAKilledTmuxServerLeft(t *testing.T) {
 	}
 	setsidArg, nohupArg, fg := reapertest.Arg(t), reapertest.Arg(t), reapertest.Arg(t)
 	script := "trap '' HUP TERM; setsid sleep " + setsidArg + " >/dev/null 2>&1 & nohup sleep " + nohupArg + " >/dev/null 2>&1 & sleep " + fg
-	if _, err := s.Create(context.Background(), api.CreateRequest{Title: "sh", Type: "shell", Backend: "tmux",
+	// Restart never: a pane coming back would start a new tmux server on
+	// the same socket, which this test must tell from the dead one's.
+	if _, err := s.Create(context.Background(), api.CreateRequest{Title: "sh", Type: "shell", Backend: "tmux", Restart: "never",
 		Command: []string{"bash", "--norc", "--noprofile", "-c", script}}); err != nil {
 		t.Fatal(err)
 	}
