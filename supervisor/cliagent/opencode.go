@@ -29,9 +29,9 @@ var opencode = Kind{
 	toolName: func(tool string) string { return MCPName + "_" + tool },
 	// The plugin's events carry "sessionID" (a sub-agent's session is
 	// marked "child"); `opencode --session <id>`.
-	session: opencodeSession, resume: func(id string) []string { return []string{"--session", id} },
+	session: opencodeSession, resume: resumeWith("--session"),
 	// Next to the pane's opencode.json, named in its "instructions".
-	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
+	guidance: guidanceIn("opencode", "AGENTS.md"),
 }
 
 // opencodeVersion is the pinned opencode-ai, and the plugin SDK of the

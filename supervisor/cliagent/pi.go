@@ -34,9 +34,9 @@ var pi = Kind{
 	// The extension's events carry "session_id" (its session manager's);
 	// session_start a new one after /new, /resume or /fork. `pi --session
 	// <id>`.
-	session: sessionField, resume: func(id string) []string { return []string{"--session", id} },
+	session: sessionField, resume: resumeWith("--session"),
 	// AGENTS.md in its agent dir: its global context file.
-	guidance: func(dir string) string { return filepath.Join(dir, "pi", "AGENTS.md") },
+	guidance: guidanceIn("pi", "AGENTS.md"),
 }
 
 // piExtension forwards pi's events to `cicy-agent hook` (its send is
