@@ -63,11 +63,7 @@ func (e *env) answerCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return present(e, c, func() (api.AnswerResult, error) { return cl.Answer(c.Context, id, req) }, e.printAnswer)
+			return fetch(e, c, func(cl *api.Client) (api.AnswerResult, error) { return cl.Answer(c.Context, id, req) }, e.printAnswer)
 		},
 	}
 }

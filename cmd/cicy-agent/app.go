@@ -154,11 +154,30 @@ func withPane(c *cli.Context, f func(cl *api.Client, id string) error) error {
 	if err != nil {
 		return err
 	}
+	return withClient(c, func(cl *api.Client) error { return f(cl, id) })
+}
+
+// listPanes connects (starting the supervisor if needed) and lists the
+// panes.
+func listPanes(c *cli.Context) (*api.Client, []api.PaneInfo, error) {
+	cl, err := client(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	panes, err := cl.List(c.Context)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, panes, nil
+}
+
+// withClient connects (starting the supervisor if needed) and runs f.
+func withClient(c *cli.Context, f func(cl *api.Client) error) error {
 	cl, err := client(c)
 	if err != nil {
 		return err
 	}
-	return f(cl, id)
+	return f(cl)
 }
 
 // connect checks the positional arguments (as args does), then connects
@@ -173,6 +192,14 @@ func connect(c *cli.Context, min, max int, usage string) ([]string, *api.Client,
 		return nil, nil, err
 	}
 	return a, cl, nil
+}
+
+// fetch connects (starting the supervisor if needed) and presents what
+// get gets.
+func fetch[T any](e *env, c *cli.Context, get func(cl *api.Client) (T, error), text func(T) error) error {
+	return withClient(c, func(cl *api.Client) error {
+		return present(e, c, func() (T, error) { return get(cl) }, text)
+	})
 }
 
 // present gets v and prints it: the JSON document with --json, else as
@@ -202,13 +229,12 @@ func writeJSONLine(w io.Writer, v any) error {
 // listAction is the action of a command that shows what the supervisor
 // has (nodes, sinks, browsers): no argument; the document with --json,
 // else show prints it.
-func listAction[T any](e *env, fetch func(*api.Client, context.Context) (T, error), show func(io.Writer, T) error) cli.ActionFunc {
+func listAction[T any](e *env, get func(*api.Client, context.Context) (T, error), show func(io.Writer, T) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		_, cl, err := connect(c, 0, 0, "[--json]")
-		if err != nil {
+		if _, err := args(c, 0, 0, "[--json]"); err != nil {
 			return err
 		}
-		return present(e, c, func() (T, error) { return fetch(cl, c.Context) }, func(v T) error { return show(e.stdout, v) })
+		return fetch(e, c, func(cl *api.Client) (T, error) { return get(cl, c.Context) }, func(v T) error { return show(e.stdout, v) })
 	}
 }
 
@@ -894,11 +920,7 @@ func (e *env) screenCmd() *cli.Command {
 			if c.Int("lines") < 0 {
 				return usagef("--lines must not be negative")
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return present(e, c, func() (api.ScreenResponse, error) { return cl.Screen(c.Context, id, c.Int("lines")) }, func(sc api.ScreenResponse) error {
+			return fetch(e, c, func(cl *api.Client) (api.ScreenResponse, error) { return cl.Screen(c.Context, id, c.Int("lines")) }, func(sc api.ScreenResponse) error {
 				if sc.Screen != "" {
 					fmt.Fprintln(e.stdout, sc.Screen)
 				}

@@ -106,11 +106,7 @@ func withMemory(c *cli.Context, f func(cl *api.Client, id, memID string) error) 
 	if err != nil {
 		return err
 	}
-	cl, err := client(c)
-	if err != nil {
-		return err
-	}
-	return f(cl, id, a[1])
+	return withClient(c, func(cl *api.Client) error { return f(cl, id, a[1]) })
 }
 
 // printMemories is memory ls as text: the table, then what was skipped

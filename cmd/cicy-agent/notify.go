@@ -73,11 +73,7 @@ func (e *env) notifyAddCmd() *cli.Command {
 					return err
 				}
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return present(e, c, func() (api.NotifySink, error) { return cl.AddNotifySink(c.Context, req) }, func(s api.NotifySink) error {
+			return fetch(e, c, func(cl *api.Client) (api.NotifySink, error) { return cl.AddNotifySink(c.Context, req) }, func(s api.NotifySink) error {
 				fmt.Fprintf(e.stdout, "added %s (%s); 'cicy-agent notify test %s' sends it a sample\n", s.Name, s.Type, s.Name)
 				return nil
 			})

@@ -117,11 +117,7 @@ func (e *env) tasksCmd() *cli.Command {
 			if c.Args().Len() > 0 {
 				return unknownCommand(c.Args().First(), "tasks", c.Command.Subcommands)
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return present(e, c, func() ([]api.TaskInfo, error) { return cl.Tasks(c.Context, c.String("pane")) }, func(ts []api.TaskInfo) error {
+			return fetch(e, c, func(cl *api.Client) ([]api.TaskInfo, error) { return cl.Tasks(c.Context, c.String("pane")) }, func(ts []api.TaskInfo) error {
 				if len(ts) == 0 {
 					fmt.Fprintln(e.stderr, "no tasks; give one with: cicy-agent dispatch --to <worker> <task>")
 					return nil
@@ -154,11 +150,7 @@ func withTask(c *cli.Context, usage string, f func(cl *api.Client, id int64) err
 	if err != nil {
 		return err
 	}
-	cl, err := client(c)
-	if err != nil {
-		return err
-	}
-	return f(cl, id)
+	return withClient(c, func(cl *api.Client) error { return f(cl, id) })
 }
 
 // printTask is tasks show as text: one task in full.

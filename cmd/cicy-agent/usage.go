@@ -42,11 +42,7 @@ func (e *env) usageCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			return present(e, c, func() (api.UsageReport, error) { return cl.Usage(c.Context, q) }, e.printUsageReport)
+			return fetch(e, c, func(cl *api.Client) (api.UsageReport, error) { return cl.Usage(c.Context, q) }, e.printUsageReport)
 		},
 	}
 }
