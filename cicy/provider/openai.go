@@ -279,14 +279,23 @@ func (d oaErrorDoc) parse() (typ, msg string, ok bool) {
 	return typ, e.Message, true
 }
 
-// oaCodeString renders an error code given as a string or a number.
-func oaCodeString(raw json.RawMessage) string {
+// oaString reads a JSON value that is a string, or nothing or null ("").
+// It reports false for any other value.
+func oaString(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return ""
+		return "", true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	return "", false
+}
+
+// oaCodeString renders an error code given as a string or a number.
+func oaCodeString(raw json.RawMessage) string {
+	if s, ok := oaString(raw); ok {
 		return s
 	}
 	var n json.Number
@@ -533,12 +542,7 @@ func (a *oaAssembler) apply(ch *oaChunk) error {
 // oaMessageText reads a whole message's content: a string, null, or a list
 // of text parts.
 func oaMessageText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if s, ok := oaString(raw); ok {
 		return s
 	}
 	var parts []struct {

@@ -63,28 +63,23 @@ func (e *env) answerCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			res, err := cl.Answer(c.Context, id, req)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, res)
-			}
-			switch {
-			case res.Screen != "":
-				fmt.Fprintln(e.stdout, res.Screen)
-			case len(res.Keys) > 0:
-				fmt.Fprintf(e.stdout, "%s: %s (typed %s); it is %s now\n", res.Pane, res.Action, strings.Join(res.Keys, " "), res.State)
-			default:
-				fmt.Fprintf(e.stdout, "%s: %s; it is %s now\n", res.Pane, res.Action, res.State)
-			}
-			return nil
+			return fetch(e, c, func(cl *api.Client) (api.AnswerResult, error) { return cl.Answer(c.Context, id, req) }, e.printAnswer)
 		},
 	}
+}
+
+// printAnswer is answer as text: the screen asked for, or what was done
+// and the pane's state now.
+func (e *env) printAnswer(res api.AnswerResult) error {
+	switch {
+	case res.Screen != "":
+		fmt.Fprintln(e.stdout, res.Screen)
+	case len(res.Keys) > 0:
+		fmt.Fprintf(e.stdout, "%s: %s (typed %s); it is %s now\n", res.Pane, res.Action, strings.Join(res.Keys, " "), res.State)
+	default:
+		fmt.Fprintf(e.stdout, "%s: %s; it is %s now\n", res.Pane, res.Action, res.State)
+	}
+	return nil
 }
 
 // currentUser is who answers from this terminal: the user's login name.

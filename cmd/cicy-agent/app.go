@@ -154,11 +154,65 @@ func withPane(c *cli.Context, f func(cl *api.Client, id string) error) error {
 	if err != nil {
 		return err
 	}
+	return withClient(c, func(cl *api.Client) error { return f(cl, id) })
+}
+
+// listPanes connects (starting the supervisor if needed) and lists the
+// panes.
+func listPanes(c *cli.Context) (*api.Client, []api.PaneInfo, error) {
+	cl, err := client(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	panes, err := cl.List(c.Context)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, panes, nil
+}
+
+// withClient connects (starting the supervisor if needed) and runs f.
+func withClient(c *cli.Context, f func(cl *api.Client) error) error {
 	cl, err := client(c)
 	if err != nil {
 		return err
 	}
-	return f(cl, id)
+	return f(cl)
+}
+
+// connect checks the positional arguments (as args does), then connects
+// to the supervisor, starting it if needed.
+func connect(c *cli.Context, min, max int, usage string) ([]string, *api.Client, error) {
+	a, err := args(c, min, max, usage)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := client(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, cl, nil
+}
+
+// fetch connects (starting the supervisor if needed) and presents what
+// get gets.
+func fetch[T any](e *env, c *cli.Context, get func(cl *api.Client) (T, error), text func(T) error) error {
+	return withClient(c, func(cl *api.Client) error {
+		return present(e, c, func() (T, error) { return get(cl) }, text)
+	})
+}
+
+// present gets v and prints it: the JSON document with --json, else as
+// text says.
+func present[T any](e *env, c *cli.Context, get func() (T, error), text func(T) error) error {
+	v, err := get()
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, v)
+	}
+	return text(v)
 }
 
 // writeJSONLine writes v as one line of JSON.
@@ -175,23 +229,12 @@ func writeJSONLine(w io.Writer, v any) error {
 // listAction is the action of a command that shows what the supervisor
 // has (nodes, sinks, browsers): no argument; the document with --json,
 // else show prints it.
-func listAction[T any](e *env, fetch func(*api.Client, context.Context) (T, error), show func(io.Writer, T) error) cli.ActionFunc {
+func listAction[T any](e *env, get func(*api.Client, context.Context) (T, error), show func(io.Writer, T) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if _, err := args(c, 0, 0, "[--json]"); err != nil {
 			return err
 		}
-		cl, err := client(c)
-		if err != nil {
-			return err
-		}
-		v, err := fetch(cl, c.Context)
-		if err != nil {
-			return err
-		}
-		if c.Bool("json") {
-			return printJSON(e.stdout, v)
-		}
-		return show(e.stdout, v)
+		return fetch(e, c, func(cl *api.Client) (T, error) { return get(cl, c.Context) }, func(v T) error { return show(e.stdout, v) })
 	}
 }
 
@@ -848,18 +891,13 @@ func (e *env) slashCmd(name, usage string) *cli.Command {
 		Flags:     []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
 			return withPane(c, func(cl *api.Client, id string) error {
-				res, err := cl.Command(c.Context, id, name)
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(e.stdout, res)
-				}
-				if res.Status != "completed" {
-					return failf("%s failed: %s", name, res.Error)
-				}
-				fmt.Fprintln(e.stdout, res.Answer)
-				return nil
+				return present(e, c, func() (*api.SendResult, error) { return cl.Command(c.Context, id, name) }, func(res *api.SendResult) error {
+					if res.Status != "completed" {
+						return failf("%s failed: %s", name, res.Error)
+					}
+					fmt.Fprintln(e.stdout, res.Answer)
+					return nil
+				})
 			})
 		},
 	}
@@ -882,21 +920,12 @@ func (e *env) screenCmd() *cli.Command {
 			if c.Int("lines") < 0 {
 				return usagef("--lines must not be negative")
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			sc, err := cl.Screen(c.Context, id, c.Int("lines"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, sc)
-			}
-			if sc.Screen != "" {
-				fmt.Fprintln(e.stdout, sc.Screen)
-			}
-			return nil
+			return fetch(e, c, func(cl *api.Client) (api.ScreenResponse, error) { return cl.Screen(c.Context, id, c.Int("lines")) }, func(sc api.ScreenResponse) error {
+				if sc.Screen != "" {
+					fmt.Fprintln(e.stdout, sc.Screen)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -947,25 +976,17 @@ func (e *env) statusCmd() *cli.Command {
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "print it again each time the team changes (with --json: one document per line)"}},
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, "[--json] [--watch]"); err != nil {
-				return err
-			}
-			cl, err := client(c)
+			_, cl, err := connect(c, 0, 0, "[--json] [--watch]")
 			if err != nil {
 				return err
 			}
 			if c.Bool("watch") {
 				return watchStatus(c, cl, e.stdout, c.Bool("json"))
 			}
-			st, err := cl.Status(c.Context)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, st)
-			}
-			printStatus(e.stdout, st)
-			return nil
+			return present(e, c, func() (api.StatusResponse, error) { return cl.Status(c.Context) }, func(st api.StatusResponse) error {
+				printStatus(e.stdout, st)
+				return nil
+			})
 		},
 	}
 }

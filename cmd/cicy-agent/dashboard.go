@@ -131,11 +131,7 @@ func (e *env) viewCmd() *cli.Command {
 			if _, err := exec.LookPath("tmux"); err != nil {
 				return failf("view needs tmux on PATH")
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			panes, err := cl.List(c.Context)
+			_, panes, err := listPanes(c)
 			if err != nil {
 				return err
 			}

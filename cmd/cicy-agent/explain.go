@@ -59,15 +59,10 @@ func (e *env) explainPane(c *cli.Context) error {
 		return usagef("--lines must not be negative")
 	}
 	return withPane(c, func(cl *api.Client, id string) error {
-		x, err := cl.Explain(c.Context, id)
-		if err != nil {
-			return err
-		}
-		if c.Bool("json") {
-			return printJSON(e.stdout, x)
-		}
-		printExplanation(e.stdout, x, c.Int("lines"), time.Now())
-		return nil
+		return present(e, c, func() (api.Explanation, error) { return cl.Explain(c.Context, id) }, func(x api.Explanation) error {
+			printExplanation(e.stdout, x, c.Int("lines"), time.Now())
+			return nil
+		})
 	})
 }
 

@@ -16,14 +16,6 @@ import (
 // memoryCmd is `memory ls/show/flush/reindex/rm`: a cicy pane's long-term memory,
 // plain files under <workspace>/.cicy/memory/.
 func (e *env) memoryCmd() *cli.Command {
-	memArgs := func(c *cli.Context) (string, string, error) {
-		a := c.Args().Slice()
-		if len(a) != 2 {
-			return "", "", usagef("usage: cicy-agent memory %s <pane> <mem_id>", c.Command.Name)
-		}
-		id, err := paneRef(a[0])
-		return id, a[1], err
-	}
 	return &cli.Command{
 		Name:  "memory",
 		Usage: "a cicy pane's long-term memory: ls, show, flush, reindex, rm",
@@ -35,24 +27,7 @@ func (e *env) memoryCmd() *cli.Command {
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					return withPane(c, func(cl *api.Client, id string) error {
-						l, err := cl.Memories(c.Context, id)
-						if err != nil {
-							return err
-						}
-						if c.Bool("json") {
-							return printJSON(e.stdout, l)
-						}
-						tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-						fmt.Fprintln(tw, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE")
-						for _, m := range l.Memories {
-							fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip.Runes(m.Title, 40))
-						}
-						tw.Flush()
-						for _, p := range l.Problems {
-							fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
-						}
-						fmt.Fprintf(e.stderr, "%d memories in %s; %d turns waiting for recognition\n", len(l.Memories), l.Dir, l.Buffered)
-						return nil
+						return present(e, c, func() (api.MemoryList, error) { return cl.Memories(c.Context, id) }, e.printMemories)
 					})
 				},
 			},
@@ -62,27 +37,9 @@ func (e *env) memoryCmd() *cli.Command {
 				ArgsUsage: "<pane> <mem_id>",
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					id, memID, err := memArgs(c)
-					if err != nil {
-						return err
-					}
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
-					m, err := cl.Memory(c.Context, id, memID)
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(e.stdout, m)
-					}
-					fmt.Fprintf(e.stdout, "%s  [%s★%d]  %s\nupdated %s", m.MemID, m.Type, m.Salience, m.Title, m.Updated.Local().Format("2006-01-02 15:04:05"))
-					if len(m.Tags) > 0 {
-						fmt.Fprintf(e.stdout, "  tags %s", strings.Join(m.Tags, ", "))
-					}
-					fmt.Fprintf(e.stdout, "\n\n%s\n", m.Content)
-					return nil
+					return withMemory(c, func(cl *api.Client, id, memID string) error {
+						return present(e, c, func() (api.Memory, error) { return cl.Memory(c.Context, id, memID) }, e.printMemory)
+					})
 				},
 			},
 			{
@@ -120,26 +77,7 @@ func (e *env) memoryCmd() *cli.Command {
 				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					return withPane(c, func(cl *api.Client, id string) error {
-						r, err := cl.MemoryReindex(c.Context, id)
-						if err != nil {
-							return err
-						}
-						if c.Bool("json") {
-							return printJSON(e.stdout, r)
-						}
-						for _, p := range r.Problems {
-							fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
-						}
-						noun := "memories"
-						if r.Memories == 1 {
-							noun = "memory"
-						}
-						fmt.Fprintf(e.stdout, "%s rebuilt: it lists %d %s\n", r.Index, r.Memories, noun)
-						if r.Archived > 0 {
-							fmt.Fprintf(e.stdout, "%d archived to %s: more than %d memories, so the weakest moved until %d remain\n",
-								r.Archived, filepath.Join(filepath.Dir(r.Index), memory.ArchiveDir), memory.MaxMemories, memory.KeepMemories)
-						}
-						return nil
+						return present(e, c, func() (api.ReindexResult, error) { return cl.MemoryReindex(c.Context, id) }, e.printReindex)
 					})
 				},
 			},
@@ -148,17 +86,68 @@ func (e *env) memoryCmd() *cli.Command {
 				Usage:     "move a memory to _archive/ (never deleted)",
 				ArgsUsage: "<pane> <mem_id>",
 				Action: func(c *cli.Context) error {
-					id, memID, err := memArgs(c)
-					if err != nil {
-						return err
-					}
-					cl, err := client(c)
-					if err != nil {
-						return err
-					}
-					return cl.MemoryRemove(c.Context, id, memID)
+					return withMemory(c, func(cl *api.Client, id, memID string) error {
+						return cl.MemoryRemove(c.Context, id, memID)
+					})
 				},
 			},
 		},
 	}
+}
+
+// withMemory parses the two arguments <pane> <mem_id>, connects (starting
+// the supervisor if needed) and runs f.
+func withMemory(c *cli.Context, f func(cl *api.Client, id, memID string) error) error {
+	a := c.Args().Slice()
+	if len(a) != 2 {
+		return usagef("usage: cicy-agent memory %s <pane> <mem_id>", c.Command.Name)
+	}
+	id, err := paneRef(a[0])
+	if err != nil {
+		return err
+	}
+	return withClient(c, func(cl *api.Client) error { return f(cl, id, a[1]) })
+}
+
+// printMemories is memory ls as text: the table, then what was skipped
+// and the count on stderr.
+func (e *env) printMemories(l api.MemoryList) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE")
+	for _, m := range l.Memories {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip.Runes(m.Title, 40))
+	}
+	tw.Flush()
+	for _, p := range l.Problems {
+		fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
+	}
+	fmt.Fprintf(e.stderr, "%d memories in %s; %d turns waiting for recognition\n", len(l.Memories), l.Dir, l.Buffered)
+	return nil
+}
+
+// printMemory is memory show as text.
+func (e *env) printMemory(m api.Memory) error {
+	fmt.Fprintf(e.stdout, "%s  [%s★%d]  %s\nupdated %s", m.MemID, m.Type, m.Salience, m.Title, m.Updated.Local().Format("2006-01-02 15:04:05"))
+	if len(m.Tags) > 0 {
+		fmt.Fprintf(e.stdout, "  tags %s", strings.Join(m.Tags, ", "))
+	}
+	fmt.Fprintf(e.stdout, "\n\n%s\n", m.Content)
+	return nil
+}
+
+// printReindex is memory reindex as text.
+func (e *env) printReindex(r api.ReindexResult) error {
+	for _, p := range r.Problems {
+		fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
+	}
+	noun := "memories"
+	if r.Memories == 1 {
+		noun = "memory"
+	}
+	fmt.Fprintf(e.stdout, "%s rebuilt: it lists %d %s\n", r.Index, r.Memories, noun)
+	if r.Archived > 0 {
+		fmt.Fprintf(e.stdout, "%d archived to %s: more than %d memories, so the weakest moved until %d remain\n",
+			r.Archived, filepath.Join(filepath.Dir(r.Index), memory.ArchiveDir), memory.MaxMemories, memory.KeepMemories)
+	}
+	return nil
 }

@@ -73,19 +73,10 @@ func (e *env) notifyAddCmd() *cli.Command {
 					return err
 				}
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			s, err := cl.AddNotifySink(c.Context, req)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, s)
-			}
-			fmt.Fprintf(e.stdout, "added %s (%s); 'cicy-agent notify test %s' sends it a sample\n", s.Name, s.Type, s.Name)
-			return nil
+			return fetch(e, c, func(cl *api.Client) (api.NotifySink, error) { return cl.AddNotifySink(c.Context, req) }, func(s api.NotifySink) error {
+				fmt.Fprintf(e.stdout, "added %s (%s); 'cicy-agent notify test %s' sends it a sample\n", s.Name, s.Type, s.Name)
+				return nil
+			})
 		},
 	}
 }
@@ -170,11 +161,7 @@ func (e *env) notifyRmCmd() *cli.Command {
 		Usage:     "remove a sink, its secret and its messages not sent yet",
 		ArgsUsage: "<name>",
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<name>")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
+			a, cl, err := connect(c, 1, 1, "<name>")
 			if err != nil {
 				return err
 			}
@@ -194,11 +181,7 @@ func (e *env) notifyTestCmd() *cli.Command {
 		ArgsUsage: "<name>",
 		Flags:     []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<name> [--json]")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
+			a, cl, err := connect(c, 1, 1, "<name> [--json]")
 			if err != nil {
 				return err
 			}
@@ -238,39 +221,27 @@ func (e *env) notifyMuteCmd() *cli.Command {
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 0, 1, "<pane>|team:<name>|all [--for 1h]")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
+			a, cl, err := connect(c, 0, 1, "<pane>|team:<name>|all [--for 1h]")
 			if err != nil {
 				return err
 			}
 			if len(a) == 0 {
-				mutes, err := cl.NotifyMutes(c.Context)
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(e.stdout, mutes)
-				}
-				if len(mutes) == 0 {
-					fmt.Fprintln(e.stdout, "nothing is muted")
-				}
-				for _, m := range mutes {
-					fmt.Fprintln(e.stdout, muteLine(m))
-				}
+				return present(e, c, func() ([]api.NotifyMute, error) { return cl.NotifyMutes(c.Context) }, func(mutes []api.NotifyMute) error {
+					if len(mutes) == 0 {
+						fmt.Fprintln(e.stdout, "nothing is muted")
+					}
+					for _, m := range mutes {
+						fmt.Fprintln(e.stdout, muteLine(m))
+					}
+					return nil
+				})
+			}
+			return present(e, c, func() (api.NotifyMute, error) {
+				return cl.MuteNotify(c.Context, api.NotifyMuteRequest{Target: a[0], For: c.Duration("for")})
+			}, func(m api.NotifyMute) error {
+				fmt.Fprintln(e.stdout, muteLine(m))
 				return nil
-			}
-			m, err := cl.MuteNotify(c.Context, api.NotifyMuteRequest{Target: a[0], For: c.Duration("for")})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, m)
-			}
-			fmt.Fprintln(e.stdout, muteLine(m))
-			return nil
+			})
 		},
 	}
 }
@@ -289,11 +260,7 @@ func (e *env) notifyUnmuteCmd() *cli.Command {
 		Usage:     "send again what a pane or a team needs",
 		ArgsUsage: "<pane>|team:<name>|all",
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<pane>|team:<name>|all")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
+			a, cl, err := connect(c, 1, 1, "<pane>|team:<name>|all")
 			if err != nil {
 				return err
 			}

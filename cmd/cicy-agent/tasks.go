@@ -117,22 +117,13 @@ func (e *env) tasksCmd() *cli.Command {
 			if c.Args().Len() > 0 {
 				return unknownCommand(c.Args().First(), "tasks", c.Command.Subcommands)
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			ts, err := cl.Tasks(c.Context, c.String("pane"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, ts)
-			}
-			if len(ts) == 0 {
-				fmt.Fprintln(e.stderr, "no tasks; give one with: cicy-agent dispatch --to <worker> <task>")
-				return nil
-			}
-			return printTasks(e.stdout, ts, time.Now())
+			return fetch(e, c, func(cl *api.Client) ([]api.TaskInfo, error) { return cl.Tasks(c.Context, c.String("pane")) }, func(ts []api.TaskInfo) error {
+				if len(ts) == 0 {
+					fmt.Fprintln(e.stderr, "no tasks; give one with: cicy-agent dispatch --to <worker> <task>")
+					return nil
+				}
+				return printTasks(e.stdout, ts, time.Now())
+			})
 		},
 		Subcommands: []*cli.Command{{
 			Name:      "show",
@@ -140,49 +131,52 @@ func (e *env) tasksCmd() *cli.Command {
 			ArgsUsage: "<id>",
 			Flags:     []cli.Flag{jsonFlag, rawFlag},
 			Action: func(c *cli.Context) error {
-				if c.Args().Len() != 1 {
-					return usagef("usage: cicy-agent tasks show <id>")
-				}
-				id, err := taskIDArg(c.Args().First())
-				if err != nil {
-					return err
-				}
-				cl, err := client(c)
-				if err != nil {
-					return err
-				}
-				t, err := cl.Task(c.Context, id)
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(e.stdout, t)
-				}
-				fmt.Fprintf(e.stdout, "task %d  %s → %s  %s (%s)\ncreated %s", t.ID, t.From, t.To, t.Status, t.Reason, t.CreatedAt.Local().Format(time.DateTime))
-				if t.DeliveredAt != nil {
-					fmt.Fprintf(e.stdout, "  delivered %s", t.DeliveredAt.Local().Format(time.DateTime))
-				}
-				if t.FinishedAt != nil {
-					fmt.Fprintf(e.stdout, "  finished %s", t.FinishedAt.Local().Format(time.DateTime))
-				}
-				fmt.Fprintf(e.stdout, "\n\n%s\n", t.Text)
-				from := ""
-				if t.Source != "" {
-					from = " (from " + t.Source + ")"
-				}
-				if t.Result != "" {
-					fmt.Fprintf(e.stdout, "\nresult%s:\n%s\n", from, t.Result)
-				}
-				if t.Error != "" {
-					fmt.Fprintf(e.stdout, "\nerror%s: %s\n", from, t.Error)
-				}
-				if t.Work != nil {
-					fmt.Fprintf(e.stdout, "\nwork: %s\n", workText(t.Work))
-				}
-				return nil
+				return withTask(c, "usage: cicy-agent tasks show <id>", func(cl *api.Client, id int64) error {
+					return present(e, c, func() (api.TaskInfo, error) { return cl.Task(c.Context, id) }, e.printTask)
+				})
 			},
 		}},
 	}
+}
+
+// withTask parses the one task id argument (usage is the message when
+// there is not one), connects (starting the supervisor if needed) and
+// runs f.
+func withTask(c *cli.Context, usage string, f func(cl *api.Client, id int64) error) error {
+	if c.Args().Len() != 1 {
+		return usagef("%s", usage)
+	}
+	id, err := taskIDArg(c.Args().First())
+	if err != nil {
+		return err
+	}
+	return withClient(c, func(cl *api.Client) error { return f(cl, id) })
+}
+
+// printTask is tasks show as text: one task in full.
+func (e *env) printTask(t api.TaskInfo) error {
+	fmt.Fprintf(e.stdout, "task %d  %s → %s  %s (%s)\ncreated %s", t.ID, t.From, t.To, t.Status, t.Reason, t.CreatedAt.Local().Format(time.DateTime))
+	if t.DeliveredAt != nil {
+		fmt.Fprintf(e.stdout, "  delivered %s", t.DeliveredAt.Local().Format(time.DateTime))
+	}
+	if t.FinishedAt != nil {
+		fmt.Fprintf(e.stdout, "  finished %s", t.FinishedAt.Local().Format(time.DateTime))
+	}
+	fmt.Fprintf(e.stdout, "\n\n%s\n", t.Text)
+	from := ""
+	if t.Source != "" {
+		from = " (from " + t.Source + ")"
+	}
+	if t.Result != "" {
+		fmt.Fprintf(e.stdout, "\nresult%s:\n%s\n", from, t.Result)
+	}
+	if t.Error != "" {
+		fmt.Fprintf(e.stdout, "\nerror%s: %s\n", from, t.Error)
+	}
+	if t.Work != nil {
+		fmt.Fprintf(e.stdout, "\nwork: %s\n", workText(t.Work))
+	}
+	return nil
 }
 
 // printTasks is the table of tasks; when the tasks' senders and workers
@@ -291,19 +285,10 @@ func (e *env) cancelTaskCmd() *cli.Command {
 		Usage:     "cancel a queued or running task",
 		ArgsUsage: "<id>",
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() != 1 {
-				return usagef("usage: cicy-agent cancel-task <id>")
-			}
-			id, err := taskIDArg(c.Args().First())
-			if err != nil {
+			return withTask(c, "usage: cicy-agent cancel-task <id>", func(cl *api.Client, id int64) error {
+				_, err := cl.CancelTask(c.Context, id)
 				return err
-			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			_, err = cl.CancelTask(c.Context, id)
-			return err
+			})
 		},
 	}
 }

@@ -359,11 +359,7 @@ func (e *env) downCmd() *cli.Command {
 				}
 				name = team.Name
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			panes, err := cl.List(c.Context)
+			cl, panes, err := listPanes(c)
 			if err != nil {
 				return err
 			}

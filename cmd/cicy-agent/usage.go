@@ -42,28 +42,23 @@ func (e *env) usageCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			rep, err := cl.Usage(c.Context, q)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, rep)
-			}
-			if len(rep.Groups) == 0 {
-				fmt.Fprintln(e.stderr, "no model calls recorded"+usageScope(rep))
-				return nil
-			}
-			printUsage(e.stdout, rep)
-			if len(rep.Unpriced) > 0 {
-				fmt.Fprintf(e.stderr, "no price for %s: add it to \"prices\" in $CICY_HOME/db/lite-config.json, then cicy-agent shutdown\n", strings.Join(rep.Unpriced, ", "))
-			}
-			return nil
+			return fetch(e, c, func(cl *api.Client) (api.UsageReport, error) { return cl.Usage(c.Context, q) }, e.printUsageReport)
 		},
 	}
+}
+
+// printUsageReport is usage as text: the table, and on stderr what is
+// not recorded or has no price.
+func (e *env) printUsageReport(rep api.UsageReport) error {
+	if len(rep.Groups) == 0 {
+		fmt.Fprintln(e.stderr, "no model calls recorded"+usageScope(rep))
+		return nil
+	}
+	printUsage(e.stdout, rep)
+	if len(rep.Unpriced) > 0 {
+		fmt.Fprintf(e.stderr, "no price for %s: add it to \"prices\" in $CICY_HOME/db/lite-config.json, then cicy-agent shutdown\n", strings.Join(rep.Unpriced, ", "))
+	}
+	return nil
 }
 
 // usageQuery checks the flags here, so a mistake needs no supervisor; a

@@ -90,19 +90,16 @@ func (e *env) webCmd() *cli.Command {
 				printWebStatus(e.stdout, st)
 				return nil
 			}
-			link, err := cl.WebLink(c.Context, api.WebLinkRequest{TTLSeconds: int(c.Duration("ttl").Seconds())})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, link)
-			}
-			f, ok := plainWriter(e.stdout).(*os.File)
-			showQR := ok && term.IsTerminal(int(f.Fd()))
-			if c.IsSet("qr") {
-				showQR = c.Bool("qr")
-			}
-			return printWebLink(e.stdout, link, showQR)
+			return present(e, c, func() (api.WebLink, error) {
+				return cl.WebLink(c.Context, api.WebLinkRequest{TTLSeconds: int(c.Duration("ttl").Seconds())})
+			}, func(link api.WebLink) error {
+				f, ok := plainWriter(e.stdout).(*os.File)
+				showQR := ok && term.IsTerminal(int(f.Fd()))
+				if c.IsSet("qr") {
+					showQR = c.Bool("qr")
+				}
+				return printWebLink(e.stdout, link, showQR)
+			})
 		},
 	}
 }
@@ -202,23 +199,14 @@ func (e *env) webRevokeCmd() *cli.Command {
 		ArgsUsage: "<id|all>",
 		Flags:     []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "revoke <id|all>")
+			a, cl, err := connect(c, 1, 1, "revoke <id|all>")
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
-				return err
-			}
-			r, err := cl.WebRevoke(c.Context, a[0])
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, r)
-			}
-			fmt.Fprintf(e.stdout, "%d session(s) ended\n", r.Revoked)
-			return nil
+			return present(e, c, func() (api.WebRevokeResult, error) { return cl.WebRevoke(c.Context, a[0]) }, func(r api.WebRevokeResult) error {
+				fmt.Fprintf(e.stdout, "%d session(s) ended\n", r.Revoked)
+				return nil
+			})
 		},
 	}
 }
@@ -228,10 +216,7 @@ func (e *env) webStopCmd() *cli.Command {
 		Name:  "stop",
 		Usage: "stop serving the team's page (and at the next starts); the browsers stay logged in for when it is served again",
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			cl, err := client(c)
+			_, cl, err := connect(c, 0, 0, "")
 			if err != nil {
 				return err
 			}

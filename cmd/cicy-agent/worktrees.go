@@ -22,30 +22,21 @@ func (e *env) diffCmd() *cli.Command {
 			"lacks (from where they fork). Workers get a worktree with 'create --worktree'.",
 		Flags: []cli.Flag{jsonFlag, rawFlag, &cli.BoolFlag{Name: "stat", Usage: "the summary of files and lines only"}},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane|branch>")
+			a, cl, err := connect(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
-			cl, err := client(c)
-			if err != nil {
+			return present(e, c, func() (api.DiffResult, error) { return cl.Diff(c.Context, a[0], c.Bool("stat")) }, func(d api.DiffResult) error {
+				for _, n := range d.Notes {
+					fmt.Fprintln(e.stderr, "note: "+n)
+				}
+				if d.Diff == "" {
+					fmt.Fprintf(e.stderr, "no change on %s\n", d.Work.Branch)
+					return nil
+				}
+				_, err := io.WriteString(e.stdout, d.Diff)
 				return err
-			}
-			d, err := cl.Diff(c.Context, a[0], c.Bool("stat"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, d)
-			}
-			for _, n := range d.Notes {
-				fmt.Fprintln(e.stderr, "note: "+n)
-			}
-			if d.Diff == "" {
-				fmt.Fprintf(e.stderr, "no change on %s\n", d.Work.Branch)
-				return nil
-			}
-			_, err = io.WriteString(e.stdout, d.Diff)
-			return err
+			})
 		},
 	}
 }
@@ -65,11 +56,7 @@ func (e *env) mergeCmd() *cli.Command {
 			&cli.BoolFlag{Name: "send-back", Usage: "on a conflict, give the worker a task to rebase its branch and resolve it"},
 		},
 		Action: func(c *cli.Context) error {
-			a, err := args(c, 1, 1, "<task|pane|branch>")
-			if err != nil {
-				return err
-			}
-			cl, err := client(c)
+			a, cl, err := connect(c, 1, 1, "<task|pane|branch>")
 			if err != nil {
 				return err
 			}
@@ -101,25 +88,17 @@ func (e *env) worktreesCmd() *cli.Command {
 			"clean and merged, with their branches, and lets git forget folders deleted by hand.",
 		Flags: []cli.Flag{jsonFlag, &cli.BoolFlag{Name: "prune", Usage: "remove the clean, merged worktrees of panes that are gone"}},
 		Action: func(c *cli.Context) error {
-			if _, err := args(c, 0, 0, ""); err != nil {
-				return err
-			}
-			cl, err := client(c)
+			_, cl, err := connect(c, 0, 0, "")
 			if err != nil {
 				return err
 			}
-			ws, err := cl.Worktrees(c.Context, c.Bool("prune"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(e.stdout, ws)
-			}
-			if len(ws) == 0 {
-				fmt.Fprintln(e.stderr, "no worktrees; a worker gets one with: cicy-agent create <title> --worktree --master <pane> …")
-				return nil
-			}
-			return printWorktrees(e.stdout, ws)
+			return present(e, c, func() ([]api.WorktreeInfo, error) { return cl.Worktrees(c.Context, c.Bool("prune")) }, func(ws []api.WorktreeInfo) error {
+				if len(ws) == 0 {
+					fmt.Fprintln(e.stderr, "no worktrees; a worker gets one with: cicy-agent create <title> --worktree --master <pane> …")
+					return nil
+				}
+				return printWorktrees(e.stdout, ws)
+			})
 		},
 	}
 }

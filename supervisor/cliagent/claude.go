@@ -25,9 +25,9 @@ var claude = Kind{
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
 	// Every hook carries "session_id"; SessionStart a new one after /clear
 	// or /resume. `claude --resume <id>` takes a session up.
-	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
+	session: sessionField, resume: resumeWith("--resume"),
 	// CLAUDE.md in CLAUDE_CONFIG_DIR: its user memory.
-	guidance: func(dir string) string { return filepath.Join(dir, "claude", "CLAUDE.md") },
+	guidance: guidanceIn("claude", "CLAUDE.md"),
 }
 
 // claudeHookEvents are the Claude Code hook events wired to `cicy-agent

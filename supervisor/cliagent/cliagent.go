@@ -72,6 +72,18 @@ type Kind struct {
 	hooks bool
 }
 
+// resumeWith is a resume that puts the session id after arg: a flag
+// (--resume, --session) or a subcommand (resume).
+func resumeWith(arg string) func(id string) []string {
+	return func(id string) []string { return []string{arg, id} }
+}
+
+// guidanceIn is a guidance file at path (its parts) under the pane's own
+// folder.
+func guidanceIn(path ...string) func(dir string) string {
+	return func(dir string) string { return filepath.Join(append([]string{dir}, path...)...) }
+}
+
 // Leads reports whether the agent can be a master: whether it runs the
 // team tools' MCP server.
 func (k Kind) Leads() bool { return !k.workerOnly }

@@ -30,9 +30,9 @@ var codex = Kind{
 	// Its hooks carry "session_id" (notify's "thread-id" is also the
 	// hidden thread-title thread's). `codex resume <id>` is a subcommand
 	// that takes the same options.
-	session: codexSession, resume: func(id string) []string { return []string{"resume", id} },
+	session: codexSession, resume: resumeWith("resume"),
 	// AGENTS.md in CODEX_HOME: its global instructions.
-	guidance: func(dir string) string { return filepath.Join(dir, "codex", "AGENTS.md") },
+	guidance: guidanceIn("codex", "AGENTS.md"),
 }
 
 // codexHookEvents are the Codex hook events wired to `cicy-agent hook`.

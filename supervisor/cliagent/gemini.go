@@ -22,16 +22,19 @@ var gemini = Kind{
 	// newline.
 	EnterDelay: 500 * time.Millisecond,
 	prepare:    prepareGemini, interpret: interpretGemini, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
-	// How its dialogs are answered and read (answer.go).
-	answer: answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^(Allow execution|Apply this change|Do you want to)`)},
+	answer: geminiAnswer,
 	// An MCP tool is offered as mcp_<server>_<tool>.
 	toolName: func(tool string) string { return "mcp_" + MCPName + "_" + tool },
 	// Its hooks carry "session_id"; `gemini --resume <uuid>` (it also
 	// takes "latest" or an index).
-	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
+	session: sessionField, resume: resumeWith("--resume"),
 	// GEMINI.md in GEMINI_CLI_HOME/.gemini: its global context file.
-	guidance: func(dir string) string { return filepath.Join(dir, "gemini", ".gemini", "GEMINI.md") },
+	guidance: guidanceIn("gemini", ".gemini", "GEMINI.md"),
 }
+
+// geminiAnswer is how Gemini CLI's dialogs (and those of its fork Qwen
+// Code) are answered and read (answer.go).
+var geminiAnswer = answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^(Allow execution|Apply this change|Do you want to)`)}
 
 // geminiHookEvents are the Gemini CLI hook events wired to `cicy-agent
 // hook`.

@@ -29,18 +29,18 @@ var opencode = Kind{
 	toolName: func(tool string) string { return MCPName + "_" + tool },
 	// The plugin's events carry "sessionID" (a sub-agent's session is
 	// marked "child"); `opencode --session <id>`.
-	session: opencodeSession, resume: func(id string) []string { return []string{"--session", id} },
+	session: opencodeSession, resume: resumeWith("--session"),
 	// Next to the pane's opencode.json, named in its "instructions".
-	guidance: func(dir string) string { return filepath.Join(dir, "opencode", "AGENTS.md") },
+	guidance: guidanceIn("opencode", "AGENTS.md"),
 }
 
 // opencodeVersion is the pinned opencode-ai, and the plugin SDK of the
 // same version its config folder is seeded with.
 const opencodeVersion = "1.18.33"
 
-// opencodePlugin forwards opencode's events to `cicy-agent hook`; it
-// remembers the last assistant text of each session, which opencode's
-// session.idle does not carry.
+// opencodePlugin forwards opencode's events to `cicy-agent hook` (its
+// send is jsHookSend's); it remembers the last assistant text of each
+// session, which opencode's session.idle does not carry.
 const opencodePlugin = `// Written by cicy-agent: forwards opencode events to 'cicy-agent hook'.
 import { spawn } from "node:child_process";
 
@@ -49,17 +49,7 @@ const roles = {};
 const last = {};
 const children = {};
 
-function send(event, payload) {
-  try {
-    // The hooks run as separate processes: the event's own time orders them.
-    const env = { ...process.env, CICY_HOOK_AT: new Date().toISOString() };
-    const p = spawn(BIN, ["hook", "--agent", "opencode", event], { stdio: ["pipe", "ignore", "ignore"], env });
-    p.on("error", () => {});
-    p.stdin.on("error", () => {});
-    p.stdin.end(JSON.stringify(payload));
-  } catch (e) {}
-}
-
+%s
 export const CicyAgentHooks = async () => ({
   event: async ({ event }) => {
     const t = event.type;
@@ -101,7 +91,7 @@ func prepareOpencode(a Setup) ([]string, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode this program's path for the plugin: %w", err)
 	}
-	if err := atomicfile.WritePrivate(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin))); err != nil {
+	if err := atomicfile.WritePrivate(filepath.Join(cfgDir, "opencode", "plugin", "cicy-agent.js"), []byte(fmt.Sprintf(opencodePlugin, bin, jsHookSend("opencode")))); err != nil {
 		return nil, nil, err
 	}
 	if err := seedOpencodeDeps(filepath.Join(cfgDir, "opencode")); err != nil {
@@ -401,4 +391,22 @@ var opencodeAux = []AuxRule{
 	{"title", systemStarts("You are a title generator")},
 	{"compact", systemStarts("You are a helpful AI assistant tasked with summarizing conversations")},
 	{"summary", systemStarts("Summarize what was done in this conversation")},
+}
+
+// jsHookSend is the send(event, payload) of the JavaScript that forwards
+// agent's events (opencode's plugin, pi's extension): it runs `BIN hook
+// --agent <agent> <event>` with the payload on stdin, stamped with the
+// time it happened, and never throws.
+func jsHookSend(agent string) string {
+	return `function send(event, payload) {
+  try {
+    // The hooks run as separate processes: the event's own time orders them.
+    const env = { ...process.env, CICY_HOOK_AT: new Date().toISOString() };
+    const p = spawn(BIN, ["hook", "--agent", "` + agent + `", event], { stdio: ["pipe", "ignore", "ignore"], env });
+    p.on("error", () => {});
+    p.stdin.on("error", () => {});
+    p.stdin.end(JSON.stringify(payload));
+  } catch (e) {}
+}
+`
 }

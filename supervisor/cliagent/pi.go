@@ -34,15 +34,16 @@ var pi = Kind{
 	// The extension's events carry "session_id" (its session manager's);
 	// session_start a new one after /new, /resume or /fork. `pi --session
 	// <id>`.
-	session: sessionField, resume: func(id string) []string { return []string{"--session", id} },
+	session: sessionField, resume: resumeWith("--session"),
 	// AGENTS.md in its agent dir: its global context file.
-	guidance: func(dir string) string { return filepath.Join(dir, "pi", "AGENTS.md") },
+	guidance: guidanceIn("pi", "AGENTS.md"),
 }
 
-// piExtension forwards pi's events to `cicy-agent hook` and, in a pane
-// that does not allow all, asks before bash, edit and write run (pi
-// itself never asks). The end of a run carries its last assistant text
-// and, when its last model call failed or was aborted, the error.
+// piExtension forwards pi's events to `cicy-agent hook` (its send is
+// jsHookSend's) and, in a pane that does not allow all, asks before bash,
+// edit and write run (pi itself never asks). The end of a run carries its
+// last assistant text and, when its last model call failed or was
+// aborted, the error.
 const piExtension = `// Written by cicy-agent: forwards pi events to 'cicy-agent hook'.
 import { spawn } from "node:child_process";
 
@@ -50,17 +51,7 @@ const BIN = %s;
 const ASK = %t;
 const ASKED = ["bash", "edit", "write"];
 
-function send(event, payload) {
-  try {
-    // The hooks run as separate processes: the event's own time orders them.
-    const env = { ...process.env, CICY_HOOK_AT: new Date().toISOString() };
-    const p = spawn(BIN, ["hook", "--agent", "pi", event], { stdio: ["pipe", "ignore", "ignore"], env });
-    p.on("error", () => {});
-    p.stdin.on("error", () => {});
-    p.stdin.end(JSON.stringify(payload));
-  } catch (e) {}
-}
-
+%s
 function text(m) {
   const parts = Array.isArray(m.content) ? m.content : [];
   return parts.filter((c) => c && c.type === "text").map((c) => c.text).join("");
@@ -157,7 +148,7 @@ func preparePi(a Setup) ([]string, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode this program's path for the extension: %w", err)
 	}
-	ext := fmt.Sprintf(piExtension, bin, !a.AllowAll)
+	ext := fmt.Sprintf(piExtension, bin, !a.AllowAll, jsHookSend("pi"))
 	if err := atomicfile.WritePrivate(filepath.Join(dir, "extensions", "cicy-agent.js"), []byte(ext)); err != nil {
 		return nil, nil, err
 	}

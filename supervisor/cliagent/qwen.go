@@ -2,7 +2,6 @@ package cliagent
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -18,13 +17,13 @@ var qwen = Kind{
 	Name: "qwen", Title: "Qwen Code", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
-	// How its dialogs are answered and read (answer.go).
-	answer:   answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^(Allow execution|Apply this change|Do you want to)`)},
+	// Its dialogs are Gemini CLI's.
+	answer:   geminiAnswer,
 	toolName: qwenToolName,
 	// Its hooks carry "session_id", as Claude Code's; `qwen --resume <id>`.
-	session: sessionField, resume: func(id string) []string { return []string{"--resume", id} },
+	session: sessionField, resume: resumeWith("--resume"),
 	// QWEN.md in QWEN_HOME: its global context file.
-	guidance: func(dir string) string { return filepath.Join(dir, "qwen", "QWEN.md") },
+	guidance: guidanceIn("qwen", "QWEN.md"),
 }
 
 // qwenHookEvents are the Qwen Code hook events wired to `cicy-agent hook`.

@@ -83,6 +83,19 @@ func (g Git) run(ctx context.Context, dir string, args ...string) (string, error
 	return string(out), err
 }
 
+// ask runs a git command that answers yes (it exits 0) or no (it exits
+// 1); any other end is an error.
+func (g Git) ask(ctx context.Context, dir string, args ...string) (bool, error) {
+	_, err := g.run(ctx, dir, args...)
+	switch exitCode(err) {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, err
+}
+
 func (g Git) runIn(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
 	bin := g.Bin
 	if bin == "" {

@@ -230,12 +230,5 @@ func (g Git) Carried(ctx context.Context, dir, base, head, rev string) (bool, er
 	for _, f := range files {
 		args = append(args, ":(literal)"+f)
 	}
-	_, err = g.run(ctx, dir, args...)
-	switch exitCode(err) {
-	case 0:
-		return true, nil
-	case 1:
-		return false, nil
-	}
-	return false, err
+	return g.ask(ctx, dir, args...)
 }

@@ -211,14 +211,7 @@ func (g Git) Ahead(ctx context.Context, dir, a, b string) (ahead, behind int, er
 
 // Merged reports whether commit rev is in branch into.
 func (g Git) Merged(ctx context.Context, dir, rev, into string) (bool, error) {
-	_, err := g.run(ctx, dir, "merge-base", "--is-ancestor", rev, into)
-	switch exitCode(err) {
-	case 0:
-		return true, nil
-	case 1:
-		return false, nil
-	}
-	return false, err
+	return g.ask(ctx, dir, "merge-base", "--is-ancestor", rev, into)
 }
 
 // Remove removes the worktree at path and its branch. It refuses (and
@@ -293,14 +286,7 @@ func (g Git) Restore(ctx context.Context, w Worktree) error {
 
 // Tracked reports whether name is a file git tracks in dir's checkout.
 func (g Git) Tracked(ctx context.Context, dir, name string) (bool, error) {
-	_, err := g.run(ctx, dir, "ls-files", "--error-unmatch", "--", name)
-	switch exitCode(err) {
-	case 0:
-		return true, nil
-	case 1:
-		return false, nil
-	}
-	return false, err
+	return g.ask(ctx, dir, "ls-files", "--error-unmatch", "--", name)
 }
 
 // ForkPoint is the commit a and b share last (git merge-base).

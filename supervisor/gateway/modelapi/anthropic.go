@@ -3,18 +3,13 @@ package modelapi
 import (
 	"encoding/json"
 	"maps"
-	"net/http"
 )
 
 // anthropicTurn reads a Messages API request. The conversation ends with a
 // tool result when its last non-system message is a user message holding
 // tool_result blocks.
 func anthropicTurn(req *request) turn {
-	t := turn{
-		prompt: lastUserText(req.Messages, nil),
-		tools:  toolsOf(req.Tools),
-	}
-	t.schema, t.structured = req.structuredSchema()
+	t := req.turnOf(req.Messages, nil)
 	if last := lastTurnItem(req.Messages); last.Role == "user" {
 		for _, p := range parts(last.Content) {
 			if p.Type == "tool_result" {
@@ -53,10 +48,7 @@ func (x *exchange) anthropic() {
 	}
 
 	if !x.req.Stream {
-		if x.hold() {
-			x.h.writeJSON(x.w, http.StatusOK, msg)
-			x.delivered(ids)
-		}
+		x.writeWhole(msg, ids)
 		return
 	}
 

@@ -1,18 +1,11 @@
 package modelapi
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
 // chatTurn reads a Chat Completions request. The conversation ends with a
 // tool result when its last non-system message has role "tool".
 func chatTurn(req *request) turn {
-	t := turn{
-		prompt: lastUserText(req.Messages, nil),
-		tools:  toolsOf(req.Tools),
-	}
-	t.schema, t.structured = req.structuredSchema()
+	t := req.turnOf(req.Messages, nil)
 	if last := lastTurnItem(req.Messages); last.Role == "tool" {
 		t.afterTool = true
 		t.toolResult = textOf(last.Content)
@@ -49,14 +42,11 @@ func (x *exchange) chat() {
 	id, created, model := x.h.newID("chatcmpl"), time.Now().Unix(), x.modelName()
 
 	if !x.req.Stream {
-		if x.hold() {
-			x.h.writeJSON(x.w, http.StatusOK, obj{
-				"id": id, "object": "chat.completion", "created": created, "model": model,
-				"choices": []obj{{"index": 0, "message": message, "finish_reason": finish}},
-				"usage":   usage,
-			})
-			x.delivered(ids)
-		}
+		x.writeWhole(obj{
+			"id": id, "object": "chat.completion", "created": created, "model": model,
+			"choices": []obj{{"index": 0, "message": message, "finish_reason": finish}},
+			"usage":   usage,
+		}, ids)
 		return
 	}
 

@@ -92,13 +92,27 @@ func anthropicBlocks(content rawJSON) []wire.Block {
 	return out
 }
 
-// addChatItem adds a Chat Completions message to c.
-func addChatItem(c *wire.Request, it item) {
+// addTextItem adds a system or developer message's text to c's system
+// blocks, and a user message as one of c's messages; it reports whether
+// it was one of those.
+func addTextItem(c *wire.Request, it item) bool {
 	switch it.Role {
 	case "system", "developer":
 		c.System = append(c.System, textBlocks(it.Content)...)
 	case wire.RoleUser:
 		c.Messages = append(c.Messages, wire.Message{Role: wire.RoleUser, Content: textBlocks(it.Content)})
+	default:
+		return false
+	}
+	return true
+}
+
+// addChatItem adds a Chat Completions message to c.
+func addChatItem(c *wire.Request, it item) {
+	if addTextItem(c, it) {
+		return
+	}
+	switch it.Role {
 	case wire.RoleAssistant:
 		blocks := textBlocks(it.Content)
 		for _, tc := range it.ToolCalls {
@@ -114,12 +128,7 @@ func addChatItem(c *wire.Request, it item) {
 func addResponsesItem(c *wire.Request, it item) {
 	switch it.Type {
 	case "", "message":
-		switch it.Role {
-		case "system", "developer":
-			c.System = append(c.System, textBlocks(it.Content)...)
-		case wire.RoleUser:
-			c.Messages = append(c.Messages, wire.Message{Role: wire.RoleUser, Content: textBlocks(it.Content)})
-		case wire.RoleAssistant:
+		if !addTextItem(c, it) && it.Role == wire.RoleAssistant {
 			addAssistant(c, textBlocks(it.Content)...)
 		}
 	case "function_call":

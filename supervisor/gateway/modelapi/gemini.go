@@ -262,15 +262,12 @@ func (x *exchange) gemini() {
 	}
 
 	if !x.req.Stream {
-		if x.hold() {
-			whole := []obj{}
-			if rp.hasText() {
-				whole = append(whole, obj{"text": rp.text})
-			}
-			whole = append(whole, parts[len(parts)-len(rp.calls):]...)
-			x.h.writeJSON(x.w, http.StatusOK, response(whole, true))
-			x.delivered(ids)
+		whole := []obj{}
+		if rp.hasText() {
+			whole = append(whole, obj{"text": rp.text})
 		}
+		whole = append(whole, parts[len(parts)-len(rp.calls):]...)
+		x.writeWhole(response(whole, true), ids)
 		return
 	}
 

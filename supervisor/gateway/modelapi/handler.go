@@ -356,6 +356,15 @@ func (x *exchange) delivered(ids []string) {
 	}
 }
 
+// writeWhole writes the answer in one piece (not streamed) once the hold
+// is over, then tells the observer its calls were delivered under ids.
+func (x *exchange) writeWhole(body obj, ids []string) {
+	if x.hold() {
+		x.h.writeJSON(x.w, http.StatusOK, body)
+		x.delivered(ids)
+	}
+}
+
 // modelName is the model of the reply, else the one the client asked
 // for, else the default one.
 func (x *exchange) modelName() string {

@@ -161,6 +161,15 @@ func lastTextOf(content rawJSON) string {
 	return ""
 }
 
+// turnOf starts the turn of a request whose conversation is items: its
+// prompt (the last user text, skipping texts for which skip reports
+// true), its tools and its structured-output schema.
+func (r *request) turnOf(items []item, skip func(string) bool) turn {
+	t := turn{prompt: lastUserText(items, skip), tools: toolsOf(r.Tools)}
+	t.schema, t.structured = r.structuredSchema()
+	return t
+}
+
 // lastUserText is the last non-blank user text in items, skipping texts for
 // which skip reports true. Tool results are not user text.
 func lastUserText(items []item, skip func(string) bool) string {

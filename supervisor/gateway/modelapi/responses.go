@@ -3,7 +3,6 @@ package modelapi
 import (
 	"encoding/json"
 	"maps"
-	"net/http"
 	"time"
 )
 
@@ -12,11 +11,7 @@ import (
 // tool result when its last item is a tool call output.
 func responsesTurn(req *request) turn {
 	items := inputItems(req.Input)
-	t := turn{
-		prompt: lastUserText(items, isInjectedContext),
-		tools:  toolsOf(req.Tools),
-	}
-	t.schema, t.structured = req.structuredSchema()
+	t := req.turnOf(items, isInjectedContext)
 	switch last := lastTurnItem(items); last.Type {
 	case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
 		t.afterTool = true
@@ -86,10 +81,7 @@ func (x *exchange) responses() {
 	done["status"], done["output"], done["usage"] = "completed", out, usage
 
 	if !x.req.Stream {
-		if x.hold() {
-			x.h.writeJSON(x.w, http.StatusOK, done)
-			x.delivered(ids)
-		}
+		x.writeWhole(done, ids)
 		return
 	}
 
