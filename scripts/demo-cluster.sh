@@ -61,6 +61,12 @@ echo "demo folder: $work (PostgreSQL at $pg, provider: script; removed at the en
 CICY_HOME="$b" CICY_NODE=b CICY_LISTEN=127.0.0.1:0 "$bin" nodes >/dev/null
 status=0
 CICY_HOME="$a" CICY_NODE=a CICY_LISTEN=127.0.0.1:0 "$bin" up "$work/demo-cluster.yaml" --wait --timeout "${DEMO_TIMEOUT:-3m}" || status=$?
+# Node b follows node a's panes a moment behind: its view is printed once
+# it has seen the master end its last turn (at most 10 s).
+for _ in $(seq 50); do
+  CICY_HOME="$b" "$bin" ls 2>/dev/null | grep -Eq '^\S+ +a +\S+ +\S+ +master +idle' && break
+  sleep 0.2
+done
 echo
 echo "Node b's view (cicy-agent nodes, ls, tasks):"
 CICY_HOME="$b" "$bin" nodes
