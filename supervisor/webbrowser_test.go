@@ -121,11 +121,20 @@ func dispatchFromPage(t *testing.T, ctx context.Context, to, text string) {
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-to"]`), to),
 		chromedp.SetValue(chromedp.CSS(`[data-test="dispatch-text"]`), text),
 		chromedp.Click(chromedp.CSS(`[data-test="dispatch-submit"]`)))
+	// The flash may still get the answer of an earlier action: wait for
+	// the dispatch's own (a task made) or a refusal.
 	var flash string
-	waitFor(t, "the page's answer to the dispatch", func() bool {
-		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](`document.getElementById('flash').textContent`))
-		return flash != ""
-	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](
+			`(document.getElementById('flash').className.includes('err') ? 'refused: ' : '') + document.getElementById('flash').textContent`))
+		if strings.HasPrefix(flash, "refused: ") || strings.HasPrefix(flash, "task #") {
+			break
+		}
+		if time.Now().After(deadline) {
+			form := webtest.Value(t, ctx, "the form", chromedp.Evaluate[string](`JSON.stringify([...new FormData(document.getElementById('dispatch-form'))])`))
+			t.Fatalf("the page never answered the dispatch: its flash says %q; the form holds %s", flash, form)
+		}
+	}
 	if !strings.Contains(flash, "for "+to) {
 		t.Fatalf("the dispatch from the page was answered %q", flash)
 	}
