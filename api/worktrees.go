@@ -8,16 +8,20 @@ import (
 	"strings"
 )
 
-// Work is a task's change on its worker's branch: base..head, with git's
-// diff stat.
+// Work is a task's change on its worker's branch: Base..Head, with git's
+// diff stat. Zero when the task ran on no worktree; Branch set and Base
+// == Head when it changed nothing. It is the one word for it: the store
+// keeps it in a task's row (the db tags are the tasks table's columns),
+// git's side of the daemon computes it (supervisor/worktree.Change) and
+// the API sends it.
 type Work struct {
-	Branch  string `json:"branch"`
-	Base    string `json:"base"`
-	Head    string `json:"head"`
-	Commits int    `json:"commits"`
-	Files   int    `json:"files"`
-	Added   int    `json:"added"`
-	Deleted int    `json:"deleted"`
+	Branch  string `db:"branch" json:"branch"`
+	Base    string `db:"base_commit" json:"base"`
+	Head    string `db:"head_commit" json:"head"`
+	Commits int    `db:"commits" json:"commits"`
+	Files   int    `db:"diff_files" json:"files"`
+	Added   int    `db:"diff_added" json:"added"`
+	Deleted int    `db:"diff_deleted" json:"deleted"`
 }
 
 // WorktreeInfo is a worker's git worktree: where it is, its branch, the

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Task is one tasks row.
@@ -28,20 +30,7 @@ type Task struct {
 	// "" when not recorded.
 	Source string `db:"result_source"`
 	// Work is what the task left on its worker's git worktree.
-	Work
-}
-
-// Work is a task's change on its worker's branch: Base..Head, with git's
-// diff stat. Zero when the task ran on no worktree; Branch set and Base
-// == Head when it changed nothing.
-type Work struct {
-	Branch  string `db:"branch" json:"branch"`
-	Base    string `db:"base_commit" json:"base"`
-	Head    string `db:"head_commit" json:"head"`
-	Commits int    `db:"commits" json:"commits"`
-	Files   int    `db:"diff_files" json:"files"`
-	Added   int    `db:"diff_added" json:"added"`
-	Deleted int    `db:"diff_deleted" json:"deleted"`
+	api.Work
 }
 
 // Where a task's result comes from.
@@ -161,7 +150,7 @@ type TaskChange struct {
 	Source   string // where the result came from (a final transition)
 	// Work is the task's change on its worktree (a final transition;
 	// recorded when Branch is set).
-	Work Work
+	Work api.Work
 }
 
 // MoveTask applies a transition if the task is still in ch.From, and
@@ -213,15 +202,15 @@ func (s *Store) MarkNotified(ctx context.Context, id int64) error {
 
 // LastWork is the work of the latest finished task of pane that recorded
 // one (its Head is where the pane's next task starts); false when none.
-func (s *Store) LastWork(ctx context.Context, pane string) (Work, bool, error) {
-	var w Work
+func (s *Store) LastWork(ctx context.Context, pane string) (api.Work, bool, error) {
+	var w api.Work
 	err := s.db.GetContext(ctx, &w, `SELECT branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted
 		FROM tasks WHERE to_pane = ? AND branch <> '' ORDER BY id DESC LIMIT 1`, pane)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Work{}, false, nil
+		return api.Work{}, false, nil
 	}
 	if err != nil {
-		return Work{}, false, fmt.Errorf("last work of %s: %w", pane, err)
+		return api.Work{}, false, fmt.Errorf("last work of %s: %w", pane, err)
 	}
 	return w, true, nil
 }

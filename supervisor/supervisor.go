@@ -62,7 +62,7 @@ type Store interface {
 	GatewayTokens(ctx context.Context) (map[string]string, error)
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
-	LastWork(ctx context.Context, pane string) (schema.Work, bool, error)
+	LastWork(ctx context.Context, pane string) (api.Work, bool, error)
 	TaskStore
 	cluster.Store
 	AdoptPanes(ctx context.Context, node string) (int64, error)

@@ -48,7 +48,9 @@ type Pane struct {
 }
 
 // Work is a worker's git worktree branch and what it holds that the
-// branch it merges into lacks: commits, and their lines.
+// branch it merges into lacks: commits, and their lines. It is not a
+// task's change (api.Work, base..head of one task): it is a whole branch
+// measured against its target, as the status view shows it.
 type Work struct {
 	Branch  string `json:"branch,omitempty"`
 	Ahead   int    `json:"ahead,omitempty"`

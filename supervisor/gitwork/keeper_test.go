@@ -85,7 +85,7 @@ func (c *fakeCore) SendBack(_ context.Context, _, pane, text string) (api.TaskIn
 	return api.TaskInfo{ID: 99, To: pane}, nil
 }
 
-func (c *fakeCore) LastWork(_ context.Context, pane string) (schema.Work, bool, error) {
+func (c *fakeCore) LastWork(_ context.Context, pane string) (api.Work, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var last schema.Task

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -420,7 +421,7 @@ func TestNotification(t *testing.T) {
 		t.Errorf("failed = %q", got)
 	}
 	work := schema.Task{ID: 9, To: "w-3", Status: schema.TaskDone, Result: "ok",
-		Work: schema.Work{Branch: "cicy/w-3", Base: "a", Head: "b", Commits: 1, Files: 3, Added: 42, Deleted: 7}}
+		Work: api.Work{Branch: "cicy/w-3", Base: "a", Head: "b", Commits: 1, Files: 3, Added: 42, Deleted: 7}}
 	if got := Notification(work, true); got != "🔔 [w-3] task 9 → done · 3 files +42 −7 on cicy/w-3: ok" {
 		t.Errorf("with work = %q", got)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -107,7 +108,7 @@ type Outbox struct {
 // FinishedWork is what Finish found of a task's end: the work it left, and
 // a note of what its commit left out (added to the task's reason).
 type FinishedWork struct {
-	Work schema.Work
+	Work api.Work
 	Note string
 }
 

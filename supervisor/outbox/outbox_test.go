@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -664,7 +665,7 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 		calls.Add(1)
 		if tk.To == "w-2" {
 			<-release
-			return FinishedWork{Work: schema.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}, Note: "a note"}, nil
+			return FinishedWork{Work: api.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}, Note: "a note"}, nil
 		}
 		return FinishedWork{}, nil
 	}})

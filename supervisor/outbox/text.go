@@ -40,7 +40,7 @@ func Notification(t schema.Task, full bool) string {
 
 // WorkStat is a task's change in a few words: "3 files +42 −7 on
 // cicy/w-2", or "no change on cicy/w-2".
-func WorkStat(w schema.Work) string {
+func WorkStat(w api.Work) string {
 	if w.Base == w.Head {
 		return "no change on " + w.Branch
 	}
