@@ -42,20 +42,6 @@ const (
 	SourceTurn    = "turn"    // a cicy agent's turn
 )
 
-// Task statuses.
-const (
-	TaskQueued    = "queued"
-	TaskDelivered = "delivered"
-	TaskDone      = "done"
-	TaskFailed    = "failed"
-	TaskCancelled = "cancelled"
-)
-
-// Terminal reports whether a status is final.
-func Terminal(status string) bool {
-	return status == TaskDone || status == TaskFailed || status == TaskCancelled
-}
-
 const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at, result_source, branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted`
 
 // CreateTask queues a task.
@@ -162,10 +148,10 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	q := `UPDATE tasks SET status = ?, reason = ?, updated_at = ?`
 	args := []any{ch.To, ch.Reason, now}
 	switch ch.To {
-	case TaskDelivered:
+	case api.TaskDelivered:
 		q += `, delivered_at = ?, attempts = attempts + 1`
 		args = append(args, now)
-	case TaskQueued:
+	case api.TaskQueued:
 		q += `, delivered_at = NULL`
 	default:
 		q += `, finished_at = ?, result = ?, error = ?, result_source = ?`
@@ -177,7 +163,7 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	}
 	q += ` WHERE id = ? AND status = ?`
 	args = append(args, id, ch.From)
-	if s.db.dialect == Postgres && ch.From == TaskQueued && ch.To == TaskDelivered {
+	if s.db.dialect == Postgres && ch.From == api.TaskQueued && ch.To == api.TaskDelivered {
 		// A claim: a row another transaction has locked (another node
 		// claiming it) is not waited for but left to it.
 		q += ` AND id = (SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED)`

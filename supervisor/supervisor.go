@@ -1236,11 +1236,11 @@ func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.St
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
-	delivered, err := s.store.TasksIn(ctx, schema.TaskDelivered)
+	delivered, err := s.store.TasksIn(ctx, api.TaskDelivered)
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
-	queued, err := s.store.TasksIn(ctx, schema.TaskQueued)
+	queued, err := s.store.TasksIn(ctx, api.TaskQueued)
 	if err != nil {
 		return api.StatusResponse{}, err
 	}

@@ -29,7 +29,7 @@ func Notification(t schema.Task, full bool) string {
 		return head
 	}
 	body := t.Result
-	if t.Status == schema.TaskFailed {
+	if t.Status == api.TaskFailed {
 		body = t.Error
 	}
 	if r := []rune(body); len(r) > notifyBody {
