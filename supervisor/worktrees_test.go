@@ -176,7 +176,7 @@ func (w *wtRig) teamTools(first, last schema.Task) {
 	w.t.Helper()
 	ctx := context.Background()
 	res, err := w.s.TeamTool(ctx, w.master, "diff", json.RawMessage(`{"target": "`+itoa(first.ID)+`", "stat": true}`))
-	if err != nil || res.IsError || !strings.HasPrefix(res.Text, w.branch()+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
+	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "2 files +3 −0 on "+w.branch()+" in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
 		w.t.Fatalf("the diff tool: %+v %v", res, err)
 	}
 	other, err := w.s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})

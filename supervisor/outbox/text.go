@@ -23,7 +23,7 @@ const notifyBody = 2000
 func Notification(t schema.Task, full bool) string {
 	head := fmt.Sprintf("🔔 [%s] task %d → %s", t.To, t.ID, t.Status)
 	if t.Branch != "" {
-		head += " · " + WorkStat(t.Work)
+		head += " · " + t.Work.Stat()
 	}
 	if !full {
 		return head
@@ -36,13 +36,4 @@ func Notification(t schema.Task, full bool) string {
 		body = string(r[:notifyBody]) + "…"
 	}
 	return head + ": " + body
-}
-
-// WorkStat is a task's change in a few words: "3 files +42 −7 on
-// cicy/w-2", or "no change on cicy/w-2".
-func WorkStat(w api.Work) string {
-	if w.Base == w.Head {
-		return "no change on " + w.Branch
-	}
-	return api.Lines(w.Files, w.Added, w.Deleted) + " on " + w.Branch
 }
