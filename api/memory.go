@@ -12,7 +12,8 @@ type MemoryList struct {
 	Dir      string    `json:"dir"`
 }
 
-// Memory is one long-term memory of a cicy pane.
+// Memory is one long-term memory of a cicy pane (one file of its memory
+// folder): the type the memory store (cicy/memory) reads and writes, too.
 type Memory struct {
 	MemID    string    `json:"mem_id"`
 	Type     string    `json:"type"`

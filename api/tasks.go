@@ -34,7 +34,8 @@ type TaskInfo struct {
 	Answers []Answer `json:"answers,omitempty"`
 }
 
-// Task statuses, as the store keeps them.
+// Task statuses, as the store keeps them (the one set: the store, the
+// outbox and every client use these).
 const (
 	TaskQueued    = "queued"
 	TaskDelivered = "delivered"
@@ -45,8 +46,12 @@ const (
 
 // Ended reports whether the task's status is final: done, failed or
 // cancelled.
-func (t TaskInfo) Ended() bool {
-	return t.Status == TaskDone || t.Status == TaskFailed || t.Status == TaskCancelled
+func (t TaskInfo) Ended() bool { return Ended(t.Status) }
+
+// Ended reports whether a task status is final: done, failed or
+// cancelled.
+func Ended(status string) bool {
+	return status == TaskDone || status == TaskFailed || status == TaskCancelled
 }
 
 // DispatchRequest creates a task; with Wait the answer comes when it ends

@@ -55,7 +55,11 @@ func TeamStatus(panes []PaneInfo, tasks []TaskInfo, sum TaskSummary, home HomeIn
 		}
 		ps = append(ps, tp)
 	}
-	st := topology.Build(ps, sum.Counts, sum.Failed)
+	counts := make(map[string]topology.TaskCounts, len(sum.Counts))
+	for master, m := range sum.Counts {
+		counts[master] = topology.TaskCounts{Queued: m[TaskQueued], Delivered: m[TaskDelivered], Done: m[TaskDone], Failed: m[TaskFailed], Cancelled: m[TaskCancelled]}
+	}
+	st := topology.Build(ps, counts, sum.Failed)
 	if needs := home.Needs(); len(needs) > 0 {
 		st.NeedsYou = append(needs, st.NeedsYou...)
 	}

@@ -23,3 +23,15 @@ func TestTeamStatusCarriesNodes(t *testing.T) {
 		t.Fatalf("needs_you = %+v, want [%+v]", st.NeedsYou, want)
 	}
 }
+
+// TestTeamStatusCountsTasksByStatus: a master's task counts are read from
+// the summary by the task statuses' names, and totalled.
+func TestTeamStatusCountsTasksByStatus(t *testing.T) {
+	t.Parallel()
+	sum := TaskSummary{Counts: map[string]map[string]int{"w-1": {TaskQueued: 1, TaskDelivered: 2, TaskDone: 3, TaskFailed: 4, TaskCancelled: 5}}}
+	st := TeamStatus([]PaneInfo{{ID: "w-1", Role: "master", State: "idle", CacheHit: -1}}, nil, sum, HomeInfo{}, time.Now())
+	want := topology.TaskCounts{Total: 15, Queued: 1, Delivered: 2, Done: 3, Failed: 4, Cancelled: 5}
+	if len(st.Masters) != 1 || st.Masters[0].Tasks != want {
+		t.Fatalf("masters = %+v, want tasks %+v", st.Masters, want)
+	}
+}

@@ -8,16 +8,20 @@ import (
 	"strings"
 )
 
-// Work is a task's change on its worker's branch: base..head, with git's
-// diff stat.
+// Work is a task's change on its worker's branch: Base..Head, with git's
+// diff stat. Zero when the task ran on no worktree; Branch set and Base
+// == Head when it changed nothing. It is the one word for it: the store
+// keeps it in a task's row (the db tags are the tasks table's columns),
+// git's side of the daemon computes it (supervisor/worktree.Change) and
+// the API sends it.
 type Work struct {
-	Branch  string `json:"branch"`
-	Base    string `json:"base"`
-	Head    string `json:"head"`
-	Commits int    `json:"commits"`
-	Files   int    `json:"files"`
-	Added   int    `json:"added"`
-	Deleted int    `json:"deleted"`
+	Branch  string `db:"branch" json:"branch"`
+	Base    string `db:"base_commit" json:"base"`
+	Head    string `db:"head_commit" json:"head"`
+	Commits int    `db:"commits" json:"commits"`
+	Files   int    `db:"diff_files" json:"files"`
+	Added   int    `db:"diff_added" json:"added"`
+	Deleted int    `db:"diff_deleted" json:"deleted"`
 }
 
 // WorktreeInfo is a worker's git worktree: where it is, its branch, the
@@ -150,16 +154,23 @@ func mergeText(m MergeResult, sendBack string) string {
 	return fmt.Sprintf("merged %s into %s (merge commit %s)", m.Branch, m.Into, ShortRev(m.Head))
 }
 
-// WorkStat is a change's size in a few words: "3 files +42 −7", "no
-// change" when it has no commit.
-func WorkStat(w Work) string {
-	if w.Base == w.Head {
-		return "no change"
+// Stat is the change in a few words, as every reader prints it (the
+// CLI, the 🔔 line, the team tools, the web page): "3 files +42 −7 on
+// cicy/w-2", "no change on cicy/w-2" when it has no commit; without
+// " on …" when it has no branch.
+func (w Work) Stat() string {
+	s := "no change"
+	if w.Base != w.Head {
+		s = Lines(w.Files, w.Added, w.Deleted)
 	}
-	return Lines(w.Files, w.Added, w.Deleted)
+	if w.Branch != "" {
+		s += " on " + w.Branch
+	}
+	return s
 }
 
-// Lines is a change's size: "3 files +42 −7".
+// Lines is a change's size: "3 files +42 −7" (Work.Stat's, and a
+// worktree's unmerged change's).
 func Lines(files, added, deleted int) string {
 	noun := "files"
 	if files == 1 {
@@ -177,7 +188,7 @@ func AheadLines(ahead, added, deleted int) string {
 // DiffText is a diff with a line saying what it is, cut after max runes
 // (0: whole).
 func DiffText(d DiffResult, max int) string {
-	head := fmt.Sprintf("%s: %s in %d commits (%s..%s)\n", d.Work.Branch, WorkStat(d.Work), d.Work.Commits, ShortRev(d.Work.Base), ShortRev(d.Work.Head))
+	head := fmt.Sprintf("%s in %d commits (%s..%s)\n", d.Work.Stat(), d.Work.Commits, ShortRev(d.Work.Base), ShortRev(d.Work.Head))
 	body := d.Diff
 	if r := []rune(body); max > 0 && len(r) > max {
 		body = string(r[:max]) + fmt.Sprintf("\n… (%d more characters; ask for stat, or for one task)", len(r)-max)

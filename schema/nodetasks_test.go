@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 func idText(ts []Task) string { return fmt.Sprint(taskIDs(ts)) }
@@ -48,21 +50,21 @@ func testNodeViews(t *testing.T, reopen func() *Store) {
 			}
 		}
 	}
-	queued := func(v *NodeTasks) ([]Task, error) { return v.TasksIn(ctx, TaskQueued) }
+	queued := func(v *NodeTasks) ([]Task, error) { return v.TasksIn(ctx, api.TaskQueued) }
 	views("queued", queued, "[1 2]", "[2 3]", "[1 2 3]")
 	views("list", func(v *NodeTasks) ([]Task, error) { return v.ListTasks(ctx, "") }, "[1 2 3]", "[1 2 3]", "[1 2 3]")
 	views("list w-1", func(v *NodeTasks) ([]Task, error) { return v.ListTasks(ctx, "w-1") }, "[1]", "[1]", "[1]")
 
 	for _, id := range []int64{t1.ID, t2.ID, t3.ID} {
-		if ok, err := a.MoveTask(ctx, id, TaskChange{From: TaskQueued, To: TaskDelivered}); !ok || err != nil {
+		if ok, err := a.MoveTask(ctx, id, TaskChange{From: api.TaskQueued, To: api.TaskDelivered}); !ok || err != nil {
 			t.Fatalf("deliver %d: %v, %v", id, ok, err)
 		}
-		if ok, err := a.MoveTask(ctx, id, TaskChange{From: TaskDelivered, To: TaskDone, Result: "ok"}); !ok || err != nil {
+		if ok, err := a.MoveTask(ctx, id, TaskChange{From: api.TaskDelivered, To: api.TaskDone, Result: "ok"}); !ok || err != nil {
 			t.Fatalf("finish %d: %v, %v", id, ok, err)
 		}
 	}
 	views("queued when done", queued, "[]", "[]", "[]")
-	views("done", func(v *NodeTasks) ([]Task, error) { return v.TasksIn(ctx, TaskDone) }, "[1 2]", "[2 3]", "[1 2 3]")
+	views("done", func(v *NodeTasks) ([]Task, error) { return v.TasksIn(ctx, api.TaskDone) }, "[1 2]", "[2 3]", "[1 2 3]")
 	unnotified := func(v *NodeTasks) ([]Task, error) { return v.Unnotified(ctx) }
 	// Task 1 is reported by b (its master's node); the user's tasks by
 	// whichever node marks them first.
@@ -74,7 +76,7 @@ func testNodeViews(t *testing.T, reopen func() *Store) {
 		t.Fatal(err)
 	}
 	views("unnotified after marking", unnotified, "[3]", "[3]", "[3]")
-	if ok, err := s.ForNode("b").MoveTask(ctx, t1.ID, TaskChange{From: TaskDelivered, To: TaskFailed}); ok || err != nil {
+	if ok, err := s.ForNode("b").MoveTask(ctx, t1.ID, TaskChange{From: api.TaskDelivered, To: api.TaskFailed}); ok || err != nil {
 		t.Fatalf("a done task moved again: %v, %v", ok, err)
 	}
 }
@@ -108,7 +110,7 @@ func testClaimSkipsLocked(t *testing.T, reopen func() *Store) {
 	// the deadline turns that wait into an error.
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	deliver := TaskChange{From: TaskQueued, To: TaskDelivered}
+	deliver := TaskChange{From: api.TaskQueued, To: api.TaskDelivered}
 	if ok, err := s.ForNode("a").MoveTask(cctx, task.ID, deliver); ok || err != nil {
 		t.Fatalf("claim of a locked task: %v, %v; want false at once", ok, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Task is one tasks row.
@@ -28,20 +30,7 @@ type Task struct {
 	// "" when not recorded.
 	Source string `db:"result_source"`
 	// Work is what the task left on its worker's git worktree.
-	Work
-}
-
-// Work is a task's change on its worker's branch: Base..Head, with git's
-// diff stat. Zero when the task ran on no worktree; Branch set and Base
-// == Head when it changed nothing.
-type Work struct {
-	Branch  string `db:"branch" json:"branch"`
-	Base    string `db:"base_commit" json:"base"`
-	Head    string `db:"head_commit" json:"head"`
-	Commits int    `db:"commits" json:"commits"`
-	Files   int    `db:"diff_files" json:"files"`
-	Added   int    `db:"diff_added" json:"added"`
-	Deleted int    `db:"diff_deleted" json:"deleted"`
+	api.Work
 }
 
 // Where a task's result comes from.
@@ -52,20 +41,6 @@ const (
 	SourceShell   = "shell"   // a shell command's output and exit status
 	SourceTurn    = "turn"    // a cicy agent's turn
 )
-
-// Task statuses.
-const (
-	TaskQueued    = "queued"
-	TaskDelivered = "delivered"
-	TaskDone      = "done"
-	TaskFailed    = "failed"
-	TaskCancelled = "cancelled"
-)
-
-// Terminal reports whether a status is final.
-func Terminal(status string) bool {
-	return status == TaskDone || status == TaskFailed || status == TaskCancelled
-}
 
 const taskCols = `id, from_pane, to_pane, text, status, result, error, reason, created_at, delivered_at, finished_at, updated_at, attempts, notified_at, result_source, branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted`
 
@@ -161,7 +136,7 @@ type TaskChange struct {
 	Source   string // where the result came from (a final transition)
 	// Work is the task's change on its worktree (a final transition;
 	// recorded when Branch is set).
-	Work Work
+	Work api.Work
 }
 
 // MoveTask applies a transition if the task is still in ch.From, and
@@ -173,10 +148,10 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	q := `UPDATE tasks SET status = ?, reason = ?, updated_at = ?`
 	args := []any{ch.To, ch.Reason, now}
 	switch ch.To {
-	case TaskDelivered:
+	case api.TaskDelivered:
 		q += `, delivered_at = ?, attempts = attempts + 1`
 		args = append(args, now)
-	case TaskQueued:
+	case api.TaskQueued:
 		q += `, delivered_at = NULL`
 	default:
 		q += `, finished_at = ?, result = ?, error = ?, result_source = ?`
@@ -188,7 +163,7 @@ func (s *Store) MoveTask(ctx context.Context, id int64, ch TaskChange) (bool, er
 	}
 	q += ` WHERE id = ? AND status = ?`
 	args = append(args, id, ch.From)
-	if s.db.dialect == Postgres && ch.From == TaskQueued && ch.To == TaskDelivered {
+	if s.db.dialect == Postgres && ch.From == api.TaskQueued && ch.To == api.TaskDelivered {
 		// A claim: a row another transaction has locked (another node
 		// claiming it) is not waited for but left to it.
 		q += ` AND id = (SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED)`
@@ -213,15 +188,15 @@ func (s *Store) MarkNotified(ctx context.Context, id int64) error {
 
 // LastWork is the work of the latest finished task of pane that recorded
 // one (its Head is where the pane's next task starts); false when none.
-func (s *Store) LastWork(ctx context.Context, pane string) (Work, bool, error) {
-	var w Work
+func (s *Store) LastWork(ctx context.Context, pane string) (api.Work, bool, error) {
+	var w api.Work
 	err := s.db.GetContext(ctx, &w, `SELECT branch, base_commit, head_commit, commits, diff_files, diff_added, diff_deleted
 		FROM tasks WHERE to_pane = ? AND branch <> '' ORDER BY id DESC LIMIT 1`, pane)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Work{}, false, nil
+		return api.Work{}, false, nil
 	}
 	if err != nil {
-		return Work{}, false, fmt.Errorf("last work of %s: %w", pane, err)
+		return api.Work{}, false, fmt.Errorf("last work of %s: %w", pane, err)
 	}
 	return w, true, nil
 }

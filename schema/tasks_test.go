@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // taskIDs is the ids of ts.
@@ -32,7 +34,7 @@ func testTaskLedger(t *testing.T, reopen func() *Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.Status != TaskQueued || task.To != to || (len(ids) > 0 && task.ID <= ids[len(ids)-1]) {
+		if task.Status != api.TaskQueued || task.To != to || (len(ids) > 0 && task.ID <= ids[len(ids)-1]) {
 			t.Fatalf("created %+v after ids %v", task, ids)
 		}
 		ids = append(ids, task.ID)
@@ -43,7 +45,7 @@ func testTaskLedger(t *testing.T, reopen func() *Store) {
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() {
-			ok, err := s.MoveTask(ctx, ids[0], TaskChange{From: TaskQueued, To: TaskDelivered})
+			ok, err := s.MoveTask(ctx, ids[0], TaskChange{From: api.TaskQueued, To: api.TaskDelivered})
 			if err != nil {
 				t.Error(err)
 			}
@@ -62,19 +64,19 @@ func testTaskLedger(t *testing.T, reopen func() *Store) {
 		id       int64
 		from, to string
 	}{
-		{ids[0], TaskDelivered, TaskDone}, {ids[1], TaskQueued, TaskDelivered}, {ids[1], TaskDelivered, TaskFailed},
-		{ids[2], TaskQueued, TaskDelivered}, {ids[2], TaskDelivered, TaskFailed}, {ids[3], TaskQueued, TaskCancelled},
+		{ids[0], api.TaskDelivered, api.TaskDone}, {ids[1], api.TaskQueued, api.TaskDelivered}, {ids[1], api.TaskDelivered, api.TaskFailed},
+		{ids[2], api.TaskQueued, api.TaskDelivered}, {ids[2], api.TaskDelivered, api.TaskFailed}, {ids[3], api.TaskQueued, api.TaskCancelled},
 	}
 	for _, m := range moves {
 		if ok, err := s.MoveTask(ctx, m.id, TaskChange{From: m.from, To: m.to, Result: "r", Error: "e"}); err != nil || !ok {
 			t.Fatalf("move %d %s→%s: %v, %v", m.id, m.from, m.to, ok, err)
 		}
 	}
-	if ok, _ := s.MoveTask(ctx, ids[0], TaskChange{From: TaskDelivered, To: TaskFailed}); ok {
+	if ok, _ := s.MoveTask(ctx, ids[0], TaskChange{From: api.TaskDelivered, To: api.TaskFailed}); ok {
 		t.Fatal("a done task was failed")
 	}
 	got, err := s.GetTask(ctx, ids[0])
-	if err != nil || got.Status != TaskDone || got.Attempts != 1 || !got.DeliveredAt.Valid || !got.FinishedAt.Valid {
+	if err != nil || got.Status != api.TaskDone || got.Attempts != 1 || !got.DeliveredAt.Valid || !got.FinishedAt.Valid {
 		t.Fatalf("the first task: %+v, %v", got, err)
 	}
 	if _, err := s.GetTask(ctx, ids[3]+100); !errors.Is(err, ErrNotFound) {
@@ -102,13 +104,13 @@ func testTaskLedger(t *testing.T, reopen func() *Store) {
 		t.Fatalf("unnotified after telling: %v", taskIDs(un))
 	}
 	counts, err := s.TaskCounts(ctx)
-	if err != nil || counts["w-1"][TaskFailed] != 2 || counts["w-1"][TaskDone] != 1 || counts["w-1"][TaskCancelled] != 1 {
+	if err != nil || counts["w-1"][api.TaskFailed] != 2 || counts["w-1"][api.TaskDone] != 1 || counts["w-1"][api.TaskCancelled] != 1 {
 		t.Fatalf("counts: %v, %v", counts, err)
 	}
 	if list, err := s.ListTasks(ctx, "w-3"); err != nil || !slices.Equal(taskIDs(list), ids[2:]) {
 		t.Fatalf("w-3's tasks: %v, %v", taskIDs(list), err)
 	}
-	if in, err := s.TasksIn(ctx, TaskFailed); err != nil || !slices.Equal(taskIDs(in), ids[1:3]) {
+	if in, err := s.TasksIn(ctx, api.TaskFailed); err != nil || !slices.Equal(taskIDs(in), ids[1:3]) {
 		t.Fatalf("failed tasks: %v, %v", taskIDs(in), err)
 	}
 }

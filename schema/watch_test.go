@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // nextNote waits for the next note with a deadline.
@@ -65,7 +67,7 @@ func testWatchTasks(t *testing.T, reopen func() *Store) {
 	if n := nextNote(t, notes); n != want {
 		t.Fatalf("note of a new task = %+v, want %+v", n, want)
 	}
-	if ok, err := s.MoveTask(ctx, task.ID, TaskChange{From: TaskQueued, To: TaskDelivered}); !ok || err != nil {
+	if ok, err := s.MoveTask(ctx, task.ID, TaskChange{From: api.TaskQueued, To: api.TaskDelivered}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if n := nextNote(t, notes); n != want {
@@ -97,7 +99,7 @@ func testWatchTasks(t *testing.T, reopen func() *Store) {
 		t.Errorf("errors reported for one outage: %v", errs)
 	}
 	mu.Unlock()
-	if _, err := s.ForNode("b").MoveTask(ctx, task.ID, TaskChange{From: TaskDelivered, To: TaskDone}); err != nil {
+	if _, err := s.ForNode("b").MoveTask(ctx, task.ID, TaskChange{From: api.TaskDelivered, To: api.TaskDone}); err != nil {
 		t.Fatal(err)
 	}
 	if n := nextNote(t, notes); n != want {

@@ -57,7 +57,7 @@ func taskInfo(t schema.Task) api.TaskInfo {
 		NotifiedAt:  optTime(t.NotifiedAt.String, t.NotifiedAt.Valid),
 	}
 	if t.Branch != "" {
-		w := api.Work(t.Work)
+		w := t.Work
 		ti.Work = &w
 	}
 	return ti

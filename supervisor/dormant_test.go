@@ -11,7 +11,6 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
-	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 // dormantHome starts supervisors on one home whose cicy panes run
@@ -107,7 +106,7 @@ func TestDormantWorkerTaskEndsOnce(t *testing.T) {
 	_, task, log := stepAndShutdown(t, start(false), true)
 	s := start(true)
 	got := waitTask(t, s, task.ID, 30*time.Second)
-	if got.Status != schema.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
+	if got.Status != api.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
 		t.Errorf("the task after the restart: %s after %d deliveries, result %q (%s); want done by its first delivery with %q",
 			got.Status, got.Attempts, got.Result, got.Reason, "stepped")
 	}

@@ -10,22 +10,12 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/memory"
 )
 
-// wireMemories is memories as the API carries them: never null.
-func wireMemories(ms []memory.Memory) []api.Memory {
-	out := make([]api.Memory, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, api.Memory(m))
+// nonNil is a list as the API carries it: never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return out
-}
-
-// wireProblems is problems as the API carries them: never null.
-func wireProblems(ps []memory.Problem) []api.Problem {
-	out := make([]api.Problem, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, api.Problem(p))
-	}
-	return out
+	return s
 }
 
 func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
@@ -46,7 +36,7 @@ func (s *Supervisor) Memories(id string) (api.MemoryList, error) {
 	if err != nil {
 		return api.MemoryList{}, api.Failedf("%v", err)
 	}
-	return api.MemoryList{Pane: id, Memories: wireMemories(ms), Problems: wireProblems(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
+	return api.MemoryList{Pane: id, Memories: nonNil(ms), Problems: nonNil(problems), Buffered: a.BufferedTurns(), Dir: st.Dir}, nil
 }
 
 // MemoryGet returns one memory.
@@ -92,7 +82,7 @@ func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 	if err != nil {
 		return api.ReindexResult{}, api.Failedf("%v", err)
 	}
-	return api.ReindexResult{Pane: id, Memories: len(ms), Archived: archived, Problems: wireProblems(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
+	return api.ReindexResult{Pane: id, Memories: len(ms), Archived: archived, Problems: nonNil(problems), Index: filepath.Join(st.Dir, memory.IndexFile)}, nil
 }
 
 // MemoryFlush recognises the buffered turns now and waits for it.

@@ -51,7 +51,7 @@ func TestTaskWaitsForAnOpenMenu(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != schema.TaskQueued {
+		if got.Status != api.TaskQueued {
 			t.Fatalf("task %d %s (%s) while the agent showed its model picker", task.ID, got.Status, got.Reason)
 		}
 	}
@@ -60,7 +60,7 @@ func TestTaskWaitsForAnOpenMenu(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitTask(t, s, task.ID, 60*time.Second)
-	if got.Status != schema.TaskDone {
+	if got.Status != api.TaskDone {
 		t.Fatalf("task: %s (%s) %s", got.Status, got.Reason, got.Error)
 	}
 	if at := schema.ParseTime(got.DeliveredAt.String); at.Before(closed) {

@@ -89,7 +89,7 @@ func TestNotifyBusyMasterAcrossStop(t *testing.T) {
 
 	s2 := openSupervisor(t, root, getenv)
 	t.Cleanup(func() { s2.Close(); _ = s2.tmux.KillServer() })
-	line := outbox.Notification(schema.Task{ID: task.ID, To: w.ID, Status: schema.TaskDone}, false)
+	line := outbox.Notification(schema.Task{ID: task.ID, To: w.ID, Status: api.TaskDone}, false)
 	e, err := s2.get(m.ID)
 	if err != nil {
 		t.Fatal(err)

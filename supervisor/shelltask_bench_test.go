@@ -33,7 +33,7 @@ func BenchmarkShellTaskEnd(b *testing.B) {
 					b.Fatal(err)
 				}
 				got := waitTask(b, s, task.ID, 30*time.Second)
-				if got.Status != schema.TaskDone {
+				if got.Status != api.TaskDone {
 					b.Fatalf("task %d: %s %s", task.ID, got.Status, got.Error)
 				}
 				run := shelltask.Run{Dir: s.cfg.Home.paneDir(p.ID) + "/tasks", ID: task.ID}

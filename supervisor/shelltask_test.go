@@ -54,13 +54,13 @@ func TestShellTasksExactly(t *testing.T) {
 
 			// false: failed with its exit status (it was done before).
 			got := runShellTask(t, s, id, "false")
-			if got.Status != schema.TaskFailed || got.Error != "exit status 1" || got.Source != schema.SourceShell {
+			if got.Status != api.TaskFailed || got.Error != "exit status 1" || got.Source != schema.SourceShell {
 				t.Fatalf("false: %s %q from %q", got.Status, got.Error, got.Source)
 			}
 
 			// Output far longer than the screen: all of it.
 			got = runShellTask(t, s, id, "seq 1 5000")
-			if got.Status != schema.TaskDone || !strings.HasPrefix(got.Result, "1\n2\n3\n") || !strings.HasSuffix(got.Result, "\n4999\n5000") ||
+			if got.Status != api.TaskDone || !strings.HasPrefix(got.Result, "1\n2\n3\n") || !strings.HasSuffix(got.Result, "\n4999\n5000") ||
 				strings.Count(got.Result, "\n") != 4999 {
 				t.Fatalf("seq: %s, %d lines: %.40q … %.40q", got.Status, strings.Count(got.Result, "\n")+1, got.Result, got.Result[max(0, len(got.Result)-40):])
 			}
@@ -71,17 +71,17 @@ func TestShellTasksExactly(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(1500 * time.Millisecond) // three settle times of silence
-			if mid, _ := s.store.GetTask(context.Background(), task.ID); mid.Status != schema.TaskDelivered {
+			if mid, _ := s.store.GetTask(context.Background(), task.ID); mid.Status != api.TaskDelivered {
 				t.Fatalf("a quiet command ended: %s (%s)", mid.Status, mid.Reason)
 			}
-			if got = waitTask(t, s, task.ID, 30*time.Second); got.Status != schema.TaskDone || got.Result != "late" {
+			if got = waitTask(t, s, task.ID, 30*time.Second); got.Status != api.TaskDone || got.Result != "late" {
 				t.Fatalf("sleep: %s %q", got.Status, got.Result)
 			}
 
 			// Output that mimics an end changes nothing; the shell's state
 			// (cd, variables) stays as if typed; several lines run as one.
 			got = runShellTask(t, s, id, "echo 'exit status 0'; echo done\ncd /tmp && X=kept\nexit_code() { return 3; }; exit_code")
-			if got.Status != schema.TaskFailed || got.Error != "exit status 3" || got.Result != "exit status 0\ndone" {
+			if got.Status != api.TaskFailed || got.Error != "exit status 3" || got.Result != "exit status 0\ndone" {
 				t.Fatalf("mimic: %s %q %q", got.Status, got.Error, got.Result)
 			}
 			if got = runShellTask(t, s, id, `echo "$PWD $X"`); got.Result != "/tmp kept" {
@@ -99,14 +99,14 @@ func TestShellTaskBadInput(t *testing.T) {
 	s, id := shellWorker(t, "pty")
 
 	got := runShellTask(t, s, id, "if then fi")
-	if got.Status != schema.TaskFailed || got.Error != "exit status 2" || !strings.Contains(got.Result, "syntax error") {
+	if got.Status != api.TaskFailed || got.Error != "exit status 2" || !strings.Contains(got.Result, "syntax error") {
 		t.Fatalf("syntax error: %s %q %q", got.Status, got.Error, got.Result)
 	}
 
 	checkShellInterrupts(t, s, id)
 
 	got = runShellTask(t, s, id, "head -c 300000 /dev/urandom; echo; echo tail-line")
-	if got.Status != schema.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
+	if got.Status != api.TaskDone || !utf8.ValidString(got.Result) || strings.ContainsRune(got.Result, 0) ||
 		len(got.Result) > shelltask.OutputMax+200 || !strings.HasSuffix(got.Result, "tail-line") ||
 		!strings.HasPrefix(got.Result, "… (earlier output is not kept") {
 		e, _ := s.get(id)
@@ -127,7 +127,7 @@ func TestShellTaskBadInput(t *testing.T) {
 	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
 	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
 	got = runShellTask(t, s, p.ID, "exit 3")
-	if got.Status != schema.TaskFailed || !strings.Contains(got.Error, "the worker's process ended") {
+	if got.Status != api.TaskFailed || !strings.Contains(got.Error, "the worker's process ended") {
 		t.Fatalf("exit: %s %q", got.Status, got.Error)
 	}
 }
@@ -168,7 +168,7 @@ func checkShellInterrupts(t *testing.T, s *Supervisor, id string) {
 	if _, err := s.CancelTask(context.Background(), task.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != schema.TaskCancelled {
+	if got = waitTask(t, s, task.ID, 10*time.Second); got.Status != api.TaskCancelled {
 		t.Fatalf("cancel: %s", got.Status)
 	}
 	waitPane(t, s, id, "the sleep interrupted", func(st pane.Status) bool { return foreground(st.PID) == "bash" })
@@ -184,7 +184,7 @@ func checkShellInterrupts(t *testing.T, s *Supervisor, id string) {
 		t.Fatal(err)
 	}
 	got = waitTask(t, s, task.ID, 10*time.Second)
-	if got.Status != schema.TaskFailed || got.Error != "the command was interrupted before it ended (no exit status)" || got.Result != "before-the-break" {
+	if got.Status != api.TaskFailed || got.Error != "the command was interrupted before it ended (no exit status)" || got.Result != "before-the-break" {
 		t.Fatalf("interrupted: %s %q %q", got.Status, got.Error, got.Result)
 	}
 
@@ -206,15 +206,15 @@ func TestShellTaskDash(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Kill(context.Background(), p.ID) })
 	waitPane(t, s, p.ID, "idle", func(st pane.Status) bool { return st.State == pane.Idle })
-	if got := runShellTask(t, s, p.ID, "echo before\nif then fi ("); got.Status != schema.TaskFailed || got.Error != "exit status 2" || !strings.HasPrefix(got.Result, "before\n") {
+	if got := runShellTask(t, s, p.ID, "echo before\nif then fi ("); got.Status != api.TaskFailed || got.Error != "exit status 2" || !strings.HasPrefix(got.Result, "before\n") {
 		t.Fatalf("dash syntax error: %s %q result %q", got.Status, got.Error, got.Result)
 	}
-	if got := runShellTask(t, s, p.ID, "cd /; X=1; PATH=/nowhere"); got.Status != schema.TaskDone {
+	if got := runShellTask(t, s, p.ID, "cd /; X=1; PATH=/nowhere"); got.Status != api.TaskDone {
 		t.Fatalf("dash: %s %q", got.Status, got.Error)
 	}
 	// PATH is gone from the shell: the script's programs are called by
 	// their paths.
-	if got := runShellTask(t, s, p.ID, `echo "$PWD $X"`); got.Status != schema.TaskDone || got.Result != "/ 1" {
+	if got := runShellTask(t, s, p.ID, `echo "$PWD $X"`); got.Status != api.TaskDone || got.Result != "/ 1" {
 		t.Fatalf("dash keeps the shell's state: %s %q result %q", got.Status, got.Error, got.Result)
 	}
 }
@@ -235,7 +235,7 @@ func TestShellTaskSlowTee(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	s, id := shellWorker(t, "pty")
-	if got := runShellTask(t, s, id, "echo slow-tee-output"); got.Status != schema.TaskDone || got.Result != "slow-tee-output" {
+	if got := runShellTask(t, s, id, "echo slow-tee-output"); got.Status != api.TaskDone || got.Result != "slow-tee-output" {
 		t.Fatalf("with a slow tail: %s %q", got.Status, got.Result)
 	}
 }

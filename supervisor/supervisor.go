@@ -62,7 +62,7 @@ type Store interface {
 	GatewayTokens(ctx context.Context) (map[string]string, error)
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
-	LastWork(ctx context.Context, pane string) (schema.Work, bool, error)
+	LastWork(ctx context.Context, pane string) (api.Work, bool, error)
 	TaskStore
 	cluster.Store
 	AdoptPanes(ctx context.Context, node string) (int64, error)
@@ -1236,11 +1236,11 @@ func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.St
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
-	delivered, err := s.store.TasksIn(ctx, schema.TaskDelivered)
+	delivered, err := s.store.TasksIn(ctx, api.TaskDelivered)
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
-	queued, err := s.store.TasksIn(ctx, schema.TaskQueued)
+	queued, err := s.store.TasksIn(ctx, api.TaskQueued)
 	if err != nil {
 		return api.StatusResponse{}, err
 	}

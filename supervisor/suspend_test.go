@@ -38,7 +38,7 @@ func TestShutdownMidToolTaskGoesOn(t *testing.T) {
 	_, task, log := stepAndShutdown(t, s, true)
 	s = start(false)
 	got := waitTask(t, s, task.ID, 30*time.Second)
-	if got.Status != schema.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
+	if got.Status != api.TaskDone || got.Attempts != 1 || got.Result != "stepped" {
 		t.Errorf("the task after the restart: %s after %d deliveries, result %q (%s); want done by its first delivery with %q",
 			got.Status, got.Attempts, got.Result, got.Reason, "stepped")
 	}

@@ -170,12 +170,12 @@ func (s *Supervisor) CancelTask(ctx context.Context, id int64) (schema.Task, err
 	if err != nil {
 		return t, err
 	}
-	if schema.Terminal(t.Status) {
+	if api.Ended(t.Status) {
 		return t, api.Failedf("task %d is already %s", id, t.Status)
 	}
 	// The outbox lets go of a cancelled delivered task: a cicy worker's
 	// running turn is cancelled.
-	s.tasks.Move(id, schema.TaskChange{From: t.Status, To: schema.TaskCancelled, Reason: "cancelled by request"})
+	s.tasks.Move(id, schema.TaskChange{From: t.Status, To: api.TaskCancelled, Reason: "cancelled by request"})
 	return s.GetTask(ctx, id)
 }
 
@@ -193,7 +193,7 @@ func (s *Supervisor) WaitTask(ctx context.Context, id int64) (schema.Task, error
 	for {
 		ch := s.tasks.Changes()
 		t, err := s.GetTask(ctx, id)
-		if err != nil || schema.Terminal(t.Status) {
+		if err != nil || api.Ended(t.Status) {
 			return t, err
 		}
 		select {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -31,10 +31,10 @@ func BenchmarkUpstreamFailure(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got.Status == schema.TaskFailed {
+			if got.Status == api.TaskFailed {
 				break
 			}
-			if schema.Terminal(got.Status) || time.Since(at) > 20*time.Second {
+			if api.Ended(got.Status) || time.Since(at) > 20*time.Second {
 				b.Fatalf("task %d: %s", id, got.Status)
 			}
 			time.Sleep(time.Millisecond)

@@ -50,7 +50,7 @@ func waitTask(t testing.TB, s *Supervisor, id int64, d time.Duration) schema.Tas
 		if err != nil {
 			t.Fatal(err)
 		}
-		if schema.Terminal(task.Status) {
+		if api.Ended(task.Status) {
 			return task
 		}
 		if time.Now().After(deadline) {
@@ -91,7 +91,7 @@ func TestHookSilentAgentTakesTask(t *testing.T) {
 			}
 			// Without a hook the confirmation waited 60 s, then failed.
 			got := waitTask(t, s, task.ID, 30*time.Second)
-			if got.Status != schema.TaskDone || got.Source != schema.SourceScreen {
+			if got.Status != api.TaskDone || got.Source != schema.SourceScreen {
 				t.Fatalf("task: %s from %q (%s) %s", got.Status, got.Source, got.Reason, got.Error)
 			}
 			if !strings.Contains(got.Result, "ANSWER-OK from the stand-in") {
@@ -227,7 +227,7 @@ func (r *truthRig) task(text string) int64 {
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got, _ := r.s.store.GetTask(context.Background(), task.ID)
-		if got.Status != schema.TaskQueued {
+		if got.Status != api.TaskQueued {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -288,7 +288,7 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	r.request()
 	r.hook("Stop", `{"last_assistant_message":"the hook's copy"}`)
 	got := waitTask(t, r.s, id, 20*time.Second)
-	if got.Status != schema.TaskDone || got.Result != "Report written to out.md" || got.Source != schema.SourceGateway {
+	if got.Status != api.TaskDone || got.Result != "Report written to out.md" || got.Source != schema.SourceGateway {
 		t.Fatalf("task: %s %q from %q %s", got.Status, got.Result, got.Source, got.Error)
 	}
 
@@ -296,7 +296,7 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	id = r.task("answer from memory")
 	r.hook("UserPromptSubmit", `{}`)
 	r.hook("Stop", `{"last_assistant_message":"from the hook"}`)
-	if got = waitTask(t, r.s, id, 20*time.Second); got.Status != schema.TaskDone || got.Result != "from the hook" || got.Source != schema.SourceHook {
+	if got = waitTask(t, r.s, id, 20*time.Second); got.Status != api.TaskDone || got.Result != "from the hook" || got.Source != schema.SourceHook {
 		t.Fatalf("task: %s %q from %q", got.Status, got.Result, got.Source)
 	}
 
@@ -316,7 +316,7 @@ func TestCLIResultFromTheWire(t *testing.T) {
 	}
 	r.hook("Stop", `{"last_assistant_message":"looks fine to me"}`)
 	got = waitTask(t, r.s, id, 20*time.Second)
-	if got.Status != schema.TaskFailed || got.Source != schema.SourceGateway || !strings.Contains(got.Error, "429") ||
+	if got.Status != api.TaskFailed || got.Source != schema.SourceGateway || !strings.Contains(got.Error, "429") ||
 		!strings.Contains(got.Error, "rate_limit_error: quota exhausted") || strings.Contains(got.Error, "sk-ant-REAL-secret") ||
 		strings.Contains(got.Error, r.token) {
 		t.Fatalf("task: %s from %q: %q", got.Status, got.Source, got.Error)

@@ -124,10 +124,10 @@ func deliveredTask(tb testing.TB, s *Supervisor, to, text string) schema.Task {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered}); err != nil || !ok {
+	if ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: api.TaskQueued, To: api.TaskDelivered}); err != nil || !ok {
 		tb.Fatalf("task %d could not be recorded delivered (the outbox took it first?): %v", t.ID, err)
 	}
-	t.Status = schema.TaskDelivered
+	t.Status = api.TaskDelivered
 	return t
 }
 
@@ -191,7 +191,7 @@ func BenchmarkTaskCommitRecord(b *testing.B) {
 		start := time.Now()
 		f, _ := s.trees.Finish(t)
 		w := f.Work
-		ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Source: schema.SourceShell, Work: w})
+		ok, err := s.store.MoveTask(ctx, t.ID, schema.TaskChange{From: api.TaskDelivered, To: api.TaskDone, Source: schema.SourceShell, Work: w})
 		d := time.Since(start)
 		if err != nil || !ok || w.Commits != 1 || w.Files != 4 || w.Added != 4 {
 			b.Fatalf("task %d: recorded %v %v, work %+v", t.ID, ok, err, w)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -44,7 +43,7 @@ func TestWorktreeCommitLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := runShellTask(t, s, ws[0], "echo one > one.txt")
-	if got.Status != schema.TaskDone || got.Commits != 1 || got.Files != 1 {
+	if got.Status != api.TaskDone || got.Commits != 1 || got.Files != 1 {
 		t.Fatalf("with a stale lock: %s %q %+v", got.Status, got.Error, got.Work)
 	}
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
@@ -63,7 +62,7 @@ func TestWorktreeCommitLock(t *testing.T) {
 	t.Cleanup(stop)
 	waitHeld(t, holder.Process.Pid, lock)
 	got = runShellTask(t, s, ws[0], "echo two > two.txt")
-	if got.Status != schema.TaskFailed || !strings.Contains(got.Error, "index.lock is held by process") ||
+	if got.Status != api.TaskFailed || !strings.Contains(got.Error, "index.lock is held by process") ||
 		!strings.Contains(got.Error, "could not be committed") || got.Branch != "" {
 		t.Fatalf("with a held lock: %s %q %+v", got.Status, got.Error, got.Work)
 	}
@@ -76,7 +75,7 @@ func TestWorktreeCommitLock(t *testing.T) {
 	}
 	stop()
 	got = runShellTask(t, s, ws[0], "echo three > three.txt")
-	if got.Status != schema.TaskDone || got.Commits != 1 || got.Files != 2 {
+	if got.Status != api.TaskDone || got.Commits != 1 || got.Files != 2 {
 		t.Fatalf("after the holder ended: %s %q %+v", got.Status, got.Error, got.Work)
 	}
 }
@@ -284,7 +283,7 @@ func TestWorktreeSubmodule(t *testing.T) {
 	_, ws := worktreeTeam(t, s, repo, 1)
 	G := "git -c user.name=w -c user.email=w@x -c protocol.file.allow=always"
 	got := runShellTask(t, s, ws[0], G+" submodule update -q --init && cd lib && echo 1 > one.txt && "+G+" add one.txt && "+G+" commit -qm one && echo 2 > two.txt")
-	if got.Status != schema.TaskDone || got.Commits != 1 || got.Files != 1 {
+	if got.Status != api.TaskDone || got.Commits != 1 || got.Files != 1 {
 		t.Fatalf("the task: %s %q %+v", got.Status, got.Error, got.Work)
 	}
 	if !strings.Contains(got.Reason, "not committed: the changes inside the submodule lib") {

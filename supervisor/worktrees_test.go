@@ -90,7 +90,7 @@ type wtRig struct {
 // work is a task's recorded work with its status, for comparing.
 type work struct {
 	Status string
-	schema.Work
+	api.Work
 }
 
 func (w *wtRig) expect(what string, got schema.Task, want work) {
@@ -132,7 +132,7 @@ func (w *wtRig) tasks() (first, last schema.Task) {
 	branch := w.branch()
 	first = runShellTask(w.t, w.s, w.id, "printf 'two\\nthree\\n' >> a.txt; echo new > b.txt")
 	base := gitIn(w.t, w.repo, "rev-parse", "main")
-	w.expect("a change", first, work{schema.TaskDone, schema.Work{Branch: branch, Base: base, Head: first.Head, Commits: 1, Files: 2, Added: 3}})
+	w.expect("a change", first, work{api.TaskDone, api.Work{Branch: branch, Base: base, Head: first.Head, Commits: 1, Files: 2, Added: 3}})
 	if subj := gitIn(w.t, w.repo, "log", "-1", "--format=%an %s", first.Head); subj != w.id+" task "+itoa(first.ID)+": printf 'two\\nthree\\n' >> a.txt; echo new > b.txt" {
 		w.t.Errorf("commit %q", subj)
 	}
@@ -142,16 +142,16 @@ func (w *wtRig) tasks() (first, last schema.Task) {
 	// The next task starts where the last ended; one that changes nothing
 	// records no commit.
 	quiet := runShellTask(w.t, w.s, w.id, "true")
-	w.expect("no change", quiet, work{schema.TaskDone, schema.Work{Branch: branch, Base: first.Head, Head: first.Head}})
+	w.expect("no change", quiet, work{api.TaskDone, api.Work{Branch: branch, Base: first.Head, Head: first.Head}})
 	// A worker that commits itself keeps its commits.
 	own := runShellTask(w.t, w.s, w.id, "echo c > c.txt && git add c.txt && git -c user.name=me -c user.email=me@x commit -qm mine && echo d > d.txt")
-	w.expect("own commits", own, work{schema.TaskDone, schema.Work{Branch: branch, Base: first.Head, Head: own.Head, Commits: 2, Files: 2, Added: 2}})
+	w.expect("own commits", own, work{api.TaskDone, api.Work{Branch: branch, Base: first.Head, Head: own.Head, Commits: 2, Files: 2, Added: 2}})
 	// A worker that rewrites its history: the next task's range starts at
 	// a commit its branch no longer has, and is still measured.
 	// (Its base is no longer in the branch: the range is the branch's own
 	// work since it forks from main.)
 	last = runShellTask(w.t, w.s, w.id, "echo e > e.txt && git add -A && git -c user.name=me -c user.email=me@x commit -q --amend -m rewritten")
-	w.expect("rewritten", last, work{schema.TaskDone, schema.Work{Branch: branch, Base: base, Head: last.Head, Commits: 3, Files: 5, Added: 6}})
+	w.expect("rewritten", last, work{api.TaskDone, api.Work{Branch: branch, Base: base, Head: last.Head, Commits: 3, Files: 5, Added: 6}})
 	return first, last
 }
 
@@ -176,7 +176,7 @@ func (w *wtRig) teamTools(first, last schema.Task) {
 	w.t.Helper()
 	ctx := context.Background()
 	res, err := w.s.TeamTool(ctx, w.master, "diff", json.RawMessage(`{"target": "`+itoa(first.ID)+`", "stat": true}`))
-	if err != nil || res.IsError || !strings.HasPrefix(res.Text, w.branch()+": 2 files +3 −0 in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
+	if err != nil || res.IsError || !strings.HasPrefix(res.Text, "2 files +3 −0 on "+w.branch()+" in 1 commits (") || !strings.Contains(res.Text, "b.txt | 1 +") {
 		w.t.Fatalf("the diff tool: %+v %v", res, err)
 	}
 	other, err := w.s.Create(ctx, api.CreateRequest{Title: "other", Type: "shell", Role: "master", Backend: "pty", Command: []string{"bash", "--norc", "--noprofile"}})
@@ -238,7 +238,7 @@ func TestWorktreeConflictSentBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := waitTask(t, s, two.ID, 30*time.Second); got.Status != schema.TaskDone || got.Files != 1 {
+	if got := waitTask(t, s, two.ID, 30*time.Second); got.Status != api.TaskDone || got.Files != 1 {
 		t.Fatalf("the agent's task: %s %+v", got.Status, got.Work)
 	}
 	if _, err := s.Merge(ctx, api.MergeRequest{Target: itoa(one.ID)}); err != nil {
@@ -281,7 +281,7 @@ func shellConflictStays(t *testing.T, s *Supervisor, shell string) {
 func checkRebased(t *testing.T, s *Supervisor, repo string, id int64) {
 	t.Helper()
 	rebased := waitTask(t, s, id, 30*time.Second)
-	if rebased.Status != schema.TaskDone {
+	if rebased.Status != api.TaskDone {
 		t.Fatalf("the task sent back: %s %s", rebased.Status, rebased.Error)
 	}
 	if main := gitIn(t, repo, "rev-parse", "main"); rebased.Base != main || rebased.Commits != 1 || rebased.Files != 1 {

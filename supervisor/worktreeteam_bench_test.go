@@ -131,7 +131,7 @@ func runTeamRound(b *testing.B, s *Supervisor, workers []string, r int) ([]teamT
 	var lat []time.Duration
 	for _, tt := range tasks {
 		got := waitTask(b, s, tt.id, 10*time.Minute)
-		if got.Status != schema.TaskDone {
+		if got.Status != api.TaskDone {
 			b.Fatalf("task %d: %s %s", tt.id, got.Status, got.Error)
 		}
 		done := schema.ParseTime(got.FinishedAt.String)
@@ -282,10 +282,10 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 			if err != nil {
 				b.Fatal(err)
 			}
-			if t.Status == schema.TaskDelivered {
+			if t.Status == api.TaskDelivered {
 				break
 			}
-			if time.Now().After(deadline) || schema.Terminal(t.Status) {
+			if time.Now().After(deadline) || api.Ended(t.Status) {
 				b.Fatalf("task %d is %s, not delivered", id, t.Status)
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -299,7 +299,7 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 	var last time.Time
 	for _, id := range ids {
 		got := waitTask(b, s, id, 10*time.Minute)
-		if got.Status != schema.TaskDone {
+		if got.Status != api.TaskDone {
 			b.Fatalf("task %d: %s %s", id, got.Status, got.Error)
 		}
 		last = later(last, schema.ParseTime(got.FinishedAt.String))

@@ -48,7 +48,9 @@ type Pane struct {
 }
 
 // Work is a worker's git worktree branch and what it holds that the
-// branch it merges into lacks: commits, and their lines.
+// branch it merges into lacks: commits, and their lines. It is not a
+// task's change (api.Work, base..head of one task): it is a whole branch
+// measured against its target, as the status view shows it.
 type Work struct {
 	Branch  string `json:"branch,omitempty"`
 	Ahead   int    `json:"ahead,omitempty"`
@@ -238,9 +240,9 @@ func (c CameBack) Line() string {
 }
 
 // Build assembles the status view. panes must be in display order; counts
-// maps a master id to its tasks' counts by status; failed are the failures
-// that still stand.
-func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) Status {
+// maps a master id to its tasks' counts by status (Total is Build's to
+// add up); failed are the failures that still stand.
+func Build(panes []Pane, counts map[string]TaskCounts, failed []FailedTask) Status {
 	st := Status{Masters: []Master{}, Unassigned: []Worker{}, Untracked: []Untracked{}, NeedsYou: []Attention{}}
 	index := map[string]int{}
 	for _, p := range panes {
@@ -248,7 +250,7 @@ func Build(panes []Pane, counts map[string]map[string]int, failed []FailedTask) 
 			index[p.ID] = len(st.Masters)
 			st.Masters = append(st.Masters, Master{
 				ID: p.ID, Title: p.Title, Type: p.Type, State: p.State, Reason: p.Reason,
-				Workers: []Worker{}, Tasks: countsOf(counts[p.ID]), Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
+				Workers: []Worker{}, Tasks: counts[p.ID].totalled(), Tokens: p.Tokens, CacheHit: p.CacheHit, Compactable: p.Compactable,
 				Node: p.Node,
 			})
 		}
@@ -375,8 +377,8 @@ func FirstLine(s string) string {
 	return s
 }
 
-func countsOf(m map[string]int) TaskCounts {
-	c := TaskCounts{Queued: m["queued"], Delivered: m["delivered"], Done: m["done"], Failed: m["failed"], Cancelled: m["cancelled"]}
+// totalled is c with its Total.
+func (c TaskCounts) totalled() TaskCounts {
 	c.Total = c.Queued + c.Delivered + c.Done + c.Failed + c.Cancelled
 	return c
 }

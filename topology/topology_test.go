@@ -12,7 +12,7 @@ func TestBuildWorkersReportToTheirRecordedMaster(t *testing.T) {
 		{ID: "w-3", Role: "reviewer", State: "idle"},
 		{ID: "w-4", Role: "worker", State: "waiting", Reason: "permission", Master: "w-1"},
 		{ID: "w-5", Role: "worker", State: "idle"},
-	}, map[string]map[string]int{"w-1": {"done": 2, "queued": 1}}, nil)
+	}, map[string]TaskCounts{"w-1": {Done: 2, Queued: 1}}, nil)
 	if len(st.Masters) != 1 || len(st.Masters[0].Workers) != 2 {
 		t.Fatalf("masters = %+v", st.Masters)
 	}
@@ -53,7 +53,7 @@ func TestNeedsYou(t *testing.T) {
 		{ID: "w-4", Role: "worker", Master: "w-2", State: "error", Reason: "exit 1"},
 		{ID: "w-5", Role: "worker", Master: "w-2", State: "idle", OverBudget: "cicy: pane w-5 reached its budget"},
 	}
-	counts := map[string]map[string]int{"w-1": {"done": 2, "failed": 1}, "w-2": {"done": 1}}
+	counts := map[string]TaskCounts{"w-1": {Done: 2, Failed: 1}, "w-2": {Done: 1}}
 	st := Build(panes, counts, []FailedTask{{ID: 7, Worker: "w-3", Error: "boom\nstack"}})
 	want := []Attention{
 		{ID: "w-1", State: "idle", Kind: NeedAllDone, Reason: "all 3 tasks finished: 2 done, 1 failed, 0 cancelled"},
@@ -71,7 +71,9 @@ func TestNeedsYou(t *testing.T) {
 	}
 	// A busy master may dispatch more: its finished tasks are not "all
 	// done" yet (w-2 above), and neither are open ones.
-	counts["w-1"]["queued"] = 1
+	c := counts["w-1"]
+	c.Queued = 1
+	counts["w-1"] = c
 	for _, n := range Build(panes, counts, nil).NeedsYou {
 		if n.Kind == NeedAllDone {
 			t.Fatalf("all_done with an open task: %+v", n)

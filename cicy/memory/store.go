@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/atomicfile"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 )
@@ -46,24 +47,13 @@ const (
 // ErrNotFound is wrapped by Get and Remove when no memory has the mem_id.
 var ErrNotFound = errors.New("memory not found")
 
-// Memory is one memory: one <slug>.md file.
-type Memory struct {
-	MemID    string    `json:"mem_id"`
-	Type     string    `json:"type"`
-	Title    string    `json:"title"`
-	Content  string    `json:"content"`
-	Salience int       `json:"salience"`
-	Tags     []string  `json:"tags"`
-	Updated  time.Time `json:"updated"`
-	File     string    `json:"file"` // base name of its file
-}
+// Memory is one memory: one <slug>.md file. It is api.Memory, the one
+// type the store reads and writes and the API carries.
+type Memory = api.Memory
 
 // Problem is a file that could not be read as a memory (skipped), or an
-// entry Upsert refused (File is then the quoted mem_id).
-type Problem struct {
-	File string `json:"file"`
-	Err  string `json:"error"`
-}
+// entry Upsert refused (File is then the quoted mem_id): api.Problem.
+type Problem = api.Problem
 
 // Slug makes a mem_id safe as a file stem: lowercase; [a-z0-9_-]
 // and Han characters kept; every other run of characters → "_"; trimmed of

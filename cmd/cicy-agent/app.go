@@ -23,6 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
 	"github.com/cicy-ai/cicy-agent/panetype"
@@ -851,13 +852,13 @@ func (e *env) printResult(c *cli.Context, res *api.SendResult) error {
 		fmt.Fprintln(e.stdout, res.Answer)
 	}
 	switch {
-	case res.Status == "completed":
+	case res.Status == cicy.TurnCompleted:
 		return nil
 	case res.Unsaved != "" && res.Error == res.Unsaved:
 		return failf("%s", res.Unsaved) // the turn itself went well
-	case res.Status == "cancelled" && res.Unsaved != "":
+	case res.Status == cicy.TurnCancelled && res.Unsaved != "":
 		return failf("the turn was cancelled; %s", res.Unsaved)
-	case res.Status == "cancelled":
+	case res.Status == cicy.TurnCancelled:
 		return failf("the turn was cancelled")
 	default:
 		return failf("the turn failed: %s", res.Error)

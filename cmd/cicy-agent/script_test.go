@@ -220,7 +220,7 @@ func logSources(out, work, home string) {
 	}
 	defer f.Close()
 	for _, t := range tasks {
-		if _, cli := cliagent.Lookup(types[t.To]); cli && (t.Status == schema.TaskDone || t.Status == schema.TaskFailed) {
+		if _, cli := cliagent.Lookup(types[t.To]); cli && (t.Status == api.TaskDone || t.Status == api.TaskFailed) {
 			fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", filepath.Base(work), types[t.To], t.Status, t.Source)
 		}
 	}

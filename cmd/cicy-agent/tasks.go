@@ -215,17 +215,16 @@ func workHead(work bool) string {
 	return "CHANGE\t"
 }
 
-// workCell is a task's CHANGE cell: its lines and branch.
+// workCell is a task's CHANGE cell: its stat, "-" for a task that left
+// none.
 func workCell(work bool, w *api.Work) string {
 	switch {
 	case !work:
 		return ""
 	case w == nil:
 		return "-\t"
-	case w.Base == w.Head:
-		return "none on " + w.Branch + "\t"
 	}
-	return lines(w.Files, w.Added, w.Deleted) + " on " + w.Branch + "\t"
+	return w.Stat() + "\t"
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

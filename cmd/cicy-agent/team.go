@@ -302,22 +302,22 @@ func (e *env) tally(tasks []api.TaskInfo, master string, seen map[int64]string) 
 			seen[t.ID] = t.Status
 			line := fmt.Sprintf("task %d → %s: %s", t.ID, t.To, t.Status)
 			switch t.Status {
-			case "done":
+			case api.TaskDone:
 				line += ": " + clip.Runes(oneLine(t.Result), 70)
-			case "failed":
+			case api.TaskFailed:
 				line += ": " + clip.Runes(oneLine(t.Error), 70)
 			}
 			fmt.Fprintln(e.stdout, line)
 		}
 		switch {
-		case t.Status == "queued" || t.Status == "delivered":
+		case t.Status == api.TaskQueued || t.Status == api.TaskDelivered:
 			g.pending++
-		case t.NotifiedAt == nil && t.Status != "cancelled":
+		case t.NotifiedAt == nil && t.Status != api.TaskCancelled:
 			g.pending++ // the master has not been told yet
 		case t.NotifiedAt != nil && t.NotifiedAt.After(g.lastNotified):
 			g.lastNotified = *t.NotifiedAt
 		}
-		if t.Status == "failed" {
+		if t.Status == api.TaskFailed {
 			g.failed = append(g.failed, fmt.Sprintf("task %d (%s): %s", t.ID, t.To, t.Error))
 		}
 	}

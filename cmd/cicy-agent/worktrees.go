@@ -144,12 +144,13 @@ func lines(files, added, deleted int) string {
 	return api.Lines(files, added, deleted)
 }
 
-// workText is a task's change in one line, for tasks show.
+// workText is a task's change in one line, for tasks show: its stat,
+// and its commits when it has some.
 func workText(w *api.Work) string {
 	if w.Base == w.Head {
-		return "no change on " + w.Branch
+		return w.Stat()
 	}
-	return fmt.Sprintf("%s on %s (%d commits, %s..%s)", lines(w.Files, w.Added, w.Deleted), w.Branch, w.Commits, api.ShortRev(w.Base), api.ShortRev(w.Head))
+	return fmt.Sprintf("%s (%d commits, %s..%s)", w.Stat(), w.Commits, api.ShortRev(w.Base), api.ShortRev(w.Head))
 }
 
 // workNote is a worker's unmerged work for status: "  cicy/w-3 2↑ +42 −7",

@@ -49,7 +49,7 @@ type Tasks interface {
 // Store is what the worktrees read of the database.
 type Store interface {
 	// LastWork is the work recorded with pane's last task that left one.
-	LastWork(ctx context.Context, pane string) (schema.Work, bool, error)
+	LastWork(ctx context.Context, pane string) (api.Work, bool, error)
 	// ListTasks is pane's tasks ("" for all).
 	ListTasks(ctx context.Context, pane string) ([]schema.Task, error)
 }

@@ -85,7 +85,7 @@ func (c *fakeCore) SendBack(_ context.Context, _, pane, text string) (api.TaskIn
 	return api.TaskInfo{ID: 99, To: pane}, nil
 }
 
-func (c *fakeCore) LastWork(_ context.Context, pane string) (schema.Work, bool, error) {
+func (c *fakeCore) LastWork(_ context.Context, pane string) (api.Work, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var last schema.Task
@@ -208,7 +208,7 @@ func addWorker(t *testing.T, k *Keeper, c *fakeCore, repo, id string) (string, *
 // finishTask ends task 1 of pane w-1 as the outbox does and records it.
 func finishTask(t *testing.T, k *Keeper, c *fakeCore, pw *PaneWorktree, ws string) {
 	t.Helper()
-	task := schema.Task{ID: 1, To: "w-1", Text: "add b\nmore", Status: schema.TaskDelivered}
+	task := schema.Task{ID: 1, To: "w-1", Text: "add b\nmore", Status: api.TaskDelivered}
 	f, err := k.Finish(task)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func finishTask(t *testing.T, k *Keeper, c *fakeCore, pw *PaneWorktree, ws strin
 	if msg := gitIn(t, ws, "log", "-1", "--format=%s"); msg != "task 1: add b" {
 		t.Fatalf("the commit says %q", msg)
 	}
-	task.Work, task.Status = f.Work, schema.TaskDone
+	task.Work, task.Status = f.Work, api.TaskDone
 	c.mu.Lock()
 	c.tasks[1] = task
 	c.mu.Unlock()

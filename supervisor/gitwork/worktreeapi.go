@@ -119,17 +119,13 @@ func (k *Keeper) Diff(ctx context.Context, target string, stat bool) (api.DiffRe
 		return api.DiffResult{}, api.Failedf("%v", err)
 	}
 	c.Branch = wt.w.Branch
-	res := api.DiffResult{Work: apiWork(c), Diff: text}
+	res := api.DiffResult{Work: c.Work, Diff: text}
 	if _, err := os.Stat(wt.w.Path); err == nil {
 		if note := k.submoduleNote(ctx, wt.w.Path); note != "" {
 			res.Notes = append(res.Notes, note)
 		}
 	}
 	return res, nil
-}
-
-func apiWork(c worktree.Change) api.Work {
-	return api.Work{Branch: c.Branch, Base: c.Base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
 }
 
 // Merge merges a task's commit or a worker's branch into the checkout
@@ -151,7 +147,7 @@ func (k *Keeper) Merge(ctx context.Context, req api.MergeRequest) (api.MergeResu
 	}
 	var work api.Work
 	if wt.Task != nil {
-		work = api.Work(wt.Task.Work)
+		work = wt.Task.Work
 	} else {
 		work = k.branchWork(ctx, wt, req.Into) // before the merge moves the fork point
 	}
@@ -198,7 +194,7 @@ func (k *Keeper) branchWork(ctx context.Context, wt Target, into string) api.Wor
 		return work
 	}
 	c.Branch = wt.w.Branch
-	return apiWork(c)
+	return c.Work
 }
 
 // rewritten warns of the worker's recorded task commits that are no

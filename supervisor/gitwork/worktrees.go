@@ -463,7 +463,8 @@ func (k *Keeper) Finish(t schema.Task) (outbox.FinishedWork, error) {
 		log.WithField("head", short(c.Head)).Info("Committed the task's work on " + w.Branch)
 	}
 	p.Seen.Forget() // read again when asked
-	work := schema.Work{Branch: w.Branch, Base: base, Head: c.Head, Commits: c.Commits, Files: c.Files, Added: c.Added, Deleted: c.Deleted}
+	work := c.Work
+	work.Branch, work.Base = w.Branch, base
 	return outbox.FinishedWork{Work: work, Note: k.submoduleNote(ctx, w.Path)}, nil
 }
 

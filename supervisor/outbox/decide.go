@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -131,7 +132,7 @@ func (d *decider) fail(t schema.Task, why, reason string) {
 	if _, ok := d.s.Flights[t.ID]; ok {
 		d.add(OpAbandon, t, schema.TaskChange{})
 	}
-	d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: why, Reason: reason})
+	d.add(OpMove, t, schema.TaskChange{From: api.TaskDelivered, To: api.TaskFailed, Error: why, Reason: reason})
 }
 
 // delivered settles the delivered tasks that ended or whose worker died;
@@ -147,9 +148,9 @@ func (d *decider) delivered() {
 		p, flying := d.s.Flights[t.ID]
 		switch {
 		case flying && p.Ended && p.Failed:
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Result: p.Result, Error: p.Error, Reason: p.How, Source: p.Source})
+			d.add(OpMove, t, schema.TaskChange{From: api.TaskDelivered, To: api.TaskFailed, Result: p.Result, Error: p.Error, Reason: p.How, Source: p.Source})
 		case flying && p.Ended:
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: p.Result, Reason: p.How, Source: p.Source})
+			d.add(OpMove, t, schema.TaskChange{From: api.TaskDelivered, To: api.TaskDone, Result: p.Result, Reason: p.How, Source: p.Source})
 		case !v.Running:
 			d.fail(t, "the worker's process ended: "+v.Reason, "worker exited")
 		case flying:
@@ -197,7 +198,7 @@ func (d *decider) queued() {
 	for _, t := range d.s.Queued {
 		v, ok := d.s.Panes[t.To]
 		if !ok {
-			d.add(OpMove, t, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskFailed,
+			d.add(OpMove, t, schema.TaskChange{From: api.TaskQueued, To: api.TaskFailed,
 				Error: "the worker no longer exists", Reason: "worker " + t.To + " was killed"})
 			continue
 		}
@@ -206,7 +207,7 @@ func (d *decider) queued() {
 		}
 		d.busy[t.To] = true
 		if v.Idle {
-			d.add(OpDeliver, t, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered, Reason: v.Handoff})
+			d.add(OpDeliver, t, schema.TaskChange{From: api.TaskQueued, To: api.TaskDelivered, Reason: v.Handoff})
 		}
 	}
 }
@@ -242,7 +243,7 @@ func recovery(s Snapshot) []Action {
 		acts = append(acts, Action{Op: op, Task: t, Change: ch})
 	}
 	failed := func(why string) schema.TaskChange {
-		return schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: why, Reason: "recovered after a restart"}
+		return schema.TaskChange{From: api.TaskDelivered, To: api.TaskFailed, Error: why, Reason: "recovered after a restart"}
 	}
 	for _, t := range s.Delivered {
 		if _, ok := s.Panes[t.To]; !ok {
@@ -257,10 +258,10 @@ func recovery(s Snapshot) []Action {
 		case r.Verdict == Resumed:
 			add(OpTrack, t, schema.TaskChange{})
 		case r.Verdict == Finished:
-			add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: r.Result,
+			add(OpMove, t, schema.TaskChange{From: api.TaskDelivered, To: api.TaskDone, Result: r.Result,
 				Reason: "done before the restart (from the worker's history)", Source: schema.SourceTurn})
 		case r.Verdict == Interrupted && t.Attempts < 2:
-			add(OpMove, t, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskQueued,
+			add(OpMove, t, schema.TaskChange{From: api.TaskDelivered, To: api.TaskQueued,
 				Reason: "re-delivered: the restart interrupted its turn"})
 		case r.Verdict == Interrupted:
 			add(OpMove, t, failed("interrupted twice by supervisor restarts"))
@@ -269,7 +270,7 @@ func recovery(s Snapshot) []Action {
 		}
 	}
 	for _, t := range s.Ended {
-		if t.Status != schema.TaskDone && t.Status != schema.TaskFailed {
+		if t.Status != api.TaskDone && t.Status != api.TaskFailed {
 			continue
 		}
 		if _, ok := s.Panes[t.From]; !ok {

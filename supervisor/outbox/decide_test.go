@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -16,10 +17,10 @@ func task(id int64, from, to, status string) schema.Task {
 	return schema.Task{ID: id, From: from, To: to, Text: "text", Status: status}
 }
 
-func queued(id int64, to string) schema.Task { return task(id, "w-1", to, schema.TaskQueued) }
+func queued(id int64, to string) schema.Task { return task(id, "w-1", to, api.TaskQueued) }
 
 func delivered(id int64, to string, attempts int) schema.Task {
-	t := task(id, "w-1", to, schema.TaskDelivered)
+	t := task(id, "w-1", to, api.TaskDelivered)
 	t.Attempts = attempts
 	return t
 }
@@ -275,10 +276,10 @@ func TestDecideNotification(t *testing.T) {
 			name: "a receptive master is told; nobody to tell is only marked",
 			s: Snapshot{
 				Unnotified: []schema.Task{
-					ended(1, "w-1", schema.TaskDone, false),
-					ended(2, "user", schema.TaskDone, false),
-					ended(3, "", schema.TaskFailed, false),
-					ended(4, "w-9", schema.TaskFailed, false),
+					ended(1, "w-1", api.TaskDone, false),
+					ended(2, "user", api.TaskDone, false),
+					ended(3, "", api.TaskFailed, false),
+					ended(4, "w-9", api.TaskFailed, false),
 				},
 				Panes: panes("w-1", idle),
 			},
@@ -287,7 +288,7 @@ func TestDecideNotification(t *testing.T) {
 		{
 			name: "a master that cannot take a line now waits",
 			s: Snapshot{
-				Unnotified: []schema.Task{ended(1, "w-1", schema.TaskDone, false), ended(2, "w-5", schema.TaskDone, false)},
+				Unnotified: []schema.Task{ended(1, "w-1", api.TaskDone, false), ended(2, "w-5", api.TaskDone, false)},
 				Panes:      panes("w-1", working, "w-5", exited),
 			},
 		},
@@ -303,7 +304,7 @@ func TestDecideNotification(t *testing.T) {
 		{
 			name: "a task its master blocks on (a team wait) is not told: the wait shows it",
 			s: Snapshot{
-				Unnotified: []schema.Task{ended(1, "w-1", schema.TaskDone, false), ended(2, "w-1", schema.TaskDone, false)},
+				Unnotified: []schema.Task{ended(1, "w-1", api.TaskDone, false), ended(2, "w-1", api.TaskDone, false)},
 				Panes:      panes("w-1", idle),
 				Awaited:    map[int64]bool{1: true},
 			},
@@ -313,7 +314,7 @@ func TestDecideNotification(t *testing.T) {
 			name: "told once: a recorded notification is not given again",
 			s: Snapshot{
 				Panes: panes("w-1", idle),
-				Ended: []schema.Task{ended(1, "w-1", schema.TaskDone, true)},
+				Ended: []schema.Task{ended(1, "w-1", api.TaskDone, true)},
 			},
 		},
 	})
@@ -382,7 +383,7 @@ func TestDecideRecovery(t *testing.T) {
 			s: Snapshot{
 				Recovering: true,
 				Queued:     []schema.Task{queued(2, "w-2")},
-				Unnotified: []schema.Task{ended(3, "w-1", schema.TaskDone, false)},
+				Unnotified: []schema.Task{ended(3, "w-1", api.TaskDone, false)},
 				Panes:      panes("w-1", idle, "w-2", idle),
 			},
 		},
@@ -393,13 +394,13 @@ func TestDecideRecoveredNotices(t *testing.T) {
 	s := Snapshot{
 		Recovering: true,
 		Ended: []schema.Task{
-			ended(1, "w-1", schema.TaskDone, false),  // seen, not recorded
-			ended(2, "w-1", schema.TaskDone, true),   // seen, recorded
-			ended(3, "w-1", schema.TaskFailed, true), // lost, recorded
-			ended(4, "w-1", schema.TaskDone, false),  // lost, not recorded: told as usual
-			ended(5, "w-1", schema.TaskDone, true),   // unknown
-			ended(6, "w-9", schema.TaskDone, false),  // its master is gone
-			task(7, "w-1", "w-2", schema.TaskCancelled),
+			ended(1, "w-1", api.TaskDone, false),  // seen, not recorded
+			ended(2, "w-1", api.TaskDone, true),   // seen, recorded
+			ended(3, "w-1", api.TaskFailed, true), // lost, recorded
+			ended(4, "w-1", api.TaskDone, false),  // lost, not recorded: told as usual
+			ended(5, "w-1", api.TaskDone, true),   // unknown
+			ended(6, "w-9", api.TaskDone, false),  // its master is gone
+			task(7, "w-1", "w-2", api.TaskCancelled),
 		},
 		Panes:   panes("w-1", idle),
 		Notices: map[int64]Notice{1: NoticeSeen, 2: NoticeSeen, 3: NoticeLost, 4: NoticeLost, 6: NoticeSeen, 7: NoticeSeen},
@@ -408,19 +409,19 @@ func TestDecideRecoveredNotices(t *testing.T) {
 }
 
 func TestNotification(t *testing.T) {
-	done := schema.Task{ID: 7, To: "w-2", Status: schema.TaskDone, Result: strings.Repeat("é", 2001)}
+	done := schema.Task{ID: 7, To: "w-2", Status: api.TaskDone, Result: strings.Repeat("é", 2001)}
 	if got := Notification(done, false); got != "🔔 [w-2] task 7 → done" {
 		t.Errorf("short = %q", got)
 	}
 	if got, want := Notification(done, true), "🔔 [w-2] task 7 → done: "+strings.Repeat("é", 2000)+"…"; got != want {
 		t.Errorf("full = %q", got)
 	}
-	failed := schema.Task{ID: 8, To: "w-3", Status: schema.TaskFailed, Result: "r", Error: "boom"}
+	failed := schema.Task{ID: 8, To: "w-3", Status: api.TaskFailed, Result: "r", Error: "boom"}
 	if got := Notification(failed, true); got != "🔔 [w-3] task 8 → failed: boom" {
 		t.Errorf("failed = %q", got)
 	}
-	work := schema.Task{ID: 9, To: "w-3", Status: schema.TaskDone, Result: "ok",
-		Work: schema.Work{Branch: "cicy/w-3", Base: "a", Head: "b", Commits: 1, Files: 3, Added: 42, Deleted: 7}}
+	work := schema.Task{ID: 9, To: "w-3", Status: api.TaskDone, Result: "ok",
+		Work: api.Work{Branch: "cicy/w-3", Base: "a", Head: "b", Commits: 1, Files: 3, Added: 42, Deleted: 7}}
 	if got := Notification(work, true); got != "🔔 [w-3] task 9 → done · 3 files +42 −7 on cicy/w-3: ok" {
 		t.Errorf("with work = %q", got)
 	}

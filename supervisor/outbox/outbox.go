@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -107,7 +108,7 @@ type Outbox struct {
 // FinishedWork is what Finish found of a task's end: the work it left, and
 // a note of what its commit left out (added to the task's reason).
 type FinishedWork struct {
-	Work schema.Work
+	Work api.Work
 	Note string
 }
 
@@ -372,10 +373,10 @@ func (o *Outbox) snapshot() (Snapshot, error) {
 	}
 	o.mu.Unlock()
 	var err error
-	if s.Delivered, err = o.cfg.Store.TasksIn(o.ctx, schema.TaskDelivered); err != nil {
+	if s.Delivered, err = o.cfg.Store.TasksIn(o.ctx, api.TaskDelivered); err != nil {
 		return s, err
 	}
-	if s.Queued, err = o.cfg.Store.TasksIn(o.ctx, schema.TaskQueued); err != nil {
+	if s.Queued, err = o.cfg.Store.TasksIn(o.ctx, api.TaskQueued); err != nil {
 		return s, err
 	}
 	if s.Unnotified, err = o.cfg.Store.Unnotified(o.ctx); err != nil {
@@ -425,7 +426,7 @@ func (o *Outbox) view(views map[string]View, id string) (Pane, bool) {
 // settled from each pane's word. Tried again on the next step when the
 // store cannot be read.
 func (o *Outbox) recoverTasks() {
-	delivered, err := o.cfg.Store.TasksIn(o.ctx, schema.TaskDelivered)
+	delivered, err := o.cfg.Store.TasksIn(o.ctx, api.TaskDelivered)
 	if err != nil {
 		o.logErr(err, "Could not read the delivered tasks to recover them", nil)
 		return
@@ -448,7 +449,7 @@ func (o *Outbox) recoverTasks() {
 		}
 	}
 	for _, t := range all {
-		if (t.Status != schema.TaskDone && t.Status != schema.TaskFailed) || t.From == "" || t.From == userSender {
+		if (t.Status != api.TaskDone && t.Status != api.TaskFailed) || t.From == "" || t.From == userSender {
 			continue
 		}
 		if p, ok := o.view(s.Panes, t.From); ok {
@@ -475,11 +476,11 @@ func (o *Outbox) exec(a Action, resumed map[int64]Delivery) {
 	}
 	switch a.Op {
 	case OpMove:
-		if a.Change.To == schema.TaskDone && a.Change.From == schema.TaskDelivered && o.cfg.Finish != nil {
+		if a.Change.To == api.TaskDone && a.Change.From == api.TaskDelivered && o.cfg.Finish != nil {
 			o.finish(a.Task, a.Change)
 			return
 		}
-		if o.Move(id, a.Change) && a.Change.From == schema.TaskDelivered {
+		if o.Move(id, a.Change) && a.Change.From == api.TaskDelivered {
 			delete(o.flights, id) // settled: its pane is done with it
 		}
 	case OpDeliver:
@@ -511,7 +512,7 @@ func (o *Outbox) finish(t schema.Task, ch schema.TaskChange) {
 		defer o.finishers.Done()
 		f, err := o.cfg.Finish(t)
 		if err != nil {
-			ch.To, ch.Error, ch.Reason = schema.TaskFailed, err.Error(), "its work could not be committed"
+			ch.To, ch.Error, ch.Reason = api.TaskFailed, err.Error(), "its work could not be committed"
 		}
 		if f.Note != "" {
 			ch.Reason = strings.TrimPrefix(ch.Reason+"; "+f.Note, "; ")
@@ -545,14 +546,14 @@ func (o *Outbox) deliver(t schema.Task, ch schema.TaskChange) {
 	if !o.Move(t.ID, ch) {
 		return
 	}
-	t.Status = schema.TaskDelivered
+	t.Status = api.TaskDelivered
 	t.Attempts++
 	d, err := p.Deliver(t, o.wake)
 	switch {
 	case errors.Is(err, ErrRetry):
-		o.Move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskQueued, Reason: "the worker could not take it: " + err.Error()})
+		o.Move(t.ID, schema.TaskChange{From: api.TaskDelivered, To: api.TaskQueued, Reason: "the worker could not take it: " + err.Error()})
 	case err != nil:
-		o.Move(t.ID, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: err.Error(), Reason: "delivery failed"})
+		o.Move(t.ID, schema.TaskChange{From: api.TaskDelivered, To: api.TaskFailed, Error: err.Error(), Reason: "delivery failed"})
 	case d != nil:
 		o.flights[t.ID] = d
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
@@ -330,17 +331,17 @@ func TestDeliverSettleNotifyOnce(t *testing.T) {
 	r.start(nil)
 	id := r.create("w-1", "w-2", "say hi")
 	eventually(t, "the delivery", func() bool { got, _ := w.counts(); return got == 1 })
-	tk := r.waitStatus(id, schema.TaskDelivered)
+	tk := r.waitStatus(id, api.TaskDelivered)
 	if tk.Reason != handoff || tk.Attempts != 1 {
 		t.Fatalf("delivered task: reason %q, attempts %d", tk.Reason, tk.Attempts)
 	}
-	if w.got[0].ID != id || w.got[0].Status != schema.TaskDelivered || w.got[0].Attempts != 1 {
+	if w.got[0].ID != id || w.got[0].Status != api.TaskDelivered || w.got[0].Attempts != 1 {
 		t.Fatalf("the pane got %+v", w.got[0])
 	}
 	w.setView(View{Running: true, Handoff: handoff}) // busy with it
 	w.delivery(t, id).end(Progress{Result: "hi", How: "the worker's turn ended with an answer"})
 	w.wakeUp()
-	tk = r.waitStatus(id, schema.TaskDone)
+	tk = r.waitStatus(id, api.TaskDone)
 	if tk.Result != "hi" || tk.Reason != "the worker's turn ended with an answer" {
 		t.Fatalf("done task: %+v", tk)
 	}
@@ -365,10 +366,10 @@ func TestAwaitHoldsTheBell(t *testing.T) {
 	a, b := r.create("w-1", "w-2", "a"), r.create("w-1", "w-2", "b")
 	release := r.o.Await([]int64{a, b})
 	for _, id := range []int64{a, b} {
-		eventually(t, "the delivery", func() bool { return r.get(id).Status == schema.TaskDelivered })
+		eventually(t, "the delivery", func() bool { return r.get(id).Status == api.TaskDelivered })
 		w.delivery(t, id).end(Progress{Result: "ok", How: "h"})
 		w.wakeUp()
-		r.waitStatus(id, schema.TaskDone)
+		r.waitStatus(id, api.TaskDone)
 	}
 	r.look()
 	r.look()
@@ -390,19 +391,19 @@ func TestOneTaskAtATimeInOrder(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-2": w})
 	r.start(nil)
 	a, b := r.create("user", "w-2", "first"), r.create("user", "w-2", "second")
-	r.waitStatus(a, schema.TaskDelivered)
+	r.waitStatus(a, api.TaskDelivered)
 	r.look()
 	r.look()
-	if got, _ := w.counts(); got != 1 || r.get(b).Status != schema.TaskQueued {
+	if got, _ := w.counts(); got != 1 || r.get(b).Status != api.TaskQueued {
 		t.Fatalf("the worker got %d tasks while the first ran; the second is %s", got, r.get(b).Status)
 	}
 	w.delivery(t, a).end(Progress{Failed: true, Error: "boom", How: "the worker's turn failed"})
 	w.wakeUp()
-	tk := r.waitStatus(a, schema.TaskFailed)
+	tk := r.waitStatus(a, api.TaskFailed)
 	if tk.Error != "boom" {
 		t.Fatalf("failed task: %+v", tk)
 	}
-	r.waitStatus(b, schema.TaskDelivered)
+	r.waitStatus(b, api.TaskDelivered)
 	eventually(t, "the user's task marked told", func() bool { return r.get(a).NotifiedAt.Valid })
 }
 
@@ -412,7 +413,7 @@ func TestDeliveryErrors(t *testing.T) {
 	r.start(nil)
 	id := r.create("user", "w-2", "x")
 	eventually(t, "a try", func() bool { got, _ := w.counts(); return got == 1 })
-	tk := r.waitStatus(id, schema.TaskQueued)
+	tk := r.waitStatus(id, api.TaskQueued)
 	eventually(t, "queued again", func() bool {
 		tk = r.get(id)
 		return tk.Reason == "the worker could not take it: pane w-2 is closed"
@@ -426,7 +427,7 @@ func TestDeliveryErrors(t *testing.T) {
 	w.view = idleWorker
 	w.mu.Unlock()
 	r.o.PaneChanged()
-	tk = r.waitStatus(id, schema.TaskFailed)
+	tk = r.waitStatus(id, api.TaskFailed)
 	if tk.Error != "could not type into the worker: broken pipe" || tk.Reason != "delivery failed" {
 		t.Fatalf("failed delivery: %+v", tk)
 	}
@@ -438,23 +439,23 @@ func TestWorkerKilledAndCancel(t *testing.T) {
 	r.start(nil)
 	a, b := r.create("user", "w-2", "a"), r.create("user", "w-3", "b")
 	queuedBehind := r.create("user", "w-2", "c")
-	r.waitStatus(a, schema.TaskDelivered)
-	r.waitStatus(b, schema.TaskDelivered)
+	r.waitStatus(a, api.TaskDelivered)
+	r.waitStatus(b, api.TaskDelivered)
 
 	r.team.remove("w-2")
 	r.o.Kick()
-	tk := r.waitStatus(a, schema.TaskFailed)
+	tk := r.waitStatus(a, api.TaskFailed)
 	if tk.Error != "the worker was killed before it finished" || tk.Reason != "worker w-2 was killed" {
 		t.Fatalf("killed worker's task: %+v", tk)
 	}
 	if _, abandoned := w2.delivery(t, a).state(); !abandoned {
 		t.Fatal("the killed worker's delivery was not abandoned")
 	}
-	if tk := r.waitStatus(queuedBehind, schema.TaskFailed); tk.Error != "the worker no longer exists" {
+	if tk := r.waitStatus(queuedBehind, api.TaskFailed); tk.Error != "the worker no longer exists" {
 		t.Fatalf("queued task of a killed worker: %+v", tk)
 	}
 
-	if !r.o.Move(b, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskCancelled, Reason: "cancelled by request"}) {
+	if !r.o.Move(b, schema.TaskChange{From: api.TaskDelivered, To: api.TaskCancelled, Reason: "cancelled by request"}) {
 		t.Fatal("cancel did not move the task")
 	}
 	eventually(t, "the cancelled delivery abandoned", func() bool { _, ab := w3.delivery(t, b).state(); return ab })
@@ -465,10 +466,10 @@ func TestWorkerProcessEnded(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-2": w})
 	r.start(nil)
 	id := r.create("user", "w-2", "a")
-	r.waitStatus(id, schema.TaskDelivered)
+	r.waitStatus(id, api.TaskDelivered)
 	w.setView(View{Reason: "exit status 2"})
 	r.o.PaneChanged()
-	tk := r.waitStatus(id, schema.TaskFailed)
+	tk := r.waitStatus(id, api.TaskFailed)
 	if tk.Error != "the worker's process ended: exit status 2" || tk.Reason != "worker exited" {
 		t.Fatalf("task of an exited worker: %+v", tk)
 	}
@@ -480,7 +481,7 @@ func TestTimerLooksAgain(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-2": w})
 	r.start(nil)
 	id := r.create("user", "w-2", "a")
-	r.waitStatus(id, schema.TaskDelivered)
+	r.waitStatus(id, api.TaskDelivered)
 	d := w.delivery(t, id)
 	d.mu.Lock()
 	d.every = 10 * time.Millisecond
@@ -488,7 +489,7 @@ func TestTimerLooksAgain(t *testing.T) {
 	r.o.Kick() // one check learns the time
 	eventually(t, "checks on the timer", func() bool { n, _ := d.state(); return n >= 5 })
 	d.end(Progress{Result: "late", How: "the worker's output was quiet for the settle time"})
-	r.waitStatus(id, schema.TaskDone) // no wake: the timer found it
+	r.waitStatus(id, api.TaskDone) // no wake: the timer found it
 }
 
 func TestNotifyWaitsForAReceptiveMaster(t *testing.T) {
@@ -496,10 +497,10 @@ func TestNotifyWaitsForAReceptiveMaster(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": w})
 	r.start(nil)
 	id := r.create("w-1", "w-2", "a")
-	r.waitStatus(id, schema.TaskDelivered)
+	r.waitStatus(id, api.TaskDelivered)
 	w.delivery(t, id).end(Progress{Result: "r", How: "h"})
 	w.wakeUp()
-	r.waitStatus(id, schema.TaskDone)
+	r.waitStatus(id, api.TaskDone)
 	r.look()
 	r.look()
 	if _, told := m.counts(); told != 0 || r.get(id).NotifiedAt.Valid {
@@ -520,29 +521,29 @@ func TestRecoveryAfterRestart(t *testing.T) {
 	tmux := &fakePane{view: View{Running: true}, recovery: Recovery{Verdict: Resumed, Delivery: resumed}}
 	m := &fakePane{view: master, notice: NoticeSeen}
 	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": cicy, "w-3": pty, "w-4": tmux})
-	toDelivered := schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered, Reason: handoff}
+	toDelivered := schema.TaskChange{From: api.TaskQueued, To: api.TaskDelivered, Reason: handoff}
 	a, b, c, gone := r.create("w-1", "w-2", "a"), r.create("w-1", "w-3", "b"), r.create("w-1", "w-4", "c"), r.create("w-1", "w-9", "d")
 	for _, id := range []int64{a, b, c, gone} {
 		r.move(id, toDelivered)
 	}
 	seen := r.create("w-1", "w-3", "e") // ended before the restart; the master has its line
 	r.move(seen, toDelivered)
-	r.move(seen, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone, Result: "e"})
+	r.move(seen, schema.TaskChange{From: api.TaskDelivered, To: api.TaskDone, Result: "e"})
 
 	var recoveredAt atomic.Int64
 	r.start(func() {
 		got, _ := cicy.counts()
 		recoveredAt.Store(int64(got) + 1)
 	})
-	if tk := r.waitStatus(b, schema.TaskFailed); tk.Error != "interrupted by a restart: the worker's process ended with the supervisor" || tk.Reason != "recovered after a restart" {
+	if tk := r.waitStatus(b, api.TaskFailed); tk.Error != "interrupted by a restart: the worker's process ended with the supervisor" || tk.Reason != "recovered after a restart" {
 		t.Fatalf("lost task: %+v", tk)
 	}
-	if tk := r.waitStatus(gone, schema.TaskFailed); tk.Error != "the worker no longer exists" {
+	if tk := r.waitStatus(gone, api.TaskFailed); tk.Error != "the worker no longer exists" {
 		t.Fatalf("gone worker's task: %+v", tk)
 	}
 	// Interrupted once: queued again, then delivered again.
 	eventually(t, "the interrupted task delivered again", func() bool { got, _ := cicy.counts(); return got == 1 })
-	if tk := r.waitStatus(a, schema.TaskDelivered); tk.Attempts != 2 {
+	if tk := r.waitStatus(a, api.TaskDelivered); tk.Attempts != 2 {
 		t.Fatalf("re-delivered task: %+v", tk)
 	}
 	if recoveredAt.Load() != 1 {
@@ -551,7 +552,7 @@ func TestRecoveryAfterRestart(t *testing.T) {
 	eventually(t, "the resumed delivery checked", func() bool { n, _ := resumed.state(); return n > 0 })
 	resumed.end(Progress{Result: "out", How: "the worker's output was quiet for the settle time"})
 	tmux.wakeUp()
-	if tk := r.waitStatus(c, schema.TaskDone); tk.Result != "out" {
+	if tk := r.waitStatus(c, api.TaskDone); tk.Result != "out" {
 		t.Fatalf("resumed task: %+v", tk)
 	}
 	if !r.get(seen).NotifiedAt.Valid {
@@ -569,8 +570,8 @@ func TestResendLostNotification(t *testing.T) {
 	m := &fakePane{view: master, notice: NoticeLost}
 	r := newRig(t, map[string]*fakePane{"w-1": m, "w-2": {view: idleWorker}})
 	id := r.create("w-1", "w-2", "a")
-	r.move(id, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered})
-	r.move(id, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskFailed, Error: "boom"})
+	r.move(id, schema.TaskChange{From: api.TaskQueued, To: api.TaskDelivered})
+	r.move(id, schema.TaskChange{From: api.TaskDelivered, To: api.TaskFailed, Error: "boom"})
 	if err := r.store.MarkNotified(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
@@ -586,8 +587,8 @@ func TestResendLostNotification(t *testing.T) {
 func TestStoreErrorIsLogged(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{})
 	id := r.create("user", "w-2", "a")
-	r.move(id, schema.TaskChange{From: schema.TaskQueued, To: schema.TaskDelivered})
-	r.move(id, schema.TaskChange{From: schema.TaskDelivered, To: schema.TaskDone})
+	r.move(id, schema.TaskChange{From: api.TaskQueued, To: api.TaskDelivered})
+	r.move(id, schema.TaskChange{From: api.TaskDelivered, To: api.TaskDone})
 	r.store.markFail.Store(true)
 	r.start(nil)
 	e := r.logged(logrus.ErrorLevel, "Could not record a notification")
@@ -605,7 +606,7 @@ func TestIdleOutboxRunsNoQuery(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-2": w})
 	r.start(nil)
 	id := r.create("user", "w-2", "a")
-	r.waitStatus(id, schema.TaskDelivered)
+	r.waitStatus(id, api.TaskDelivered)
 	w.delivery(t, id).end(Progress{Result: "r", How: "h"})
 	w.wakeUp()
 	eventually(t, "the task closed", func() bool { return r.get(id).NotifiedAt.Valid })
@@ -636,13 +637,13 @@ func TestStop(t *testing.T) {
 	r := newRig(t, map[string]*fakePane{"w-2": {view: idleWorker}})
 	r.start(nil)
 	id := r.create("user", "w-2", "a")
-	r.waitStatus(id, schema.TaskDelivered)
+	r.waitStatus(id, api.TaskDelivered)
 	r.o.Stop()
 	r.o.Stop() // twice is fine
 	r.team.panes["w-2"].wakeUp()
 	r.o.Kick()
 	r.o.PaneChanged()
-	if tk := r.get(id); tk.Status != schema.TaskDelivered {
+	if tk := r.get(id); tk.Status != api.TaskDelivered {
 		t.Fatalf("stopping changed the task: %+v", tk)
 	}
 
@@ -664,7 +665,7 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 		calls.Add(1)
 		if tk.To == "w-2" {
 			<-release
-			return FinishedWork{Work: schema.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}, Note: "a note"}, nil
+			return FinishedWork{Work: api.Work{Branch: "cicy/w-2", Base: "a", Head: "b", Commits: 1, Files: 2}, Note: "a note"}, nil
 		}
 		return FinishedWork{}, nil
 	}})
@@ -683,14 +684,14 @@ func TestFinishHoldsUpNoOtherTask(t *testing.T) {
 	b.setView(View{Running: true, Handoff: handoff})
 	b.delivery(t, quick).end(Progress{Result: "done quickly", How: "turn ended"})
 	b.wakeUp()
-	r.waitStatus(quick, schema.TaskDone)
+	r.waitStatus(quick, api.TaskDone)
 	eventually(t, "the quick task told", func() bool { return r.get(quick).NotifiedAt.Valid })
 	r.look()
-	if st := r.get(slow).Status; st != schema.TaskDelivered {
+	if st := r.get(slow).Status; st != api.TaskDelivered {
 		t.Fatalf("the task being finished is %s; want delivered until Finish returns", st)
 	}
 	let()
-	tk := r.waitStatus(slow, schema.TaskDone)
+	tk := r.waitStatus(slow, api.TaskDone)
 	if tk.Result != "changed" || tk.Branch != "cicy/w-2" || tk.Commits != 1 || tk.Files != 2 || !strings.HasSuffix(tk.Reason, "; a note") {
 		t.Fatalf("the slow task was recorded %+v", tk)
 	}
@@ -718,7 +719,7 @@ func TestFinishFailedIsNoDone(t *testing.T) {
 	a.setView(View{Running: true, Handoff: handoff})
 	a.delivery(t, id).end(Progress{Result: "changed", How: "turn ended"})
 	a.wakeUp()
-	tk := r.waitStatus(id, schema.TaskFailed)
+	tk := r.waitStatus(id, api.TaskFailed)
 	if tk.Result != "changed" || !strings.Contains(tk.Error, "index.lock is held") {
 		t.Fatalf("the task was recorded %+v", tk)
 	}

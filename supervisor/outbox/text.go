@@ -23,26 +23,17 @@ const notifyBody = 2000
 func Notification(t schema.Task, full bool) string {
 	head := fmt.Sprintf("🔔 [%s] task %d → %s", t.To, t.ID, t.Status)
 	if t.Branch != "" {
-		head += " · " + WorkStat(t.Work)
+		head += " · " + t.Work.Stat()
 	}
 	if !full {
 		return head
 	}
 	body := t.Result
-	if t.Status == schema.TaskFailed {
+	if t.Status == api.TaskFailed {
 		body = t.Error
 	}
 	if r := []rune(body); len(r) > notifyBody {
 		body = string(r[:notifyBody]) + "…"
 	}
 	return head + ": " + body
-}
-
-// WorkStat is a task's change in a few words: "3 files +42 −7 on
-// cicy/w-2", or "no change on cicy/w-2".
-func WorkStat(w schema.Work) string {
-	if w.Base == w.Head {
-		return "no change on " + w.Branch
-	}
-	return api.Lines(w.Files, w.Added, w.Deleted) + " on " + w.Branch
 }

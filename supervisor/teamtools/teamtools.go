@@ -215,9 +215,9 @@ func (t *Tools) taskStatus(ctx context.Context, master string, input json.RawMes
 		}
 		fmt.Fprintf(&b, "task %d → %s: %s", task.ID, task.To, task.Status)
 		switch task.Status {
-		case schema.TaskDone:
+		case api.TaskDone:
 			fmt.Fprintf(&b, ": %s", clipText(task.Result))
-		case schema.TaskFailed:
+		case api.TaskFailed:
 			fmt.Fprintf(&b, ": %s", clipText(task.Error))
 		}
 		b.WriteByte('\n')
@@ -265,15 +265,15 @@ func (t *Tools) wait(ctx context.Context, master string, input json.RawMessage) 
 		if ctx.Err() != nil {
 			return "error: the wait was cancelled", true
 		}
-		if !schema.Terminal(task.Status) {
+		if !api.Ended(task.Status) {
 			fmt.Fprintf(&b, "task %d → %s: %s (not ended after %g s)\n", task.ID, task.To, task.Status, secs)
 			continue
 		}
 		fmt.Fprintf(&b, "task %d → %s: %s", task.ID, task.To, task.Status)
 		switch task.Status {
-		case schema.TaskDone:
+		case api.TaskDone:
 			fmt.Fprintf(&b, ": %s", clip.Runes(task.Result, waitBody+1))
-		case schema.TaskFailed:
+		case api.TaskFailed:
 			fmt.Fprintf(&b, ": %s", clip.Runes(task.Error, waitBody+1))
 		}
 		b.WriteByte('\n')

@@ -41,7 +41,7 @@ var funcs = template.FuncMap{
 	"lines":     func(files, added, deleted int) string { return api.Lines(files, added, deleted) },
 	"amount":    budgetAmount,
 	"hasWork":   func(w *api.Work) bool { return w != nil && w.Base != w.Head },
-	"workStat":  func(w api.Work) string { return api.WorkStat(w) },
+	"workStat":  func(w api.Work) string { return w.Stat() },
 	"clock": func(t *time.Time) string {
 		if t == nil || t.IsZero() {
 			return ""

@@ -74,7 +74,7 @@ func (p *pages) diff(w http.ResponseWriter, r *http.Request, target string) {
 			status = http.StatusNotFound
 		}
 	} else {
-		v.Head = d.Work.Branch + ": " + api.WorkStat(d.Work) + " in " + plural(d.Work.Commits, "commit")
+		v.Head = d.Work.Stat() + " in " + plural(d.Work.Commits, "commit")
 		v.Lines, v.Cut = diffLines(d.Diff)
 		v.Notes = d.Notes
 	}

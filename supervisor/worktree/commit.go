@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Stat is the change base..head in dir: commits, files, lines.
 func (g Git) Stat(ctx context.Context, dir, base, head string) (Change, error) {
-	c := Change{Base: base, Head: head}
+	c := Change{Work: api.Work{Base: base, Head: head}}
 	if base == head {
 		return c, nil
 	}
@@ -68,7 +70,7 @@ func (g Git) CommitTask(ctx context.Context, path string, base func() string, me
 	base = sync.OnceValue(base)
 	cm, err := g.commitFrom(ctx, path, base, message, author, keepOut)
 	if err != nil {
-		return Change{Base: base()}, false, err
+		return Change{Work: api.Work{Base: base()}}, false, err
 	}
 	if cm.stat == nil {
 		c, err := g.Stat(ctx, path, base(), cm.head)
@@ -80,7 +82,7 @@ func (g Git) CommitTask(ctx context.Context, path string, base func() string, me
 		}
 		return c, cm.made, err
 	}
-	c := Change{Base: base(), Head: cm.head, Commits: 1, Parent: cm.parent}
+	c := Change{Work: api.Work{Base: base(), Head: cm.head, Commits: 1}, Parent: cm.parent}
 	if err := cm.stat(&c); err != nil {
 		return c, true, fmt.Errorf("%w: %w", ErrStat, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // Worktree is one worker's checkout: where it is, the repository it came
@@ -168,15 +170,10 @@ func (g Git) checkedOutAt(ctx context.Context, dir, branch string) (string, erro
 	return "", nil
 }
 
-// Change is the work of a range of commits on a worktree's branch.
+// Change is the work of a range of commits on a worktree's branch (the
+// api.Work a task's end records), and the parent of the commit made.
 type Change struct {
-	Branch  string `json:"branch"`
-	Base    string `json:"base"`
-	Head    string `json:"head"`
-	Commits int    `json:"commits"`
-	Files   int    `json:"files"`
-	Added   int    `json:"added"`
-	Deleted int    `json:"deleted"`
+	api.Work
 	// Parent is the parent of the commit CommitTask made ("" when it made
 	// none): when it is Base, Base is in Head's history without asking git.
 	Parent string `json:"-"`

@@ -694,18 +694,18 @@ func (m *Model) tasks() []string {
 	for _, t := range recent {
 		status := fit(t.Status, 9)
 		switch t.Status {
-		case "done":
+		case api.TaskDone:
 			status = st.good.Render(status)
-		case "failed":
+		case api.TaskFailed:
 			status = st.bad.Render(status)
-		case "delivered":
+		case api.TaskDelivered:
 			status = st.busy.Render(status)
 		default:
 			status = st.dim.Render(status)
 		}
 		head := fmt.Sprintf("#%-4d %s→%s ", t.ID, t.From, t.To)
 		text := t.Text
-		if t.Status == "failed" && t.Error != "" {
+		if t.Status == api.TaskFailed && t.Error != "" {
 			text = t.Error + " · " + text
 		}
 		out = append(out, fit(head, 16)+status+" "+fit(topology.FirstLine(text), m.width-26))

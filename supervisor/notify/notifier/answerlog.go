@@ -82,7 +82,7 @@ func (n *Notifier) RecordAnswer(ctx context.Context, pane, event string, req api
 
 // currentTask is the task pane id works on now (0: none).
 func (n *Notifier) currentTask(ctx context.Context, id string) int64 {
-	ts, err := n.store.TasksIn(ctx, schema.TaskDelivered)
+	ts, err := n.store.TasksIn(ctx, api.TaskDelivered)
 	if err != nil {
 		return 0
 	}

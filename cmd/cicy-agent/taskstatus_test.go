@@ -1,0 +1,127 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cicy-ai/cicy-agent/api"
+)
+
+// taskStatuses is every task status: package api's constants are their
+// one spelling.
+var taskStatuses = []string{api.TaskQueued, api.TaskDelivered, api.TaskDone, api.TaskFailed, api.TaskCancelled}
+
+// TestTaskStatusesNamedByTheirConstants: outside package api no product
+// code spells a task status to compare or switch a status with — no
+// `t.Status == "done"`, no `case "failed":` on a `.Status` — it names
+// api.TaskQueued … api.TaskCancelled (or asks api.Ended). So a status is
+// one word, and a renamed one cannot leave a comparison behind that
+// never matches again.
+func TestTaskStatusesNamedByTheirConstants(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "node_modules"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		if rel, _ := filepath.Rel(root, path); strings.HasPrefix(rel, "api"+string(filepath.Separator)) {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, at := range statusSpellings(f) {
+			t.Errorf("%s: %s: name it api.Task… (or ask api.Ended); a turn's status is cicy.Turn…", fset.Position(at.pos), at.what)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusSpellingsFound: the guard above finds what it looks for.
+func TestStatusSpellingsFound(t *testing.T) {
+	t.Parallel()
+	const src = `package p
+func f(t T, status string) {
+	_ = t.Status == "done"
+	_ = "queued" != t.Status
+	_ = status == "cancelled"
+	switch t.Status {
+	case "failed":
+	case api.TaskDone:
+	}
+	switch {
+	case t.Status == "delivered":
+	}
+	_ = t.Status == api.TaskDone
+	_ = t.Kind == "done"
+	_ = t.Status == "completed"
+}`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(statusSpellings(f)); got != 5 {
+		t.Errorf("found %d spellings of a task status, want 5: %+v", got, statusSpellings(f))
+	}
+}
+
+// statusSpellings are the places in f that compare a status with a task
+// status's literal, or switch on a status with a case spelling one.
+func statusSpellings(f *ast.File) []naming {
+	var out []naming
+	isStatus := func(e ast.Expr) bool {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return false
+		}
+		s, err := strconv.Unquote(lit.Value)
+		return err == nil && slices.Contains(taskStatuses, s)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.BinaryExpr:
+			if (x.Op == token.EQL || x.Op == token.NEQ) && (isStatusExpr(x.X) && isStatus(x.Y) || isStatusExpr(x.Y) && isStatus(x.X)) {
+				out = append(out, naming{x.Pos(), "a status compared with a task status's literal"})
+			}
+		case *ast.SwitchStmt:
+			if x.Tag != nil && isStatusExpr(x.Tag) {
+				for _, s := range x.Body.List {
+					if cc, ok := s.(*ast.CaseClause); ok && slices.ContainsFunc(cc.List, isStatus) {
+						out = append(out, naming{cc.Pos(), "a case spelling a task status"})
+					}
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// isStatusExpr reports whether e reads like a status: x.Status, or a
+// variable status.
+func isStatusExpr(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name == "Status"
+	case *ast.Ident:
+		return x.Name == "status"
+	}
+	return false
+}
