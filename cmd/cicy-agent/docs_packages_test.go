@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,21 @@ func TestEveryPackageHasItsDoc(t *testing.T) {
 		}
 		if !documented {
 			t.Errorf("%s has no package comment; say what it holds and why in its doc.go", p)
+		}
+	}
+}
+
+// TestDocsGoFilesExist: every Go file a doc names by its path from the
+// repository's root (`supervisor/tasks.go`, **pane/tmux.go**) is there,
+// so a file moved by a refactor takes its docs with it.
+func TestDocsGoFilesExist(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile("(?:\\*\\*|`)([a-z][a-z0-9_/-]*/[a-z0-9_-]+\\.go)(?:\\*\\*|`)")
+	for _, doc := range listedDocs(t) {
+		for _, m := range re.FindAllStringSubmatch(repoFile(t, doc), -1) {
+			if _, err := os.Stat(filepath.Join("..", "..", filepath.FromSlash(m[1]))); err != nil {
+				t.Errorf("%s names %s, which is not there (moved?)", doc, m[1])
+			}
 		}
 	}
 }
