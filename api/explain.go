@@ -32,7 +32,7 @@ type Explanation struct {
 // Signal is what decided a pane's state.
 type Signal struct {
 	// Kind is hook, gateway, screen_rule, output, quiet, input, start,
-	// turn, command or process.
+	// turn, command, process or other.
 	Kind string `json:"kind"`
 	// Name is the hook's event, the screen rule's name, or the gateway's
 	// request or request-ended.

@@ -179,7 +179,8 @@ func worktreeErr(err error, dir string) error {
 }
 
 // GuidanceFile is where the guidance file of a pane of type typ is: its
-// workspace ws's CLAUDE.md or AGENTS.md, or, when the workspace is a git
+// workspace ws's own guidance file (panetype.GuidanceFile: CLAUDE.md,
+// QWEN.md, AGENTS.md …), or, when the workspace is a git
 // worktree (which holds only the work), the agent's own config folder
 // under paneDir (a CLI agent's user-level instructions) or the .cicy
 // folder git ignores there (cicy).
