@@ -314,7 +314,7 @@ func (d *cliDelivery) lost(screen string, now time.Time) bool {
 
 // takenAt is when the agent was first seen taking the typed task up.
 func (d *cliDelivery) takenAt(st pane.Status) (time.Time, bool) {
-	return signals.TakenUp(d.hooks, d.answers, st, d.at)
+	return signals.TakenUp(d.hooks, d.answers, st, d.at, cliagent.ReportsPrompts(d.typ))
 }
 
 func (d *cliDelivery) Abandon() {}
@@ -371,7 +371,7 @@ func (p *cliKind) resubmit(ctx context.Context, text string, typed time.Time) {
 			return
 		case <-tick.C:
 		}
-		if _, taken := signals.TakenUp(p.hooks, p.answers, p.proc.Status(), typed); taken {
+		if _, taken := signals.TakenUp(p.hooks, p.answers, p.proc.Status(), typed, cliagent.ReportsPrompts(p.cfg.Type)); taken {
 			return
 		}
 		// Before the first Enter again the composer may not show the text

@@ -147,7 +147,7 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 	// diff and merge: the worker's commit, into the master's checkout.
 	lead.step(func(m *mcpMaster) string { return m.call("diff", `{"target": "`+quick[m]+`"}`) },
 		func(m *mcpMaster) string {
-			return `cicy/\w+/` + m.shell + `: 1 file \+1 −0 in 1 commits[^"]*\+quick-` + m.agent
+			return `1 file \+1 −0 on cicy/\w+/` + m.shell + ` in 1 commits[^"]*\+quick-` + m.agent
 		})
 	lead.step(func(m *mcpMaster) string { return m.call("merge", `{"target": "`+quick[m]+`"}`) },
 		func(m *mcpMaster) string {

@@ -19,7 +19,7 @@ func init() { register(claude) }
 var claude = Kind{
 	Name: "claude", Title: "Claude Code", Bin: "claude", Package: "@anthropic-ai/claude-code", Version: "2.1.332", APIs: []string{"anthropic"},
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareClaude, interpret: interpretClaude, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
+	prepare:    prepareClaude, interpret: interpretClaude, prompts: true, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
 	// How its dialogs are answered and read (answer.go).
 	answer:   answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^Do you want to`)},
 	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },

@@ -70,6 +70,22 @@ type Kind struct {
 	// hooks records that the agent reports its turns itself (its file
 	// gave interpret); set by register.
 	hooks bool
+	// prompts says that its hooks tell each prompt it takes up (an Effect
+	// with Prompt): then only that, or a model request, shows a typed task
+	// taken up, never its screen (which may still show the last turn's
+	// end, as Claude Code's "running Stop hook").
+	prompts bool
+}
+
+// ReportsPrompts reports whether the agent's hooks tell each prompt it
+// takes up (see Kind.prompts).
+func (k Kind) ReportsPrompts() bool { return k.prompts }
+
+// ReportsPrompts is Kind.ReportsPrompts of the agent of pane type typ
+// (false for a type that is no CLI agent).
+func ReportsPrompts(typ string) bool {
+	k, ok := Lookup(typ)
+	return ok && k.prompts
 }
 
 // resumeWith is a resume that puts the session id after arg: a flag

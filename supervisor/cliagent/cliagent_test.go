@@ -538,3 +538,36 @@ func TestSeedOpencodeDeps(t *testing.T) {
 		t.Errorf("an installed folder got a lock written")
 	}
 }
+
+// promptEvents is, per agent, a signal of its hooks that tells a prompt
+// taken up (event, payload).
+var promptEvents = map[string][2]string{
+	"claude":   {"UserPromptSubmit", `{}`},
+	"codex":    {"UserPromptSubmit", `{}`},
+	"gemini":   {"BeforeAgent", `{}`},
+	"opencode": {"session.status", `{"status":"busy"}`},
+	"pi":       {"agent_start", `{}`},
+	"qwen":     {"UserPromptSubmit", `{"prompt":"do it"}`},
+}
+
+// TestPromptsReportedByHooks: an agent said to report prompts has a hook
+// event that does (so a task typed into it is taken up by its word alone);
+// one whose hooks tell none is not said to.
+func TestPromptsReportedByHooks(t *testing.T) {
+	t.Parallel()
+	for _, name := range Names() {
+		k, _ := Lookup(name)
+		ev, known := promptEvents[name]
+		switch {
+		case k.ReportsPrompts() && !known:
+			t.Errorf("%s reports prompts: add the hook event that tells one to promptEvents", name)
+		case k.ReportsPrompts() && !k.Interpret(ev[0], []byte(ev[1])).Prompt:
+			t.Errorf("%s reports prompts, but its %s (%s) tells none", name, ev[0], ev[1])
+		case !k.ReportsPrompts() && known && k.Interpret(ev[0], []byte(ev[1])).Prompt:
+			t.Errorf("%s's %s tells a prompt: set prompts in its Kind", name, ev[0])
+		}
+	}
+	if ReportsPrompts("shell") {
+		t.Error("a shell pane reports prompts")
+	}
+}

@@ -22,7 +22,7 @@ func init() { register(codex) }
 var codex = Kind{
 	Name: "codex", Title: "Codex", Bin: "codex", Package: "@openai/codex", Version: "0.171.0", APIs: []string{"responses"},
 	EnterDelay: 300 * time.Millisecond,
-	prepare:    prepareCodex, interpret: interpretCodex, rules: codexRules, layout: codexLayout, aux: codexAux,
+	prepare:    prepareCodex, interpret: interpretCodex, prompts: true, rules: codexRules, layout: codexLayout, aux: codexAux,
 	// How its dialogs are answered and read (answer.go).
 	answer: answerSpec{approve: []string{"y"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^Would you like to`)},
 	// Codex offers an MCP server's tools as one namespace, mcp__<server>.

@@ -21,7 +21,7 @@ var gemini = Kind{
 	// Its paste guard turns an Enter that comes right after a paste into a
 	// newline.
 	EnterDelay: 500 * time.Millisecond,
-	prepare:    prepareGemini, interpret: interpretGemini, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
+	prepare:    prepareGemini, interpret: interpretGemini, prompts: true, rules: geminiRules, layout: geminiLayout, aux: geminiAux,
 	answer: geminiAnswer,
 	// An MCP tool is offered as mcp_<server>_<tool>.
 	toolName: func(tool string) string { return "mcp_" + MCPName + "_" + tool },

@@ -23,7 +23,7 @@ var opencode = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "opencode", Title: "opencode", Bin: "opencode", Package: "opencode-ai", Version: opencodeVersion, APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond,
-	prepare:    prepareOpencode, interpret: interpretOpencode, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
+	prepare:    prepareOpencode, interpret: interpretOpencode, prompts: true, rules: opencodeRules, layout: opencodeLayout, aux: opencodeAux,
 	// How its dialogs are answered and read (answer.go).
 	answer:   answerSpec{approve: []string{"Enter"}, deny: []string{"Escape"}, option: downEnter, approvalOption: rightEnter, approval: regexp.MustCompile(`Permission required`)},
 	toolName: func(tool string) string { return MCPName + "_" + tool },

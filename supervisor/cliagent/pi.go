@@ -25,7 +25,7 @@ var pi = Kind{
 	// As configured (opencodeAPI): Anthropic Messages or Chat Completions.
 	Name: "pi", Title: "pi", Bin: "pi", Package: "@mariozechner/pi-coding-agent", Version: "0.73.1", APIs: []string{"anthropic", "chat"},
 	EnterDelay: 100 * time.Millisecond, workerOnly: true,
-	prepare: preparePi, interpret: interpretPi, rules: piRules, layout: piLayout, aux: piAux,
+	prepare: preparePi, interpret: interpretPi, prompts: true, rules: piRules, layout: piLayout, aux: piAux,
 	// How its dialogs are answered and read (answer.go).
 	answer: answerSpec{approve: []string{"Enter"}, deny: []string{"Escape"}, option: downEnter, approval: regexp.MustCompile(`^Permission required`)},
 	// pi has no MCP client (a pi pane is never a master): no team tool

@@ -16,7 +16,7 @@ func init() { register(qwen) }
 var qwen = Kind{
 	Name: "qwen", Title: "Qwen Code", Bin: "qwen", Package: "@qwen-code/qwen-code", Version: "0.24.4", APIs: []string{"chat"},
 	EnterDelay: 200 * time.Millisecond,
-	prepare:    prepareQwen, interpret: interpretQwen, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
+	prepare:    prepareQwen, interpret: interpretQwen, prompts: true, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
 	// Its dialogs are Gemini CLI's.
 	answer:   geminiAnswer,
 	toolName: qwenToolName,

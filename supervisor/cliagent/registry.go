@@ -96,6 +96,9 @@ func checkRules(k Kind) error {
 			return fmt.Errorf("field rules: rule %q reads the transcript (part %q), where an answer can quote anything; give it a part of the layout", r.Name, r.Part)
 		}
 	}
+	if k.prompts && k.interpret == nil {
+		return errors.New("field prompts is set without interpret: only hooks tell prompts")
+	}
 	if len(k.rules) > 0 && k.layout == nil {
 		return errors.New("field layout is nil; the rules read parts of the screen, which layout finds")
 	}

@@ -134,6 +134,13 @@ func (h *Hooks) Seen(quiet time.Duration) *api.HookSeen {
 	return &api.HookSeen{Event: h.lastEvent, At: h.lastSeen, ScreenRulesFrom: h.lastSeen.Add(quiet)}
 }
 
+// Heard reports whether any of the agent's signals came (its hooks work).
+func (h *Hooks) Heard() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastEvent != ""
+}
+
 // IgnoredSeen is the last signal ignored, if any.
 func (h *Hooks) IgnoredSeen() *api.HookIgnored {
 	h.mu.Lock()

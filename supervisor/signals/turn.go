@@ -12,8 +12,12 @@ import (
 
 // TakenUp is when an agent was first seen taking up what was typed at
 // at: its prompt-submit hook, a model request since, a question it asks,
-// or a busy look of its screen since (st is its pane's status).
-func TakenUp(hooks *Hooks, answers *Answers, st pane.Status, at time.Time) (time.Time, bool) {
+// or a busy look of its screen since (st is its pane's status). An agent
+// whose hooks tell each prompt (prompts), once its hooks have been heard,
+// is not taken at its screen's word: right after a turn's end hook its
+// screen may still say busy (the hook running) while the keys typed then
+// are lost. One whose hooks are silent is read from its screen.
+func TakenUp(hooks *Hooks, answers *Answers, st pane.Status, at time.Time, prompts bool) (time.Time, bool) {
 	if t := hooks.LastPrompt(); !t.Before(at) {
 		return t, true
 	}
@@ -26,6 +30,8 @@ func TakenUp(hooks *Hooks, answers *Answers, st pane.Status, at time.Time) (time
 		return sig.GatewayAt, true
 	case st.State == pane.Waiting:
 		return st.Since, true
+	case prompts && hooks.Heard():
+		// Only its hooks or its model requests say so.
 	case st.State == pane.Busy && st.Cause != pane.CauseInput && !st.Since.Before(at):
 		return st.Since, true
 	case !sig.ScreenBusyAt.Before(at):
