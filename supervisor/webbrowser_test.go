@@ -83,6 +83,7 @@ func TestWebPageInABrowser(t *testing.T) {
 	webtest.Do(t, ctx, "the approval under needs you", chromedp.WaitVisible(chromedp.ID("approve-w-1")))
 	shot(t, ctx, "web-desk.png")
 	webtest.Do(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-w-1")))
+	waitFlash(t, ctx, "approve sent")
 	waitFor(t, "the tool to run", func() bool { _, err := os.Stat(filepath.Join(ws, "approved")); return err == nil })
 
 	dispatchFromPage(t, ctx, "w-2", "echo from-the-page")
@@ -109,6 +110,19 @@ func TestWebPageInABrowser(t *testing.T) {
 	body := webtest.Value(t, ctx, "its page", chromedp.Text(chromedp.CSS("body")))
 	if !strings.Contains(strings.ToLower(body), "used") {
 		t.Errorf("the link opened a second time: %q", body)
+	}
+}
+
+// waitFlash waits until the page's answer to an action says what (the
+// next action's answer must not be taken for it, nor it for the next's).
+func waitFlash(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	var flash string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(flash, what); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page's answer never said %q; it says %q", what, flash)
+		}
+		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](`document.getElementById('flash').textContent`))
 	}
 }
 

@@ -65,6 +65,7 @@ func TestWebClusterInABrowser(t *testing.T) {
 	}
 	webtest.Do(t, br, "b's approval under needs you on a's page", chromedp.WaitVisible(chromedp.ID("approve-"+asker.ID)))
 	webtest.Do(t, br, "approve", chromedp.Click(chromedp.ID("approve-"+asker.ID)))
+	waitFlash(t, br, "approve sent")
 	waitFor(t, "the tool to run on b", func() bool {
 		_, err := os.Stat(filepath.Join(ps[asker.ID].Workspace, "approved"))
 		return err == nil
