@@ -27,6 +27,21 @@ func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 	if !slices.Contains(types, "claude") {
 		t.Fatalf("the CLI agents are not registered: %v", types)
 	}
+	eachProductFile(t, func(rel string) bool {
+		return strings.HasPrefix(rel, "panetype/") || strings.HasPrefix(rel, "supervisor/cliagent/")
+	}, func(fset *token.FileSet, f *ast.File, _ string) {
+		for _, at := range typeNamings(f, types) {
+			t.Errorf("%s: %s: ask the registry (panetype.InProcess, RunsShellTasks, IsAgent, cliagent.Lookup)", fset.Position(at.pos), at.what)
+		}
+	})
+}
+
+// eachProductFile parses every product .go file of the module (no test
+// file, nothing under testdata, dot folders or node_modules) but those
+// skip says to leave (rel: the path from the module's root, with
+// slashes), and hands each to visit.
+func eachProductFile(t *testing.T, skip func(rel string) bool, visit func(fset *token.FileSet, f *ast.File, rel string)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		switch {
@@ -38,7 +53,8 @@ func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
-		if strings.HasPrefix(rel, "panetype"+string(filepath.Separator)) || strings.HasPrefix(rel, filepath.Join("supervisor", "cliagent")+string(filepath.Separator)) {
+		rel = filepath.ToSlash(rel)
+		if skip(rel) {
 			return nil
 		}
 		fset := token.NewFileSet()
@@ -46,14 +62,22 @@ func TestPaneTypesAskedOfTheRegistry(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, at := range typeNamings(f, types) {
-			t.Errorf("%s: %s: ask the registry (panetype.InProcess, RunsShellTasks, IsAgent, cliagent.Lookup)", fset.Position(at.pos), at.what)
-		}
+		visit(fset, f, rel)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stringIn reports whether e is a string literal of one of set.
+func stringIn(e ast.Expr, set []string) bool {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return err == nil && slices.Contains(set, s)
 }
 
 type naming struct {
@@ -65,14 +89,7 @@ type naming struct {
 // name, switch on a type with a case naming one, or call isAgent.
 func typeNamings(f *ast.File, types []string) []naming {
 	var out []naming
-	isName := func(e ast.Expr) bool {
-		lit, ok := e.(*ast.BasicLit)
-		if !ok || lit.Kind != token.STRING {
-			return false
-		}
-		s, err := strconv.Unquote(lit.Value)
-		return err == nil && slices.Contains(types, s)
-	}
+	isName := func(e ast.Expr) bool { return stringIn(e, types) }
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.BinaryExpr:

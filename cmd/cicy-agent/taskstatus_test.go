@@ -4,10 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -26,32 +23,11 @@ var taskStatuses = []string{api.TaskQueued, api.TaskDelivered, api.TaskDone, api
 // never matches again.
 func TestTaskStatusesNamedByTheirConstants(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join("..", "..")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "node_modules"):
-			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
-			return nil
-		}
-		if rel, _ := filepath.Rel(root, path); strings.HasPrefix(rel, "api"+string(filepath.Separator)) {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachProductFile(t, func(rel string) bool { return strings.HasPrefix(rel, "api/") }, func(fset *token.FileSet, f *ast.File, _ string) {
 		for _, at := range statusSpellings(f) {
 			t.Errorf("%s: %s: name it api.Task… (or ask api.Ended); a turn's status is cicy.Turn…", fset.Position(at.pos), at.what)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestStatusSpellingsFound: the guard above finds what it looks for.
@@ -86,14 +62,7 @@ func f(t T, status string) {
 // status's literal, or switch on a status with a case spelling one.
 func statusSpellings(f *ast.File) []naming {
 	var out []naming
-	isStatus := func(e ast.Expr) bool {
-		lit, ok := e.(*ast.BasicLit)
-		if !ok || lit.Kind != token.STRING {
-			return false
-		}
-		s, err := strconv.Unquote(lit.Value)
-		return err == nil && slices.Contains(taskStatuses, s)
-	}
+	isStatus := func(e ast.Expr) bool { return stringIn(e, taskStatuses) }
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.BinaryExpr:
