@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,12 +47,7 @@ func modulePackages(t *testing.T, root string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for p := range seen {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // architectureList is the first word of each line of the first code

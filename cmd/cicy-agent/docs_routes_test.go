@@ -2,6 +2,7 @@ package main
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,12 +47,7 @@ func servedRoutes(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for r := range seen {
-		out = append(out, r)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // TestDocsHTTPAPIRoutes: every route docs/http-api.md names is served,
