@@ -81,6 +81,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	sup, store, cln, err := start(ctx, &cfg, g)
 	if err != nil {
 		g.Fail(err)
+		if ctx.Err() != nil {
+			return nil // stopped (SIGTERM) while starting: a graceful stop
+		}
 		return err
 	}
 	defer store.Close()
