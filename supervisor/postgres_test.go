@@ -36,7 +36,21 @@ func serveUntil(t testing.TB, h Home, cfg Config) (*api.Client, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cfg.Home, cfg.Version, cfg.Log = h, "test", logrus.NewEntry(l)
-	go func() { done <- Serve(ctx, cfg) }()
+	go func() {
+		for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			err := Serve(ctx, cfg)
+			// A supervisor this process just stopped may leave its lock to a
+			// child another test forked before the lock file was closed,
+			// until that child's exec (the lock is the open file's): no other
+			// supervisor runs then (no pid file), so try again a moment.
+			_, pidErr := os.Stat(h.PIDFile())
+			if errors.Is(err, ErrAlreadyRunning) && os.IsNotExist(pidErr) && ctx.Err() == nil && time.Since(start) < 3*time.Second {
+				continue
+			}
+			done <- err
+			return
+		}
+	}()
 	var once bool
 	var err error
 	stop := func() error {
