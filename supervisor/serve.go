@@ -92,8 +92,8 @@ func Serve(ctx context.Context, cfg Config) error {
 		defer cln.Close()
 	}
 	handler := newAPI(sup, cfg, stop)
-	defer sup.web.close()
-	if err := sup.web.boot(ctx, cfg.Web); err != nil {
+	defer sup.web.Close()
+	if err := sup.web.Boot(ctx, cfg.Web); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped (SIGTERM) while starting: a graceful stop
 		}
@@ -121,7 +121,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	// Panes first: that ends their event streams and attached viewers,
 	// which would otherwise hold the server's shutdown.
 	sup.Close()
-	sup.web.close()
+	sup.web.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if srv.Shutdown(shutCtx) != nil {

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/cicy-ai/cicy-agent/schema"
@@ -39,10 +38,6 @@ func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
 		API: func() http.Handler { return w.api }, Log: s.log.WithField("part", "web")})
 	return w
 }
-
-func (w *webFront) boot(ctx context.Context, at Web) error { return w.Boot(ctx, at) }
-
-func (w *webFront) close() { w.Close() }
 
 // socketOnly keeps the page's management on the control socket
 // (front.SocketOnly).

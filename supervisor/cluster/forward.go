@@ -18,6 +18,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/httpapi"
 )
 
 // A request about another node's pane — /api/panes/{id}/… other than a
@@ -66,11 +67,11 @@ func (c *Cluster) Forward(next http.Handler) http.Handler {
 			return
 		}
 		if from := r.Header.Get(forwardedHeader); from != "" {
-			writeErr(w, api.Failedf("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, c.node, from))
+			httpapi.WriteErr(w, api.Failedf("pane %s is on node %s, not on node %s (a request forwarded by node %s)", rm.row.ID, rm.row.Node, c.node, from))
 			return
 		}
 		if rest == "attach" {
-			writeErr(w, api.Failedf("%s", c.attachHint(rm)))
+			httpapi.WriteErr(w, api.Failedf("%s", c.attachHint(rm)))
 			return
 		}
 		c.proxy(w, r, rm.node, "pane "+rm.row.ID+" (on node "+rm.row.Node+")")
@@ -82,7 +83,7 @@ func (c *Cluster) Forward(next http.Handler) http.Handler {
 func (c *Cluster) createOn(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
 	if err != nil {
-		writeErr(w, api.Usagef("bad request body: %v", err))
+		httpapi.WriteErr(w, api.Usagef("bad request body: %v", err))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -95,12 +96,12 @@ func (c *Cluster) createOn(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	if from := r.Header.Get(forwardedHeader); from != "" {
-		writeErr(w, api.Failedf("node %s was asked by node %s to create a pane on node %s", c.node, from, req.Node))
+		httpapi.WriteErr(w, api.Failedf("node %s was asked by node %s to create a pane on node %s", c.node, from, req.Node))
 		return
 	}
 	n, ok := c.nodeNamed(req.Node)
 	if !ok {
-		writeErr(w, api.Usagef("--node %s: no such node (see 'cicy-agent nodes')", req.Node))
+		httpapi.WriteErr(w, api.Usagef("--node %s: no such node (see 'cicy-agent nodes')", req.Node))
 		return
 	}
 	c.proxy(w, r, n, "a new pane for node "+n.Name)
@@ -154,7 +155,7 @@ func shellQuote(s string) string {
 // cannot.
 func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, what string) {
 	if why := c.cannotReach(n, time.Now()); why != "" {
-		writeErr(w, api.Failedf("%s: node %s cannot be reached: %s", what, n.Name, why))
+		httpapi.WriteErr(w, api.Failedf("%s: node %s cannot be reached: %s", what, n.Name, why))
 		return
 	}
 	plain := plainCall(r)
@@ -206,14 +207,14 @@ func (c *Cluster) proxy(w http.ResponseWriter, r *http.Request, n schema.Node, w
 		FlushInterval: -1, // streams (preview, events) pass line by line
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if lost.Load() {
-				writeErr(w, api.Failedf("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
+				httpapi.WriteErr(w, api.Failedf("%s: node %s was lost while the request was under way: %s", what, n.Name, c.whyLost(n)))
 				return
 			}
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client went away
 			}
 			c.log.WithError(err).WithField("peer", n.Name).Warn("Could not forward a request to the other node")
-			writeErr(w, api.Failedf("%s: node %s does not answer at %s: %v", what, n.Name, n.Addr, err))
+			httpapi.WriteErr(w, api.Failedf("%s: node %s does not answer at %s: %v", what, n.Name, n.Addr, err))
 		},
 	}
 	rp.ServeHTTP(w, r)
@@ -255,13 +256,13 @@ func DropLate(next http.Handler, log *logrus.Entry) http.Handler {
 		}
 		d, ok := callerDeadline(r)
 		if !ok {
-			writeErr(w, api.Usagef("the %s header %q is not a time in RFC 3339 form", api.DeadlineHeader, v))
+			httpapi.WriteErr(w, api.Usagef("the %s header %q is not a time in RFC 3339 form", api.DeadlineHeader, v))
 			return
 		}
 		if err := lateErr(d, time.Now()); err != nil {
 			log.WithFields(logrus.Fields{"method": r.Method, "path": r.URL.Path, "from": r.Header.Get(forwardedHeader), "deadline": v}).
 				Warn("Dropped a request read after its caller had stopped waiting")
-			writeErr(w, err)
+			httpapi.WriteErr(w, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), beginByKey{}, d)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
+	"github.com/cicy-ai/cicy-agent/supervisor/httpapi"
 )
 
 // The cluster API: with serve --listen, the supervisor also serves its API
@@ -87,7 +88,7 @@ func RequireToken(token string, next http.Handler, log *logrus.Entry) http.Handl
 			}
 			refused.Log(log, host, r.URL.Path, "Refused a cluster API request without the cluster secret")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cicy-agent"`)
-			writeJSON(w, http.StatusUnauthorized, &api.Error{Kind: api.KindUsage, Message: "the cluster secret is missing or wrong"})
+			httpapi.WriteJSON(w, http.StatusUnauthorized, &api.Error{Kind: api.KindUsage, Message: "the cluster secret is missing or wrong"})
 			return
 		}
 		next.ServeHTTP(w, r)
