@@ -143,6 +143,30 @@ func TestHTTPAPIKnowsNoRoom(t *testing.T) {
 	}
 }
 
+// TestRoomsWithoutTheCore: no package under supervisor/ (its rooms: the
+// cicy panes' API, the screens, spend, the cluster...) depends on the core,
+// package supervisor; each reaches it through the small interfaces it
+// declares, which the core implements.
+func TestRoomsWithoutTheCore(t *testing.T) {
+	t.Parallel()
+	const core = module + "/supervisor"
+	lines := strings.Split(strings.TrimSpace(goList(t, "-f", `{{.ImportPath}} {{join .Deps " "}}`, core+"/...")), "\n")
+	rooms := 0
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == core {
+			continue
+		}
+		rooms++
+		if slices.Contains(f[1:], core) {
+			t.Errorf("%s depends on %s", f[0], core)
+		}
+	}
+	if rooms < 2 {
+		t.Fatalf("go list found %d packages under %s: %q", rooms, core, lines)
+	}
+}
+
 // namesUsed lists, as "name.X" at its place, each name of package imp the
 // non-test files of pkg use; a dot or blank import is one entry too.
 func namesUsed(t *testing.T, pkg, imp string) []string {

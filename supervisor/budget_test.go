@@ -21,6 +21,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cicypanes"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
@@ -77,7 +78,7 @@ func (r *budgetRig) pane(title, team string, usd float64) string {
 func (r *budgetRig) spend(id, model string, usd float64) {
 	r.t.Helper()
 	rec := cicy.UsageRecord{PaneID: id, Model: model, Usage: wire.Usage{InputTokens: int64(usd / 3 * 1e6), OutputTokens: 1}}
-	if err := (usageSink{r.s}).RecordUsage(context.Background(), rec); err != nil {
+	if err := (cicypanes.UsageSink{Ledger: r.s.spend}).RecordUsage(context.Background(), rec); err != nil {
 		r.t.Fatal(err)
 	}
 }

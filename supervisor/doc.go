@@ -4,7 +4,8 @@
 // Data flow:
 //
 //	requests   CLI, dashboard ──api.Client: HTTP/JSON over run/cicy.sock──▶ API (package httpapi,
-//	           wired in serve.go and apiview.go: the Daemon it declares is *Supervisor)
+//	           wired in serve.go and apiview.go: the Daemon it declares is *Supervisor; the
+//	           rooms serve groups of their own: spend, cicypanes, screens)
 //	           ──▶ registry (supervisor.go): id → entry{config, one pane-kind value}
 //	           ──▶ the pane's kind adapter (kind*.go): cicyKind, shellKind, cliKind, stopped
 //	           ──▶ its backend: pane.PTY or a session of the private tmux server (pane.TmuxPane),

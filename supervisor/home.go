@@ -32,6 +32,10 @@ func (h Home) path(p ...string) string { return filepath.Join(append([]string{h.
 // DB is the SQLite database.
 func (h Home) DB() string { return h.path("db", "cicy.db") }
 
+// ViewFile is where the home's view (screens.View) is recorded: one view
+// per home, a new one replaces the old.
+func (h Home) ViewFile() string { return h.path("run", "view.json") }
+
 // Socket is the control socket.
 func (h Home) Socket() string { return h.path("run", "cicy.sock") }
 

@@ -156,3 +156,11 @@ type turnLoop interface{ agent() *cicy.Agent }
 type hookTarget interface {
 	SetState(s pane.State, reason string)
 }
+
+// hookQuiet is how long a hook stands before screen rules may overrule it.
+func (s *Supervisor) hookQuiet() time.Duration {
+	if s.cfg.HookQuiet > 0 {
+		return s.cfg.HookQuiet
+	}
+	return pane.DefaultHookQuiet
+}

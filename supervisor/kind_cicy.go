@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,8 +12,9 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/cicypanes"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
-	"github.com/cicy-ai/cicy-agent/supervisor/signals"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
 // cicyKind is a cicy pane: a headless turn loop in this process. Input is
@@ -37,15 +37,12 @@ func paneStatus(st cicy.Status) pane.Status {
 	return pane.Status{State: pane.State(st.State), Reason: st.Reason, Since: st.Since}
 }
 
-func (p *cicyKind) Screen() (string, error) { return replyText(p.a.Reply()), nil }
+func (p *cicyKind) Screen() (string, error) { return screens.ReplyText(p.a.Reply()), nil }
 
-// replyText is what `screen` shows of a cicy pane: the latest answer, or
-// while a turn works with no answer yet, its progress.
-func replyText(r cicy.Reply) string {
-	if r.Answer != "" || r.Status != cicy.TurnWorking {
-		return r.Answer
-	}
-	return fmt.Sprintf("… working (turn %s, %s so far)", r.TurnID, signals.ToolCalls(len(r.ToolCalls)))
+// Preview follows the turn: the message it answers, the reply as it
+// streams, the tools it calls (screens.FollowTurn).
+func (p *cicyKind) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, _ func() bool) error {
+	return screens.FollowTurn(ctx, p.cfg.ID, p.a, lines, emit)
 }
 
 // Send queues a user message; with Wait it returns the result of the
@@ -57,42 +54,7 @@ func (p *cicyKind) Send(ctx context.Context, req api.SendRequest) (*api.SendResu
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, api.Usagef("nothing to send")
 	}
-	return sendCicy(ctx, p.a, req.Text, req.Wait)
-}
-
-// sendCicy delivers a message to a cicy pane; with wait it blocks until
-// the turn that handles it ends or ctx ends.
-func sendCicy(ctx context.Context, a *cicy.Agent, text string, wait bool) (*api.SendResult, error) {
-	ch, err := a.Send(text, "", wait)
-	if err != nil {
-		return nil, api.Failedf("%v", err)
-	}
-	if !wait {
-		return nil, nil
-	}
-	select {
-	case r := <-ch:
-		return sendResult(r), nil
-	case <-ctx.Done():
-		return nil, api.Failedf("timed out waiting for the turn to end; it goes on (see 'cicy-agent screen')")
-	}
-}
-
-// sendResult is a turn's result as send --wait answers it. A turn whose
-// history or usage was not written is failed, with its answer and why:
-// a client that sees "completed" may trust that nothing waits in memory.
-func sendResult(r cicy.TurnResult) *api.SendResult {
-	res := &api.SendResult{Status: r.Status, Answer: r.Answer, Error: r.Error}
-	if r.Unsaved == "" {
-		return res
-	}
-	res.Unsaved = r.Unsaved
-	if r.Status == cicy.TurnCompleted {
-		res.Status, res.Error = cicy.TurnFailed, r.Unsaved
-	} else {
-		res.Error += "; " + r.Unsaved
-	}
-	return res
+	return cicypanes.Send(ctx, p.a, req.Text, req.Wait)
 }
 
 func (p *cicyKind) Stop(_ time.Duration, why string) pane.Status {

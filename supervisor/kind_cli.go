@@ -16,6 +16,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
 
@@ -63,7 +64,7 @@ func menuOpen(st pane.Status) bool {
 func (p *cliKind) Explain(x *api.Explanation) {
 	x.LastHook = p.hooks.Seen(p.quiet)
 	x.LastIgnored = p.hooks.IgnoredSeen()
-	x.Rules = rulesVerdict(p.home, p.cfg.Type, x.Screen)
+	x.Rules = screens.RulesVerdict(p.home, p.cfg.Type, x.Screen)
 	st := p.proc.Status()
 	if st.Pending != "" {
 		x.Rules.Pending = string(st.Pending)

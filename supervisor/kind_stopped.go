@@ -10,6 +10,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
 // stopped is a pane with nothing running: never started by this
@@ -57,7 +58,7 @@ func (p *stopped) Explain(x *api.Explanation) {
 
 func (p *stopped) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
 	screen := func() api.ScreenResponse { return api.ScreenResponse{ID: p.cfg.ID, State: string(p.st.State)} }
-	return previewLoop(ctx, screen, nil, nil, emit, gone)
+	return screens.Loop(ctx, screen, nil, nil, emit, gone)
 }
 
 // View: a pane coming back in its own session is waited for (its task is

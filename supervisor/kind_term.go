@@ -12,6 +12,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
 // terminal is a terminal pane's running program: a PTY of ours
@@ -144,8 +145,18 @@ func (p *termKind) attachable() (*pane.PTY, bool) {
 	return t, ok
 }
 
+// StyledScreen is the terminal's screen with its colours; false when the
+// program's backend cannot give them.
+func (p *termKind) StyledScreen() ([]pane.StyledLine, bool) {
+	s, ok := p.proc.(interface{ StyledScreen() []pane.StyledLine })
+	if !ok {
+		return nil, false
+	}
+	return s.StyledScreen(), true
+}
+
 // Preview follows the screen: a PTY says when it changed; a tmux pane is
-// captured every tmuxPreviewPoll.
+// captured every screens.TmuxPoll.
 func (p *termKind) Preview(ctx context.Context, lines int, emit func(api.ScreenResponse) error, gone func() bool) error {
 	var changed <-chan struct{}
 	var poll <-chan time.Time
@@ -156,57 +167,12 @@ func (p *termKind) Preview(ctx context.Context, lines int, emit func(api.ScreenR
 		defer stop()
 		changed = ch
 	} else {
-		tick := time.NewTicker(tmuxPreviewPoll)
+		tick := time.NewTicker(screens.TmuxPoll)
 		defer tick.Stop()
 		poll = tick.C
 	}
 	screen := func() api.ScreenResponse {
-		return api.ScreenResponse{ID: p.cfg.ID, State: string(p.proc.Status().State), Screen: lastLines(p.proc.Screen(), lines)}
+		return api.ScreenResponse{ID: p.cfg.ID, State: string(p.proc.Status().State), Screen: screens.LastLines(p.proc.Screen(), lines)}
 	}
-	return previewLoop(ctx, screen, changed, poll, emit, gone)
-}
-
-// previewLoop emits the screen when it differs from the last one emitted:
-// at once, after each change (a burst of output gives one preview), at
-// each poll, and every second for the state line — until ctx ends or the
-// pane is gone.
-func previewLoop(ctx context.Context, screen func() api.ScreenResponse, changed <-chan struct{}, poll <-chan time.Time, emit func(api.ScreenResponse) error, gone func() bool) error {
-	var last api.ScreenResponse
-	send := func() error {
-		sc := screen()
-		if sc.ID == last.ID && sc.State == last.State && sc.Screen == last.Screen && sc.Dialog == last.Dialog {
-			return nil
-		}
-		last = sc
-		return emit(sc)
-	}
-	if err := send(); err != nil {
-		return err
-	}
-	stateTick := time.NewTicker(time.Second)
-	defer stateTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-changed:
-			if !ok {
-				changed = nil // the output ended; the state tick still looks
-				continue
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(previewBatch):
-			}
-		case <-poll:
-		case <-stateTick.C:
-			if gone() {
-				return nil
-			}
-		}
-		if err := send(); err != nil {
-			return err
-		}
-	}
+	return screens.Loop(ctx, screen, changed, poll, emit, gone)
 }

@@ -326,7 +326,7 @@ func buttonData(m notifytest.Message, action string) string {
 // checkAnswered checks explain shows one answer, action by whom.
 func checkAnswered(t *testing.T, s *Supervisor, id, action, by string) {
 	t.Helper()
-	x, err := s.Explain(id)
+	x, err := s.screens.Explain(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestNotifyTelegramReply(t *testing.T) {
 	k.tg.WaitSent(t, `^done: `+id+` text`, 60*time.Second)
 	picked := filepath.Join(s.cfg.Home.Workspace(id), "picked")
 	waitFor(t, "the reply typed", func() bool { b, _ := os.ReadFile(picked); return string(b) == "G" })
-	x, err := s.Explain(id)
+	x, err := s.screens.Explain(id)
 	if err != nil {
 		t.Fatal(err)
 	}

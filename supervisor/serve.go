@@ -231,7 +231,7 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	mux := httpapi.New(sup, httpapi.Config{
 		Version: cfg.Version, Home: cfg.Home.Root, Cluster: cfg.Listen.Addr,
 		BodyTimeout: cfg.BodyTimeout, Shutdown: shutdown,
-		Spend: sup.spend, Answers: sup.notify,
+		Spend: sup.spend, Answers: sup.notify, Views: sup.screens, Cicy: sup.cicyPanes,
 		Rooms: []httpapi.Room{sup.notify.Routes, sup.web.Routes},
 		Forward: func(next http.Handler) http.Handler {
 			return cluster.DropLate(sup.cl.Forward(next), sup.log)

@@ -58,7 +58,7 @@ func TestSessionRecorded(t *testing.T) {
 		if err != nil || row.SessionID != want {
 			t.Errorf("row's session = %q, %v; want %q", row.SessionID, err, want)
 		}
-		x, err := s.Explain(p.ID)
+		x, err := s.screens.Explain(p.ID)
 		if err != nil || x.Pane.SessionID != want {
 			t.Errorf("explain's session = %q, %v; want %q", x.Pane.SessionID, err, want)
 		}

@@ -199,7 +199,7 @@ func testGatewaySignal(t *testing.T, backend string) {
 // overruled.
 func checkExplainInFlight(t *testing.T, s *Supervisor, id string) {
 	t.Helper()
-	x, err := s.Explain(id)
+	x, err := s.screens.Explain(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cicypanes"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
@@ -33,6 +34,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
 	"github.com/cicy-ai/cicy-agent/supervisor/teamtools"
@@ -142,6 +144,9 @@ type Supervisor struct {
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
 	web    *webFront       // the web page, made with the API
 
+	cicyPanes *cicypanes.Panes // the cicy panes' API and the guidance files
+	screens   *screens.Room    // the preview, the styled screen, the explanation
+
 	mu    sync.Mutex
 	panes map[string]*entry
 	// starting holds the panes Create is starting, not yet in panes: a
@@ -177,6 +182,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
 	s.back = comeback.New(backPanes{s})
+	s.cicyPanes, s.screens = cicypanes.New(cicyCore{s}), screens.New(screensCore{s})
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
 	}
@@ -1119,34 +1125,23 @@ func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
 	if err != nil {
 		return api.ScreenResponse{}, err
 	}
-	out, _ := s.screenResponse(e, k, sc, lines)
+	out, _ := s.screenResponse(e, k.Status(), sc, lines)
 	return out, nil
 }
 
-// screenResponse is the screen API's answer for a pane's screen sc, and sc
-// scrubbed of credentials.
-func (s *Supervisor) screenResponse(e *entry, k kind, sc string, lines int) (api.ScreenResponse, string) {
+// screenResponse is the screen API's answer for a pane's screen sc (its
+// state st), and sc scrubbed of credentials.
+func (s *Supervisor) screenResponse(e *entry, st pane.Status, sc string, lines int) (api.ScreenResponse, string) {
 	// Scrubbed whole before its last lines are cut: a key wrapped over
 	// the cut is found.
 	whole := s.scrub.String(sc)
-	out := api.ScreenResponse{ID: e.cfg.ID, State: string(k.Status().State), Screen: lastLines(whole, lines)}
+	out := api.ScreenResponse{ID: e.cfg.ID, State: string(st.State), Screen: screens.LastLines(whole, lines)}
 	if agent, ok := cliagent.Lookup(e.cfg.Type); ok {
 		if d := agent.ReadDialog(pane.NewLayout(whole, nil).Lines); d.Kind != "" {
 			out.Dialog = &d
 		}
 	}
 	return out, whole
-}
-
-func lastLines(s string, n int) string {
-	if n <= 0 {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Restart starts a pane again with the same argv and workspace, stopping
@@ -1290,7 +1285,7 @@ func (s *Supervisor) Close() {
 	s.disk.close()
 	s.tmux.Close()
 	// A view on the person's tmux server goes with the supervisor.
-	if err := EndView(s.cfg.Home); err != nil {
+	if err := screens.EndView(s.cfg.Home.ViewFile()); err != nil {
 		s.log.WithError(err).Warn("Could not end the view")
 	}
 }

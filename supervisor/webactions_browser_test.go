@@ -134,7 +134,7 @@ func webSendsAndSets(t *testing.T, s *Supervisor, b context.Context, page string
 		chromedp.SetValue(chromedp.CSS(`[data-test="role-content"]`), role),
 		chromedp.Click(chromedp.CSS(`#role-form button`)))
 	waitFor(t, "the role saved", func() bool {
-		g, err := s.Guidance("w-2")
+		g, err := s.cicyPanes.Guidance("w-2")
 		return err == nil && g.Content == role
 	})
 }

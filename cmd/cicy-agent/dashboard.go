@@ -19,6 +19,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
 func (e *env) dashboardCmd() *cli.Command {
@@ -251,11 +252,11 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 	// Recorded, so that the view ends with its panes (down) or with the
 	// supervisor (shutdown).
 	if sock, err := tmux("display-message", "-p", "-t", target, "#{socket_path}"); err == nil && sock != "" {
-		v := supervisor.View{Socket: sock, Session: res.Session, Panes: res.Panes}
+		v := screens.View{Socket: sock, Session: res.Session, Panes: res.Panes}
 		if inside {
 			v.Session, v.Window = "", target
 		}
-		if err := supervisor.SaveView(h, v); err != nil {
+		if err := screens.SaveView(h.ViewFile(), v); err != nil {
 			fmt.Fprintf(e.stderr, "warning: %v; the view stays after shutdown\n", err)
 		}
 	}

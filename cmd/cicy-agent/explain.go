@@ -12,7 +12,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/panetype"
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -216,7 +216,7 @@ func (e *env) explainScreen(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := supervisor.ScreenVerdict(h.Root, typ, string(b))
+	v, err := screens.ScreenVerdict(h.Root, typ, string(b))
 	if err != nil {
 		return err
 	}

@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
 // TestScreenCorpus checks the built-in rules on every screen recorded
 // from the real CLI agents (testdata/screens/<agent>/<state>/*.txt, see
 // record_test.go): each gives the recorded state, decided by a part of
 // the agent's layout other than the transcript. The verdicts are those of
-// `cicy-agent explain` (supervisor.ScreenVerdict, in this process); the
+// `cicy-agent explain` (screens.ScreenVerdict, in this process); the
 // command itself is run on the first screen of each agent and state and
 // must say the same.
 func TestScreenCorpus(t *testing.T) {
@@ -38,7 +38,7 @@ func TestScreenCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := supervisor.ScreenVerdict(home, agent, string(b))
+		v, err := screens.ScreenVerdict(home, agent, string(b))
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
-	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -397,7 +397,7 @@ func (e *env) downCmd() *cli.Command {
 			}
 			// A view of only these panes goes with them.
 			if h, err := home(c); err == nil {
-				if err := supervisor.EndView(h, teams[name]...); err != nil {
+				if err := screens.EndView(h.ViewFile(), teams[name]...); err != nil {
 					fmt.Fprintf(e.stderr, "warning: could not end the view: %v\n", err)
 				}
 			}

@@ -19,13 +19,12 @@ import (
 type Daemon interface {
 	PaneLife
 	Screens
-	CicyPanes
 	Tasks
 	Team
 }
 
 // PaneLife is the panes' list and each pane's life: made, sent to,
-// answered, restarted, killed, explained; its guidance file.
+// answered, restarted, killed.
 type PaneLife interface {
 	Panes(ctx context.Context) iter.Seq[api.PaneInfo]
 	ListFiltered(ctx context.Context, f api.PaneFilter) ([]api.PaneInfo, error)
@@ -36,22 +35,26 @@ type PaneLife interface {
 	Send(ctx context.Context, id string, req api.SendRequest) (*api.SendResult, error)
 	Hook(ctx context.Context, id string, req api.HookRequest) (api.HookResult, error)
 	Answer(ctx context.Context, id string, req api.AnswerRequest) (api.AnswerResult, error)
-	Explain(id string) (api.Explanation, error)
-	Guidance(id string) (api.GuidanceDoc, error)
-	SetGuidance(id, content string) (api.GuidanceDoc, error)
 }
 
-// Screens is what a viewer sees of a pane: its screen (with colours),
-// a preview that follows it, the PTY to attach to.
+// Screens is what a viewer sees of a pane in the daemon: its screen, the
+// PTY to attach to.
 type Screens interface {
 	Screen(id string, lines int) (api.ScreenResponse, error)
-	StyledScreen(id string, lines int) (api.ScreenResponse, error)
-	Preview(ctx context.Context, id string, lines int, emit func(api.ScreenResponse) error) error
 	PTY(id string) (*pane.PTY, error)
 }
 
-// CicyPanes is what only a cicy pane has: its turn to cancel, its
-// commands, its events, its memories.
+// Views is what a viewer follows of a pane (package screens): its screen
+// with colours, a preview that follows it, why it has its state.
+type Views interface {
+	StyledScreen(id string, lines int) (api.ScreenResponse, error)
+	Preview(ctx context.Context, id string, lines int, emit func(api.ScreenResponse) error) error
+	Explain(id string) (api.Explanation, error)
+}
+
+// CicyPanes is what only a cicy pane has (package cicypanes): its turn to
+// cancel, its commands, its events, its memories; and any pane's guidance
+// file.
 type CicyPanes interface {
 	Cancel(id string) (bool, error)
 	Command(ctx context.Context, id, cmd string) (*api.SendResult, error)
@@ -61,6 +64,8 @@ type CicyPanes interface {
 	MemoryRemove(id, memID string) error
 	MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error)
 	MemoryReindex(id string) (api.ReindexResult, error)
+	Guidance(id string) (api.GuidanceDoc, error)
+	SetGuidance(id, content string) (api.GuidanceDoc, error)
 }
 
 // Tasks is the team's tasks: dispatched, waited for, listed, cancelled,
@@ -121,6 +126,8 @@ type Config struct {
 	Shutdown func()
 	Spend    Spending
 	Answers  Answers
+	Views    Views
+	Cicy     CicyPanes
 	// Rooms mount the routes of the supervisor's rooms.
 	Rooms []Room
 	// Forward wraps the routes: a request for another node's pane is

@@ -332,7 +332,7 @@ func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
-	was, err := a.sup.Cancel(r.PathValue("id"))
+	was, err := a.cfg.Cicy.Cancel(r.PathValue("id"))
 	if err != nil {
 		WriteErr(w, err)
 		return
@@ -343,7 +343,7 @@ func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
 // command runs /compact or /clear and answers when it is done.
 func (a *handler) command(cmd string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		res, err := a.sup.Command(r.Context(), r.PathValue("id"), cmd)
+		res, err := a.cfg.Cicy.Command(r.Context(), r.PathValue("id"), cmd)
 		if err != nil {
 			WriteErr(w, err)
 			return
@@ -354,7 +354,7 @@ func (a *handler) command(cmd string) http.HandlerFunc {
 
 // events streams a cicy pane's events as JSON lines until the client goes.
 func (a *handler) events(w http.ResponseWriter, r *http.Request) {
-	ch, stop, err := a.sup.Events(r.PathValue("id"))
+	ch, stop, err := a.cfg.Cicy.Events(r.PathValue("id"))
 	if err != nil {
 		WriteErr(w, err)
 		return
@@ -422,7 +422,7 @@ func (a *handler) preview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var send func(vs ...any) error
-	err = a.sup.Preview(r.Context(), r.PathValue("id"), lines, func(sc api.ScreenResponse) error {
+	err = a.cfg.Views.Preview(r.Context(), r.PathValue("id"), lines, func(sc api.ScreenResponse) error {
 		if send == nil {
 			send = ndjson(w)
 		}
@@ -446,7 +446,7 @@ func linesParam(r *http.Request) (int, error) {
 }
 
 func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
-	x, err := a.sup.Explain(r.PathValue("id"))
+	x, err := a.cfg.Views.Explain(r.PathValue("id"))
 	if err != nil {
 		WriteErr(w, err)
 		return
@@ -462,7 +462,7 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	}
 	screen := a.sup.Screen
 	if r.URL.Query().Get("styled") == "1" {
-		screen = a.sup.StyledScreen
+		screen = a.cfg.Views.StyledScreen
 	}
 	sc, err := screen(r.PathValue("id"), lines)
 	if err != nil {
@@ -509,7 +509,7 @@ func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
-	doc, err := a.sup.Guidance(r.PathValue("id"))
+	doc, err := a.cfg.Cicy.Guidance(r.PathValue("id"))
 	if err != nil {
 		WriteErr(w, err)
 		return
@@ -523,7 +523,7 @@ func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
 		WriteErr(w, err)
 		return
 	}
-	doc, err := a.sup.SetGuidance(r.PathValue("id"), content)
+	doc, err := a.cfg.Cicy.SetGuidance(r.PathValue("id"), content)
 	if err != nil {
 		WriteErr(w, err)
 		return

@@ -1,4 +1,4 @@
-package supervisor
+package screens
 
 import (
 	"strings"
@@ -7,33 +7,18 @@ import (
 	"github.com/cicy-ai/cicy-agent/pane"
 )
 
-// styledScreener is a kind whose screen has colours: a terminal pane.
-type styledScreener interface {
-	StyledScreen() ([]pane.StyledLine, bool)
-}
-
-// StyledScreen is the terminal's screen with its colours; false when the
-// program's backend cannot give them.
-func (p *termKind) StyledScreen() ([]pane.StyledLine, bool) {
-	s, ok := p.proc.(interface{ StyledScreen() []pane.StyledLine })
-	if !ok {
-		return nil, false
-	}
-	return s.StyledScreen(), true
-}
-
 // StyledScreen is Screen with the screen's colours in Styled: a terminal
 // pane's runs of styled text, any other pane's lines as plain runs. Screen
 // and Styled are read from one look at the screen.
-func (s *Supervisor) StyledScreen(id string, lines int) (api.ScreenResponse, error) {
-	e, err := s.get(id)
+func (r *Room) StyledScreen(id string, lines int) (api.ScreenResponse, error) {
+	p, err := r.core.Pane(id)
 	if err != nil {
 		return api.ScreenResponse{}, err
 	}
-	k := e.kind()
+	k := p.Kind()
 	var styled []pane.StyledLine
 	var text string
-	if ss, ok := k.(styledScreener); ok {
+	if ss, ok := k.(StyledScreener); ok {
 		if styled, ok = ss.StyledScreen(); ok {
 			text = pane.StyledText(styled)
 		}
@@ -43,7 +28,7 @@ func (s *Supervisor) StyledScreen(id string, lines int) (api.ScreenResponse, err
 			return api.ScreenResponse{}, err
 		}
 	}
-	out, whole := s.screenResponse(e, k, text, lines)
+	out, whole := p.Respond(k.Status(), text, lines)
 	runs := scrubStyled(styled, text, whole)
 	if lines > 0 && len(runs) > lines {
 		runs = runs[len(runs)-lines:]

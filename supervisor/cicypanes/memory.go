@@ -1,4 +1,4 @@
-package supervisor
+package cicypanes
 
 import (
 	"context"
@@ -18,8 +18,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
-	_, a, err := s.agentOf(id)
+// memoryOf is a cicy pane's turn loop and its memory store.
+func (p *Panes) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
+	a, err := p.core.Agent(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,8 +28,8 @@ func (s *Supervisor) memoryOf(id string) (*cicy.Agent, *memory.Store, error) {
 }
 
 // Memories lists a cicy pane's memories.
-func (s *Supervisor) Memories(id string) (api.MemoryList, error) {
-	a, st, err := s.memoryOf(id)
+func (p *Panes) Memories(id string) (api.MemoryList, error) {
+	a, st, err := p.memoryOf(id)
 	if err != nil {
 		return api.MemoryList{}, err
 	}
@@ -40,8 +41,8 @@ func (s *Supervisor) Memories(id string) (api.MemoryList, error) {
 }
 
 // MemoryGet returns one memory.
-func (s *Supervisor) MemoryGet(id, memID string) (memory.Memory, error) {
-	_, st, err := s.memoryOf(id)
+func (p *Panes) MemoryGet(id, memID string) (memory.Memory, error) {
+	_, st, err := p.memoryOf(id)
 	if err != nil {
 		return memory.Memory{}, err
 	}
@@ -56,11 +57,11 @@ func (s *Supervisor) MemoryGet(id, memID string) (memory.Memory, error) {
 }
 
 // MemoryRemove moves a memory to _archive/.
-func (s *Supervisor) MemoryRemove(id, memID string) error {
-	if _, err := s.MemoryGet(id, memID); err != nil {
+func (p *Panes) MemoryRemove(id, memID string) error {
+	if _, err := p.MemoryGet(id, memID); err != nil {
 		return err
 	}
-	_, st, _ := s.memoryOf(id)
+	_, st, _ := p.memoryOf(id)
 	if err := st.Remove(memID); err != nil {
 		return api.Failedf("%v", err)
 	}
@@ -69,8 +70,8 @@ func (s *Supervisor) MemoryRemove(id, memID string) error {
 
 // MemoryReindex rebuilds a cicy pane's MEMORY.md from its memory files now,
 // archiving the weakest first when there are more than the store keeps.
-func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
-	_, st, err := s.memoryOf(id)
+func (p *Panes) MemoryReindex(id string) (api.ReindexResult, error) {
+	_, st, err := p.memoryOf(id)
 	if err != nil {
 		return api.ReindexResult{}, err
 	}
@@ -86,8 +87,8 @@ func (s *Supervisor) MemoryReindex(id string) (api.ReindexResult, error) {
 }
 
 // MemoryFlush recognises the buffered turns now and waits for it.
-func (s *Supervisor) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
-	a, _, err := s.memoryOf(id)
+func (p *Panes) MemoryFlush(ctx context.Context, id string) (cicy.FlushResult, error) {
+	a, _, err := p.memoryOf(id)
 	if err != nil {
 		return cicy.FlushResult{}, err
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package screens
 
 import (
 	"context"
@@ -15,38 +15,42 @@ import (
 // Explain says why a pane has its state: the signal behind its reason,
 // the last hook of a CLI agent and what its screen rules say of the screen
 // now, a cicy pane's turn.
-func (s *Supervisor) Explain(id string) (api.Explanation, error) {
-	e, err := s.get(id)
+func (r *Room) Explain(id string) (api.Explanation, error) {
+	p, err := r.core.Pane(id)
 	if err != nil {
 		return api.Explanation{}, err
 	}
-	s.awaken(e) // a dormant cicy pane's turn is read from its history
-	x := api.Explanation{Pane: s.describe(e)}
-	if sc, err := s.Screen(id, 0); err == nil {
-		x.Screen = sc.Screen
+	p.Wake() // a dormant cicy pane's turn is read from its history
+	x := api.Explanation{Pane: p.Info()}
+	if sc, err := wholeScreen(p); err == nil {
+		x.Screen = sc
 	}
-	k := e.kind()
+	k := p.Kind()
 	st := k.Status()
-	x.Signal = signalOf(st, e.cfg.Type, s.cfg.Settle)
+	x.Signal = signalOf(st, p.Type(), r.core.Settle())
 	x.FoundAtRestart = comeback.FoundAtRestart(st)
 	k.Explain(&x)
-	if a := s.notify.Answers(context.Background(), e.cfg.ID, 0); len(a) > 0 {
+	if a := r.core.Answers(context.Background(), p.ID(), 0); len(a) > 0 {
 		x.Answers = a[max(0, len(a)-10):]
 	}
 	return x, nil
 }
 
-// hookQuiet is how long a hook stands before screen rules may overrule it.
-func (s *Supervisor) hookQuiet() time.Duration {
-	if s.cfg.HookQuiet > 0 {
-		return s.cfg.HookQuiet
+// wholeScreen is the pane's whole screen as the screen API gives it
+// (scrubbed of credentials).
+func wholeScreen(p Pane) (string, error) {
+	k := p.Kind()
+	sc, err := k.Screen()
+	if err != nil {
+		return "", err
 	}
-	return pane.DefaultHookQuiet
+	out, _ := p.Respond(k.Status(), sc, 0)
+	return out.Screen, nil
 }
 
-// rulesVerdict is what a CLI agent's screen rules, read afresh from home,
+// RulesVerdict is what a CLI agent's screen rules, read afresh from home,
 // say of screen.
-func rulesVerdict(home, typ, screen string) api.RulesVerdict {
+func RulesVerdict(home, typ, screen string) api.RulesVerdict {
 	v, err := ScreenVerdict(home, typ, screen)
 	if err != nil {
 		return api.RulesVerdict{Applies: true, State: "unknown", Note: err.Error()}

@@ -1,4 +1,4 @@
-package supervisor
+package screens
 
 import (
 	"context"
@@ -27,27 +27,23 @@ type View struct {
 	Panes   []string `json:"panes"`
 }
 
-// viewFile is where the home's view is recorded (one view per home: a
-// new one replaces the old).
-func (h Home) viewFile() string { return h.path("run", "view.json") }
-
-// SaveView records the home's view.
-func SaveView(h Home, v View) error {
+// SaveView records the home's view in file (the home's ViewFile).
+func SaveView(file string, v View) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(h.viewFile(), b, 0o600); err != nil {
+	if err := os.WriteFile(file, b, 0o600); err != nil {
 		return fmt.Errorf("record the view: %w", err)
 	}
 	return nil
 }
 
-// EndView ends the home's recorded view on its tmux server and forgets
-// it; with panes given, only when the view tiles no other pane. A view
+// EndView ends the home's view recorded in file (the home's ViewFile) on
+// its tmux server and forgets it; with panes given, only when the view tiles no other pane. A view
 // the person closed already is not an error.
-func EndView(h Home, panes ...string) error {
-	b, err := os.ReadFile(h.viewFile())
+func EndView(file string, panes ...string) error {
+	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -56,7 +52,7 @@ func EndView(h Home, panes ...string) error {
 	}
 	var v View
 	if err := json.Unmarshal(b, &v); err != nil || v.Socket == "" {
-		return os.Remove(h.viewFile()) // not a view this version wrote
+		return os.Remove(file) // not a view this version wrote
 	}
 	if len(panes) > 0 && slices.ContainsFunc(v.Panes, func(id string) bool { return !slices.Contains(panes, id) }) {
 		return nil
@@ -67,7 +63,7 @@ func EndView(h Home, panes ...string) error {
 	} else if v.Session != "" {
 		_, _ = run.Run(context.Background(), nil, "kill-session", "-t", "="+v.Session)
 	}
-	return os.Remove(h.viewFile())
+	return os.Remove(file)
 }
 
 // withoutTMUX drops $TMUX: the client is for a server named by its socket.
