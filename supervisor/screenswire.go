@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor/screens"
 )
 
@@ -29,6 +28,8 @@ func (c screensCore) Answers(ctx context.Context, pane string, task int64) []api
 
 func (c screensCore) Settle() time.Duration { return c.cfg.Settle }
 
+func (c screensCore) Scrub(text string) string { return c.scrub.String(text) }
+
 // screenPane is an entry as the screens see it (screens.Pane).
 type screenPane struct {
 	s *Supervisor
@@ -44,8 +45,4 @@ func (p screenPane) Info() api.PaneInfo { return p.s.describe(p.e) }
 func (p screenPane) Gone() bool {
 	_, err := p.s.get(p.e.cfg.ID)
 	return err != nil
-}
-
-func (p screenPane) Respond(st pane.Status, sc string, lines int) (api.ScreenResponse, string) {
-	return p.s.screenResponse(p.e, st, sc, lines)
 }

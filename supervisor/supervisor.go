@@ -1114,34 +1114,10 @@ func paneNum(id string) int64 {
 	return n
 }
 
-// Screen returns a pane's screen; lines > 0 keeps only the last lines.
+// Screen returns a pane's screen; lines > 0 keeps only the last lines
+// (package screens).
 func (s *Supervisor) Screen(id string, lines int) (api.ScreenResponse, error) {
-	e, err := s.get(id)
-	if err != nil {
-		return api.ScreenResponse{}, err
-	}
-	k := e.kind()
-	sc, err := k.Screen()
-	if err != nil {
-		return api.ScreenResponse{}, err
-	}
-	out, _ := s.screenResponse(e, k.Status(), sc, lines)
-	return out, nil
-}
-
-// screenResponse is the screen API's answer for a pane's screen sc (its
-// state st), and sc scrubbed of credentials.
-func (s *Supervisor) screenResponse(e *entry, st pane.Status, sc string, lines int) (api.ScreenResponse, string) {
-	// Scrubbed whole before its last lines are cut: a key wrapped over
-	// the cut is found.
-	whole := s.scrub.String(sc)
-	out := api.ScreenResponse{ID: e.cfg.ID, State: string(st.State), Screen: screens.LastLines(whole, lines)}
-	if agent, ok := cliagent.Lookup(e.cfg.Type); ok {
-		if d := agent.ReadDialog(pane.NewLayout(whole, nil).Lines); d.Kind != "" {
-			out.Dialog = &d
-		}
-	}
-	return out, whole
+	return s.screens.Screen(id, lines)
 }
 
 // Restart starts a pane again with the same argv and workspace, stopping

@@ -22,8 +22,8 @@ func (r *Room) Explain(id string) (api.Explanation, error) {
 	}
 	p.Wake() // a dormant cicy pane's turn is read from its history
 	x := api.Explanation{Pane: p.Info()}
-	if sc, err := wholeScreen(p); err == nil {
-		x.Screen = sc
+	if sc, err := r.Screen(id, 0); err == nil {
+		x.Screen = sc.Screen
 	}
 	k := p.Kind()
 	st := k.Status()
@@ -34,18 +34,6 @@ func (r *Room) Explain(id string) (api.Explanation, error) {
 		x.Answers = a[max(0, len(a)-10):]
 	}
 	return x, nil
-}
-
-// wholeScreen is the pane's whole screen as the screen API gives it
-// (scrubbed of credentials).
-func wholeScreen(p Pane) (string, error) {
-	k := p.Kind()
-	sc, err := k.Screen()
-	if err != nil {
-		return "", err
-	}
-	out, _ := p.Respond(k.Status(), sc, 0)
-	return out.Screen, nil
 }
 
 // RulesVerdict is what a CLI agent's screen rules, read afresh from home,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 )
 
 // Core is what the screens ask of the daemon.
@@ -17,6 +18,8 @@ type Core interface {
 	// Settle is how long a terminal pane's output is quiet before it is
 	// idle.
 	Settle() time.Duration
+	// Scrub is text with the supervisor's credentials taken out.
+	Scrub(text string) string
 }
 
 // Pane is one pane of the registry as the screens read it.
@@ -32,9 +35,6 @@ type Pane interface {
 	Wake()
 	// Info is the pane as the API lists it.
 	Info() api.PaneInfo
-	// Respond is the screen API's answer for sc, the screen of what runs
-	// the pane (in state st), and sc scrubbed of credentials whole.
-	Respond(st pane.Status, sc string, lines int) (api.ScreenResponse, string)
 }
 
 // Kind is what runs a pane (one of the core's kinds): its screen, its
@@ -55,9 +55,39 @@ type StyledScreener interface {
 	StyledScreen() ([]pane.StyledLine, bool)
 }
 
-// Room answers the API's looks at a pane: its styled screen, its preview,
-// its explanation.
+// Room answers the API's looks at a pane: its screen (with colours), its
+// preview, its explanation.
 type Room struct{ core Core }
 
 // New is the screens on core.
 func New(core Core) *Room { return &Room{core: core} }
+
+// Screen returns a pane's screen; lines > 0 keeps only the last lines.
+func (r *Room) Screen(id string, lines int) (api.ScreenResponse, error) {
+	p, err := r.core.Pane(id)
+	if err != nil {
+		return api.ScreenResponse{}, err
+	}
+	k := p.Kind()
+	sc, err := k.Screen()
+	if err != nil {
+		return api.ScreenResponse{}, err
+	}
+	out, _ := r.respond(p, k.Status(), sc, lines)
+	return out, nil
+}
+
+// respond is the screen API's answer for a pane's screen sc (its state
+// st), and sc scrubbed of credentials.
+func (r *Room) respond(p Pane, st pane.Status, sc string, lines int) (api.ScreenResponse, string) {
+	// Scrubbed whole before its last lines are cut: a key wrapped over
+	// the cut is found.
+	whole := r.core.Scrub(sc)
+	out := api.ScreenResponse{ID: p.ID(), State: string(st.State), Screen: LastLines(whole, lines)}
+	if agent, ok := cliagent.Lookup(p.Type()); ok {
+		if d := agent.ReadDialog(pane.NewLayout(whole, nil).Lines); d.Kind != "" {
+			out.Dialog = &d
+		}
+	}
+	return out, whole
+}

@@ -187,6 +187,9 @@ func (c *onePane) Answers(context.Context, string, int64) []api.Answer {
 	return []api.Answer{{Action: "yes"}}
 }
 func (c *onePane) Settle() time.Duration { return time.Second }
+func (c *onePane) Scrub(text string) string {
+	return strings.ReplaceAll(text, "secret", "[redacted]")
+}
 
 type paneOf struct{ c *onePane }
 
@@ -204,10 +207,6 @@ func (p paneOf) Gone() bool {
 }
 func (p paneOf) Wake()              { p.c.woken = true }
 func (p paneOf) Info() api.PaneInfo { return api.PaneInfo{ID: "w-1"} }
-func (p paneOf) Respond(st pane.Status, sc string, lines int) (api.ScreenResponse, string) {
-	whole := strings.ReplaceAll(sc, "secret", "[redacted]")
-	return api.ScreenResponse{ID: "w-1", State: string(st.State), Screen: LastLines(whole, lines)}, whole
-}
 
 // TestPreviewFollowsARestart: when what runs the pane ends, the preview
 // waits for its replacement and follows it; it ends when the pane goes.
@@ -231,6 +230,21 @@ func TestPreviewFollowsARestart(t *testing.T) {
 	}
 	if err := New(c).Preview(context.Background(), "w-9", 0, nil); err == nil {
 		t.Fatal("a preview of no pane is no error")
+	}
+}
+
+// TestScreenScrubbedWholeThenCut: the screen is scrubbed before its last
+// lines are cut, and answered in the pane's state.
+func TestScreenScrubbedWholeThenCut(t *testing.T) {
+	t.Parallel()
+	c := &onePane{kind: &kindOf{name: "a\nsecret\nb"}}
+	sc, err := New(c).Screen("w-1", 2)
+	if err != nil || sc.Screen != "[redacted]\nb" || sc.State != string(pane.Idle) || sc.ID != "w-1" {
+		t.Fatalf("screen %+v (%v)", sc, err)
+	}
+	sc, err = New(c).StyledScreen("w-1", 2)
+	if err != nil || len(sc.Styled) != 2 || sc.Styled[0][0].Text != "[redacted]" {
+		t.Fatalf("styled screen %+v (%v)", sc, err)
 	}
 }
 

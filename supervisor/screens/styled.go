@@ -28,7 +28,7 @@ func (r *Room) StyledScreen(id string, lines int) (api.ScreenResponse, error) {
 			return api.ScreenResponse{}, err
 		}
 	}
-	out, whole := p.Respond(k.Status(), text, lines)
+	out, whole := r.respond(p, k.Status(), text, lines)
 	runs := scrubStyled(styled, text, whole)
 	if lines > 0 && len(runs) > lines {
 		runs = runs[len(runs)-lines:]
