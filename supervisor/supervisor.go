@@ -134,7 +134,7 @@ type Supervisor struct {
 	tasks     *outbox.Outbox
 	tmux      *pane.TmuxServer
 	gw        *gateway.Gateway
-	tokens    *paneTokens
+	tokens    *gateway.Tokens // the panes' gateway tokens, by hash
 	cl        *cluster.Cluster
 	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
 	team      *teamtools.Tools // the masters' team tools
@@ -1083,7 +1083,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
 	s.trees.DropSpare(e.cfg)
-	s.tokens.forget(e.cfg.ID)
+	s.tokens.Forget(e.cfg.ID)
 	s.spend.PutPaneBudget(e.cfg.ID, nil) // its row went with it
 	s.tasks.Kick()                       // its tasks end now
 	s.paneChanged(e.cfg.ID)
