@@ -30,3 +30,36 @@ func TestPaneEnv(t *testing.T) {
 		t.Fatalf("passing OPENAI_API_KEY: %q, want %q", got, want)
 	}
 }
+
+// TestEnv: no pane gets the supervisor's upstream URLs unless a shell
+// pane asks for one by name; a CLI agent gets neither a provider key nor
+// an upstream it asked for, and none of the variables that tell a
+// program it runs in a CI job; a shell pane keeps those.
+func TestEnv(t *testing.T) {
+	t.Parallel()
+	environ := []string{"PATH=/bin", "ANTHROPIC_BASE_URL=http://u:pw@up", "ANTHROPIC_API_KEY=sk-a", "CI=true", "CI_JOB_ID=7", "GITHUB_ACTIONS=true", "CIRCLE=1"}
+	getenv := func(k string) string {
+		for _, kv := range environ {
+			if name, v, _ := strings.Cut(kv, "="); name == k {
+				return v
+			}
+		}
+		return ""
+	}
+	pass := []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"}
+	got := Env("/h", "w-1", true, environ, pass, getenv)
+	want := []string{"PATH=/bin", "CIRCLE=1", "TERM=xterm-256color", "CICY_HOME=/h", "CICY_PANE_ID=w-1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("CLI agent: %q, want %q", got, want)
+	}
+	got = Env("/h", "w-1", false, environ, nil, getenv)
+	want = []string{"PATH=/bin", "CI=true", "CI_JOB_ID=7", "GITHUB_ACTIONS=true", "CIRCLE=1", "TERM=xterm-256color", "CICY_HOME=/h", "CICY_PANE_ID=w-1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shell pane: %q, want %q", got, want)
+	}
+	got = Env("/h", "w-1", false, environ, pass, getenv)
+	want = []string{"PATH=/bin", "CI=true", "CI_JOB_ID=7", "GITHUB_ACTIONS=true", "CIRCLE=1", "ANTHROPIC_BASE_URL=http://u:pw@up", "ANTHROPIC_API_KEY=sk-a", "TERM=xterm-256color", "CICY_HOME=/h", "CICY_PANE_ID=w-1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("shell pane asking: %q, want %q", got, want)
+	}
+}
