@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -12,7 +11,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
-	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
+	"github.com/cicy-ai/cicy-agent/supervisor/newpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -222,21 +221,7 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string
 // paneDir is a pane's own folder for its agent's configuration.
 func (h Home) paneDir(id string) string { return h.path("panes", id) }
 
-// paneConfig is agent_config.config.
-type paneConfig struct {
-	Team     string `json:"team,omitempty"`
-	AllowAll bool   `json:"allow_all,omitempty"`
-	// Env: the variables asked for with --env (names only).
-	Env []string `json:"env,omitempty"`
-	// Worktree: the pane runs in a git worktree of its own (gitwork).
-	Worktree *gitwork.PaneWorktree `json:"worktree,omitempty"`
-	// Restart: the pane's restart policy (topology.RestartPolicies; ""
-	// for the default).
-	Restart string `json:"restart,omitempty"`
-}
+// paneConfig is agent_config.config (package newpane).
+type paneConfig = newpane.Config
 
-func parsePaneConfig(s string) paneConfig {
-	var c paneConfig
-	_ = json.Unmarshal([]byte(s), &c)
-	return c
-}
+func parsePaneConfig(s string) paneConfig { return newpane.ParseConfig(s) }

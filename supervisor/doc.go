@@ -10,7 +10,8 @@
 //	           ──▶ the pane's kind adapter (kind*.go): cicyKind, shellKind, cliKind, stopped
 //	           ──▶ its backend: pane.PTY or a session of the private tmux server (pane.TmuxPane),
 //	               or a cicy.Agent turn loop in this process; rows ⇄ schema.Store (SQLite or PostgreSQL)
-//	           create (create.go: the topology spec rules) and restart build the adapter (launch);
+//	           create (package newpane checks the request by the topology spec rules and makes its
+//	           folders; Create registers it) and restart build the adapter (launch);
 //	           stop, restart and kill swap it under the entry's op lock while readers load it freely
 //
 //	state      pane loops, turn loops, hooks (package signals, cliagent; agentwire.go wires them), the

@@ -2,9 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -13,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -40,7 +36,7 @@ func (s *Supervisor) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.tokens = &paneTokens{byHash: tokens}
+	s.tokens = gateway.NewTokens(tokens)
 	key := gatewayPortSetting
 	if s.store.Dialect() == schema.Postgres {
 		key += ":" + s.cfg.Node // each node of a shared database has its own
@@ -118,9 +114,9 @@ func (s *Supervisor) paneGatewayURL() string {
 	return s.gw.URL()
 }
 
-// A pane's token: the prefix and 48 hex digits (192 random bits). Its
+// paneTokenPrefix starts a pane's token (gateway.TokenPrefix); its
 // shape lets logs and results be scrubbed of it.
-const paneTokenPrefix = "cicy-pane-"
+const paneTokenPrefix = gateway.TokenPrefix
 
 var paneTokenRe = regexp.MustCompile(paneTokenPrefix + `[0-9a-f]{48}`)
 
@@ -128,26 +124,17 @@ var paneTokenRe = regexp.MustCompile(paneTokenPrefix + `[0-9a-f]{48}`)
 // token itself is kept nowhere but in the pane's environment) and makes it
 // the pane's only valid one.
 func (s *Supervisor) newPaneToken(ctx context.Context, id string) (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("make a gateway token: %w", err)
+	tok, h, err := gateway.NewToken()
+	if err != nil {
+		return "", err
 	}
-	tok := paneTokenPrefix + hex.EncodeToString(b)
-	h := hashToken(tok)
 	if err := s.store.SaveGatewayToken(ctx, id, h); err != nil {
 		return "", err
 	}
-	s.tokens.set(id, h)
+	s.tokens.Set(id, h)
 	return tok, nil
 }
 
-// hashToken is how a token is kept: its SHA-256, in hex.
-func hashToken(tok string) string {
-	sum := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(sum[:])
-}
-
-// paneTokens maps token hashes to panes; it is the gateway's Panes.
 // gatewayPanes are the panes as the gateway knows them: by token, and by
 // the APIs their agents speak.
 type gatewayPanes struct{ s *Supervisor }
@@ -162,43 +149,6 @@ func (g gatewayPanes) Speaks(pane string, api gateway.API) bool {
 	}
 	k, ok := cliagent.Lookup(e.cfg.Type)
 	return ok && slices.Contains(k.APIs, string(api))
-}
-
-type paneTokens struct {
-	mu     sync.RWMutex
-	byHash map[string]string
-}
-
-// Pane is the pane whose token tok is.
-func (t *paneTokens) Pane(tok string) (string, bool) {
-	h := hashToken(tok)
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	id, ok := t.byHash[h]
-	return id, ok
-}
-
-// set makes h the pane's one token hash.
-func (t *paneTokens) set(id, h string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.forgetLocked(id)
-	t.byHash[h] = id
-}
-
-// forget drops the pane's token (the pane is gone).
-func (t *paneTokens) forget(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.forgetLocked(id)
-}
-
-func (t *paneTokens) forgetLocked(id string) {
-	for h, p := range t.byHash {
-		if p == id {
-			delete(t.byHash, h)
-		}
-	}
 }
 
 // gatewayLedger records the gateway's calls in the ledger, as cicy panes'

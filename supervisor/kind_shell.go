@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,9 +67,6 @@ func (p *shellKind) Detach(grace time.Duration, why string) pane.Status {
 	return p.termKind.Detach(grace, why)
 }
 
-// shellVerify is how long a typed task may take to show on the screen.
-const shellVerify = 5 * time.Second
-
 // Deliver types the task (bracketed paste when the program asked for it,
 // then Enter): for a POSIX shell the line that runs it through its
 // script, watched until the shell reports its end; else its text, which
@@ -97,7 +93,7 @@ func (p *shellKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error)
 	if err := p.proc.SendText(t.Text, true); err != nil {
 		return nil, fmt.Errorf("could not type into the worker: %w", err)
 	}
-	return &shellDelivery{p: p.proc, at: time.Now(), command: t.Text}, nil
+	return shelltask.Typed(p.proc, time.Now(), t.Text, false), nil
 }
 
 // Recover goes on tracking a task whose tmux session outlived the
@@ -116,7 +112,7 @@ func (p *shellKind) Recover(t schema.Task, wake func()) outbox.Recovery {
 		return outbox.Recovery{Verdict: outbox.Lost}
 	}
 	return outbox.Recovery{Verdict: outbox.Resumed,
-		Delivery: &shellDelivery{p: p.proc, verified: true, at: at, command: t.Text}}
+		Delivery: shelltask.Typed(p.proc, at, t.Text, true)}
 }
 
 // watch is the delivery of a run, its files watched until they say it
@@ -126,95 +122,3 @@ func (p *shellKind) watch(run shelltask.Run, at time.Time, wake func()) *shellta
 }
 
 func (p *shellKind) Noticed(schema.Task) outbox.Notice { return outbox.NoticeUnknown }
-
-// shellDelivery is a task typed into a shell worker whose program is not
-// a POSIX shell: verified once its first line shows on the screen, done
-// once the output after it has been quiet for the settle time.
-type shellDelivery struct {
-	p        terminal
-	verified bool
-	at       time.Time
-	command  string // the text typed: the output follows it
-}
-
-func (d *shellDelivery) Check(now time.Time) outbox.Progress {
-	if st := d.p.Status(); !st.Running() {
-		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's process ended: " + st.Reason, How: "worker exited"}
-	}
-	if !d.verified {
-		head, _ := typedMarks(d.command)
-		d.verified = strings.Contains(d.p.Screen(), head)
-	}
-	if !d.verified {
-		if !now.Before(d.at.Add(shellVerify)) {
-			return outbox.Progress{Ended: true, Failed: true, Error: "the typed task never showed on the worker's screen", How: "delivery not verified"}
-		}
-		return outbox.Progress{Next: d.at.Add(shellVerify)}
-	}
-	if st := d.p.Status(); st.State == pane.Idle && st.Since.After(d.at) {
-		return outbox.Progress{Ended: true, Result: outputAfter(d.p.Screen(), d.command), How: "the worker's output was quiet for the settle time", Source: schema.SourceScreen}
-	}
-	return outbox.Progress{}
-}
-
-func (d *shellDelivery) Abandon() {}
-
-// typedMarks are what shows typed text on a screen: the start of its first
-// line (seen once it was typed) and the end of it (a long line wraps on the
-// screen; the output begins after its end, see outputAfter).
-func typedMarks(text string) (head, tail string) {
-	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	head, tail = first, first
-	if len(head) > 40 {
-		head = head[:40]
-	}
-	if len(tail) > 12 {
-		tail = tail[len(tail)-12:]
-	}
-	return head, tail
-}
-
-// outputAfter is the screen after the typed text, without the prompt
-// that came back at the end. The typed line is the last one holding the
-// start of its first line (output that repeats the command's arguments
-// holds their end, not the start); a long line wraps, so the output
-// begins after the line holding its end. When the start has scrolled
-// away, the first line holding the end marks it (the output below may
-// repeat the end: echo done).
-func outputAfter(screen, typed string) string {
-	head, tail := typedMarks(typed)
-	lines := strings.Split(screen, "\n")
-	start := 0
-	if i := lineWith(lines, head, true); i >= 0 {
-		first, _, _ := strings.Cut(strings.TrimSpace(typed), "\n")
-		wrap := lines[i:min(len(lines), i+len(first)/20+2)] // the rows it can wrap over
-		start = i + 1
-		if j := lineWith(wrap, tail, false); j >= 0 {
-			start = i + j + 1
-		}
-	} else if j := lineWith(lines, tail, false); j >= 0 {
-		start = j + 1
-	}
-	out := lines[start:]
-	if n := len(out); n > 0 {
-		if last := strings.TrimSpace(out[n-1]); strings.HasSuffix(last, "$") || strings.HasSuffix(last, "#") || strings.HasSuffix(last, ">") {
-			out = out[:n-1]
-		}
-	}
-	return strings.TrimSpace(strings.Join(out, "\n"))
-}
-
-// lineWith is the index of the first (or with last, the last) line
-// holding s; -1 when none does.
-func lineWith(lines []string, s string, last bool) int {
-	found := -1
-	for i, l := range lines {
-		if strings.Contains(l, s) {
-			found = i
-			if !last {
-				break
-			}
-		}
-	}
-	return found
-}

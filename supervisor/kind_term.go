@@ -13,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/screens"
+	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 )
 
 // terminal is a terminal pane's running program: a PTY of ours
@@ -102,10 +103,10 @@ func (p *termKind) waitQuiet(ctx context.Context, text string, sent time.Time) (
 	for {
 		st := p.proc.Status()
 		if !st.Running() {
-			return &api.SendResult{Status: cicy.TurnFailed, Answer: outputAfter(p.proc.Screen(), text), Error: "the program " + st.Reason}, nil
+			return &api.SendResult{Status: cicy.TurnFailed, Answer: shelltask.OutputAfter(p.proc.Screen(), text), Error: "the program " + st.Reason}, nil
 		}
 		if st.State == pane.Idle && st.Since.After(sent) {
-			return &api.SendResult{Status: cicy.TurnCompleted, Answer: outputAfter(p.proc.Screen(), text)}, nil
+			return &api.SendResult{Status: cicy.TurnCompleted, Answer: shelltask.OutputAfter(p.proc.Screen(), text)}, nil
 		}
 		select {
 		case <-ctx.Done():

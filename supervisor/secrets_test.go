@@ -5,16 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/pane"
 	"io/fs"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/pane"
 
 	"github.com/sirupsen/logrus"
 )
@@ -32,32 +32,6 @@ func TestScrubLog(t *testing.T) {
 		WithField("token", "cluster-secret-from-a-file-leak-3").Error("upstream said sk-ant-log-leak-1")
 	if s := out.String(); strings.Contains(s, "leak") || strings.Count(s, "[redacted]") != 4 {
 		t.Fatalf("log line: %s", s)
-	}
-}
-
-// TestPaneEnv: a pane gets the supervisor's environment without the
-// provider credentials, except those passed (--env, or what a CLI agent
-// needs), with the supervisor's value.
-func TestPaneEnv(t *testing.T) {
-	environ := []string{"PATH=/bin", "ANTHROPIC_API_KEY=sk-a", "OPENAI_API_KEY=sk-o", "ANTHROPIC_AUTH_TOKEN=tok", "TERM=dumb", "FOO=1"}
-	getenv := func(k string) string {
-		for _, kv := range environ {
-			if name, v, _ := strings.Cut(kv, "="); name == k {
-				return v
-			}
-		}
-		return ""
-	}
-	h := Home{Root: "/h"}
-	got := paneEnv(h, "w-1", environ, nil, getenv)
-	want := []string{"PATH=/bin", "FOO=1", "TERM=xterm-256color", "CICY_HOME=/h", "CICY_PANE_ID=w-1"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("no pass: %q, want %q", got, want)
-	}
-	got = paneEnv(h, "w-1", environ, []string{"OPENAI_API_KEY", "FOO", "MISSING", "OPENAI_API_KEY"}, getenv)
-	want = []string{"PATH=/bin", "OPENAI_API_KEY=sk-o", "FOO=1", "TERM=xterm-256color", "CICY_HOME=/h", "CICY_PANE_ID=w-1"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("passing OPENAI_API_KEY: %q, want %q", got, want)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
+	"github.com/cicy-ai/cicy-agent/supervisor/newpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/screens"
@@ -135,7 +136,7 @@ type Supervisor struct {
 	tasks     *outbox.Outbox
 	tmux      *pane.TmuxServer
 	gw        *gateway.Gateway
-	tokens    *paneTokens
+	tokens    *gateway.Tokens // the panes' gateway tokens, by hash
 	cl        *cluster.Cluster
 	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
 	team      *teamtools.Tools // the masters' team tools
@@ -477,7 +478,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err := s.resolveMaster(&req); err != nil {
 		return api.CreateResponse{}, err
 	}
-	warnings, err := normalize(&req)
+	warnings, err := newpane.Normalize(&req)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -489,7 +490,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if req.Node != "" && req.Node != s.cfg.Node {
 		return api.CreateResponse{}, api.Usagef("--node %s: this supervisor is node %s, and there is no node %s in its cluster (see 'cicy-agent nodes')", req.Node, s.cfg.Node, req.Node)
 	}
-	tmpl, err := s.checkCreate(req)
+	tmpl, err := newpane.CheckNames(s.cfg.Home.Root, req, s.masterRole)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -497,7 +498,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
-	warnings = append(warnings, s.missingEnvWarnings(req.Env)...)
+	warnings = append(warnings, newpane.MissingEnv(req.Env, s.cfg.Getenv)...)
 	var pw *gitwork.PaneWorktree
 	if req.Worktree {
 		if pw, err = s.trees.ForCreate(ctx, req); err != nil {
@@ -507,10 +508,10 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	}
 	left := s.takeLeft(ctx, &req) // down, then up: the agent's session goes on
 	var undo func()
-	newRow := newPaneRow(req, pw)
+	newRow := newpane.Row(req, pw)
 	newRow.Node = s.cfg.Node
 	row, err := s.store.CreatePane(ctx, newRow, func(id string) (string, error) {
-		ws, notes, u, err := s.prepareFolders(id, req, tmpl, pw)
+		ws, notes, u, err := newpane.Prepare(s.folders(id, req.Type, pw), req, tmpl)
 		warnings, undo = append(warnings, notes...), u
 		return ws, err
 	})
@@ -541,7 +542,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 }
 
 // resolveMaster turns a request's --master given as a title into the
-// pane id it names (a pane id, "w-…", is left as it is: checkCreate
+// pane id it names (a pane id, "w-…", is left as it is: CheckNames
 // checks it, on this node or another).
 func (s *Supervisor) resolveMaster(req *api.CreateRequest) error {
 	m := strings.TrimSpace(req.Master)
@@ -555,19 +556,6 @@ func (s *Supervisor) resolveMaster(req *api.CreateRequest) error {
 	}
 	req.Master = e.cfg.ID
 	return nil
-}
-
-// missingEnvWarnings is a warning for each of a new pane's --env names
-// the supervisor's own environment does not have (the pane starts
-// without it).
-func (s *Supervisor) missingEnvWarnings(names []string) []string {
-	var warnings []string
-	for _, n := range names {
-		if s.cfg.Getenv(n) == "" {
-			warnings = append(warnings, fmt.Sprintf("--env %s: the supervisor has no %s in its environment, so the pane starts without it", n, n))
-		}
-	}
-	return warnings
 }
 
 // providerWarning says why the new pane id, an agent with a turn loop,
@@ -610,97 +598,29 @@ func (s *Supervisor) joinSoleMaster(ctx context.Context, req *api.CreateRequest)
 	return &api.JoinedMaster{ID: m.ID, Title: m.Title, Node: m.Node}, nil
 }
 
-// checkCreate checks what a new pane names — its role template and its
-// master — and returns the template.
-func (s *Supervisor) checkCreate(req api.CreateRequest) (*cicy.Template, error) {
-	var tmpl *cicy.Template
-	if req.RoleTemplate != "" {
-		var err error
-		if tmpl, err = cicy.LoadTemplate(s.cfg.Home.Root, req.RoleTemplate); err != nil {
-			return nil, api.Usagef("%v", err)
+// masterRole is the role of pane id, the master a new pane names, on
+// this node or another (ok false: there is no such pane).
+func (s *Supervisor) masterRole(id string) (role string, ok bool) {
+	if m, err := s.get(id); err == nil {
+		return m.cfg.Role, true
+	}
+	if pid, err := api.ParsePaneID(id); err == nil {
+		if row, ok := s.cl.Lookup(context.Background(), pid); ok {
+			return remoteEntry(row).cfg.Role, true // a master on another node
 		}
 	}
-	if req.Master != "" {
-		m, err := s.get(req.Master)
-		if err != nil {
-			if pid, perr := api.ParsePaneID(req.Master); perr == nil {
-				if row, ok := s.cl.Lookup(context.Background(), pid); ok {
-					m, err = remoteEntry(row), nil // a master on another node
-				}
-			}
-		}
-		if err != nil {
-			return nil, api.Usagef("--master %s: no such pane", req.Master)
-		}
-		if m.cfg.Role != topology.RoleMaster {
-			return nil, api.Usagef("--master %s names a pane whose role is %q, not master", req.Master, m.cfg.Role)
-		}
-	}
-	return tmpl, nil
+	return "", false
 }
 
-// newPaneRow is the row a valid request stores.
-func newPaneRow(req api.CreateRequest, pw *gitwork.PaneWorktree) schema.Pane {
-	cmdJSON, _ := json.Marshal(req.Command) // a list of strings always encodes
-	config := "{}"
-	if req.Team != "" || req.AllowAll || len(req.Env) > 0 || pw != nil || req.Restart != "" {
-		b, _ := json.Marshal(paneConfig{Team: req.Team, AllowAll: req.AllowAll, Env: req.Env, Worktree: pw, Restart: req.Restart})
-		config = string(b)
-	}
-	return schema.Pane{
-		Title: req.Title, Type: req.Type, Role: req.Role, RoleTemplate: req.RoleTemplate,
-		Provider: req.Provider, Model: req.Model, Command: string(cmdJSON), Backend: req.Backend,
-		Master: sql.NullString{String: req.Master, Valid: req.Master != ""}, Config: config,
-		BudgetUSD: sql.NullFloat64{Float64: req.BudgetUSD, Valid: req.BudgetUSD > 0},
-	}
-}
-
-// prepareFolders makes a new pane's workspace (and its guidance file)
-// and returns it, the warnings to show, and how to undo it all. A new pane
-// never adopts folders left by an earlier pane of the same id (a lost
-// database): they are moved aside, with a warning. A workspace the user
-// names is theirs to choose. On error nothing is left to undo.
-func (s *Supervisor) prepareFolders(id string, req api.CreateRequest, tmpl *cicy.Template, pw *gitwork.PaneWorktree) (ws string, notes []string, undo func(), err error) {
-	var putBack []func()
-	restore := func() {
-		for _, f := range putBack {
-			f()
-		}
-	}
-	ws = req.Workspace
-	dirs := []string{s.cfg.Home.paneDir(id)}
-	if ws == "" {
-		ws = s.cfg.Home.Workspace(id)
-		dirs = append(dirs, ws)
-	}
-	for _, d := range dirs {
-		note, back, err := comeback.SetAsideForeign(s.cfg.Home.Root, d, time.Now())
-		if err != nil {
-			restore()
-			return "", nil, nil, api.Failedf("%v", err)
-		}
-		if note != "" {
-			notes = append(notes, note)
-			putBack = append(putBack, back)
-			s.log.WithField("pane", id).Warn("Set aside: " + note)
-		}
-	}
-	var u func()
+// folders is where a new pane's folders go (package newpane), its
+// worktree made by the keeper when it works in one (pw).
+func (s *Supervisor) folders(id, typ string, pw *gitwork.PaneWorktree) newpane.Folders {
+	f := newpane.Folders{Home: s.cfg.Home.Root, ID: id, PaneDir: s.cfg.Home.paneDir(id), Workspace: s.cfg.Home.Workspace(id), Log: s.log,
+		Guidance: func(ws string) string { return s.cfg.Home.guidanceFile(id, typ, ws, pw != nil) }}
 	if pw != nil {
-		u, err = s.trees.Add(id, ws, pw)
-	} else {
-		u, err = makeWorkspace(ws)
+		f.Worktree = func(ws string) (func(), error) { return s.trees.Add(id, ws, pw) }
 	}
-	if err == nil && tmpl != nil {
-		if err = agentpane.WriteGuidance(s.cfg.Home.Root, s.cfg.Home.guidanceFile(id, req.Type, ws, pw != nil), ws, id, req, tmpl); err != nil {
-			u()
-		}
-	}
-	if err != nil {
-		restore()
-		return ws, notes, nil, err
-	}
-	return ws, notes, func() { u(); restore() }, nil
+	return f
 }
 
 // register starts a new pane and puts it in the registry. Hooks that
@@ -828,12 +748,6 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 	}
 	var extra []string
 	if isCLI {
-		// The agent's key is its gateway token, not a provider's, and its
-		// upstream the gateway (a name asked for would come first, and
-		// win, in its environment).
-		pass = slices.DeleteFunc(slices.Clone(pass), func(name string) bool {
-			return provider.IsCredential(name) || slices.Contains(provider.Upstreams, name)
-		})
 		rules, err := cliagent.ScreenRules(s.cfg.Home.Root, cfg.Type)
 		if err != nil {
 			return pane.Options{}, err
@@ -846,56 +760,8 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 		}
 	}
 	opts.Argv = argv
-	// No pane gets the supervisor's upstream URLs (one may carry a
-	// password, and they lead past the gateway): a CLI agent reaches its
-	// model through the gateway only (its seed sets the gateway's URLs);
-	// a shell pane gets one only when it asks by name (--env).
-	// A CLI agent's pane is an interactive terminal, even when the
-	// supervisor runs in a CI job: Gemini CLI runs headless when it sees
-	// CI=true or GITHUB_ACTIONS=true, and Ink draws no screen under CI.
-	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(provider.Upstreams, name) || isCLI && ciMarker(name)
-	})
-	opts.Env = append(paneEnv(s.cfg.Home, id, environ, pass, s.cfg.Getenv), extra...)
+	opts.Env = append(agentpane.Env(s.cfg.Home.Root, id, isCLI, os.Environ(), pass, s.cfg.Getenv), extra...)
 	return opts, nil
-}
-
-// ciMarker reports whether name is one of the variables programs read to
-// tell they run in a CI job (non-interactive, no live screen).
-func ciMarker(name string) bool {
-	switch name {
-	case "CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS", "BUILD_NUMBER", "RUN_ID":
-		return true
-	}
-	return strings.HasPrefix(name, "CI_")
-}
-
-// paneEnv is the environment of a pane's process: the supervisor's own
-// (environ) without the provider credentials, plus those of pass the
-// supervisor has (read with getenv: asked for with --env, or needed by a
-// CLI agent), the terminal type our emulator speaks, and where the pane is.
-func paneEnv(h Home, id string, environ, pass []string, getenv func(string) string) []string {
-	env := []string{}
-	for _, kv := range provider.WithoutCredentials(environ) {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "TERM", "CICY_PANE_ID", "CICY_HOME", "TMUX":
-			continue
-		}
-		if slices.Contains(pass, name) {
-			continue // set below, once
-		}
-		env = append(env, kv)
-	}
-	var given []string
-	for _, name := range pass {
-		if v := getenv(name); v != "" && !slices.Contains(given, name) {
-			env = append(env, name+"="+v)
-			given = append(given, name)
-		}
-	}
-	return append(env, "TERM=xterm-256color", "CICY_HOME="+h.Root, "CICY_PANE_ID="+id)
 }
 
 // List returns every pane of the cluster (this node's alone on a
@@ -1188,7 +1054,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 	delete(s.panes, e.cfg.ID)
 	s.mu.Unlock()
 	s.trees.DropSpare(e.cfg)
-	s.tokens.forget(e.cfg.ID)
+	s.tokens.Forget(e.cfg.ID)
 	s.spend.PutPaneBudget(e.cfg.ID, nil) // its row went with it
 	s.tasks.Kick()                       // its tasks end now
 	s.paneChanged(e.cfg.ID)

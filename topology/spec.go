@@ -13,7 +13,7 @@ import (
 )
 
 // Pane specs: the rules every pane follows however it is described —
-// `cicy-agent create` (the supervisor's normalize) or a team file
+// `cicy-agent create` (package newpane's Normalize) or a team file
 // (parser.pane). Each check returns the heart of the sentence (or, for the
 // links between fields, which rule is broken); the caller names the field
 // its own way ("the title", or `"title" in pane "a"`), adds the line of a

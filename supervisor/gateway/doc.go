@@ -21,6 +21,11 @@
 // header. A request without a known token is refused 401 in the API's own
 // error shape.
 //
+// The pane tokens are made here too (NewToken: 192 random bits after
+// TokenPrefix) and kept only as their hash (HashToken); Tokens is the
+// registry of those hashes, one a pane, that the supervisor answers
+// [Panes] from.
+//
 // Responses pass through unchanged: headers (less hop-by-hop ones) and body
 // bytes as the upstream sent them, an event stream flushed event by event.
 // The one change: a streaming Chat Completions request that did not ask for

@@ -18,6 +18,12 @@
 // starts or the pane is killed. A run's Delivery (Watch) watches its files
 // for the outbox until they say the task ended, and makes its result.
 //
+// A shell worker whose program is not a POSIX shell has its task typed
+// and watched on its screen (Typed): verified once its first line shows,
+// done once the output after it is quiet for the settle time, its result
+// the screen after the typed text (OutputAfter, which a terminal pane's
+// send --wait and a CLI agent's transcript use too).
+//
 // The supervisor's shell kind (kind_shell.go) types the line Prepare
 // returns and hands the outbox the Delivery; this package knows the pane
 // only as a Shell (its status, its keyboard) and never imports the

@@ -1,4 +1,4 @@
-package supervisor
+package shelltask
 
 import "testing"
 
@@ -16,8 +16,8 @@ func TestOutputAfter(t *testing.T) {
 		{"; echo shell-ok-done\nwaiting\nshell-ok-done\n$", "while sleep 1; do echo waiting; done; echo shell-ok-done", "waiting\nshell-ok-done"},
 	}
 	for _, c := range cases {
-		if got := outputAfter(c.screen, c.typed); got != c.want {
-			t.Errorf("outputAfter(%q, %q) = %q, want %q", c.screen, c.typed, got, c.want)
+		if got := OutputAfter(c.screen, c.typed); got != c.want {
+			t.Errorf("OutputAfter(%q, %q) = %q, want %q", c.screen, c.typed, got, c.want)
 		}
 	}
 }

@@ -1,9 +1,8 @@
-package supervisor
+package newpane
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -29,10 +28,10 @@ func checkText(field, v string, max int) error {
 	return nil
 }
 
-// normalize fills defaults into req and checks every field that needs no
+// Normalize fills defaults into req and checks every field that needs no
 // database; it returns the warnings the user must see. The rules a team
 // file shares are topology's (types, limits, names, links between fields).
-func normalize(req *api.CreateRequest) (warnings []string, err error) {
+func Normalize(req *api.CreateRequest) (warnings []string, err error) {
 	if err := normalizeFields(req); err != nil {
 		return nil, err
 	}
@@ -213,54 +212,4 @@ func checkEnvNames(req *api.CreateRequest) error {
 	}
 	req.Env = names
 	return nil
-}
-
-// makeWorkspace creates the workspace folder if needed and checks that the
-// pane can write in it. It returns a function that undoes what it created.
-func makeWorkspace(dir string) (undo func(), err error) {
-	undo = func() {}
-	// Find the deepest existing ancestor, so undo removes only what we made.
-	top := dir
-	for {
-		if _, err := os.Stat(top); err == nil {
-			break
-		}
-		parent := filepath.Dir(top)
-		if parent == top {
-			break
-		}
-		top = parent
-	}
-	if top != dir {
-		first := dir
-		for filepath.Dir(first) != top {
-			first = filepath.Dir(first)
-		}
-		undo = func() { os.RemoveAll(first) }
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return func() {}, api.Usagef("the workspace %s cannot be created: %v", dir, rootCause(err))
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		undo()
-		return func() {}, api.Usagef("the workspace %s is not a folder", dir)
-	}
-	f, err := os.CreateTemp(dir, ".cicy-write-check-*")
-	if err != nil {
-		undo()
-		return func() {}, api.Usagef("the workspace %s is not writable: %v", dir, rootCause(err))
-	}
-	f.Close()
-	os.Remove(f.Name())
-	return undo, nil
-}
-
-// rootCause strips the *PathError wrapping, whose path the message already
-// names.
-func rootCause(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

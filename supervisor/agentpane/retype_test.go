@@ -1,4 +1,4 @@
-package supervisor
+package agentpane
 
 import (
 	"io"
@@ -26,10 +26,6 @@ func (t *screenTerm) SendText(text string, _ bool) error {
 	t.typed = append(t.typed, text)
 	return nil
 }
-func (t *screenTerm) SendKeys([]byte) error       { return nil }
-func (t *screenTerm) Resize(uint16, uint16) error { return nil }
-func (t *screenTerm) Stop(time.Duration, string)  {}
-func (t *screenTerm) Close()                      {}
 
 // TestTypedTaskLostIsTypedAgain: a task typed into an agent that was not
 // reading its input (Gemini CLI drawing a resumed conversation) shows
@@ -37,7 +33,7 @@ func (t *screenTerm) Close()                      {}
 // being taken up, it is typed once more, and only once. One the screen
 // shows (in the transcript: taken, its answer pending) is not.
 func TestTypedTaskLostIsTypedAgain(t *testing.T) {
-	b, err := os.ReadFile("../cmd/cicy-agent/testdata/screens/gemini/idle/answered-120x40.txt")
+	b, err := os.ReadFile("../../cmd/cicy-agent/testdata/screens/gemini/idle/answered-120x40.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +52,9 @@ func TestTypedTaskLostIsTypedAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			term := &screenTerm{screen: tc.screen}
 			at := time.Now()
-			d := &cliDelivery{p: term, typ: "gemini", hooks: &signals.Hooks{}, answers: &signals.Answers{}, requests: &signals.Requests{},
-				at: at, typed: task, log: logrus.NewEntry(log)}
+			a := Agent{Term: term, Type: "gemini", Hooks: &signals.Hooks{}, Answers: &signals.Answers{}, Requests: &signals.Requests{},
+				Log: logrus.NewEntry(log)}
+			d := a.Track(at, task, false)
 			for s := time.Duration(0); s <= 2*agentRetype; s += agentReEnter {
 				d.reEnter(at.Add(s))
 			}

@@ -1,4 +1,4 @@
-package supervisor
+package newpane
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func TestParsePaneID(t *testing.T) {
 
 func TestNormalizeDefaultsAndWarnings(t *testing.T) {
 	req := api.CreateRequest{Title: "  t  ", Type: "shell", Command: []string{"bash"}}
-	w, err := normalize(&req)
+	w, err := Normalize(&req)
 	if err != nil || len(w) != 0 {
 		t.Fatalf("normalize: %v %v", w, err)
 	}
@@ -37,7 +37,7 @@ func TestNormalizeDefaultsAndWarnings(t *testing.T) {
 		t.Fatalf("defaults: %+v", req)
 	}
 	req = api.CreateRequest{Title: "t", Type: "shell", Role: "reviewer", Command: []string{"bash"}}
-	if w, err := normalize(&req); err != nil || len(w) != 1 {
+	if w, err := Normalize(&req); err != nil || len(w) != 1 {
 		t.Fatalf("free-text role: %v %v", w, err)
 	}
 	for name, bad := range map[string]api.CreateRequest{
@@ -50,7 +50,7 @@ func TestNormalizeDefaultsAndWarnings(t *testing.T) {
 		"nul in argv":     {Title: "t", Type: "shell", Command: []string{"bash", "a\x00b"}},
 	} {
 		r := bad
-		if _, err := normalize(&r); err == nil {
+		if _, err := Normalize(&r); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
