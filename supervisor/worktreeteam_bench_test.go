@@ -15,6 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 )
 
 const (
@@ -330,11 +331,12 @@ func gitAlone(b *testing.B, s *Supervisor, workers []string, r int) time.Duratio
 	for i, p := range paths {
 		heads[i] = gitHead(p)
 	}
+	var git worktree.Git // as the keeper's: git on PATH, a minute's lock wait
 	start := time.Now()
 	errs := make(chan error, len(paths))
 	for i, p := range paths {
 		go func() {
-			_, _, err := s.trees.Git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
+			_, _, err := git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
 			errs <- err
 		}()
 	}
