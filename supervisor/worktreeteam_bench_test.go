@@ -270,7 +270,8 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 	ctx := context.Background()
 	var ids []int64
 	for i, w := range workers {
-		t, err := s.Dispatch(ctx, "", w, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; %s", gate, twentyEndsEdit(i, r)))
+		// Each marks gate.<i> as it enters its loop.
+		t, err := s.Dispatch(ctx, "", w, fmt.Sprintf(": > %s.%d; while [ ! -e %s ]; do sleep 0.01; done; %s", gate, i, gate, twentyEndsEdit(i, r)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -292,7 +293,14 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	time.Sleep(2 * time.Second) // every shell in its loop (not timed)
+	waitFor(b, "every shell in its loop", func() bool { // not timed
+		for i := range workers {
+			if _, err := os.Stat(fmt.Sprintf("%s.%d", gate, i)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 	start := time.Now()
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		b.Fatal(err)
