@@ -70,7 +70,9 @@ func TestClientWaitsForARestore(t *testing.T) {
 	c.StartTimeout = 500 * time.Millisecond // less than the restore takes: a starting supervisor gets StallTimeout
 	ensured := make(chan error, 1)
 	go func() { ensured <- c.Ensure(context.Background()) }()
-	time.Sleep(1500 * time.Millisecond) // the restore takes this long
+	// Nothing may answer while the restore is held: a while (Ensure past
+	// its StartTimeout) to see that nothing did.
+	time.Sleep(1500 * time.Millisecond)
 	select {
 	case ps := <-listed:
 		t.Fatalf("a request was answered before the panes were restored: %v", ps)

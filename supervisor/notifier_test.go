@@ -158,12 +158,22 @@ func TestNotifyRetriesUntilTaken(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds.
+// waitFor polls cond until it holds, for at most 30 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitForSaying(t, what, 30*time.Second, cond, nil)
+}
+
+// waitForSaying polls cond until it holds, for at most limit; a timeout's
+// message says what seen (when not nil) reports of what was seen last.
+func waitForSaying(t testing.TB, what string, limit time.Duration, cond func() bool, seen func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if seen != nil {
+				t.Fatalf("timed out waiting for %s; %s", what, seen())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)

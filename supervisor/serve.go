@@ -238,6 +238,6 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 		},
 	})
 	h := scrubAnswers(mux, sup.scrub)
-	sup.web.api = h
+	sup.web.SetAPI(h)
 	return h
 }

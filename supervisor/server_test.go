@@ -2,13 +2,10 @@ package supervisor
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cicy-ai/cicy-agent/schema"
 	"io"
 	"net"
 	"net/http"
@@ -17,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 )
@@ -284,67 +279,5 @@ func TestPutGuidanceBodies(t *testing.T) {
 	}
 	if got := read(); got != "{{ not json }}\n" {
 		t.Fatalf("a refused PUT changed the file: %q", got)
-	}
-}
-
-// TestEmptySQLiteIsLost: a valid SQLite file without a table (a
-// `sqlite3 cicy.db .quit`) is a lost database, as a 0-byte one is.
-func TestEmptySQLiteIsLost(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cicy.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 7`); err != nil { // writes the file's header
-		t.Fatal(err)
-	}
-	db.Close()
-	if how, err := dbLost(path); err != nil || how != "is an empty SQLite file (no tables)" {
-		t.Fatalf("dbLost: %q %v", how, err)
-	}
-	store, err := schema.Open(context.Background(), path+"3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
-	if how, err := dbLost(path + "3"); err != nil || how != "" {
-		t.Fatalf("a database of ours: %q %v", how, err)
-	}
-}
-
-// TestForeignSQLiteIsLost: a SQLite file with another program's tables
-// beside the folders of panes is refused as an empty one is, naming its
-// tables; the file is not changed.
-func TestForeignSQLiteIsLost(t *testing.T) {
-	t.Parallel()
-	h := Home{Root: t.TempDir()}
-	if err := os.MkdirAll(filepath.Dir(h.DB()), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(h.path("workspaces", "w-1"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE notes (body TEXT)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	before, err := os.ReadFile(h.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const how = "is a SQLite file without cicy-agent's tables (it holds notes)"
-	if got, err := dbLost(h.DB()); err != nil || got != how {
-		t.Fatalf("dbLost: %q %v", got, err)
-	}
-	err = checkDatabase(h, false, logrus.NewEntry(logrus.New()))
-	if err == nil || !strings.Contains(err.Error(), how+" but this home still holds the folders of panes it described (workspaces/w-1)") {
-		t.Fatalf("checkDatabase: %v", err)
-	}
-	if after, _ := os.ReadFile(h.DB()); !bytes.Equal(before, after) {
-		t.Fatal("the file was changed")
 	}
 }

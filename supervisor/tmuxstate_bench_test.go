@@ -281,7 +281,11 @@ func BenchmarkTmuxFlood(b *testing.B) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // the control client linked and attached
+	waitFor(b, "the control client attached and the pane's window linked to it", func() bool {
+		cl, _ := exec.Command("tmux", "-L", sock, "list-clients", "-F", "#{client_control_mode}").Output()
+		ws, _ := exec.Command("tmux", "-L", sock, "list-windows", "-t", "=cicy-watch", "-F", "#{pane_pid}").Output()
+		return slices.Contains(strings.Fields(string(cl)), "1") && slices.Contains(strings.Fields(string(ws)), strconv.Itoa(pi.PID))
+	})
 	yes := pi.PID
 	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", yes, yes)); err == nil && len(strings.Fields(string(kids))) > 0 {
 		yes, _ = strconv.Atoi(strings.Fields(string(kids))[0]) // under the sh wrapper

@@ -2,9 +2,11 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,12 +120,10 @@ func TestWebPageInABrowser(t *testing.T) {
 func waitFlash(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
 	var flash string
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(flash, what); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the page's answer never said %q; it says %q", what, flash)
-		}
+	waitForSaying(t, "the page's answer to say "+strconv.Quote(what), 30*time.Second, func() bool {
 		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](`document.getElementById('flash').textContent`))
-	}
+		return strings.Contains(flash, what)
+	}, func() string { return fmt.Sprintf("it says %q", flash) })
 }
 
 // dispatchFromPage fills the team page's dispatch form and sends it; the
@@ -138,17 +138,14 @@ func dispatchFromPage(t *testing.T, ctx context.Context, to, text string) {
 	// The flash may still get the answer of an earlier action: wait for
 	// the dispatch's own (a task made) or a refusal.
 	var flash string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	waitForSaying(t, "the page's answer to the dispatch", 30*time.Second, func() bool {
 		flash = webtest.Value(t, ctx, "the flash", chromedp.Evaluate[string](
 			`(document.getElementById('flash').className.includes('err') ? 'refused: ' : '') + document.getElementById('flash').textContent`))
-		if strings.HasPrefix(flash, "refused: ") || strings.HasPrefix(flash, "task #") {
-			break
-		}
-		if time.Now().After(deadline) {
-			form := webtest.Value(t, ctx, "the form", chromedp.Evaluate[string](`JSON.stringify([...new FormData(document.getElementById('dispatch-form'))])`))
-			t.Fatalf("the page never answered the dispatch: its flash says %q; the form holds %s", flash, form)
-		}
-	}
+		return strings.HasPrefix(flash, "refused: ") || strings.HasPrefix(flash, "task #")
+	}, func() string {
+		form := webtest.Value(t, ctx, "the form", chromedp.Evaluate[string](`JSON.stringify([...new FormData(document.getElementById('dispatch-form'))])`))
+		return fmt.Sprintf("its flash says %q; the form holds %s", flash, form)
+	})
 	if !strings.Contains(flash, "for "+to) {
 		t.Fatalf("the dispatch from the page was answered %q", flash)
 	}
@@ -168,14 +165,23 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// afterImageHandlers is window.pwned once every image on the page has
+// loaded or failed, and the task that fires its load or error event has
+// run: an image the page made of the title has had its handler run.
+const afterImageHandlers = `new Promise(done => {
+	const settled = () => [...document.images].every(i => i.complete);
+	const check = () => settled() ? setTimeout(() => done(window.pwned || 0), 0) : setTimeout(check, 10);
+	check();
+})`
+
 // checkNoScriptRan: a title and a screen holding markup show as text on
-// the team page and the pane's page, and run nothing.
+// the team page and the pane's page, and run nothing (the page's CSP
+// refuses inline handlers as well: the text is the first defence).
 func checkNoScriptRan(t *testing.T, ctx context.Context, base string) {
 	t.Helper()
 	for _, page := range []string{base + "/", base + "/pane/w-3"} {
 		webtest.Do(t, ctx, "open "+page, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`main`)))
-		time.Sleep(300 * time.Millisecond) // an image's error handler would have run
-		if pwned := webtest.Value(t, ctx, "window.pwned", chromedp.Evaluate[int](`window.pwned || 0`)); pwned != 0 {
+		if pwned := webtest.Value(t, ctx, "window.pwned", chromedp.Evaluate[int](afterImageHandlers, chromedp.EvalAwaitPromise)); pwned != 0 {
 			t.Fatalf("%s ran a pane's text as script (window.pwned = %d)", page, pwned)
 		}
 		if body := webtest.Value(t, ctx, "the page's text", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(body, xssTitle) {

@@ -21,22 +21,18 @@ type PagesFunc = front.PagesFunc
 // webSetting keeps the page's last Web (JSON); empty when stopped.
 const webSetting = "web"
 
-// webFront is the page's front, and the API it serves once newAPI has
-// made it.
-type webFront struct {
-	*front.Front
-	api http.Handler
-}
+// webFront is the page's front (the Supervisor's field is of this type).
+type webFront = front.Front
 
+// newWebFront makes the page's front; newAPI gives it the API it serves
+// once made (SetAPI).
 func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
 	key := webSetting
 	if s.store.Dialect() == schema.Postgres {
 		key += ":" + s.cfg.Node
 	}
-	w := &webFront{}
-	w.Front = front.New(front.Config{Home: s.cfg.Home.Root, Store: s.store, Key: key, Pages: pages,
-		API: func() http.Handler { return w.api }, Log: s.log.WithField("part", "web")})
-	return w
+	return front.New(front.Config{Home: s.cfg.Home.Root, Store: s.store, Key: key, Pages: pages,
+		Log: s.log.WithField("part", "web")})
 }
 
 // socketOnly keeps the page's management on the control socket

@@ -15,6 +15,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
+	"github.com/cicy-ai/cicy-agent/supervisor/worktree"
 )
 
 const (
@@ -269,7 +270,8 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 	ctx := context.Background()
 	var ids []int64
 	for i, w := range workers {
-		t, err := s.Dispatch(ctx, "", w, fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; %s", gate, twentyEndsEdit(i, r)))
+		// Each marks gate.<i> as it enters its loop.
+		t, err := s.Dispatch(ctx, "", w, fmt.Sprintf(": > %s.%d; while [ ! -e %s ]; do sleep 0.01; done; %s", gate, i, gate, twentyEndsEdit(i, r)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -291,7 +293,14 @@ func twentyEnds(b *testing.B, s *Supervisor, workers []string, gate string, r in
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	time.Sleep(2 * time.Second) // every shell in its loop (not timed)
+	waitFor(b, "every shell in its loop", func() bool { // not timed
+		for i := range workers {
+			if _, err := os.Stat(fmt.Sprintf("%s.%d", gate, i)); err != nil {
+				return false
+			}
+		}
+		return true
+	})
 	start := time.Now()
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		b.Fatal(err)
@@ -330,11 +339,12 @@ func gitAlone(b *testing.B, s *Supervisor, workers []string, r int) time.Duratio
 	for i, p := range paths {
 		heads[i] = gitHead(p)
 	}
+	var git worktree.Git // as the keeper's: git on PATH, a minute's lock wait
 	start := time.Now()
 	errs := make(chan error, len(paths))
 	for i, p := range paths {
 		go func() {
-			_, _, err := s.trees.Git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
+			_, _, err := git.CommitTask(ctx, p, func() string { return heads[i] }, "by hand", "bench", nil)
 			errs <- err
 		}()
 	}

@@ -21,6 +21,9 @@
 // server is closed at t.Cleanup and closing waits for running handlers.
 // Recorded.Context ends when the client goes away, so a blocking handler
 // can select on it.
+//
+// It also holds the shape tests read a Gemini answer in (GeminiResponse),
+// for the tests of the servers that speak that API.
 package apitest
 
 import (

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/cicy-ai/cicy-agent/cicy/apitest"
 )
 
 // This file holds, for each of the three APIs, a request builder shaped
@@ -609,32 +611,9 @@ func geminiBody(p params) map[string]any {
 	return body
 }
 
-// geminiResponse is a GenerateContentResponse, whole or one chunk of a
-// stream.
-type geminiResponse struct {
-	Candidates []struct {
-		Content struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text         string `json:"text"`
-				FunctionCall *struct {
-					ID   string         `json:"id"`
-					Name string         `json:"name"`
-					Args map[string]any `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
-		} `json:"content"`
-		FinishReason string `json:"finishReason"`
-	} `json:"candidates"`
-	UsageMetadata *struct {
-		PromptTokenCount     int `json:"promptTokenCount"`
-		CandidatesTokenCount int `json:"candidatesTokenCount"`
-	} `json:"usageMetadata"`
-}
-
-// add takes one response (a chunk) into r; it reports whether it was the
-// last (it has the finishReason).
-func (g geminiResponse) add(t *testing.T, r *result) bool {
+// addGemini takes one response (a chunk) into r; it reports whether it
+// was the last (it has the finishReason).
+func addGemini(t *testing.T, g apitest.GeminiResponse, r *result) bool {
 	t.Helper()
 	if len(g.Candidates) != 1 || g.Candidates[0].Content.Role != "model" {
 		t.Fatalf("response = %+v", g)
@@ -664,9 +643,9 @@ func parseGemini(t *testing.T, resp *http.Response, stream bool) result {
 	t.Helper()
 	var r result
 	if !stream {
-		var g geminiResponse
+		var g apitest.GeminiResponse
 		decodeBody(t, resp, &g)
-		if !g.add(t, &r) {
+		if !addGemini(t, g, &r) {
 			t.Errorf("answer without finishReason")
 		}
 		return r
@@ -676,11 +655,11 @@ func parseGemini(t *testing.T, resp *http.Response, stream bool) result {
 		if e.name != "" {
 			t.Errorf("event %d has a name %q", i, e.name)
 		}
-		var g geminiResponse
+		var g apitest.GeminiResponse
 		if err := json.Unmarshal([]byte(e.data), &g); err != nil {
 			t.Fatalf("chunk %d: %v", i, err)
 		}
-		if last := g.add(t, &r); last != (i == len(events)-1) {
+		if last := addGemini(t, g, &r); last != (i == len(events)-1) {
 			t.Errorf("chunk %d of %d has finishReason %v", i, len(events), last)
 		}
 	}

@@ -49,9 +49,17 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// waitFor polls cond until it holds, for at most 20 s; a timeout's
+// message shows what dump returns.
 func waitFor(t *testing.T, what string, cond func() bool, dump func() string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitForWithin(t, what, 20*time.Second, cond, dump)
+}
+
+// waitForWithin is waitFor for at most limit.
+func waitForWithin(t *testing.T, what string, limit time.Duration, cond func() bool, dump func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s; output so far:\n%q", what, dump())

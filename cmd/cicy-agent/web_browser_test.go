@@ -46,14 +46,10 @@ func TestWebApprovesRealClaude(t *testing.T) {
 	}
 	webtest.Do(t, ctx, "approve", chromedp.Click(chromedp.ID("approve-"+id)))
 	asked := filepath.Join(home, "workspaces", id, "asked.txt")
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(asked); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Approve from the page did not run the command; the pane's screen:\n%s", runCicy(t, env, "screen", id))
-		}
-	}
+	waitForWithin(t, "Approve from the page to run the command", 90*time.Second, func() bool {
+		_, err := os.Stat(asked)
+		return err == nil
+	}, func() string { return "the pane's screen:\n" + runCicy(t, env, "screen", id) })
 	runCicy(t, env, "wait", "1", "--timeout", "120s")
 	if x := runCicy(t, env, "explain", id); !strings.Contains(x, "answer:  approve by browser ") || !strings.Contains(x, "from the web") {
 		t.Errorf("explain does not show the answer from the web:\n%s", x)

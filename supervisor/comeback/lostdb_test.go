@@ -1,6 +1,7 @@
 package comeback
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"os"
@@ -14,8 +15,8 @@ import (
 	"github.com/cicy-ai/cicy-agent/schema"
 )
 
-// TestDBLost: a missing, empty or foreign database is lost, and says how;
-// one of ours is not.
+// TestDBLost: a missing, empty (0 bytes, or a SQLite file without a
+// table) or foreign database is lost, and says how; one of ours is not.
 func TestDBLost(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -34,6 +35,15 @@ func TestDBLost(t *testing.T) {
 		}
 	}
 	db.Close()
+	header := filepath.Join(dir, "header.db") // a `sqlite3 cicy.db .quit`
+	db, err = sql.Open("sqlite", "file:"+header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 7`); err != nil { // writes the file's header
+		t.Fatal(err)
+	}
+	db.Close()
 	ours := filepath.Join(dir, "ours.db")
 	store, err := schema.Open(context.Background(), ours)
 	if err != nil {
@@ -43,6 +53,7 @@ func TestDBLost(t *testing.T) {
 	for path, want := range map[string]string{
 		filepath.Join(dir, "none.db"): "is missing",
 		empty:                         "is empty (0 bytes)",
+		header:                        "is an empty SQLite file (no tables)",
 		foreign:                       "is a SQLite file without cicy-agent's tables (it holds a, b, c and 1 more)",
 		ours:                          "",
 	} {
@@ -91,6 +102,40 @@ func TestCheckDatabase(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
 			t.Errorf("%s still in the home", rel)
 		}
+	}
+}
+
+// TestCheckDatabaseForeign: a SQLite file with another program's tables
+// beside the folders of panes is refused as an empty one is, naming its
+// tables; the file is not changed.
+func TestCheckDatabaseForeign(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	path := filepath.Join(root, "db", "cicy.db")
+	for _, d := range []string{"db", "workspaces/w-1"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE notes (body TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const how = "is a SQLite file without cicy-agent's tables (it holds notes)"
+	err = CheckDatabase(root, path, false, logrus.NewEntry(logrus.New()))
+	if err == nil || !strings.Contains(err.Error(), how+" but this home still holds the folders of panes it described (workspaces/w-1)") {
+		t.Fatalf("CheckDatabase: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("the file was changed")
 	}
 }
 

@@ -73,7 +73,10 @@ type Config struct {
 // Keeper keeps the home's workers' worktrees: made, checked out again,
 // committed at a task's end, measured, merged and removed.
 type Keeper struct {
-	// Git runs git (its LockWait bounds a commit's wait for a lock).
+	// Git runs git (its LockWait bounds a commit's wait for a lock: a
+	// minute). Exported for one test in another package: the
+	// supervisor's TestWorktreeCommitLock shortens LockWait to see a task
+	// fail on a held lock end to end; nothing else sets it.
 	Git    worktree.Git
 	root   string
 	wsDir  string
@@ -96,7 +99,10 @@ func New(cfg Config) *Keeper {
 // Close stops making spares and waits for the ones being made.
 func (k *Keeper) Close() { k.spares.close() }
 
-// Spares is the keeper's spare worktrees (tests look at them).
+// Spares is the keeper's spare worktrees. Only the supervisor's tests
+// and benchmarks call it (spares_test.go, worktree_bench_test.go): they
+// make worktrees through the whole supervisor, so they shorten Settle and
+// find a spare's folder, mark and state (Key, Path, Mark, Idle) here.
 func (k *Keeper) Spares() *Spares { return k.spares }
 
 // workspace is pane id's default workspace.

@@ -167,7 +167,7 @@ func newKeeper(t *testing.T) (*Keeper, *fakeCore, string) {
 	log.SetOutput(os.Stderr)
 	k := New(Config{Root: root, Workspaces: filepath.Join(root, "workspaces"), Spares: filepath.Join(root, "spares"),
 		Log: logrus.NewEntry(log), Panes: c, Tasks: c, Store: c})
-	k.Spares().Settle = 0
+	k.spares.Settle = 0
 	t.Cleanup(k.Close)
 	return k, c, repo
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cicy-ai/cicy-agent/cicy/apitest"
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
 )
 
@@ -50,31 +51,6 @@ func (m *answerModel) Answer(_ context.Context, q *Query) (*wire.Response, error
 
 func (m *answerModel) CountTokens(*Query) int64 { return 42 }
 
-// geminiResp is a GenerateContentResponse, as far as the tests read it.
-type geminiResp struct {
-	Candidates []struct {
-		Content struct {
-			Role  string `json:"role"`
-			Parts []struct {
-				Text         string `json:"text"`
-				FunctionCall *struct {
-					ID   string         `json:"id"`
-					Name string         `json:"name"`
-					Args map[string]any `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
-		} `json:"content"`
-		FinishReason string `json:"finishReason"`
-	} `json:"candidates"`
-	UsageMetadata *struct {
-		Prompt     int `json:"promptTokenCount"`
-		Candidates int `json:"candidatesTokenCount"`
-		Cached     int `json:"cachedContentTokenCount"`
-		Total      int `json:"totalTokenCount"`
-	} `json:"usageMetadata"`
-	ModelVersion string `json:"modelVersion"`
-}
-
 const geminiBody = `{"contents":[{"role":"user","parts":[{"text":"<session_context/>"}]},{"role":"user","parts":[{"text":"say hi"}]}],
 	"tools":[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":{"type":"object","properties":{"command":{"type":"string"}}}}]}]}`
 
@@ -99,12 +75,12 @@ func TestGeminiPlain(t *testing.T) {
 
 // checkGeminiPlainAnswer checks TestGeminiPlain's answer: "hello" and
 // one call of run_shell_command, with the usage, in Gemini's shape.
-func checkGeminiPlainAnswer(t *testing.T, rec *httptest.ResponseRecorder) geminiResp {
+func checkGeminiPlainAnswer(t *testing.T, rec *httptest.ResponseRecorder) apitest.GeminiResponse {
 	t.Helper()
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	var r geminiResp
+	var r apitest.GeminiResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +91,7 @@ func checkGeminiPlainAnswer(t *testing.T, rec *httptest.ResponseRecorder) gemini
 	if fc := c.Content.Parts[1].FunctionCall; fc == nil || fc.Name != "run_shell_command" || fc.Args["command"] != "ls" || fc.ID == "" {
 		t.Errorf("function call = %s", rec.Body)
 	}
-	if u := r.UsageMetadata; u == nil || u.Prompt != 16 || u.Cached != 6 || u.Candidates != 4 || u.Total != 20 {
+	if u := r.UsageMetadata; u == nil || u.PromptTokenCount != 16 || u.CachedContentTokenCount != 6 || u.CandidatesTokenCount != 4 || u.TotalTokenCount != 20 {
 		t.Errorf("usage = %s", rec.Body)
 	}
 	return r
@@ -128,7 +104,7 @@ func TestGeminiStream(t *testing.T) {
 		t.Fatalf("status %d, %s", rec.Code, ct)
 	}
 	var text string
-	var last geminiResp
+	var last apitest.GeminiResponse
 	n := 0
 	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {
@@ -140,7 +116,7 @@ func TestGeminiStream(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var r geminiResp
+		var r apitest.GeminiResponse
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			t.Fatalf("chunk %q: %v", data, err)
 		}

@@ -14,6 +14,7 @@
 // templates) and knows nothing of a supervisor's start, store or control
 // socket; front is the daemon's handle on it. It imports web and the API's
 // documents only, and knows the supervisor through Config (its home, a
-// settings Store, the API handler once made), so that neither package
-// imports anything of the daemon.
+// settings Store) and SetAPI (the API handler, made after the front as it
+// serves the front's routes), so that neither package imports anything
+// of the daemon.
 package front

@@ -46,9 +46,7 @@ type Config struct {
 	Key   string
 	// Pages makes the page's handler; nil: this build has no page.
 	Pages PagesFunc
-	// API is the supervisor's API handler, nil until it is made.
-	API func() http.Handler
-	Log *logrus.Entry
+	Log   *logrus.Entry
 }
 
 // Front owns the page's server and listener.
@@ -58,9 +56,9 @@ type Front struct {
 	store Store
 	key   string
 	pages PagesFunc
-	api   func() http.Handler
 
 	mu   sync.Mutex
+	api  http.Handler    // the supervisor's API, nil until SetAPI
 	base context.Context // the supervisor's: the page's requests end with it
 	srv  *web.Server     // made at the first start; its sessions outlive a stop
 	ln   *web.Listener
@@ -69,9 +67,19 @@ type Front struct {
 	on   Web
 }
 
-// New makes the front; it serves nothing until Boot or Start.
+// New makes the front; it serves nothing until SetAPI, then Boot or
+// Start.
 func New(cfg Config) *Front {
-	return &Front{home: cfg.Home, log: cfg.Log, store: cfg.Store, key: cfg.Key, pages: cfg.Pages, api: cfg.API}
+	return &Front{home: cfg.Home, log: cfg.Log, store: cfg.Store, key: cfg.Key, pages: cfg.Pages}
+}
+
+// SetAPI gives the front the supervisor's API handler, which is made
+// after the front (the API serves the front's routes); until then Start
+// refuses.
+func (f *Front) SetAPI(h http.Handler) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.api = h
 }
 
 // Boot serves the page at the supervisor's start as w asks, or as the
@@ -110,7 +118,7 @@ func (f *Front) Start(ctx context.Context, w Web) (api.WebStatus, error) {
 	if f.pages == nil {
 		return api.WebStatus{}, api.Failedf("this build of cicy-agent has no web page")
 	}
-	h := f.api()
+	h := f.api
 	if h == nil {
 		return api.WebStatus{}, api.Failedf("the supervisor is still starting: try again")
 	}

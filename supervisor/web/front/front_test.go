@@ -43,8 +43,8 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) front(t *testing.T, pages PagesFunc) *Front {
 	t.Helper()
-	f := New(Config{Home: r.home, Store: r.store, Key: "web", Pages: pages, API: func() http.Handler { return r.api },
-		Log: logrus.NewEntry(logrus.New())})
+	f := New(Config{Home: r.home, Store: r.store, Key: "web", Pages: pages, Log: logrus.NewEntry(logrus.New())})
+	f.SetAPI(r.api)
 	t.Cleanup(f.Close)
 	return f
 }
