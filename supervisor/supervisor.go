@@ -39,6 +39,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/shelltask"
 	"github.com/cicy-ai/cicy-agent/supervisor/spend"
 	"github.com/cicy-ai/cicy-agent/supervisor/teamtools"
+	"github.com/cicy-ai/cicy-agent/supervisor/web/front"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -143,7 +144,7 @@ type Supervisor struct {
 
 	events *hub
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
-	web    *webFront       // the web page, made with the API
+	web    *front.Front    // the web page; serve hands it the API
 
 	cicyPanes *cicypanes.Panes // the cicy panes' API and the guidance files
 	screens   *screens.Room    // the preview, the styled screen, the explanation

@@ -21,12 +21,9 @@ type PagesFunc = front.PagesFunc
 // webSetting keeps the page's last Web (JSON); empty when stopped.
 const webSetting = "web"
 
-// webFront is the page's front (the Supervisor's field is of this type).
-type webFront = front.Front
-
-// newWebFront makes the page's front; newAPI gives it the API it serves
+// newWebFront makes the page's front; serve gives it the API it serves
 // once made (SetAPI).
-func newWebFront(s *Supervisor, pages PagesFunc) *webFront {
+func newWebFront(s *Supervisor, pages PagesFunc) *front.Front {
 	key := webSetting
 	if s.store.Dialect() == schema.Postgres {
 		key += ":" + s.cfg.Node
