@@ -15,7 +15,7 @@
 //	state      pane loops, turn loops, hooks (package signals, cliagent; agentwire.go wires them), the
 //	           gateway's requests in flight (signals.Requests: gateway.Activity ──▶ the entry's count
 //	           ──▶ its pane's owner), the outbox
-//	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
+//	           ──mark key dirty──▶ hub (package eventhub, eventwire.go) ──one line per dirty key per batch──▶
 //	           GET /api/events clients (dashboard, status --watch)
 //
 //	tasks      POST /api/tasks, a master's dispatch tool ──▶ task rows ──▶ outbox (package outbox):

@@ -29,6 +29,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
+	"github.com/cicy-ai/cicy-agent/supervisor/eventhub"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
@@ -138,7 +139,7 @@ type Supervisor struct {
 	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
 	team      *teamtools.Tools // the masters' team tools
 
-	events *hub
+	events *eventhub.Hub   // the team's event stream
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
 	web    *webFront       // the web page, made with the API
 
@@ -175,7 +176,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub}
+	s.events = eventhub.New(hubTeam{s}, store, cfg.Log)
 	s.back = comeback.New(backPanes{s})
 	if s.scrub == nil {
 		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
@@ -185,7 +187,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		LedgerRetry: cfg.LedgerRetry, Wrote: func(err error) { s.disk.note("the ledger", err) }}); err != nil {
 		return nil, err
 	}
-	s.disk = newDiskWatch(func() { s.events.publish(keyHome) })
+	s.disk = newDiskWatch(func() { s.events.HomeChanged() })
 	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
 		w.OnWrite(s.databaseWrote)
 	}
@@ -1232,7 +1234,7 @@ func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
 
 // statusOf is the topology view of panes (List's).
 func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
-	sum, err := s.taskSummary(ctx)
+	sum, err := s.events.Summary(ctx)
 	if err != nil {
 		return api.StatusResponse{}, err
 	}
