@@ -143,6 +143,22 @@ func TestHTTPAPIKnowsNoRoom(t *testing.T) {
 	}
 }
 
+// TestRoomsKnowNotTheCore: no room of the supervisor (a package under
+// supervisor/) depends on its core (package supervisor): each declares
+// the small interfaces it needs of the daemon, the core implements them
+// (its wiring files), so a room is read and tested apart from the registry.
+func TestRoomsKnowNotTheCore(t *testing.T) {
+	t.Parallel()
+	const core = module + "/supervisor"
+	list := strings.TrimSpace(goList(t, "-f", `{{.ImportPath}} {{join .Deps " "}}`, core+"/..."))
+	for _, line := range strings.Split(list, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && fields[0] != core && slices.Contains(fields[1:], core) {
+			t.Errorf("%s depends on %s", fields[0], core)
+		}
+	}
+}
+
 // namesUsed lists, as "name.X" at its place, each name of package imp the
 // non-test files of pkg use; a dot or blank import is one entry too.
 func namesUsed(t *testing.T, pkg, imp string) []string {
