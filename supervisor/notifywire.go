@@ -32,7 +32,7 @@ func (s *Supervisor) startNotify(ctx context.Context, store Store) {
 type notifyTeam struct{ *Supervisor }
 
 func (t notifyTeam) StatusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
-	return t.statusOf(ctx, panes)
+	return t.events.Status(ctx, panes)
 }
 
 func (t notifyTeam) PaneID(ref string) (string, error) {

@@ -1174,28 +1174,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 
 // Status builds the topology view.
 func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
-	return s.statusOf(ctx, s.List(ctx))
-}
-
-// statusOf is the topology view of panes (List's).
-func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
-	sum, err := s.events.Summary(ctx)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	delivered, err := s.store.TasksIn(ctx, api.TaskDelivered)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	queued, err := s.store.TasksIn(ctx, api.TaskQueued)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	tasks := make([]api.TaskInfo, 0, len(delivered)+len(queued))
-	for _, t := range append(delivered, queued...) {
-		tasks = append(tasks, s.taskInfo(t))
-	}
-	return api.TeamStatus(panes, tasks, sum, s.Home(), time.Now()), nil
+	return s.events.Status(ctx, s.List(ctx))
 }
 
 // Close stops every pane (in parallel, each with its grace period) and

@@ -9,7 +9,9 @@
 // and writes the batch, paced by a bucket (a burst after a quiet spell,
 // then one batch per 100 ms), so a noisy pane cannot crowd out the others.
 // A stream starts with the snapshot (Snapshot): the panes, the recent
-// tasks, the task summary (Summary, which status shows too) and the home.
+// tasks, the task summary (Summary) and the home. Status, the topology
+// view of status and of the notifier's needs-you, is built here too from
+// the same parts and the open tasks.
 // The notifier watches the same hub (Watch) for what needs you.
 //
 // It is a package of its own so that the stream's coalescing and pacing

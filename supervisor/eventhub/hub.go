@@ -61,6 +61,7 @@ type Store interface {
 	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
 	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
 	FailedLast(ctx context.Context) ([]schema.Task, error)
+	TasksIn(ctx context.Context, status string) ([]schema.Task, error)
 }
 
 // Hub fans dirty keys out to the subscribers, and builds each stream's
@@ -335,6 +336,28 @@ func (h *Hub) Snapshot(ctx context.Context) (api.Snapshot, error) {
 		return api.Snapshot{}, err
 	}
 	return snap, nil
+}
+
+// Status is the topology view of panes (all the team's, or those a
+// caller chose): with the task summary, the open tasks and the home.
+func (h *Hub) Status(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
+	sum, err := h.Summary(ctx)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	delivered, err := h.store.TasksIn(ctx, api.TaskDelivered)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	queued, err := h.store.TasksIn(ctx, api.TaskQueued)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	tasks := make([]api.TaskInfo, 0, len(delivered)+len(queued))
+	for _, t := range append(delivered, queued...) {
+		tasks = append(tasks, h.team.TaskInfo(t))
+	}
+	return api.TeamStatus(panes, tasks, sum, h.team.Home(), time.Now()), nil
 }
 
 // Summary is the task counts per master and the standing failures.

@@ -1,12 +1,15 @@
 package eventhub
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
+	"github.com/cicy-ai/cicy-agent/schema"
 )
 
 func TestHubCoalescesPerKey(t *testing.T) {
@@ -83,5 +86,60 @@ func TestWireStatusMatchesPaneStatus(t *testing.T) {
 	got, _ := json.Marshal(wireStatus(st))
 	if string(got) != string(want) {
 		t.Errorf("api encodes %s, its source %s", got, want)
+	}
+}
+
+// team is a team of one local pane (w-1, exited with its pid still
+// recorded) and one pane of another node (w-2).
+type team struct{}
+
+func (team) List(context.Context) []api.PaneInfo { return nil }
+func (team) ListLocal() []api.PaneInfo           { return nil }
+func (team) LocalStatus(id string) (string, pane.Status, bool) {
+	code := 1
+	return "w-1", pane.Status{State: pane.Exited, PID: 42, ExitCode: &code}, id == "w-1"
+}
+func (team) LocalInfo(id string) (api.PaneInfo, bool) { return api.PaneInfo{ID: "w-1"}, id == "w-1" }
+func (team) OtherNode(id string) (api.PaneInfo, bool) {
+	return api.PaneInfo{ID: "w-2", Node: "b"}, id == "w-2"
+}
+func (team) Home() api.HomeInfo                  { return api.HomeInfo{Node: "a"} }
+func (team) TaskInfo(t schema.Task) api.TaskInfo { return api.TaskInfo{ID: t.ID} }
+
+// TestBuildEvents: each dirty key is its current value; a pane's whole
+// document makes its state event needless; a pane no node has is
+// removed; a local stream (another node's peer watcher) has only this
+// node's panes, no tasks, summary or home.
+func TestBuildEvents(t *testing.T) {
+	t.Parallel()
+	h := New(team{}, nil, nil)
+	ctx := context.Background()
+	kinds := func(evs []api.Event) string {
+		var out []string
+		for _, ev := range evs {
+			id := ev.ID
+			if ev.Pane != nil {
+				id = ev.Pane.ID
+			}
+			out = append(out, strings.TrimSpace(ev.Type+" "+id))
+		}
+		return strings.Join(out, ", ")
+	}
+	evs := h.build(ctx, []string{"state:w-1", "home", "state:w-2", "pane:w-9"}, false)
+	if got, want := kinds(evs), "state w-1, home, pane w-2, pane_removed w-9"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if st := evs[0].State; st.PID != 0 || st.ExitCode == nil || *st.ExitCode != 1 {
+		t.Fatalf("an exited pane's state %+v: want its code and no pid, as ls shows it", st)
+	}
+	if evs[1].Home.Node != "a" {
+		t.Fatalf("home %+v", evs[1].Home)
+	}
+	if got, want := kinds(h.build(ctx, []string{"state:w-1", "pane:w-1"}, false)), "pane w-1"; got != want {
+		t.Fatalf("a pane's state and document: %q, want %q", got, want)
+	}
+	local := h.build(ctx, []string{"summary", "home", "task:3", "pane:w-2", "state:w-1", "pane:w-9"}, true)
+	if got, want := kinds(local), "state w-1, pane_removed w-9"; got != want {
+		t.Fatalf("local stream %q, want %q", got, want)
 	}
 }
