@@ -79,5 +79,5 @@
 // ended too; a cicy agent's shell tool runs each command under a reaper
 // process. A write the home's disk refused for lack of space (the
 // ledger's, a cicy pane's history) makes the home need a person until
-// that writer's next write succeeds (disk.go).
+// that writer's next write succeeds (package diskwatch, diskwire.go).
 package supervisor

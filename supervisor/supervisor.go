@@ -210,7 +210,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		},
 	})
 	s.cl = cluster.New(cluster.Config{Node: cfg.Node, Version: cfg.Version, Listen: cfg.Listen, Store: store,
-		Panes: clusterSide{s}, Events: clusterSide{s}, Tasks: s.tasks, Log: cfg.Log})
+		Panes: clusterSide{s}, Events: s.events, Tasks: s.tasks, Log: cfg.Log})
 	s.team = newTeamTools(s)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
