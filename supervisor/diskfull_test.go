@@ -147,7 +147,7 @@ func TestLedgerQueuesRefusedUsage(t *testing.T) {
 	if hn := healthNeeds(t, h); len(hn) != 1 || hn[0].Kind != topology.NeedDiskFull {
 		t.Fatalf("health needs you: %+v; want disk-full", hn)
 	}
-	if snap, err := s.Snapshot(ctx); err != nil || !strings.HasPrefix(snap.Home.DiskFull, "disk full: ") {
+	if snap, err := s.events.Snapshot(ctx); err != nil || !strings.HasPrefix(snap.Home.DiskFull, "disk full: ") {
 		t.Fatalf("the snapshot's home = %+v, %v", snap.Home, err)
 	}
 	if n := ledgerCalls(t, fs.Store, p.ID); n != 0 {

@@ -17,7 +17,7 @@
 //	state      pane loops, turn loops, hooks (package signals, cliagent; agentwire.go wires them), the
 //	           gateway's requests in flight (signals.Requests: gateway.Activity ──▶ the entry's count
 //	           ──▶ its pane's owner), the outbox
-//	           ──mark key dirty──▶ hub (events.go) ──one line per dirty key per batch──▶
+//	           ──mark key dirty──▶ hub (package eventhub, eventwire.go) ──one line per dirty key per batch──▶
 //	           GET /api/events clients (dashboard, status --watch)
 //
 //	tasks      POST /api/tasks, a master's dispatch tool ──▶ task rows ──▶ outbox (package outbox):
@@ -81,5 +81,5 @@
 // ended too; a cicy agent's shell tool runs each command under a reaper
 // process. A write the home's disk refused for lack of space (the
 // ledger's, a cicy pane's history) makes the home need a person until
-// that writer's next write succeeds (disk.go).
+// that writer's next write succeeds (package diskwatch, diskwire.go).
 package supervisor

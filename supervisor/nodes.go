@@ -43,7 +43,7 @@ func (s *Supervisor) isLocal(id string) bool {
 }
 
 // clusterSide is the supervisor as its cluster part sees it: its panes
-// (cluster.Panes) and its event hub (cluster.Events).
+// (cluster.Panes; its cluster.Events is the event hub itself).
 type clusterSide struct{ s *Supervisor }
 
 func (c clusterSide) Has(id string) bool { return c.s.isLocal(id) }
@@ -51,6 +51,3 @@ func (c clusterSide) Has(id string) bool { return c.s.isLocal(id) }
 func (c clusterSide) Describe(row schema.Pane, st pane.Status) api.PaneInfo {
 	return newEntry(row, st).info()
 }
-
-func (c clusterSide) PaneChanged(id string)  { c.s.paneChanged(id) }
-func (c clusterSide) StateChanged(id string) { c.s.stateChanged(id) }

@@ -18,7 +18,7 @@ func (s *Supervisor) startNotify(ctx context.Context, store Store) {
 	}
 	team := notifyTeam{s}
 	n, err := notifier.New(ctx, notifier.Config{Node: s.cfg.Node, Root: s.cfg.Home.Root, Getenv: s.cfg.Getenv, Scrub: s.scrub.String,
-		Log: s.log, Store: ns, Team: team, Hub: team})
+		Log: s.log, Store: ns, Team: team, Hub: s.events})
 	if err != nil {
 		s.log.WithError(err).Error("Notifications could not start")
 		return
@@ -27,12 +27,12 @@ func (s *Supervisor) startNotify(ctx context.Context, store Store) {
 	n.Start()
 }
 
-// notifyTeam is the team as the notifier sees it (notifier.Team and
-// notifier.Hub).
+// notifyTeam is the team as the notifier sees it (notifier.Team; its
+// notifier.Hub is the event hub itself).
 type notifyTeam struct{ *Supervisor }
 
 func (t notifyTeam) StatusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
-	return t.statusOf(ctx, panes)
+	return t.events.Status(ctx, panes)
 }
 
 func (t notifyTeam) PaneID(ref string) (string, error) {
@@ -42,11 +42,3 @@ func (t notifyTeam) PaneID(ref string) (string, error) {
 	}
 	return e.cfg.ID, nil
 }
-
-func (t notifyTeam) Watch() (<-chan struct{}, func(), func()) {
-	sub, stop := t.events.subscribe()
-	return sub.wake, func() { sub.take() }, stop
-}
-
-func (t notifyTeam) HomeChanged()          { t.events.publish(keyHome) }
-func (t notifyTeam) PaneChanged(id string) { t.paneChanged(id) }

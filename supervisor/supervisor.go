@@ -30,6 +30,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
+	"github.com/cicy-ai/cicy-agent/supervisor/eventhub"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
 	"github.com/cicy-ai/cicy-agent/supervisor/newpane"
@@ -142,7 +143,7 @@ type Supervisor struct {
 	trees     *gitwork.Keeper  // the workers' worktrees (create --worktree), their commits and merges
 	team      *teamtools.Tools // the masters' team tools
 
-	events *hub
+	events *eventhub.Hub   // the team's event stream
 	spend  *spend.Accounts // the price table, usage, ledger and budgets
 	web    *front.Front    // the web page; serve hands it the API
 
@@ -182,7 +183,8 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	if cfg.Node == "" {
 		cfg.Node = DefaultNode()
 	}
-	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub, events: newHub()}
+	s := &Supervisor{cfg: cfg, store: store, log: cfg.Log, panes: map[string]*entry{}, starting: map[string]*entry{}, providers: provider.NewFactory(cfg.Getenv), scrub: cfg.Scrub}
+	s.events = eventhub.New(hubTeam{s}, store, cfg.Log)
 	s.back = comeback.New(backPanes{s})
 	s.cicyPanes, s.screens = cicypanes.New(cicyCore{s}), screens.New(screensCore{s})
 	if s.scrub == nil {
@@ -193,7 +195,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		LedgerRetry: cfg.LedgerRetry, Wrote: func(err error) { s.disk.note("the ledger", err) }}); err != nil {
 		return nil, err
 	}
-	s.disk = newDiskWatch(func() { s.events.publish(keyHome) })
+	s.disk = newDiskWatch(func() { s.events.HomeChanged() })
 	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
 		w.OnWrite(s.databaseWrote)
 	}
@@ -216,7 +218,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 		},
 	})
 	s.cl = cluster.New(cluster.Config{Node: cfg.Node, Version: cfg.Version, Listen: cfg.Listen, Store: store,
-		Panes: clusterSide{s}, Events: clusterSide{s}, Tasks: s.tasks, Log: cfg.Log})
+		Panes: clusterSide{s}, Events: s.events, Tasks: s.tasks, Log: cfg.Log})
 	s.team = newTeamTools(s)
 	s.tmux = pane.NewTmuxServer(cfg.Home.Root, cfg.Log)
 	s.tmux.Grace = cfg.StopGrace
@@ -417,61 +419,6 @@ func (s *Supervisor) live(id string) (*entry, bool) {
 	}
 	return e, ok
 }
-
-// spendPanes are the panes as the spending (package spend) sees them.
-type spendPanes struct{ s *Supervisor }
-
-func spendPane(e *entry) spend.Pane {
-	return spend.Pane{ID: e.cfg.ID, Title: e.cfg.Title, Team: e.team}
-}
-
-func (p spendPanes) Live(id string) (spend.Pane, bool) {
-	e, ok := p.s.live(id)
-	if !ok {
-		return spend.Pane{}, false
-	}
-	return spendPane(e), true
-}
-
-func (p spendPanes) Registered(id string) (spend.Pane, bool) {
-	e, err := p.s.get(id)
-	if err != nil {
-		return spend.Pane{}, false
-	}
-	return spendPane(e), true
-}
-
-func (p spendPanes) Local(ref string) (spend.Pane, error) {
-	e, err := p.s.localPane(ref)
-	if err != nil {
-		return spend.Pane{}, err
-	}
-	return spendPane(e), nil
-}
-
-func (p spendPanes) Resolve(ref string) (spend.Pane, error) {
-	e, err := p.s.resolvePane(ref)
-	if err != nil {
-		return spend.Pane{}, err
-	}
-	return spendPane(e), nil
-}
-
-func (p spendPanes) LiveTeams() map[string]string {
-	teams := map[string]string{}
-	p.s.mu.Lock()
-	defer p.s.mu.Unlock()
-	for _, m := range []map[string]*entry{p.s.panes, p.s.starting} {
-		for id, e := range m {
-			if e.team != "" {
-				teams[id] = e.team
-			}
-		}
-	}
-	return teams
-}
-
-func (p spendPanes) Changed(id string) { p.s.paneChanged(id) }
 
 // Create validates req, stores the pane and starts it. Nothing is stored
 // when validation or the start fails.
@@ -1065,28 +1012,7 @@ func (s *Supervisor) KillPane(ctx context.Context, id string) (api.KillResult, e
 
 // Status builds the topology view.
 func (s *Supervisor) Status(ctx context.Context) (api.StatusResponse, error) {
-	return s.statusOf(ctx, s.List(ctx))
-}
-
-// statusOf is the topology view of panes (List's).
-func (s *Supervisor) statusOf(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
-	sum, err := s.taskSummary(ctx)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	delivered, err := s.store.TasksIn(ctx, api.TaskDelivered)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	queued, err := s.store.TasksIn(ctx, api.TaskQueued)
-	if err != nil {
-		return api.StatusResponse{}, err
-	}
-	tasks := make([]api.TaskInfo, 0, len(delivered)+len(queued))
-	for _, t := range append(delivered, queued...) {
-		tasks = append(tasks, s.taskInfo(t))
-	}
-	return api.TeamStatus(panes, tasks, sum, s.Home(), time.Now()), nil
+	return s.events.Status(ctx, s.List(ctx))
 }
 
 // Close stops every pane (in parallel, each with its grace period) and

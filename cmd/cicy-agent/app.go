@@ -29,6 +29,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
+	"github.com/cicy-ai/cicy-agent/supervisor/logscrub"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -347,7 +348,7 @@ func (e *env) serveCmd() *cli.Command {
 			logger := logrus.New()
 			logger.SetOutput(logf)
 			scrub := supervisor.NewScrubber(os.Getenv, listen.Token)
-			logger.SetFormatter(supervisor.ScrubLog(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, scrub))
+			logger.SetFormatter(logscrub.Formatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, scrub))
 			if err := supervisor.HideEnvironment(); err != nil {
 				logger.WithError(err).Warn("Could not hide the supervisor's environment from the panes' programs")
 			}

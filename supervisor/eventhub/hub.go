@@ -1,4 +1,4 @@
-package supervisor
+package eventhub
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -33,8 +35,42 @@ const (
 	eventBurst = 10
 )
 
-// hub fans dirty keys out to the subscribers.
-type hub struct {
+// Team is the daemon as the stream reads it.
+type Team interface {
+	// List is every pane of the team, this node's and the others';
+	// ListLocal only this node's.
+	List(ctx context.Context) []api.PaneInfo
+	ListLocal() []api.PaneInfo
+	// LocalStatus is the status of this node's pane id and the id it is
+	// registered with; ok is false when this node has no such pane.
+	LocalStatus(id string) (paneID string, st pane.Status, ok bool)
+	// LocalInfo is the document of this node's pane id (ok false: none).
+	LocalInfo(id string) (api.PaneInfo, bool)
+	// OtherNode is another node's pane id as it is now (ok false: no
+	// node of the cluster has it).
+	OtherNode(id string) (api.PaneInfo, bool)
+	// Home is what needs a person about the home as a whole.
+	Home() api.HomeInfo
+	// TaskInfo is a task as the API shows it.
+	TaskInfo(t schema.Task) api.TaskInfo
+}
+
+// Store is the tasks as the stream reads them.
+type Store interface {
+	GetTask(ctx context.Context, id int64) (schema.Task, error)
+	RecentTasks(ctx context.Context, n int) ([]schema.Task, error)
+	TaskCounts(ctx context.Context) (map[string]map[string]int, error)
+	FailedLast(ctx context.Context) ([]schema.Task, error)
+	TasksIn(ctx context.Context, status string) ([]schema.Task, error)
+}
+
+// Hub fans dirty keys out to the subscribers, and builds each stream's
+// events from the team and the store.
+type Hub struct {
+	team  Team
+	store Store
+	log   *logrus.Entry
+
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
 }
@@ -48,9 +84,12 @@ type subscriber struct {
 	wake  chan struct{}
 }
 
-func newHub() *hub { return &hub{subs: map[*subscriber]struct{}{}} }
+// New is the hub of a team whose tasks store holds.
+func New(team Team, store Store, log *logrus.Entry) *Hub {
+	return &Hub{team: team, store: store, log: log, subs: map[*subscriber]struct{}{}}
+}
 
-func (h *hub) subscribe() (*subscriber, func()) {
+func (h *Hub) subscribe() (*subscriber, func()) {
 	sub := &subscriber{dirty: map[string]struct{}{}, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	h.subs[sub] = struct{}{}
@@ -63,7 +102,7 @@ func (h *hub) subscribe() (*subscriber, func()) {
 }
 
 // publish marks keys dirty in every stream; it never blocks.
-func (h *hub) publish(keys ...string) {
+func (h *Hub) publish(keys ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs {
@@ -104,15 +143,25 @@ const (
 	keyHome    = "home"
 )
 
-// paneChanged publishes a pane's change (state, usage, creation, removal).
-func (s *Supervisor) paneChanged(id string) { s.events.publish(keyPane + id) }
+// PaneChanged publishes a pane's change (state, usage, creation, removal).
+func (h *Hub) PaneChanged(id string) { h.publish(keyPane + id) }
 
-// stateChanged publishes a terminal pane's state change.
-func (s *Supervisor) stateChanged(id string) { s.events.publish(keyState + id) }
+// StateChanged publishes a terminal pane's state change.
+func (h *Hub) StateChanged(id string) { h.publish(keyState + id) }
 
-// taskChanged publishes a task's change, and so the summary's.
-func (s *Supervisor) taskChanged(id int64) {
-	s.events.publish(keyTask+strconv.FormatInt(id, 10), keySummary)
+// TaskChanged publishes a task's change, and so the summary's.
+func (h *Hub) TaskChanged(id int64) {
+	h.publish(keyTask+strconv.FormatInt(id, 10), keySummary)
+}
+
+// HomeChanged publishes the home's change (a full disk, the sinks' states).
+func (h *Hub) HomeChanged() { h.publish(keyHome) }
+
+// Watch wakes on each change of the team; take empties what changed
+// since; stop ends the watch (the notifier's watch of needs-you).
+func (h *Hub) Watch() (wake <-chan struct{}, take func(), stop func()) {
+	sub, stop := h.subscribe()
+	return sub.wake, func() { sub.take() }, stop
 }
 
 // pacer is a stream's bucket of batches (see eventBatch).
@@ -145,16 +194,16 @@ func (p *pacer) take(now time.Time) {
 // Stream calls emit with the snapshot, then with each batch of changes,
 // until ctx ends or emit fails. With local, only this node's panes are in
 // it (what the other nodes' peer watchers follow).
-func (s *Supervisor) Stream(ctx context.Context, local bool, emit func([]api.Event) error) error {
-	sub, stop := s.events.subscribe()
+func (h *Hub) Stream(ctx context.Context, local bool, emit func([]api.Event) error) error {
+	sub, stop := h.subscribe()
 	defer stop()
 	// Subscribed first: a change racing the snapshot comes again after it.
-	snap, err := s.Snapshot(ctx)
+	snap, err := h.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	if local {
-		snap.Panes = s.ListLocal()
+		snap.Panes = h.team.ListLocal()
 	}
 	if err := emit([]api.Event{{Type: "snapshot", At: time.Now(), Snapshot: &snap}}); err != nil {
 		return err
@@ -176,7 +225,7 @@ func (s *Supervisor) Stream(ctx context.Context, local bool, emit func([]api.Eve
 			}
 		}
 		pace.take(time.Now())
-		evs := s.build(ctx, sub.take(), local)
+		evs := h.build(ctx, sub.take(), local)
 		if len(evs) == 0 {
 			continue
 		}
@@ -188,7 +237,7 @@ func (s *Supervisor) Stream(ctx context.Context, local bool, emit func([]api.Eve
 
 // build turns dirty keys into events holding current values; with local,
 // other nodes' panes are left out.
-func (s *Supervisor) build(ctx context.Context, keys []string, local bool) []api.Event {
+func (h *Hub) build(ctx context.Context, keys []string, local bool) []api.Event {
 	now := time.Now()
 	out := make([]api.Event, 0, len(keys))
 	full := map[string]bool{} // panes whose whole document goes out anyway
@@ -201,7 +250,7 @@ func (s *Supervisor) build(ctx context.Context, keys []string, local bool) []api
 		if local && (k == keySummary || k == keyHome || strings.HasPrefix(k, keyTask)) {
 			continue // the other nodes read the tasks from the database, and have homes of their own
 		}
-		if ev, ok := s.event(ctx, k, full, local, now); ok {
+		if ev, ok := h.event(ctx, k, full, local, now); ok {
 			out = append(out, ev)
 		}
 	}
@@ -209,64 +258,62 @@ func (s *Supervisor) build(ctx context.Context, keys []string, local bool) []api
 }
 
 // event is the current value of one dirty key, if it has one to send.
-func (s *Supervisor) event(ctx context.Context, k string, full map[string]bool, local bool, now time.Time) (api.Event, bool) {
+func (h *Hub) event(ctx context.Context, k string, full map[string]bool, local bool, now time.Time) (api.Event, bool) {
 	switch {
 	case strings.HasPrefix(k, keyState):
 		id := k[len(keyState):]
 		if full[id] {
 			return api.Event{}, false
 		}
-		e, err := s.get(id)
-		if err != nil {
-			return s.elsewhere(id, local, now)
+		paneID, st, ok := h.team.LocalStatus(id)
+		if !ok {
+			return h.elsewhere(id, local, now)
 		}
-		st := e.status()
 		if !st.Running() {
 			st.PID = 0 // as ls shows it
 		}
-		return api.Event{Type: "state", At: now, ID: e.cfg.ID, State: wireStatus(st)}, true
+		return api.Event{Type: "state", At: now, ID: paneID, State: wireStatus(st)}, true
 	case k == keyHome:
-		home := s.Home()
+		home := h.team.Home()
 		return api.Event{Type: "home", At: now, Home: &home}, true
 	case k == keySummary:
-		sum, err := s.taskSummary(ctx)
+		sum, err := h.Summary(ctx)
 		if err != nil {
-			s.log.WithError(err).Warn("Could not sum the tasks for the event stream")
+			h.log.WithError(err).Warn("Could not sum the tasks for the event stream")
 			return api.Event{}, false
 		}
 		return api.Event{Type: "summary", At: now, Summary: &sum}, true
 	case strings.HasPrefix(k, keyPane):
 		id := k[len(keyPane):]
-		e, err := s.get(id)
-		if err != nil {
-			return s.elsewhere(id, local, now)
+		pi, ok := h.team.LocalInfo(id)
+		if !ok {
+			return h.elsewhere(id, local, now)
 		}
-		pi := s.describe(e)
 		return api.Event{Type: "pane", At: now, Pane: &pi}, true
 	case strings.HasPrefix(k, keyTask):
-		return s.taskEvent(ctx, k, now)
+		return h.taskEvent(ctx, k, now)
 	}
 	return api.Event{}, false
 }
 
 // taskEvent is the event of a task's key.
-func (s *Supervisor) taskEvent(ctx context.Context, k string, now time.Time) (api.Event, bool) {
+func (h *Hub) taskEvent(ctx context.Context, k string, now time.Time) (api.Event, bool) {
 	n, _ := strconv.ParseInt(k[len(keyTask):], 10, 64)
-	t, err := s.store.GetTask(ctx, n)
+	t, err := h.store.GetTask(ctx, n)
 	if err != nil {
 		if !errors.Is(err, schema.ErrNotFound) {
-			s.log.WithError(err).Warn("Could not read a task for the event stream")
+			h.log.WithError(err).Warn("Could not read a task for the event stream")
 		}
 		return api.Event{}, false
 	}
-	ti := s.taskInfo(t)
+	ti := h.team.TaskInfo(t)
 	return api.Event{Type: "task", At: now, Task: &ti}, true
 }
 
 // elsewhere is the event for a pane that is not this node's: another
 // node's pane as it is now (none in a local stream), or its removal.
-func (s *Supervisor) elsewhere(id string, local bool, now time.Time) (api.Event, bool) {
-	if pi, ok := s.cl.Info(id); ok {
+func (h *Hub) elsewhere(id string, local bool, now time.Time) (api.Event, bool) {
+	if pi, ok := h.team.OtherNode(id); ok {
 		if local {
 			return api.Event{}, false
 		}
@@ -276,27 +323,50 @@ func (s *Supervisor) elsewhere(id string, local bool, now time.Time) (api.Event,
 }
 
 // Snapshot is the whole team now: panes, recent tasks, task summary.
-func (s *Supervisor) Snapshot(ctx context.Context) (api.Snapshot, error) {
-	snap := api.Snapshot{Panes: s.List(ctx), Tasks: []api.TaskInfo{}, Home: s.Home()}
-	tasks, err := s.store.RecentTasks(ctx, api.RecentTasks)
+func (h *Hub) Snapshot(ctx context.Context) (api.Snapshot, error) {
+	snap := api.Snapshot{Panes: h.team.List(ctx), Tasks: []api.TaskInfo{}, Home: h.team.Home()}
+	tasks, err := h.store.RecentTasks(ctx, api.RecentTasks)
 	if err != nil {
 		return api.Snapshot{}, err
 	}
 	for _, t := range tasks {
-		snap.Tasks = append(snap.Tasks, s.taskInfo(t))
+		snap.Tasks = append(snap.Tasks, h.team.TaskInfo(t))
 	}
-	if snap.Summary, err = s.taskSummary(ctx); err != nil {
+	if snap.Summary, err = h.Summary(ctx); err != nil {
 		return api.Snapshot{}, err
 	}
 	return snap, nil
 }
 
-func (s *Supervisor) taskSummary(ctx context.Context) (api.TaskSummary, error) {
-	counts, err := s.store.TaskCounts(ctx)
+// Status is the topology view of panes (all the team's, or those a
+// caller chose): with the task summary, the open tasks and the home.
+func (h *Hub) Status(ctx context.Context, panes []api.PaneInfo) (api.StatusResponse, error) {
+	sum, err := h.Summary(ctx)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	delivered, err := h.store.TasksIn(ctx, api.TaskDelivered)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	queued, err := h.store.TasksIn(ctx, api.TaskQueued)
+	if err != nil {
+		return api.StatusResponse{}, err
+	}
+	tasks := make([]api.TaskInfo, 0, len(delivered)+len(queued))
+	for _, t := range append(delivered, queued...) {
+		tasks = append(tasks, h.team.TaskInfo(t))
+	}
+	return api.TeamStatus(panes, tasks, sum, h.team.Home(), time.Now()), nil
+}
+
+// Summary is the task counts per master and the standing failures.
+func (h *Hub) Summary(ctx context.Context) (api.TaskSummary, error) {
+	counts, err := h.store.TaskCounts(ctx)
 	if err != nil {
 		return api.TaskSummary{}, err
 	}
-	failed, err := s.store.FailedLast(ctx)
+	failed, err := h.store.FailedLast(ctx)
 	if err != nil {
 		return api.TaskSummary{}, err
 	}

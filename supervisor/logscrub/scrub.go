@@ -1,4 +1,4 @@
-package supervisor
+package logscrub
 
 import (
 	"bufio"
@@ -11,21 +11,12 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
 )
 
-// ScrubLog wraps a log formatter so that no line it writes carries a
-// secret scrub knows (see NewScrubber), whatever the line quotes (an
-// upstream error that echoes the key, a field, a wrapped error).
-func ScrubLog(f logrus.Formatter, scrub *provider.Scrubber) logrus.Formatter {
+// Formatter wraps a log formatter so that no line it writes carries a
+// secret scrub knows (the supervisor's: supervisor.NewScrubber), whatever
+// the line quotes (an upstream error that echoes the key, a field, a
+// wrapped error).
+func Formatter(f logrus.Formatter, scrub *provider.Scrubber) logrus.Formatter {
 	return scrubFormatter{inner: f, scrub: scrub}
-}
-
-// NewScrubber is the supervisor's one scrubber: it removes the
-// credentials getenv reads (provider keys, the database password, the
-// password in an upstream URL, the cluster secret), the panes' gateway
-// tokens, and the secrets given (the cluster secret read from a file).
-// The log, the task ledger, every API answer and a cicy pane's history
-// files pass through it.
-func NewScrubber(getenv func(string) string, secrets ...string) *provider.Scrubber {
-	return provider.NewScrubber(getenv, provider.Pattern{Prefix: paneTokenPrefix, Re: paneTokenRe}).With(secrets...)
 }
 
 type scrubFormatter struct {
@@ -38,13 +29,13 @@ func (f scrubFormatter) Format(e *logrus.Entry) ([]byte, error) {
 	return f.scrub.Bytes(b), err
 }
 
-// scrubAnswers passes every API answer through the scrubber: a task's
+// Answers passes every API answer through the scrubber: a task's
 // result, a send's answer, a screen, an event of a stream — whatever a
 // pane's program printed, no secret of the supervisor's leaves in it. An
 // answer is written in whole pieces (one JSON value, one event line), so a
 // secret never straddles two writes. An attach is a raw terminal, hijacked
 // before any write: it is not changed.
-func scrubAnswers(next http.Handler, scrub *provider.Scrubber) http.Handler {
+func Answers(next http.Handler, scrub *provider.Scrubber) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(&scrubWriter{ResponseWriter: w, scrub: scrub}, r)
 	})
