@@ -94,9 +94,8 @@ func (a *handler) budgetRoutes(mux *http.ServeMux) {
 		Respond(w, b, err)
 	})
 	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		var req api.BudgetRequest
-		if err := Decode(r, &req); err != nil {
-			WriteErr(w, err)
+		req, ok := decodeOr[api.BudgetRequest](w, r)
+		if !ok {
 			return
 		}
 		b, err := a.cfg.Spend.SetBudget(r.Context(), r.PathValue("ref"), req)
@@ -207,6 +206,16 @@ func Decode(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeOr reads the request's body into a T (see Decode); a bad body is
+// answered as the error, and ok is false.
+func decodeOr[T any](w http.ResponseWriter, r *http.Request) (req T, ok bool) {
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
+		return req, false
+	}
+	return req, true
+}
+
 // Respond answers v, or the error.
 func Respond(w http.ResponseWriter, v any, err error) {
 	if err != nil {
@@ -272,9 +281,8 @@ func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
 }
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.CreateRequest](w, r)
+	if !ok {
 		return
 	}
 	resp, err := a.sup.Create(r.Context(), req)
@@ -287,11 +295,7 @@ func (a *handler) create(w http.ResponseWriter, r *http.Request) {
 
 func (a *handler) get(w http.ResponseWriter, r *http.Request) {
 	pi, err := a.sup.Get(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, pi)
+	Respond(w, pi, err)
 }
 
 func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
@@ -300,9 +304,8 @@ func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) send(w http.ResponseWriter, r *http.Request) {
-	var req api.SendRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.SendRequest](w, r)
+	if !ok {
 		return
 	}
 	res, err := a.sup.Send(r.Context(), r.PathValue("id"), req)
@@ -318,37 +321,24 @@ func (a *handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
-	var req api.HookRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.HookRequest](w, r)
+	if !ok {
 		return
 	}
 	res, err := a.sup.Hook(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, res)
+	Respond(w, res, err)
 }
 
 func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
 	was, err := a.sup.Cancel(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]bool{"cancelled": was})
+	Respond(w, map[string]bool{"cancelled": was}, err)
 }
 
 // command runs /compact or /clear and answers when it is done.
 func (a *handler) command(cmd string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.sup.Command(r.Context(), r.PathValue("id"), cmd)
-		if err != nil {
-			WriteErr(w, err)
-			return
-		}
-		WriteJSON(w, http.StatusOK, res)
+		Respond(w, res, err)
 	}
 }
 
@@ -447,11 +437,7 @@ func linesParam(r *http.Request) (int, error) {
 
 func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
 	x, err := a.sup.Explain(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, x)
+	Respond(w, x, err)
 }
 
 func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
@@ -465,11 +451,7 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 		screen = a.sup.StyledScreen
 	}
 	sc, err := screen(r.PathValue("id"), lines)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, sc)
+	Respond(w, sc, err)
 }
 
 func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
@@ -481,9 +463,8 @@ func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
-	var req api.AnswerRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.AnswerRequest](w, r)
+	if !ok {
 		return
 	}
 	if id := r.Header.Get(web.SessionHeader); id != "" {
@@ -492,29 +473,17 @@ func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 		req.Via, req.By = api.ViaWeb, "browser "+id
 	}
 	res, err := a.sup.Answer(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, res)
+	Respond(w, res, err)
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	st, err := a.sup.Status(r.Context())
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
+	Respond(w, st, err)
 }
 
 func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
 	doc, err := a.sup.Guidance(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, doc)
+	Respond(w, doc, err)
 }
 
 func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
@@ -524,11 +493,7 @@ func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, err := a.sup.SetGuidance(r.PathValue("id"), content)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, doc)
+	Respond(w, doc, err)
 }
 
 // maxGuidance bounds a guidance file sent to the API.
@@ -589,9 +554,8 @@ func (a *handler) worktreeRoutes(mux *http.ServeMux) {
 		Respond(w, res, err)
 	})
 	mux.HandleFunc("POST /api/merge", func(w http.ResponseWriter, r *http.Request) {
-		var req api.MergeRequest
-		if err := Decode(r, &req); err != nil {
-			WriteErr(w, err)
+		req, ok := decodeOr[api.MergeRequest](w, r)
+		if !ok {
 			return
 		}
 		res, err := a.sup.Merge(r.Context(), req)
