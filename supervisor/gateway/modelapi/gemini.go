@@ -1,6 +1,7 @@
 package modelapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -168,7 +169,7 @@ func addGeminiContent(c *wire.Request, gc geminiContent) {
 				if args == "" {
 					args = "{}"
 				}
-				blocks = append(blocks, toolUse(firstNonEmpty(p.FunctionCall.ID, p.FunctionCall.Name), p.FunctionCall.Name, args))
+				blocks = append(blocks, toolUse(cmp.Or(p.FunctionCall.ID, p.FunctionCall.Name), p.FunctionCall.Name, args))
 			case p.Text != "" && !p.Thought:
 				blocks = append(blocks, wire.Block{Type: wire.TypeText, Text: p.Text})
 			}
@@ -181,7 +182,7 @@ func addGeminiContent(c *wire.Request, gc geminiContent) {
 		switch {
 		case p.FunctionResponse != nil:
 			fr := p.FunctionResponse
-			addToolResult(c, wire.ToolResult(firstNonEmpty(fr.ID, fr.Name), functionOutput(fr.Response), false))
+			addToolResult(c, wire.ToolResult(cmp.Or(fr.ID, fr.Name), functionOutput(fr.Response), false))
 		case p.Text != "" && !p.Thought:
 			texts = append(texts, wire.Block{Type: wire.TypeText, Text: p.Text})
 		}
