@@ -39,7 +39,7 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
 	mux.HandleFunc("GET /api/panes", a.list)
 	mux.HandleFunc("POST /api/panes", a.create)
-	mux.HandleFunc("GET /api/panes/{id}", a.get)
+	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
 	mux.HandleFunc("DELETE /api/panes/{id}", a.kill)
 	mux.HandleFunc("POST /api/panes/{id}/send", a.send)
 	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
@@ -55,7 +55,7 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
-	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
+	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(d.Explain))
 	mux.HandleFunc("GET /api/usage", a.usage)
 	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
 		ns, err := a.sup.Nodes(r.Context())
@@ -68,7 +68,7 @@ func New(d Daemon, cfg Config) http.Handler {
 	}
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
-	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
+	mux.HandleFunc("GET /api/memory/templates/agent/{id}", paneRoute(d.Guidance))
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
@@ -293,9 +293,12 @@ func (a *handler) create(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusCreated, resp)
 }
 
-func (a *handler) get(w http.ResponseWriter, r *http.Request) {
-	pi, err := a.sup.Get(r.PathValue("id"))
-	Respond(w, pi, err)
+// paneRoute answers what f says of the pane the path's {id} names.
+func paneRoute[T any](f func(id string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := f(r.PathValue("id"))
+		Respond(w, v, err)
+	}
 }
 
 func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
@@ -435,11 +438,6 @@ func linesParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
-func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
-	x, err := a.sup.Explain(r.PathValue("id"))
-	Respond(w, x, err)
-}
-
 func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
@@ -479,11 +477,6 @@ func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	st, err := a.sup.Status(r.Context())
 	Respond(w, st, err)
-}
-
-func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
-	doc, err := a.sup.Guidance(r.PathValue("id"))
-	Respond(w, doc, err)
 }
 
 func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
