@@ -38,9 +38,5 @@ func (s *Store) SetTeamBudget(ctx context.Context, team string, usd sql.NullFloa
 
 // TeamBudgets returns every team's spending limit by team name.
 func (s *Store) TeamBudgets(ctx context.Context) (map[string]float64, error) {
-	out, err := selectMap[string, float64](ctx, s.db, `SELECT team AS k, budget_usd AS v FROM team_budgets`)
-	if err != nil {
-		return nil, fmt.Errorf("read the team budgets: %w", err)
-	}
-	return out, nil
+	return selectMap[string, float64](ctx, s.db, "read the team budgets", `SELECT team AS k, budget_usd AS v FROM team_budgets`)
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -79,14 +80,14 @@ func (c *conn) SelectContext(ctx context.Context, dest any, q string, args ...an
 }
 
 // selectMap reads the rows of a query of two columns named k and v as a
-// map from k to v.
-func selectMap[K comparable, V any](ctx context.Context, c *conn, q string, args ...any) (map[K]V, error) {
+// map from k to v; what says what failed.
+func selectMap[K comparable, V any](ctx context.Context, c *conn, what, q string, args ...any) (map[K]V, error) {
 	var rows []struct {
 		K K `db:"k"`
 		V V `db:"v"`
 	}
 	if err := c.SelectContext(ctx, &rows, q, args...); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out := make(map[K]V, len(rows))
 	for _, r := range rows {

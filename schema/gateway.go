@@ -43,9 +43,5 @@ func (s *Store) SaveGatewayToken(ctx context.Context, pane, hash string) error {
 
 // GatewayTokens maps each token hash to its pane.
 func (s *Store) GatewayTokens(ctx context.Context) (map[string]string, error) {
-	out, err := selectMap[string, string](ctx, s.db, `SELECT token_hash AS k, pane_id AS v FROM gateway_tokens`)
-	if err != nil {
-		return nil, fmt.Errorf("read the gateway tokens: %w", err)
-	}
-	return out, nil
+	return selectMap[string, string](ctx, s.db, "read the gateway tokens", `SELECT token_hash AS k, pane_id AS v FROM gateway_tokens`)
 }

@@ -453,11 +453,7 @@ func (s *Store) DeleteNotifyMute(ctx context.Context, target string) error {
 
 // NotifyMutes returns every mute: target → until.
 func (s *Store) NotifyMutes(ctx context.Context) (map[string]string, error) {
-	out, err := selectMap[string, string](ctx, s.db, `SELECT target AS k, until AS v FROM notify_mutes`)
-	if err != nil {
-		return nil, fmt.Errorf("list mutes: %w", err)
-	}
-	return out, nil
+	return selectMap[string, string](ctx, s.db, "list mutes", `SELECT target AS k, until AS v FROM notify_mutes`)
 }
 
 // NotifyAnswer is one notify_answers row: what a person answered to an
