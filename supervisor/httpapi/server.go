@@ -39,7 +39,6 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
 	mux.HandleFunc("GET /api/panes", a.list)
 	mux.HandleFunc("POST /api/panes", a.create)
-	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
 	mux.HandleFunc("DELETE /api/panes/{id}", a.kill)
 	mux.HandleFunc("POST /api/panes/{id}/send", a.send)
 	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
@@ -55,7 +54,6 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
-	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(d.Explain))
 	mux.HandleFunc("GET /api/usage", a.usage)
 	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
 		ns, err := a.sup.Nodes(r.Context())
@@ -68,6 +66,9 @@ func New(d Daemon, cfg Config) http.Handler {
 	}
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
+	// Routes that answer what the daemon says of the {id} in their path.
+	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
+	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(d.Explain))
 	mux.HandleFunc("GET /api/memory/templates/agent/{id}", paneRoute(d.Guidance))
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
