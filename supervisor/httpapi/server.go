@@ -46,8 +46,6 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/answer", a.answer)
 	mux.HandleFunc("GET /api/panes/{id}/attach", a.attach)
 	mux.HandleFunc("POST /api/panes/{id}/cancel", a.cancel)
-	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
-	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("POST /api/panes/{id}/hook", a.hook)
 	mux.HandleFunc("POST /api/panes/{id}/team/{tool}", a.teamTool)
@@ -66,6 +64,8 @@ func New(d Daemon, cfg Config) http.Handler {
 	}
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
+	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
+	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	// Routes that answer what the daemon says of the {id} in their path.
 	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
 	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(d.Explain))
