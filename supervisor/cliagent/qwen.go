@@ -19,8 +19,9 @@ var qwen = Kind{
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, prompts: true, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
 	// Its dialogs are Gemini CLI's.
-	answer:   geminiAnswer,
-	toolName: qwenToolName,
+	answer: geminiAnswer,
+	// It names an MCP server's tools as Claude Code does.
+	toolName: claudeToolName,
 	// Its hooks carry "session_id", as Claude Code's; `qwen --resume <id>`.
 	session: sessionField, resume: resumeWith("--resume"),
 	// QWEN.md in QWEN_HOME: its global context file.
@@ -63,7 +64,7 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 		// by default; the team tools are offered up front.
 		var visible []string
 		for _, t := range a.MCP.Tools {
-			visible = append(visible, qwenToolName(t))
+			visible = append(visible, claudeToolName(t))
 		}
 		settings["tools"].(map[string]any)["visible"] = visible
 	}
@@ -76,9 +77,6 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 	argv := []string{"qwen", "--approval-mode", mode, "--model", model}
 	return append(argv, a.Extra...), env, nil
 }
-
-// qwenToolName is a team tool as Qwen Code names an MCP server's tools.
-func qwenToolName(tool string) string { return "mcp__" + MCPName + "__" + tool }
 
 // qwenPayload holds the fields of a Qwen Code hook's payload that matter
 // besides Claude Code's.
