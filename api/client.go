@@ -86,19 +86,15 @@ func seg(s string) string {
 
 // Health asks the supervisor about itself; ErrNotRunning when none answers.
 func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err := c.do(ctx, http.MethodGet, "/api/health", nil, &h)
-	return h, err
+	return call[Health](ctx, c, http.MethodGet, "/api/health", nil)
 }
 
 // Probe asks the supervisor about itself within ctx's deadline (Health
 // bounds it at 2 s): a peer's liveness probe, whose deadline is its own.
 func (c *Client) Probe(ctx context.Context) (Health, error) {
-	var h Health
-	err := c.do(ctx, http.MethodGet, "/api/health", nil, &h)
-	return h, err
+	return call[Health](ctx, c, http.MethodGet, "/api/health", nil)
 }
 
 // Ensure makes sure a supervisor runs, starting one in the background if
@@ -227,9 +223,7 @@ func (c *Client) Shutdown(ctx context.Context, wait time.Duration) error {
 
 // Create makes a pane.
 func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
-	var out CreateResponse
-	err := c.do(ctx, http.MethodPost, "/api/panes", req, &out)
-	return out, err
+	return call[CreateResponse](ctx, c, http.MethodPost, "/api/panes", req)
 }
 
 // List returns every pane.
@@ -240,9 +234,7 @@ func (c *Client) List(ctx context.Context) ([]PaneInfo, error) {
 // ListFiltered returns the panes that pass f, the filter applied by the
 // supervisor.
 func (c *Client) ListFiltered(ctx context.Context, f PaneFilter) ([]PaneInfo, error) {
-	var out []PaneInfo
-	err := c.do(ctx, http.MethodGet, panesPath(f), nil, &out)
-	return out, err
+	return call[[]PaneInfo](ctx, c, http.MethodGet, panesPath(f), nil)
 }
 
 // panesPath is GET /api/panes with f's query.
@@ -284,9 +276,7 @@ func (c *Client) ListEach(ctx context.Context, f PaneFilter, fn func(PaneInfo) e
 
 // Get returns one pane.
 func (c *Client) Get(ctx context.Context, id string) (PaneInfo, error) {
-	var out PaneInfo
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id), nil, &out)
-	return out, err
+	return call[PaneInfo](ctx, c, http.MethodGet, "/api/panes/"+seg(id), nil)
 }
 
 // Send delivers input. With req.Wait (cicy panes) it returns the turn's
@@ -303,9 +293,7 @@ func (c *Client) Send(ctx context.Context, id string, req SendRequest) (*SendRes
 // Answer answers a pane's dialog: approve, deny, option:N, restart or
 // screen (see AnswerRequest).
 func (c *Client) Answer(ctx context.Context, id string, req AnswerRequest) (AnswerResult, error) {
-	var res AnswerResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/answer", req, &res)
-	return res, err
+	return call[AnswerResult](ctx, c, http.MethodPost, "/api/panes/"+seg(id)+"/answer", req)
 }
 
 // Cancel stops a cicy pane's running turn; it reports whether one ran.
@@ -374,16 +362,12 @@ func (c *Client) stream(ctx context.Context, path string) (io.ReadCloser, error)
 
 // Screen returns the screen; lines > 0 keeps the last lines.
 func (c *Client) Screen(ctx context.Context, id string, lines int) (ScreenResponse, error) {
-	var out ScreenResponse
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/panes/%s/screen?lines=%d", seg(id), lines), nil, &out)
-	return out, err
+	return call[ScreenResponse](ctx, c, http.MethodGet, fmt.Sprintf("/api/panes/%s/screen?lines=%d", seg(id), lines), nil)
 }
 
 // Explain says why a pane has its state.
 func (c *Client) Explain(ctx context.Context, id string) (Explanation, error) {
-	var out Explanation
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/explain", nil, &out)
-	return out, err
+	return call[Explanation](ctx, c, http.MethodGet, "/api/panes/"+seg(id)+"/explain", nil)
 }
 
 // Kill stops and removes a pane.
@@ -395,9 +379,7 @@ func (c *Client) Kill(ctx context.Context, id string) error {
 // KillPane stops a pane and removes it, and says what it left behind (a
 // worktree with unmerged work).
 func (c *Client) KillPane(ctx context.Context, id string) (KillResult, error) {
-	var out KillResult
-	err := c.do(ctx, http.MethodDelete, "/api/panes/"+seg(id), nil, &out)
-	return out, err
+	return call[KillResult](ctx, c, http.MethodDelete, "/api/panes/"+seg(id), nil)
 }
 
 // Restart starts a pane again; a CLI agent resumes its recorded session.
@@ -416,8 +398,13 @@ func (c *Client) RestartAs(ctx context.Context, id string, fresh bool) error {
 
 // Status returns the topology view.
 func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
-	var out StatusResponse
-	err := c.do(ctx, http.MethodGet, "/api/status", nil, &out)
+	return call[StatusResponse](ctx, c, http.MethodGet, "/api/status", nil)
+}
+
+// call makes a request with do and returns its answer as a T.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, in, &out)
 	return out, err
 }
 
@@ -476,23 +463,17 @@ func isNoServer(err error) bool {
 // Hook posts a CLI agent's signal; ErrNotRunning when no supervisor
 // answers (the caller spools it). It never starts a supervisor.
 func (c *Client) Hook(ctx context.Context, id string, req HookRequest) (HookResult, error) {
-	var res HookResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/hook", req, &res)
-	return res, err
+	return call[HookResult](ctx, c, http.MethodPost, "/api/panes/"+seg(id)+"/hook", req)
 }
 
 // Memories lists a cicy pane's memories.
 func (c *Client) Memories(ctx context.Context, id string) (MemoryList, error) {
-	var out MemoryList
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/memory", nil, &out)
-	return out, err
+	return call[MemoryList](ctx, c, http.MethodGet, "/api/panes/"+seg(id)+"/memory", nil)
 }
 
 // Memory returns one memory of a cicy pane.
 func (c *Client) Memory(ctx context.Context, id, memID string) (Memory, error) {
-	var out Memory
-	err := c.do(ctx, http.MethodGet, "/api/panes/"+seg(id)+"/memory/"+seg(memID), nil, &out)
-	return out, err
+	return call[Memory](ctx, c, http.MethodGet, "/api/panes/"+seg(id)+"/memory/"+seg(memID), nil)
 }
 
 // MemoryRemove moves a memory to the pane's _archive/.
@@ -502,44 +483,32 @@ func (c *Client) MemoryRemove(ctx context.Context, id, memID string) error {
 
 // MemoryFlush recognises the pane's buffered turns now.
 func (c *Client) MemoryFlush(ctx context.Context, id string) (FlushResult, error) {
-	var out FlushResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/memory/flush", nil, &out)
-	return out, err
+	return call[FlushResult](ctx, c, http.MethodPost, "/api/panes/"+seg(id)+"/memory/flush", nil)
 }
 
 // MemoryReindex rebuilds the pane's MEMORY.md from its memory files.
 func (c *Client) MemoryReindex(ctx context.Context, id string) (ReindexResult, error) {
-	var out ReindexResult
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(id)+"/memory/reindex", nil, &out)
-	return out, err
+	return call[ReindexResult](ctx, c, http.MethodPost, "/api/panes/"+seg(id)+"/memory/reindex", nil)
 }
 
 // Dispatch creates a task (and with req.Wait waits for it).
 func (c *Client) Dispatch(ctx context.Context, req DispatchRequest) (TaskInfo, error) {
-	var out TaskInfo
-	err := c.do(ctx, http.MethodPost, "/api/tasks", req, &out)
-	return out, err
+	return call[TaskInfo](ctx, c, http.MethodPost, "/api/tasks", req)
 }
 
 // Tasks lists tasks from or to a pane ("" for all).
 func (c *Client) Tasks(ctx context.Context, pane string) ([]TaskInfo, error) {
-	var out []TaskInfo
-	err := c.do(ctx, http.MethodGet, "/api/tasks?pane="+url.QueryEscape(pane), nil, &out)
-	return out, err
+	return call[[]TaskInfo](ctx, c, http.MethodGet, "/api/tasks?pane="+url.QueryEscape(pane), nil)
 }
 
 // Task returns one task.
 func (c *Client) Task(ctx context.Context, id int64) (TaskInfo, error) {
-	var out TaskInfo
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/tasks/%d", id), nil, &out)
-	return out, err
+	return call[TaskInfo](ctx, c, http.MethodGet, fmt.Sprintf("/api/tasks/%d", id), nil)
 }
 
 // WaitTask blocks until the task ends or timeout passes (0: no limit).
 func (c *Client) WaitTask(ctx context.Context, id int64, timeout time.Duration) (TaskInfo, error) {
-	var out TaskInfo
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/tasks/%d/wait?timeout=%g", id, timeout.Seconds()), nil, &out)
-	return out, err
+	return call[TaskInfo](ctx, c, http.MethodGet, fmt.Sprintf("/api/tasks/%d/wait?timeout=%g", id, timeout.Seconds()), nil)
 }
 
 // TeamTool runs a team tool (dispatch, workers, task_status, wait) for the
@@ -547,20 +516,16 @@ func (c *Client) WaitTask(ctx context.Context, id int64, timeout time.Duration) 
 // master should read is a result with IsError; an error is the request's
 // (no such pane, not a master, no such tool, no supervisor).
 func (c *Client) TeamTool(ctx context.Context, pane, tool string, input json.RawMessage) (TeamToolResult, error) {
-	var out TeamToolResult
 	var in any
 	if input != nil {
 		in = input
 	}
-	err := c.do(ctx, http.MethodPost, "/api/panes/"+seg(pane)+"/team/"+seg(tool), in, &out)
-	return out, err
+	return call[TeamToolResult](ctx, c, http.MethodPost, "/api/panes/"+seg(pane)+"/team/"+seg(tool), in)
 }
 
 // CancelTask cancels a task.
 func (c *Client) CancelTask(ctx context.Context, id int64) (TaskInfo, error) {
-	var out TaskInfo
-	err := c.do(ctx, http.MethodPost, fmt.Sprintf("/api/tasks/%d/cancel", id), nil, &out)
-	return out, err
+	return call[TaskInfo](ctx, c, http.MethodPost, fmt.Sprintf("/api/tasks/%d/cancel", id), nil)
 }
 
 // Usage reports the usage ledger's model calls, grouped (see UsageQuery).
@@ -571,30 +536,22 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
 			v.Set(k, s)
 		}
 	}
-	var out UsageReport
-	err := c.do(ctx, http.MethodGet, "/api/usage?"+v.Encode(), nil, &out)
-	return out, err
+	return call[UsageReport](ctx, c, http.MethodGet, "/api/usage?"+v.Encode(), nil)
 }
 
 // Budget reports a budget: ref is a pane's id or title, or team:NAME.
 func (c *Client) Budget(ctx context.Context, ref string) (Budget, error) {
-	var out Budget
-	err := c.do(ctx, http.MethodGet, "/api/budgets/"+seg(ref), nil, &out)
-	return out, err
+	return call[Budget](ctx, c, http.MethodGet, "/api/budgets/"+seg(ref), nil)
 }
 
 // SetBudget sets a budget (see Budget for ref), or removes it when
 // req.BudgetUSD is nil, and reports it.
 func (c *Client) SetBudget(ctx context.Context, ref string, req BudgetRequest) (Budget, error) {
-	var out Budget
-	err := c.do(ctx, http.MethodPut, "/api/budgets/"+seg(ref), req, &out)
-	return out, err
+	return call[Budget](ctx, c, http.MethodPut, "/api/budgets/"+seg(ref), req)
 }
 
 // Budgets reports every budget set: the panes' by id, then the teams' by
 // name.
 func (c *Client) Budgets(ctx context.Context) ([]Budget, error) {
-	var out []Budget
-	err := c.do(ctx, http.MethodGet, "/api/budgets", nil, &out)
-	return out, err
+	return call[[]Budget](ctx, c, http.MethodGet, "/api/budgets", nil)
 }

@@ -36,7 +36,5 @@ const (
 
 // Nodes lists the cluster's nodes, this one first.
 func (c *Client) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	var out []NodeInfo
-	err := c.do(ctx, http.MethodGet, "/api/nodes", nil, &out)
-	return out, err
+	return call[[]NodeInfo](ctx, c, http.MethodGet, "/api/nodes", nil)
 }

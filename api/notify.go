@@ -61,16 +61,12 @@ type NotifyMuteRequest struct {
 
 // NotifySinks lists the sinks with what they did.
 func (c *Client) NotifySinks(ctx context.Context) ([]NotifySink, error) {
-	var out []NotifySink
-	err := c.do(ctx, http.MethodGet, "/api/notify/sinks", nil, &out)
-	return out, err
+	return call[[]NotifySink](ctx, c, http.MethodGet, "/api/notify/sinks", nil)
 }
 
 // AddNotifySink adds a sink (or, for a team's, replaces it).
 func (c *Client) AddNotifySink(ctx context.Context, req NotifyAddRequest) (NotifySink, error) {
-	var out NotifySink
-	err := c.do(ctx, http.MethodPost, "/api/notify/sinks", req, &out)
-	return out, err
+	return call[NotifySink](ctx, c, http.MethodPost, "/api/notify/sinks", req)
 }
 
 // RemoveNotifySink removes a sink and its messages not sent yet.
@@ -80,23 +76,17 @@ func (c *Client) RemoveNotifySink(ctx context.Context, name string) error {
 
 // TestNotifySink sends a sample to a sink and returns its answer.
 func (c *Client) TestNotifySink(ctx context.Context, name string) (NotifyTestResult, error) {
-	var out NotifyTestResult
-	err := c.do(ctx, http.MethodPost, "/api/notify/sinks/"+seg(name)+"/test", nil, &out)
-	return out, err
+	return call[NotifyTestResult](ctx, c, http.MethodPost, "/api/notify/sinks/"+seg(name)+"/test", nil)
 }
 
 // NotifyMutes lists the mutes in force.
 func (c *Client) NotifyMutes(ctx context.Context) ([]NotifyMute, error) {
-	var out []NotifyMute
-	err := c.do(ctx, http.MethodGet, "/api/notify/mutes", nil, &out)
-	return out, err
+	return call[[]NotifyMute](ctx, c, http.MethodGet, "/api/notify/mutes", nil)
 }
 
 // MuteNotify mutes a pane or a team.
 func (c *Client) MuteNotify(ctx context.Context, req NotifyMuteRequest) (NotifyMute, error) {
-	var out NotifyMute
-	err := c.do(ctx, http.MethodPost, "/api/notify/mutes", req, &out)
-	return out, err
+	return call[NotifyMute](ctx, c, http.MethodPost, "/api/notify/mutes", req)
 }
 
 // UnmuteNotify lifts a mute.

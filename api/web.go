@@ -61,42 +61,30 @@ type WebRevokeResult struct {
 
 // WebStatus is whether and where the page is served.
 func (c *Client) WebStatus(ctx context.Context) (WebStatus, error) {
-	var out WebStatus
-	err := c.do(ctx, http.MethodGet, "/api/web", nil, &out)
-	return out, err
+	return call[WebStatus](ctx, c, http.MethodGet, "/api/web", nil)
 }
 
 // WebStart serves the page (again, elsewhere, if req says so).
 func (c *Client) WebStart(ctx context.Context, req WebStartRequest) (WebStatus, error) {
-	var out WebStatus
-	err := c.do(ctx, http.MethodPost, "/api/web/start", req, &out)
-	return out, err
+	return call[WebStatus](ctx, c, http.MethodPost, "/api/web/start", req)
 }
 
 // WebStop stops serving the page; the sessions stay.
 func (c *Client) WebStop(ctx context.Context) (WebStatus, error) {
-	var out WebStatus
-	err := c.do(ctx, http.MethodPost, "/api/web/stop", nil, &out)
-	return out, err
+	return call[WebStatus](ctx, c, http.MethodPost, "/api/web/stop", nil)
 }
 
 // WebLink mints a one-time login link.
 func (c *Client) WebLink(ctx context.Context, req WebLinkRequest) (WebLink, error) {
-	var out WebLink
-	err := c.do(ctx, http.MethodPost, "/api/web/links", req, &out)
-	return out, err
+	return call[WebLink](ctx, c, http.MethodPost, "/api/web/links", req)
 }
 
 // WebSessions lists the browsers logged in.
 func (c *Client) WebSessions(ctx context.Context) ([]WebSession, error) {
-	var out []WebSession
-	err := c.do(ctx, http.MethodGet, "/api/web/sessions", nil, &out)
-	return out, err
+	return call[[]WebSession](ctx, c, http.MethodGet, "/api/web/sessions", nil)
 }
 
 // WebRevoke ends a browser's session, or every one with "all".
 func (c *Client) WebRevoke(ctx context.Context, id string) (WebRevokeResult, error) {
-	var out WebRevokeResult
-	err := c.do(ctx, http.MethodDelete, "/api/web/sessions/"+seg(id), nil, &out)
-	return out, err
+	return call[WebRevokeResult](ctx, c, http.MethodDelete, "/api/web/sessions/"+seg(id), nil)
 }

@@ -102,28 +102,22 @@ type KillResult struct {
 
 // Diff returns the change of a task ("7") or a worker ("w-3").
 func (c *Client) Diff(ctx context.Context, target string, stat bool) (DiffResult, error) {
-	var out DiffResult
-	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/api/diff?target=%s&stat=%t", url.QueryEscape(target), stat), nil, &out)
-	return out, err
+	return call[DiffResult](ctx, c, http.MethodGet, fmt.Sprintf("/api/diff?target=%s&stat=%t", url.QueryEscape(target), stat), nil)
 }
 
 // Merge merges a task's or a worker's branch.
 func (c *Client) Merge(ctx context.Context, req MergeRequest) (MergeResult, error) {
-	var out MergeResult
-	err := c.do(ctx, http.MethodPost, "/api/merge", req, &out)
-	return out, err
+	return call[MergeResult](ctx, c, http.MethodPost, "/api/merge", req)
 }
 
 // Worktrees lists every worktree of the home's workers; with prune it
 // first removes the clean, merged ones of panes that are gone.
 func (c *Client) Worktrees(ctx context.Context, prune bool) ([]WorktreeInfo, error) {
-	var out []WorktreeInfo
 	method := http.MethodGet
 	if prune {
 		method = http.MethodPost
 	}
-	err := c.do(ctx, method, "/api/worktrees", nil, &out)
-	return out, err
+	return call[[]WorktreeInfo](ctx, c, method, "/api/worktrees", nil)
 }
 
 // MergeText is what a merge did, in a sentence or two: the words the

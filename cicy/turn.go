@@ -1,6 +1,7 @@
 package cicy
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -412,20 +413,20 @@ func firstLine(s string) string {
 // write failure does not stop the turn; it is in the turn's result
 // (Unsaved) and the loop writes the history again later.
 func (j *turnJob) persist() {
-	err := j.writer.save(j.hist, j.a.env.Now())
-	if err != nil {
-		j.a.log.WithError(err).Error("Could not write current.json")
-	}
-	j.saveErr = errors.Join(err, j.writeReply())
-	j.a.wrote(j.saveErr)
+	j.saved(j.writer.save(j.hist, j.a.env.Now()), "Could not write current.json")
 }
 
 // persistRound puts a round's messages on disk (the journal) and
 // reply.json; a failure waits for the turn's end, which writes it all.
 func (j *turnJob) persistRound() {
-	err := j.writer.appendRound(j.hist, j.a.env.Now())
+	j.saved(j.writer.appendRound(j.hist, j.a.env.Now()), "Could not write the round to the history journal")
+}
+
+// saved logs a failed write of the history (err, told as msg), writes
+// reply.json and records how both went.
+func (j *turnJob) saved(err error, msg string) {
 	if err != nil {
-		j.a.log.WithError(err).Error("Could not write the round to the history journal")
+		j.a.log.WithError(err).Error(msg)
 	}
 	j.saveErr = errors.Join(err, j.writeReply())
 	j.a.wrote(j.saveErr)
@@ -529,7 +530,7 @@ func (a *Agent) resolve() (*setup, error) {
 		return nil, err
 	}
 	s := &setup{prov: prov, system: t.System, maxRounds: t.Meta.MaxToolRounds, maxTokens: t.Meta.MaxTokens}
-	s.model = firstOf(a.cfg.Model, t.Meta.Model, a.env.Getenv("CICY_MODEL"), defaultModel(name))
+	s.model = cmp.Or(a.cfg.Model, t.Meta.Model, a.env.Getenv("CICY_MODEL"), defaultModel(name))
 	if s.model == "" {
 		return nil, fmt.Errorf("no model for the %s provider: set --model, model: in the template's meta.yaml, or CICY_MODEL", name)
 	}
@@ -552,7 +553,7 @@ func (a *Agent) resolve() (*setup, error) {
 // CICY_PROVIDER, anthropic) and sets it up, recording whether it could
 // (ProviderProblem).
 func (a *Agent) provider(t *Template) (string, Provider, error) {
-	name := firstOf(a.cfg.Provider, t.Meta.Provider, a.env.Getenv("CICY_PROVIDER"), "anthropic")
+	name := cmp.Or(a.cfg.Provider, t.Meta.Provider, a.env.Getenv("CICY_PROVIDER"), "anthropic")
 	prov, err := a.env.NewProvider(name)
 	why := ""
 	if err != nil {
@@ -625,15 +626,6 @@ func (a *Agent) resolveTools(s *setup, want []string) error {
 		}
 	}
 	return nil
-}
-
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // defaultModel is the model of a provider when nothing names one.

@@ -253,25 +253,13 @@ func applySGR(pen *Run, params string) {
 			continue
 		}
 		n := atoi(p)
+		if flag := sgrFlag(pen, n); flag != nil {
+			*flag = n < 20 // 1, 3, 4 and 7 turn it on, 22, 23, 24 and 27 off
+			continue
+		}
 		switch {
 		case n == 0:
 			*pen = Run{}
-		case n == 1:
-			pen.Bold = true
-		case n == 3:
-			pen.Italic = true
-		case n == 4:
-			pen.Underline = true
-		case n == 7:
-			pen.Reverse = true
-		case n == 22:
-			pen.Bold = false
-		case n == 23:
-			pen.Italic = false
-		case n == 24:
-			pen.Underline = false
-		case n == 27:
-			pen.Reverse = false
 		case n >= 30 && n <= 37:
 			pen.FG = Palette(uint8(n - 30))
 		case n >= 90 && n <= 97:
@@ -294,6 +282,22 @@ func applySGR(pen *Run, params string) {
 			}
 		}
 	}
+}
+
+// sgrFlag is the attribute of the pen an SGR code turns on or off (bold,
+// italic, underline, reverse), or nil.
+func sgrFlag(pen *Run, n int) *bool {
+	switch n {
+	case 1, 22:
+		return &pen.Bold
+	case 3, 23:
+		return &pen.Italic
+	case 4, 24:
+		return &pen.Underline
+	case 7, 27:
+		return &pen.Reverse
+	}
+	return nil
 }
 
 // extColor reads the colour after 38, 48 or 58 in ;-form: 5;n or 2;r;g;b.

@@ -953,12 +953,19 @@ func (p *TmuxPane) classify() (watch, pending bool) {
 // stands over the screen rules for the hook-quiet time. A pane whose
 // program ended keeps its exit.
 func (p *TmuxPane) SetState(s State, reason string) {
+	p.change(func(now time.Time) bool { return p.m.hook(now, s, reason) })
+}
+
+// change applies f to the machine of a pane whose program runs, under the
+// pane's lock, publishes the status (and announces it when f says it
+// changed) and pokes the server; false when the program has ended.
+func (p *TmuxPane) change(f func(now time.Time) bool) bool {
 	p.mu.Lock()
 	if !p.m.running() {
 		p.mu.Unlock()
-		return
+		return false
 	}
-	changed := p.m.hook(time.Now(), s, reason)
+	changed := f(time.Now())
 	p.publish()
 	st := p.m.status
 	p.mu.Unlock()
@@ -966,6 +973,7 @@ func (p *TmuxPane) SetState(s State, reason string) {
 		p.announce(st)
 	}
 	p.srv.poke()
+	return true
 }
 
 // RequestsChanged tells the pane that its count of model requests in
@@ -1033,19 +1041,9 @@ func (p *TmuxPane) StyledScreen() []StyledLine {
 
 // input marks the pane busy: the program has work.
 func (p *TmuxPane) input() error {
-	p.mu.Lock()
-	if !p.m.running() {
-		p.mu.Unlock()
+	if !p.change(func(now time.Time) bool { return p.m.input(now) }) {
 		return ErrExited
 	}
-	changed := p.m.input(time.Now())
-	p.publish()
-	st := p.m.status
-	p.mu.Unlock()
-	if changed {
-		p.announce(st)
-	}
-	p.srv.poke()
 	return nil
 }
 

@@ -81,7 +81,7 @@ func host(argv []string) int {
 			h.reaped(c)
 		case <-sigs:
 			EndTree(os.Getpid())
-			h.drain(children)
+			drain(children, h.reaped)
 			return 0
 		}
 	}
@@ -104,8 +104,9 @@ func (h *hostState) reaped(c reaped) {
 }
 
 // drain reaps what was just killed, so nothing is left a zombie for init
-// (a container's init may not reap), for at most endWait.
-func (h *hostState) drain(children <-chan reaped) {
+// (a container's init may not reap), for at most endWait, handing each
+// child reaped to f.
+func drain(children <-chan reaped, f func(reaped)) {
 	t := time.NewTimer(endWait)
 	defer t.Stop()
 	for {
@@ -114,7 +115,7 @@ func (h *hostState) drain(children <-chan reaped) {
 			if !ok {
 				return
 			}
-			h.reaped(c)
+			f(c)
 		case <-t.C:
 			return
 		}

@@ -80,21 +80,12 @@ func keep(argv []string) int {
 		endRest(os.Getpid(), grace)
 	}
 	// Reap what was ended, the command too if it is still to come.
-	t := time.NewTimer(endWait)
-	defer t.Stop()
-	for {
-		select {
-		case c, ok := <-children:
-			if !ok {
-				return max(code, 0)
-			}
-			if c.pid == cmd {
-				code = exitCode(c.status)
-			}
-		case <-t.C:
-			return max(code, 0)
+	drain(children, func(c reaped) {
+		if c.pid == cmd {
+			code = exitCode(c.status)
 		}
-	}
+	})
+	return max(code, 0)
 }
 
 func exitCode(ws unix.WaitStatus) int {

@@ -38,16 +38,5 @@ func (s *Store) SetTeamBudget(ctx context.Context, team string, usd sql.NullFloa
 
 // TeamBudgets returns every team's spending limit by team name.
 func (s *Store) TeamBudgets(ctx context.Context) (map[string]float64, error) {
-	var rows []struct {
-		Team string  `db:"team"`
-		USD  float64 `db:"budget_usd"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT team, budget_usd FROM team_budgets`); err != nil {
-		return nil, fmt.Errorf("read the team budgets: %w", err)
-	}
-	out := make(map[string]float64, len(rows))
-	for _, r := range rows {
-		out[r.Team] = r.USD
-	}
-	return out, nil
+	return selectMap[string, float64](ctx, s.db, "read the team budgets", `SELECT team AS k, budget_usd AS v FROM team_budgets`)
 }

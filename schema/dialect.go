@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -76,6 +77,31 @@ func (c *conn) GetContext(ctx context.Context, dest any, q string, args ...any) 
 
 func (c *conn) SelectContext(ctx context.Context, dest any, q string, args ...any) error {
 	return c.DB.SelectContext(ctx, dest, c.Rebind(q), args...)
+}
+
+// selectMap reads the rows of a query of two columns named k and v as a
+// map from k to v; what says what failed.
+func selectMap[K comparable, V any](ctx context.Context, c *conn, what, q string, args ...any) (map[K]V, error) {
+	var rows []struct {
+		K K `db:"k"`
+		V V `db:"v"`
+	}
+	if err := c.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := make(map[K]V, len(rows))
+	for _, r := range rows {
+		out[r.K] = r.V
+	}
+	return out, nil
+}
+
+// put2 sets m[a][b] to v, making m[a] when it is missing.
+func put2[A, B comparable, V any](m map[A]map[B]V, a A, b B, v V) {
+	if m[a] == nil {
+		m[a] = map[B]V{}
+	}
+	m[a][b] = v
 }
 
 func (c *conn) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*txn, error) {

@@ -43,16 +43,5 @@ func (s *Store) SaveGatewayToken(ctx context.Context, pane, hash string) error {
 
 // GatewayTokens maps each token hash to its pane.
 func (s *Store) GatewayTokens(ctx context.Context) (map[string]string, error) {
-	var rows []struct {
-		Pane string `db:"pane_id"`
-		Hash string `db:"token_hash"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT pane_id, token_hash FROM gateway_tokens`); err != nil {
-		return nil, fmt.Errorf("read the gateway tokens: %w", err)
-	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r.Hash] = r.Pane
-	}
-	return out, nil
+	return selectMap[string, string](ctx, s.db, "read the gateway tokens", `SELECT token_hash AS k, pane_id AS v FROM gateway_tokens`)
 }

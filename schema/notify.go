@@ -453,18 +453,7 @@ func (s *Store) DeleteNotifyMute(ctx context.Context, target string) error {
 
 // NotifyMutes returns every mute: target → until.
 func (s *Store) NotifyMutes(ctx context.Context) (map[string]string, error) {
-	var rows []struct {
-		Target string `db:"target"`
-		Until  string `db:"until"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT target, until FROM notify_mutes`); err != nil {
-		return nil, fmt.Errorf("list mutes: %w", err)
-	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r.Target] = r.Until
-	}
-	return out, nil
+	return selectMap[string, string](ctx, s.db, "list mutes", `SELECT target AS k, until AS v FROM notify_mutes`)
 }
 
 // NotifyAnswer is one notify_answers row: what a person answered to an

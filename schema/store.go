@@ -338,10 +338,7 @@ func (s *Store) TaskCounts(ctx context.Context) (map[string]map[string]int, erro
 	}
 	out := map[string]map[string]int{}
 	for _, r := range rows {
-		if out[r.From] == nil {
-			out[r.From] = map[string]int{}
-		}
-		out[r.From][r.Status] = r.N
+		put2(out, r.From, r.Status, r.N)
 	}
 	return out, nil
 }

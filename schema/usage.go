@@ -60,10 +60,7 @@ func (s *Store) UsageByModel(ctx context.Context) (map[string]map[string]UsageTo
 	}
 	out := map[string]map[string]UsageTotal{}
 	for _, r := range rows {
-		if out[r.PaneID] == nil {
-			out[r.PaneID] = map[string]UsageTotal{}
-		}
-		out[r.PaneID][r.Model] = r.UsageTotal
+		put2(out, r.PaneID, r.Model, r.UsageTotal)
 	}
 	return out, nil
 }

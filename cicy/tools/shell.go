@@ -92,7 +92,7 @@ type Watch struct {
 // caller records Env and the group, so what the command started can be
 // found after a crash of the supervisor, and ends Keep when the pane ends.
 func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, w Watch) (string, bool) {
-	in, err := parseShellInput(input)
+	in, err := parseInput[shellInput]("shell", input)
 	if err != nil {
 		return "error: " + err.Error(), true
 	}
@@ -106,10 +106,11 @@ func ShellWatched(ctx context.Context, workspace string, input json.RawMessage, 
 	return runShell(ctx, resolveCwd(workspace, in.Cwd), in.Command, timeout, w)
 }
 
-// parseShellInput decodes the input; an empty input counts as {} so a
-// call without arguments gets the "command required" error.
-func parseShellInput(input json.RawMessage) (shellInput, error) {
-	var in shellInput
+// parseInput decodes the input of the named tool; an empty input counts
+// as {} (so a shell call without arguments gets the "command required"
+// error, a skill call the listing).
+func parseInput[T any](tool string, input json.RawMessage) (T, error) {
+	var in T
 	if len(input) == 0 {
 		return in, nil
 	}
@@ -117,7 +118,7 @@ func parseShellInput(input json.RawMessage) (shellInput, error) {
 		return in, errors.New("tool input is not valid JSON")
 	}
 	if err := json.Unmarshal(input, &in); err != nil {
-		return in, fmt.Errorf("invalid shell input: %w", err)
+		return in, fmt.Errorf("invalid %s input: %w", tool, err)
 	}
 	return in, nil
 }

@@ -51,14 +51,9 @@ type skillInfo struct {
 // Skill runs the skill tool: without a name it lists the skills under
 // skillsDir, with a name it returns <skillsDir>/<name>/SKILL.md.
 func Skill(skillsDir string, input json.RawMessage) (string, bool) {
-	var in skillInput
-	if len(input) > 0 {
-		if !json.Valid(input) {
-			return "error: tool input is not valid JSON", true
-		}
-		if err := json.Unmarshal(input, &in); err != nil {
-			return "error: invalid skill input: " + err.Error(), true
-		}
+	in, err := parseInput[skillInput]("skill", input)
+	if err != nil {
+		return "error: " + err.Error(), true
 	}
 	if in.Name == "" {
 		return skillList(skillsDir)

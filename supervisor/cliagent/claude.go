@@ -22,13 +22,17 @@ var claude = Kind{
 	prepare:    prepareClaude, interpret: interpretClaude, prompts: true, rules: claudeRules, layout: claudeLayout, aux: claudeAux,
 	// How its dialogs are answered and read (answer.go).
 	answer:   answerSpec{approve: []string{"1"}, deny: []string{"Escape"}, option: digit, approval: regexp.MustCompile(`^Do you want to`)},
-	toolName: func(tool string) string { return "mcp__" + MCPName + "__" + tool },
+	toolName: claudeToolName,
 	// Every hook carries "session_id"; SessionStart a new one after /clear
 	// or /resume. `claude --resume <id>` takes a session up.
 	session: sessionField, resume: resumeWith("--resume"),
 	// CLAUDE.md in CLAUDE_CONFIG_DIR: its user memory.
 	guidance: guidanceIn("claude", "CLAUDE.md"),
 }
+
+// claudeToolName is a team tool as Claude Code (and Qwen Code) names an
+// MCP server's tools: mcp__<server>__<tool>.
+func claudeToolName(tool string) string { return "mcp__" + MCPName + "__" + tool }
 
 // claudeHookEvents are the Claude Code hook events wired to `cicy-agent
 // hook`.

@@ -1,6 +1,7 @@
 package cliagent
 
 import (
+	"cmp"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,14 +59,8 @@ const geminiHookTimeout = 60 * time.Second
 // tools (see geminiMCP). The gateway is its Gemini endpoint.
 func prepareGemini(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "gemini")
-	model := a.Model
-	if model == "" {
-		model = geminiModel
-	}
-	mode := "default"
-	if a.AllowAll {
-		mode = "yolo"
-	}
+	model := cmp.Or(a.Model, geminiModel)
+	mode := approvalMode(a.AllowAll)
 	settings := map[string]any{
 		"security":    map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 		"general":     map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
@@ -111,9 +106,20 @@ func geminiHooks(self string) map[string]any {
 	return hooks
 }
 
-// geminiMCP is a master's team tools for Gemini CLI: the server in
-// settings.json's "mcpServers", trusted (its calls need no confirmation)
-// and allowed to run long ("timeout" in ms).
+// approvalMode is the --approval-mode of Gemini CLI and its fork Qwen
+// Code: "default" asks before a tool that changes anything, "yolo" runs
+// every tool.
+func approvalMode(allowAll bool) string {
+	if allowAll {
+		return "yolo"
+	}
+	return "default"
+}
+
+// geminiMCP is a master's team tools for Gemini CLI and its fork Qwen
+// Code: the server in settings.json's "mcpServers", trusted (its calls
+// need no confirmation) and allowed to run long ("timeout" in ms; Qwen
+// Code's default is 10 minutes).
 func geminiMCP(m *MCPServer) map[string]any {
 	cmd, args := m.command()
 	return map[string]any{MCPName: map[string]any{

@@ -1,6 +1,7 @@
 package cliagent
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -142,10 +143,7 @@ func seedOpencodeDeps(dir string) error {
 // team tools (see opencodeMCP).
 func opencodeConfig(a Setup) map[string]any {
 	api := opencodeAPI(a.Getenv)
-	model := a.Model
-	if model == "" {
-		model = api.model
-	}
+	model := cmp.Or(a.Model, api.model)
 	// No "$schema": opencode fetches it, and hangs at start offline.
 	cfg := map[string]any{"autoupdate": false, "share": "disabled"}
 	cfg["provider"] = map[string]any{"cicy": map[string]any{

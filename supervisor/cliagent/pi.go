@@ -1,6 +1,7 @@
 package cliagent
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,10 +122,7 @@ func preparePi(a Setup) ([]string, []string, error) {
 	}
 	dir := filepath.Join(a.Dir, "pi")
 	wire := opencodeAPI(a.Getenv)
-	model := a.Model
-	if model == "" {
-		model = wire.model
-	}
+	model := cmp.Or(a.Model, wire.model)
 	api, base := piWire(a)
 	models := map[string]any{"providers": map[string]any{"cicy": map[string]any{
 		"baseUrl": base, "api": api, "apiKey": piTokenVar,

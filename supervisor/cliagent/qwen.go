@@ -1,6 +1,7 @@
 package cliagent
 
 import (
+	"cmp"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,8 +19,9 @@ var qwen = Kind{
 	EnterDelay: 200 * time.Millisecond,
 	prepare:    prepareQwen, interpret: interpretQwen, prompts: true, rules: qwenRules, layout: qwenLayout, aux: qwenAux,
 	// Its dialogs are Gemini CLI's.
-	answer:   geminiAnswer,
-	toolName: qwenToolName,
+	answer: geminiAnswer,
+	// It names an MCP server's tools as Claude Code does.
+	toolName: claudeToolName,
 	// Its hooks carry "session_id", as Claude Code's; `qwen --resume <id>`.
 	session: sessionField, resume: resumeWith("--resume"),
 	// QWEN.md in QWEN_HOME: its global context file.
@@ -37,17 +39,11 @@ const qwenModel = "gpt-5"
 // "yolo" runs every tool), no update check, usage statistics, telemetry,
 // follow-up suggestions, welcome-back or feedback dialogs, no managed
 // memory (each of those is a model request of its own or a dialog), and a
-// master's team tools (see qwenMCP). The gateway is its OpenAI endpoint.
+// master's team tools (see geminiMCP). The gateway is its OpenAI endpoint.
 func prepareQwen(a Setup) ([]string, []string, error) {
 	dir := filepath.Join(a.Dir, "qwen")
-	model := a.Model
-	if model == "" {
-		model = qwenModel
-	}
-	mode := "default"
-	if a.AllowAll {
-		mode = "yolo"
-	}
+	model := cmp.Or(a.Model, qwenModel)
+	mode := approvalMode(a.AllowAll)
 	settings := map[string]any{
 		"hooks":     hooksBlock(a.Self, "qwen", qwenHookEvents),
 		"general":   map[string]any{"enableAutoUpdate": false, "showSessionRecap": false},
@@ -63,12 +59,12 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 		},
 	}
 	if a.MCP != nil {
-		settings["mcpServers"] = qwenMCP(a.MCP)
+		settings["mcpServers"] = geminiMCP(a.MCP)
 		// Qwen Code defers an MCP server's tools behind its tool search
 		// by default; the team tools are offered up front.
 		var visible []string
 		for _, t := range a.MCP.Tools {
-			visible = append(visible, qwenToolName(t))
+			visible = append(visible, claudeToolName(t))
 		}
 		settings["tools"].(map[string]any)["visible"] = visible
 	}
@@ -80,19 +76,6 @@ func prepareQwen(a Setup) ([]string, []string, error) {
 	}, quietEnv...)
 	argv := []string{"qwen", "--approval-mode", mode, "--model", model}
 	return append(argv, a.Extra...), env, nil
-}
-
-// qwenToolName is a team tool as Qwen Code names an MCP server's tools.
-func qwenToolName(tool string) string { return "mcp__" + MCPName + "__" + tool }
-
-// qwenMCP is a master's team tools for Qwen Code: the server in
-// settings.json's "mcpServers", trusted (its calls need no confirmation)
-// and allowed to run long ("timeout" in ms; the default is 10 minutes).
-func qwenMCP(m *MCPServer) map[string]any {
-	cmd, args := m.command()
-	return map[string]any{MCPName: map[string]any{
-		"command": cmd, "args": args, "env": m.Env, "trust": true, "timeout": mcpToolTimeout.Milliseconds(),
-	}}
 }
 
 // qwenPayload holds the fields of a Qwen Code hook's payload that matter

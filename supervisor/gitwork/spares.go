@@ -148,15 +148,27 @@ func (sp *Spares) refill(repo, rev string) {
 	if _, err := os.Stat(sp.Mark(repo)); err == nil {
 		return
 	}
+	sp.spell(repo, func() func() {
+		if !sp.make(repo, rev) {
+			return nil
+		}
+		return func() { sp.refresh(repo, rev) }
+	})
+}
+
+// spell runs work in the background as repo's busy spell, and then what
+// work returns (nil for nothing) once the spell is over. Called with mu
+// held.
+func (sp *Spares) spell(repo string, work func() (then func())) {
 	ch := make(chan struct{})
 	sp.busy[repo] = ch
 	sp.wg.Add(1)
 	go func() {
 		defer sp.wg.Done()
-		ok := sp.make(repo, rev)
+		then := work()
 		sp.done(repo, ch)
-		if ok {
-			sp.refresh(repo, rev)
+		if then != nil {
+			then()
 		}
 	}()
 }
@@ -266,18 +278,14 @@ func (sp *Spares) dropLocked(repo string) {
 	if !ok {
 		return
 	}
-	ch := make(chan struct{})
-	sp.busy[repo] = ch
-	sp.wg.Add(1)
-	go func() {
-		defer sp.wg.Done()
-		defer sp.done(repo, ch)
+	sp.spell(repo, func() func() {
 		ctx, cancel := sp.context()
 		defer cancel()
 		if err := sp.git.DropSpare(ctx, repo, m.Path); err != nil {
 			sp.log.WithError(err).WithField("repo", repo).Warn("Could not remove a spare worktree")
 		}
-	}()
+		return nil
+	})
 }
 
 // close stops making spares and waits for the ones being made (cut

@@ -39,7 +39,6 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/shutdown", a.shutdownHandler)
 	mux.HandleFunc("GET /api/panes", a.list)
 	mux.HandleFunc("POST /api/panes", a.create)
-	mux.HandleFunc("GET /api/panes/{id}", a.get)
 	mux.HandleFunc("DELETE /api/panes/{id}", a.kill)
 	mux.HandleFunc("POST /api/panes/{id}/send", a.send)
 	mux.HandleFunc("GET /api/panes/{id}/screen", a.screen)
@@ -47,15 +46,12 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/answer", a.answer)
 	mux.HandleFunc("GET /api/panes/{id}/attach", a.attach)
 	mux.HandleFunc("POST /api/panes/{id}/cancel", a.cancel)
-	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
-	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	mux.HandleFunc("GET /api/panes/{id}/events", a.events)
 	mux.HandleFunc("POST /api/panes/{id}/hook", a.hook)
 	mux.HandleFunc("POST /api/panes/{id}/team/{tool}", a.teamTool)
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/events", a.teamEvents)
 	mux.HandleFunc("GET /api/panes/{id}/preview", a.preview)
-	mux.HandleFunc("GET /api/panes/{id}/explain", a.explain)
 	mux.HandleFunc("GET /api/usage", a.usage)
 	mux.HandleFunc("GET /api/nodes", func(w http.ResponseWriter, r *http.Request) {
 		ns, err := a.sup.Nodes(r.Context())
@@ -68,7 +64,12 @@ func New(d Daemon, cfg Config) http.Handler {
 	}
 	a.taskRoutes(mux)
 	a.worktreeRoutes(mux)
-	mux.HandleFunc("GET /api/memory/templates/agent/{id}", a.getGuidance)
+	mux.HandleFunc("POST /api/panes/{id}/compact", a.command("/compact"))
+	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
+	// Routes that answer what the daemon says of the {id} in their path.
+	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
+	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(cfg.Views.Explain))
+	mux.HandleFunc("GET /api/memory/templates/agent/{id}", paneRoute(cfg.Cicy.Guidance))
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
@@ -94,9 +95,8 @@ func (a *handler) budgetRoutes(mux *http.ServeMux) {
 		Respond(w, b, err)
 	})
 	mux.HandleFunc("PUT /api/budgets/{ref}", func(w http.ResponseWriter, r *http.Request) {
-		var req api.BudgetRequest
-		if err := Decode(r, &req); err != nil {
-			WriteErr(w, err)
+		req, ok := decodeOr[api.BudgetRequest](w, r)
+		if !ok {
 			return
 		}
 		b, err := a.cfg.Spend.SetBudget(r.Context(), r.PathValue("ref"), req)
@@ -207,6 +207,16 @@ func Decode(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeOr reads the request's body into a T (see Decode); a bad body is
+// answered as the error, and ok is false.
+func decodeOr[T any](w http.ResponseWriter, r *http.Request) (req T, ok bool) {
+	if err := Decode(r, &req); err != nil {
+		WriteErr(w, err)
+		return req, false
+	}
+	return req, true
+}
+
 // Respond answers v, or the error.
 func Respond(w http.ResponseWriter, v any, err error) {
 	if err != nil {
@@ -272,9 +282,8 @@ func writeList(w http.ResponseWriter, panes iter.Seq[api.PaneInfo]) {
 }
 
 func (a *handler) create(w http.ResponseWriter, r *http.Request) {
-	var req api.CreateRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.CreateRequest](w, r)
+	if !ok {
 		return
 	}
 	resp, err := a.sup.Create(r.Context(), req)
@@ -285,13 +294,12 @@ func (a *handler) create(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusCreated, resp)
 }
 
-func (a *handler) get(w http.ResponseWriter, r *http.Request) {
-	pi, err := a.sup.Get(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
+// paneRoute answers what f says of the pane the path's {id} names.
+func paneRoute[T any](f func(id string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := f(r.PathValue("id"))
+		Respond(w, v, err)
 	}
-	WriteJSON(w, http.StatusOK, pi)
 }
 
 func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
@@ -300,9 +308,8 @@ func (a *handler) kill(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) send(w http.ResponseWriter, r *http.Request) {
-	var req api.SendRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.SendRequest](w, r)
+	if !ok {
 		return
 	}
 	res, err := a.sup.Send(r.Context(), r.PathValue("id"), req)
@@ -318,37 +325,24 @@ func (a *handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) hook(w http.ResponseWriter, r *http.Request) {
-	var req api.HookRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.HookRequest](w, r)
+	if !ok {
 		return
 	}
 	res, err := a.sup.Hook(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, res)
+	Respond(w, res, err)
 }
 
 func (a *handler) cancel(w http.ResponseWriter, r *http.Request) {
 	was, err := a.cfg.Cicy.Cancel(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, map[string]bool{"cancelled": was})
+	Respond(w, map[string]bool{"cancelled": was}, err)
 }
 
 // command runs /compact or /clear and answers when it is done.
 func (a *handler) command(cmd string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		res, err := a.cfg.Cicy.Command(r.Context(), r.PathValue("id"), cmd)
-		if err != nil {
-			WriteErr(w, err)
-			return
-		}
-		WriteJSON(w, http.StatusOK, res)
+		Respond(w, res, err)
 	}
 }
 
@@ -445,15 +439,6 @@ func linesParam(r *http.Request) (int, error) {
 	return n, nil
 }
 
-func (a *handler) explain(w http.ResponseWriter, r *http.Request) {
-	x, err := a.cfg.Views.Explain(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, x)
-}
-
 func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 	lines, err := linesParam(r)
 	if err != nil {
@@ -465,11 +450,7 @@ func (a *handler) screen(w http.ResponseWriter, r *http.Request) {
 		screen = a.cfg.Views.StyledScreen
 	}
 	sc, err := screen(r.PathValue("id"), lines)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, sc)
+	Respond(w, sc, err)
 }
 
 func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
@@ -481,9 +462,8 @@ func (a *handler) restart(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
-	var req api.AnswerRequest
-	if err := Decode(r, &req); err != nil {
-		WriteErr(w, err)
+	req, ok := decodeOr[api.AnswerRequest](w, r)
+	if !ok {
 		return
 	}
 	if id := r.Header.Get(web.SessionHeader); id != "" {
@@ -492,29 +472,12 @@ func (a *handler) answer(w http.ResponseWriter, r *http.Request) {
 		req.Via, req.By = api.ViaWeb, "browser "+id
 	}
 	res, err := a.sup.Answer(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, res)
+	Respond(w, res, err)
 }
 
 func (a *handler) status(w http.ResponseWriter, r *http.Request) {
 	st, err := a.sup.Status(r.Context())
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, st)
-}
-
-func (a *handler) getGuidance(w http.ResponseWriter, r *http.Request) {
-	doc, err := a.cfg.Cicy.Guidance(r.PathValue("id"))
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, doc)
+	Respond(w, st, err)
 }
 
 func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
@@ -524,11 +487,7 @@ func (a *handler) putGuidance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, err := a.cfg.Cicy.SetGuidance(r.PathValue("id"), content)
-	if err != nil {
-		WriteErr(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, doc)
+	Respond(w, doc, err)
 }
 
 // maxGuidance bounds a guidance file sent to the API.
@@ -589,9 +548,8 @@ func (a *handler) worktreeRoutes(mux *http.ServeMux) {
 		Respond(w, res, err)
 	})
 	mux.HandleFunc("POST /api/merge", func(w http.ResponseWriter, r *http.Request) {
-		var req api.MergeRequest
-		if err := Decode(r, &req); err != nil {
-			WriteErr(w, err)
+		req, ok := decodeOr[api.MergeRequest](w, r)
+		if !ok {
 			return
 		}
 		res, err := a.sup.Merge(r.Context(), req)

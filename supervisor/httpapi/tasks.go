@@ -25,11 +25,23 @@ func taskID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// taskRoute is the handler of a task's route: h with the task's id from
+// the path; a bad id is answered as a usage error.
+func taskRoute(h func(w http.ResponseWriter, r *http.Request, id int64)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := taskID(r)
+		if err != nil {
+			WriteErr(w, err)
+			return
+		}
+		h(w, r, id)
+	}
+}
+
 func (a *handler) taskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/tasks", func(w http.ResponseWriter, r *http.Request) {
-		var req api.DispatchRequest
-		if err := Decode(r, &req); err != nil {
-			WriteErr(w, err)
+		req, ok := decodeOr[api.DispatchRequest](w, r)
+		if !ok {
 			return
 		}
 		if req.From == "" && req.Caller != "" {
@@ -63,40 +75,25 @@ func (a *handler) taskRoutes(mux *http.ServeMux) {
 		}
 		Respond(w, out, err)
 	})
-	mux.HandleFunc("GET /api/tasks/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, err := taskID(r)
-		if err != nil {
-			WriteErr(w, err)
-			return
-		}
+	mux.HandleFunc("GET /api/tasks/{id}", taskRoute(func(w http.ResponseWriter, r *http.Request, id int64) {
 		t, err := a.sup.GetTask(r.Context(), id)
 		ti := a.sup.TaskInfo(t)
 		if err == nil {
 			ti.Answers = a.cfg.Answers.Answers(r.Context(), "", t.ID)
 		}
 		Respond(w, ti, err)
-	})
-	mux.HandleFunc("GET /api/tasks/{id}/wait", func(w http.ResponseWriter, r *http.Request) {
-		id, err := taskID(r)
-		if err != nil {
-			WriteErr(w, err)
-			return
-		}
+	}))
+	mux.HandleFunc("GET /api/tasks/{id}/wait", taskRoute(func(w http.ResponseWriter, r *http.Request, id int64) {
 		secs, _ := strconv.ParseFloat(r.URL.Query().Get("timeout"), 64)
 		ctx, cancel := withTimeout(r.Context(), secs)
 		defer cancel()
 		t, err := a.sup.WaitTask(ctx, id)
 		Respond(w, a.sup.TaskInfo(t), err)
-	})
-	mux.HandleFunc("POST /api/tasks/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
-		id, err := taskID(r)
-		if err != nil {
-			WriteErr(w, err)
-			return
-		}
+	}))
+	mux.HandleFunc("POST /api/tasks/{id}/cancel", taskRoute(func(w http.ResponseWriter, r *http.Request, id int64) {
 		t, err := a.sup.CancelTask(r.Context(), id)
 		Respond(w, a.sup.TaskInfo(t), err)
-	})
+	}))
 }
 
 // teamTool runs a master's team tool: the body is the tool's JSON input

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cicy-ai/cicy-agent/api"
 )
 
 // A browser logs in with a one-time link (links) and is then known by a
@@ -32,13 +34,10 @@ const SessionIdle = 30 * 24 * time.Hour
 // file at most (it is kept in memory at each request).
 const seenEvery = time.Minute
 
-// Session is a browser logged in.
+// Session is a browser logged in: what the API shows of it, and the hash
+// of its cookie's secret.
 type Session struct {
-	ID         string    `json:"id"`
-	Created    time.Time `json:"created"`
-	LastSeen   time.Time `json:"last_seen"`
-	UserAgent  string    `json:"user_agent"`
-	RemoteAddr string    `json:"remote_addr"`
+	api.WebSession
 	// Hash is the hex SHA-256 of the cookie's secret.
 	Hash string `json:"hash"`
 }
@@ -87,7 +86,7 @@ func (s *Sessions) New(userAgent, remoteAddr string) (secret string, ss Session,
 	secret = randomText(32)
 	id := randomHex(4)
 	now := s.now()
-	n := &Session{ID: id, Created: now, LastSeen: now, UserAgent: clip(userAgent, 200), RemoteAddr: remoteAddr, Hash: hashHex(secret)}
+	n := &Session{WebSession: api.WebSession{ID: id, Created: now, LastSeen: now, UserAgent: clip(userAgent, 200), RemoteAddr: remoteAddr}, Hash: hashHex(secret)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byHash[n.Hash] = n

@@ -150,27 +150,26 @@ func (p *pages) needs(ctx context.Context, r *http.Request, att []topology.Atten
 // oneNode is the status without its panes' node names: a team on one
 // machine shows none (as the CLI's tables do).
 func oneNode(st api.StatusResponse) api.StatusResponse {
+	workerNode := func(w *topology.Worker) *string { return &w.Node }
 	for i := range st.Masters {
 		m := &st.Masters[i]
 		m.Node = ""
-		m.Workers = slices.Clone(m.Workers)
-		for j := range m.Workers {
-			m.Workers[j].Node = ""
-		}
+		m.Workers = noNodes(m.Workers, workerNode)
 	}
-	st.Unassigned = slices.Clone(st.Unassigned)
-	for i := range st.Unassigned {
-		st.Unassigned[i].Node = ""
-	}
-	st.Untracked = slices.Clone(st.Untracked)
-	for i := range st.Untracked {
-		st.Untracked[i].Node = ""
-	}
-	st.NeedsYou = slices.Clone(st.NeedsYou)
-	for i := range st.NeedsYou {
-		st.NeedsYou[i].Node = ""
-	}
+	st.Unassigned = noNodes(st.Unassigned, workerNode)
+	st.Untracked = noNodes(st.Untracked, func(u *topology.Untracked) *string { return &u.Node })
+	st.NeedsYou = noNodes(st.NeedsYou, func(a *topology.Attention) *string { return &a.Node })
 	return st
+}
+
+// noNodes is a copy of rows with the node name (node's field) of each
+// cleared.
+func noNodes[T any](rows []T, node func(*T) *string) []T {
+	rows = slices.Clone(rows)
+	for i := range rows {
+		*node(&rows[i]) = ""
+	}
+	return rows
 }
 
 // trim keeps the first n workers of the tree (and of the dispatch form's

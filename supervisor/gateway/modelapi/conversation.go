@@ -1,6 +1,7 @@
 package modelapi
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/cicy-ai/cicy-agent/cicy/wire"
@@ -49,8 +50,8 @@ func wireTools(specs []toolSpec) []wire.Tool {
 	for _, sp := range specs {
 		schema := sp.schema()
 		out = append(out, wire.Tool{
-			Name:         firstNonEmpty(sp.Name, sp.Function.Name, sp.Type),
-			Description:  firstNonEmpty(sp.Description, sp.Function.Description),
+			Name:         cmp.Or(sp.Name, sp.Function.Name, sp.Type),
+			Description:  cmp.Or(sp.Description, sp.Function.Description),
 			InputSchema:  json.RawMessage(schema),
 			CacheControl: sp.CacheControl,
 		})

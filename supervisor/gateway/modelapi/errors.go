@@ -68,28 +68,33 @@ func anthropicError(e apiError) obj {
 	return obj{"type": "error", "error": obj{"type": kind, "message": e.msg}}
 }
 
-// anthropicKind is Anthropic's error type for an HTTP status, as its API
-// documents them.
+// anthropicKinds are Anthropic's error types for HTTP statuses, as its
+// API documents them; anthropicKind gives the rest.
+var anthropicKinds = map[int]string{
+	http.StatusUnauthorized:          "authentication_error",
+	http.StatusPaymentRequired:       "billing_error",
+	http.StatusForbidden:             "permission_error",
+	http.StatusNotFound:              "not_found_error",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusTooManyRequests:       "rate_limit_error",
+	529:                              "overloaded_error",
+}
+
+// anthropicKind is Anthropic's error type for an HTTP status.
 func anthropicKind(code int) string {
-	switch {
-	case code == http.StatusUnauthorized:
-		return "authentication_error"
-	case code == http.StatusPaymentRequired:
-		return "billing_error"
-	case code == http.StatusForbidden:
-		return "permission_error"
-	case code == http.StatusNotFound:
-		return "not_found_error"
-	case code == http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case code == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case code == 529:
-		return "overloaded_error"
-	case code < 500:
-		return "invalid_request_error"
+	return statusName(anthropicKinds, code, "invalid_request_error", "api_error")
+}
+
+// statusName is an API's name for an HTTP status: the one its table
+// gives, else client for a status under 500 and server for the others.
+func statusName(table map[int]string, code int, client, server string) string {
+	if name, ok := table[code]; ok {
+		return name
 	}
-	return "api_error"
+	if code < 500 {
+		return client
+	}
+	return server
 }
 
 // openAIError is an OpenAI API error body: type invalid_request_error

@@ -1,6 +1,7 @@
 package modelapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -168,7 +169,7 @@ func addGeminiContent(c *wire.Request, gc geminiContent) {
 				if args == "" {
 					args = "{}"
 				}
-				blocks = append(blocks, toolUse(firstNonEmpty(p.FunctionCall.ID, p.FunctionCall.Name), p.FunctionCall.Name, args))
+				blocks = append(blocks, toolUse(cmp.Or(p.FunctionCall.ID, p.FunctionCall.Name), p.FunctionCall.Name, args))
 			case p.Text != "" && !p.Thought:
 				blocks = append(blocks, wire.Block{Type: wire.TypeText, Text: p.Text})
 			}
@@ -181,7 +182,7 @@ func addGeminiContent(c *wire.Request, gc geminiContent) {
 		switch {
 		case p.FunctionResponse != nil:
 			fr := p.FunctionResponse
-			addToolResult(c, wire.ToolResult(firstNonEmpty(fr.ID, fr.Name), functionOutput(fr.Response), false))
+			addToolResult(c, wire.ToolResult(cmp.Or(fr.ID, fr.Name), functionOutput(fr.Response), false))
 		case p.Text != "" && !p.Thought:
 			texts = append(texts, wire.Block{Type: wire.TypeText, Text: p.Text})
 		}
@@ -212,16 +213,12 @@ func (h *Handler) geminiCountTokens(w http.ResponseWriter, r *http.Request, body
 	h.writeJSON(w, http.StatusOK, obj{"totalTokens": h.model.CountTokens(q)})
 }
 
+// geminiFinishes are the Gemini finishReasons of Anthropic stop_reasons;
+// any other is STOP (Gemini ends a turn of function calls with STOP too).
+var geminiFinishes = map[string]string{"max_tokens": "MAX_TOKENS", "refusal": "SAFETY"}
+
 // geminiFinish is the reply's Gemini finishReason.
-func (rp reply) geminiFinish() string {
-	switch rp.stopReason() {
-	case "max_tokens":
-		return "MAX_TOKENS"
-	case "refusal":
-		return "SAFETY"
-	}
-	return "STOP" // Gemini ends a turn of function calls with STOP too
-}
+func (rp reply) geminiFinish() string { return rp.stopAs(geminiFinishes, "STOP") }
 
 // gemini answers POST /v1beta/models/<model>:generateContent, and
 // :streamGenerateContent as an event stream of responses: the text in
@@ -281,36 +278,28 @@ func (x *exchange) gemini() {
 	x.delivered(ids)
 }
 
+// geminiStatuses are the Google API status names of HTTP statuses;
+// geminiStatus gives the rest.
+var geminiStatuses = map[int]string{
+	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusRequestEntityTooLarge: "INVALID_ARGUMENT",
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusPaymentRequired:       "FAILED_PRECONDITION",
+	http.StatusForbidden:             "PERMISSION_DENIED",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusMethodNotAllowed:      "NOT_FOUND",
+	http.StatusConflict:              "ABORTED",
+	http.StatusTooManyRequests:       "RESOURCE_EXHAUSTED",
+	499:                              "CANCELLED",
+	http.StatusNotImplemented:        "UNIMPLEMENTED",
+	http.StatusServiceUnavailable:    "UNAVAILABLE",
+	529:                              "UNAVAILABLE",
+	http.StatusGatewayTimeout:        "DEADLINE_EXCEEDED",
+}
+
 // geminiStatus is the Google API status name of an HTTP status.
 func geminiStatus(code int) string {
-	switch code {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		return "INVALID_ARGUMENT"
-	case http.StatusUnauthorized:
-		return "UNAUTHENTICATED"
-	case http.StatusPaymentRequired:
-		return "FAILED_PRECONDITION"
-	case http.StatusForbidden:
-		return "PERMISSION_DENIED"
-	case http.StatusNotFound, http.StatusMethodNotAllowed:
-		return "NOT_FOUND"
-	case http.StatusConflict:
-		return "ABORTED"
-	case http.StatusTooManyRequests:
-		return "RESOURCE_EXHAUSTED"
-	case 499:
-		return "CANCELLED"
-	case http.StatusNotImplemented:
-		return "UNIMPLEMENTED"
-	case http.StatusServiceUnavailable, 529:
-		return "UNAVAILABLE"
-	case http.StatusGatewayTimeout:
-		return "DEADLINE_EXCEEDED"
-	}
-	if code < 500 {
-		return "FAILED_PRECONDITION"
-	}
-	return "INTERNAL"
+	return statusName(geminiStatuses, code, "FAILED_PRECONDITION", "INTERNAL")
 }
 
 // geminiError is a Gemini API error body:

@@ -37,17 +37,20 @@ func (rp reply) stopReason() string {
 	return "end_turn"
 }
 
+// chatFinishes are the Chat Completions finish_reasons of Anthropic
+// stop_reasons; any other is "stop".
+var chatFinishes = map[string]string{"tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
+
 // finishReason is the reply's Chat Completions finish_reason.
-func (rp reply) finishReason() string {
-	switch rp.stopReason() {
-	case "tool_use":
-		return "tool_calls"
-	case "max_tokens":
-		return "length"
-	case "refusal":
-		return "content_filter"
+func (rp reply) finishReason() string { return rp.stopAs(chatFinishes, "stop") }
+
+// stopAs is the reply's stop_reason in another API's words: the one names
+// gives, else other.
+func (rp reply) stopAs(names map[string]string, other string) string {
+	if name, ok := names[rp.stopReason()]; ok {
+		return name
 	}
-	return "stop"
+	return other
 }
 
 // hasText reports whether the reply has a text part: it has one when it

@@ -1,6 +1,7 @@
 package modelapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -255,7 +256,7 @@ func toolsOf(specs []toolSpec) []tool {
 			}
 			continue
 		}
-		t := tool{name: firstNonEmpty(sp.Name, sp.Function.Name, sp.Type)}
+		t := tool{name: cmp.Or(sp.Name, sp.Function.Name, sp.Type)}
 		var schema struct {
 			Properties map[string]json.RawMessage `json:"properties"`
 			Required   []string                   `json:"required"`
@@ -273,15 +274,6 @@ func toolsOf(specs []toolSpec) []tool {
 		out = append(out, t)
 	}
 	return out
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // structuredSchema is the JSON schema the request wants the answer to

@@ -32,22 +32,8 @@ func (n *Notifier) Routes(mux *http.ServeMux, decode func(*http.Request, any) er
 		out, err := n.Sinks(r.Context())
 		respond(w, out, err)
 	})
-	mux.HandleFunc("POST /api/notify/sinks", func(w http.ResponseWriter, r *http.Request) {
-		var req api.NotifyAddRequest
-		if err := decode(r, &req); err != nil {
-			respond(w, nil, err)
-			return
-		}
-		out, err := n.AddSink(r.Context(), req)
-		respond(w, out, err)
-	})
-	mux.HandleFunc("DELETE /api/notify/sinks/{name}", func(w http.ResponseWriter, r *http.Request) {
-		if err := n.RemoveSink(r.Context(), r.PathValue("name")); err != nil {
-			respond(w, nil, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("POST /api/notify/sinks", posted(decode, respond, n.AddSink))
+	mux.HandleFunc("DELETE /api/notify/sinks/{name}", removed(respond, "name", n.RemoveSink))
 	mux.HandleFunc("POST /api/notify/sinks/{name}/test", func(w http.ResponseWriter, r *http.Request) {
 		out, err := n.TestSink(r.Context(), r.PathValue("name"))
 		respond(w, out, err)
@@ -56,22 +42,34 @@ func (n *Notifier) Routes(mux *http.ServeMux, decode func(*http.Request, any) er
 		out, err := n.Mutes(r.Context())
 		respond(w, out, err)
 	})
-	mux.HandleFunc("POST /api/notify/mutes", func(w http.ResponseWriter, r *http.Request) {
-		var req api.NotifyMuteRequest
+	mux.HandleFunc("POST /api/notify/mutes", posted(decode, respond, n.Mute))
+	mux.HandleFunc("DELETE /api/notify/mutes/{target}", removed(respond, "target", n.Unmute))
+}
+
+// posted is a route that reads a Req from the request's body and answers
+// what do returns for it.
+func posted[Req, Out any](decode func(*http.Request, any) error, respond func(http.ResponseWriter, any, error), do func(context.Context, Req) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
 		if err := decode(r, &req); err != nil {
 			respond(w, nil, err)
 			return
 		}
-		out, err := n.Mute(r.Context(), req)
+		out, err := do(r.Context(), req)
 		respond(w, out, err)
-	})
-	mux.HandleFunc("DELETE /api/notify/mutes/{target}", func(w http.ResponseWriter, r *http.Request) {
-		if err := n.Unmute(r.Context(), r.PathValue("target")); err != nil {
+	}
+}
+
+// removed is a route that removes what the path's param names and answers
+// 204 No Content.
+func removed(respond func(http.ResponseWriter, any, error), param string, do func(context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := do(r.Context(), r.PathValue(param)); err != nil {
 			respond(w, nil, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}
 }
 
 // ready refuses the API of a home without notifications.

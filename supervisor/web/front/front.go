@@ -267,7 +267,7 @@ func (f *Front) Sessions() ([]api.WebSession, error) {
 	}
 	out := []api.WebSession{}
 	for _, s := range ss.List() {
-		out = append(out, api.WebSession{ID: s.ID, Created: s.Created, LastSeen: s.LastSeen, UserAgent: s.UserAgent, RemoteAddr: s.RemoteAddr})
+		out = append(out, s.WebSession)
 	}
 	return out, nil
 }
