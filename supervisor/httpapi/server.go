@@ -68,8 +68,8 @@ func New(d Daemon, cfg Config) http.Handler {
 	mux.HandleFunc("POST /api/panes/{id}/clear", a.command("/clear"))
 	// Routes that answer what the daemon says of the {id} in their path.
 	mux.HandleFunc("GET /api/panes/{id}", paneRoute(d.Get))
-	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(cfg.Views.Explain))
-	mux.HandleFunc("GET /api/memory/templates/agent/{id}", paneRoute(cfg.Cicy.Guidance))
+	mux.HandleFunc("GET /api/panes/{id}/explain", paneRoute(func(id string) (api.Explanation, error) { return a.cfg.Views.Explain(id) }))
+	mux.HandleFunc("GET /api/memory/templates/agent/{id}", paneRoute(func(id string) (api.GuidanceDoc, error) { return a.cfg.Cicy.Guidance(id) }))
 	mux.HandleFunc("PUT /api/memory/templates/agent/{id}", a.putGuidance)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteErr(w, &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no such API endpoint: %s %s", r.Method, r.URL.Path)})
