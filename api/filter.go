@@ -1,8 +1,12 @@
 package api
 
 import (
+	"maps"
 	"net/url"
 	"slices"
+	"strings"
+
+	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // PaneStates are the states a pane can be in, as ls --state takes them.
@@ -49,3 +53,41 @@ func (f PaneFilter) Matches(p PaneInfo) bool {
 
 // in: no values, or v is one of them.
 func in(values []string, v string) bool { return len(values) == 0 || slices.Contains(values, v) }
+
+// Check refuses a filter that names a state or role that does not exist,
+// or a team or node that none of panes has (nodes: the cluster's nodes,
+// which count even with no pane), with the ones there are.
+func (f PaneFilter) Check(panes []PaneInfo, nodes []string) error {
+	if err := checkChoices("--state", f.States, PaneStates); err != nil {
+		return err
+	}
+	if err := checkChoices("--role", f.Roles, PaneRoles); err != nil {
+		return err
+	}
+	teams, known := map[string]bool{}, map[string]bool{}
+	for _, n := range nodes {
+		known[n] = true
+	}
+	for _, p := range panes {
+		teams[p.Team], known[p.Node] = true, true
+	}
+	delete(teams, "")
+	if err := checkChoices("--team", f.Teams, slices.Sorted(maps.Keys(teams))); err != nil {
+		return err
+	}
+	return checkChoices("--node", f.Nodes, slices.Sorted(maps.Keys(known)))
+}
+
+// checkChoices refuses a value of flag that is not one of choices.
+func checkChoices(flag string, values, choices []string) error {
+	for _, v := range values {
+		if slices.Contains(choices, v) {
+			continue
+		}
+		if len(choices) == 0 {
+			return Usagef("%s %s: there is none (no pane has one)", flag, v)
+		}
+		return Usagef("%s %s: there is no such %s (choose %s)", flag, v, strings.TrimPrefix(flag, "--"), topology.List(choices, "or"))
+	}
+	return nil
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -745,42 +744,11 @@ func (s *Supervisor) Panes(ctx context.Context) iter.Seq[api.PaneInfo] {
 // that does not exist, or a team or node that no pane has, is refused
 // with the ones there are.
 func (s *Supervisor) ListFiltered(ctx context.Context, f api.PaneFilter) ([]api.PaneInfo, error) {
-	if err := checkChoices("--state", f.States, api.PaneStates); err != nil {
-		return nil, err
-	}
-	if err := checkChoices("--role", f.Roles, api.PaneRoles); err != nil {
-		return nil, err
-	}
 	all := s.List(ctx)
-	teams, nodes := map[string]bool{}, map[string]bool{s.cfg.Node: true}
-	for _, n := range s.cl.NodeNames() {
-		nodes[n] = true
-	}
-	for _, p := range all {
-		teams[p.Team], nodes[p.Node] = true, true
-	}
-	delete(teams, "")
-	if err := checkChoices("--team", f.Teams, slices.Sorted(maps.Keys(teams))); err != nil {
-		return nil, err
-	}
-	if err := checkChoices("--node", f.Nodes, slices.Sorted(maps.Keys(nodes))); err != nil {
+	if err := f.Check(all, append(s.cl.NodeNames(), s.cfg.Node)); err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(all, func(p api.PaneInfo) bool { return !f.Matches(p) }), nil
-}
-
-// checkChoices refuses a value of flag that is not one of choices.
-func checkChoices(flag string, values, choices []string) error {
-	for _, v := range values {
-		if slices.Contains(choices, v) {
-			continue
-		}
-		if len(choices) == 0 {
-			return api.Usagef("%s %s: there is none (no pane has one)", flag, v)
-		}
-		return api.Usagef("%s %s: there is no such %s (choose %s)", flag, v, strings.TrimPrefix(flag, "--"), topology.List(choices, "or"))
-	}
-	return nil
 }
 
 // ListLocal returns this node's panes, in id order.
