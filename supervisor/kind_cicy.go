@@ -101,119 +101,21 @@ func (p *cicyKind) View() outbox.View {
 		Handoff: "sent to the idle worker as a message"}
 }
 
-// Deliver sends the task as a message; the turn that handles it settles it.
-func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
-	ch, err := p.a.Send(outbox.Message(t), t.From, true)
-	if err != nil {
-		return nil, outbox.Retry(err)
-	}
-	d := &cicyDelivery{k: p, quit: make(chan struct{})}
-	go d.await(ch, wake)
-	return d, nil
-}
-
-// Notify queues the full notification as a message.
-func (p *cicyKind) Notify(t schema.Task) error {
-	_, err := p.a.Send(outbox.Notification(t, true), "", false)
-	return err
-}
-
-// Recover follows a task the worker is still on (its turn, cut short by
-// the restart, goes on; or its message waits in the queue), else reads
-// the worker's history: a task it answered is finished; one whose turn
-// was closed as interrupted, or never started, may run again.
-func (p *cicyKind) Recover(t schema.Task, wake func()) outbox.Recovery {
-	if ch, ok := p.a.Await(outbox.Message(t)); ok {
-		d := &cicyDelivery{k: p, quit: make(chan struct{})}
-		go d.await(ch, wake)
-		return outbox.Recovery{Verdict: outbox.Resumed, Delivery: d}
-	}
-	outcome, answer := p.a.MessageOutcome(outbox.Message(t))
-	if outcome == cicy.OutcomeDone {
-		return outbox.Recovery{Verdict: outbox.Finished, Result: answer}
-	}
-	return outbox.Recovery{Verdict: outbox.Interrupted}
-}
-
-// Noticed reads the master's history for the notification of t: one sent
-// after the history was last written and not in it was lost with the
-// previous supervisor (one sent before that and absent was folded by
-// /compact or dropped by /clear: not lost).
-func (p *cicyKind) Noticed(t schema.Task) outbox.Notice {
-	if t.NotifiedAt.Valid && schema.ParseTime(t.NotifiedAt.String).Before(p.a.RestoredFrom()) {
-		return outbox.NoticeUnknown
-	}
-	if p.a.Mentions(outbox.Notification(t, false)) {
-		return outbox.NoticeSeen
-	}
-	if t.NotifiedAt.Valid {
-		return outbox.NoticeLost
-	}
-	return outbox.NoticeUnknown
-}
-
-// cicyDelivery is a task sent to a cicy worker as a message.
-type cicyDelivery struct {
-	k    *cicyKind
-	got  atomic.Pointer[cicy.TurnResult] // the turn's result, once it came
-	quit chan struct{}                   // closed by Abandon
-}
-
-// await keeps the turn's result and wakes the outbox; it ends with the
-// result, the loop's stop, or Abandon.
-func (d *cicyDelivery) await(ch <-chan cicy.TurnResult, wake func()) {
-	select {
-	case r := <-ch:
-		d.got.Store(&r)
-	case <-d.k.a.Done():
-	case <-d.quit:
-		return
-	}
-	wake()
-}
-
-func (d *cicyDelivery) Check(time.Time) outbox.Progress {
-	r := d.got.Load()
-	if r == nil {
-		select {
-		case <-d.k.a.Done():
-			return d.stopped()
-		default:
-			return outbox.Progress{}
+// The outbox's side of a cicy worker is cicypanes.Worker's.
+func (p *cicyKind) worker() cicypanes.Worker {
+	return cicypanes.Worker{Agent: p.a, StopWhy: func() string {
+		if w := p.stopWhy.Load(); w != nil {
+			return *w
 		}
-	}
-	switch r.Status {
-	case cicy.TurnCompleted:
-		return outbox.Progress{Ended: true, Result: r.Answer, How: "the worker's turn ended with an answer", Source: schema.SourceTurn}
-	case cicy.TurnCancelled:
-		return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn was cancelled", How: "turn cancelled", Source: schema.SourceTurn}
-	default:
-		return outbox.Progress{Ended: true, Failed: true, Error: r.Error, How: "the worker's turn failed", Source: schema.SourceTurn}
-	}
+		return ""
+	}}
 }
 
-// stopped is the word on a task whose worker's loop stopped before its
-// turn ended (a killed worker is gone to the outbox, which fails its task
-// as killed whatever this says).
-func (d *cicyDelivery) stopped() outbox.Progress {
-	why := "stopped"
-	if w := d.k.stopWhy.Load(); w != nil {
-		why = *w
-	}
-	return outbox.Progress{Ended: true, Failed: true, Error: "the worker's turn loop was " + why + " before its turn ended", How: "worker exited"}
+func (p *cicyKind) Deliver(t schema.Task, wake func()) (outbox.Delivery, error) {
+	return p.worker().Deliver(t, wake)
 }
-
-// Abandon cancels the running turn when the task's own turn has not ended
-// (the task was cancelled, or its worker killed; a stopped loop has no
-// turn to cancel).
-func (d *cicyDelivery) Abandon() {
-	select {
-	case <-d.quit:
-		return
-	default:
-		close(d.quit)
-	}
-	if d.got.Load() == nil {
-		d.k.a.Cancel()
-	}
+func (p *cicyKind) Notify(t schema.Task) error { return p.worker().Notify(t) }
+func (p *cicyKind) Recover(t schema.Task, wake func()) outbox.Recovery {
+	return p.worker().Recover(t, wake)
 }
+func (p *cicyKind) Noticed(t schema.Task) outbox.Notice { return p.worker().Noticed(t) }
