@@ -26,6 +26,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
@@ -222,7 +223,7 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err := json.NewEncoder(&b).Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonSafe(b.Bytes()))
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
 	return err
 }
 
@@ -247,7 +248,7 @@ func printJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonSafe(b.Bytes()))
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/panetype"
 )
 
@@ -55,7 +56,7 @@ func (e *env) attachCmd() *cli.Command {
 				if err != nil {
 					return err
 				}
-				out := newSafeWriter(e.stdout) // the model's text, as every command prints it
+				out := termsafe.NewWriter(e.stdout) // the model's text, as every command prints it
 				defer out.Flush()
 				return chat(c, cl, id, e.stdin, out)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
@@ -73,7 +74,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 	}
 	defer st.Close()
 	clear := false
-	if f, ok := plainWriter(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
+	if f, ok := termsafe.Underlying(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
 		clear = true
 	}
 	team := dashboard.NewTeam()
@@ -96,7 +97,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 				return err
 			}
 		case clear:
-			fmt.Fprint(plainWriter(w), "\x1b[H\x1b[2J")
+			fmt.Fprint(termsafe.Underlying(w), "\x1b[H\x1b[2J")
 			printStatus(w, status)
 		default:
 			fmt.Fprintf(w, "--- %s\n", time.Now().Format("15:04:05"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -190,8 +191,8 @@ func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
 	work := slices.ContainsFunc(ts, func(t api.TaskInfo) bool { return t.Work != nil })
 	// The cells are measured before they are printed: cleaned first.
 	cell := func(s string) string { return s }
-	if _, ok := w.(*safeWriter); ok {
-		cell = safeText
+	if _, ok := w.(*termsafe.Writer); ok {
+		cell = termsafe.Text
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\t"+workHead(work)+"TEXT\tRESULT")

@@ -14,6 +14,7 @@ import (
 	"rsc.io/qr"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
@@ -93,7 +94,7 @@ func (e *env) webCmd() *cli.Command {
 			return present(e, c, func() (api.WebLink, error) {
 				return cl.WebLink(c.Context, api.WebLinkRequest{TTLSeconds: int(c.Duration("ttl").Seconds())})
 			}, func(link api.WebLink) error {
-				f, ok := plainWriter(e.stdout).(*os.File)
+				f, ok := termsafe.Underlying(e.stdout).(*os.File)
 				showQR := ok && term.IsTerminal(int(f.Fd()))
 				if c.IsSet("qr") {
 					showQR = c.Bool("qr")

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bufio"
@@ -11,22 +11,18 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/urfave/cli/v2"
-
-	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 )
 
-// userManager is what `service` needs of systemd's user manager. The real
-// one (systemdUser) runs systemctl --user; the tests give a fake.
-type userManager interface {
+// Manager is what a Service needs of systemd's user manager. The real
+// one (SystemdUser) runs systemctl --user; the tests give a fake.
+type Manager interface {
 	// Unreachable says why no user manager can be reached, "" when one can.
 	Unreachable(ctx context.Context) string
 	// Systemctl runs systemctl --user with args: its trimmed output.
@@ -35,14 +31,14 @@ type userManager interface {
 	Lingering(name string) bool
 }
 
-// systemdUser is the machine's own user manager.
-type systemdUser struct{}
+// SystemdUser is the machine's own user manager.
+type SystemdUser struct{}
 
-// userManagerStates are the answers of `systemctl --user
+// managerStates are the answers of `systemctl --user
 // is-system-running` from a manager that is there.
-var userManagerStates = []string{"initializing", "starting", "running", "degraded", "maintenance", "stopping"}
+var managerStates = []string{"initializing", "starting", "running", "degraded", "maintenance", "stopping"}
 
-func (systemdUser) Unreachable(ctx context.Context) string {
+func (SystemdUser) Unreachable(ctx context.Context) string {
 	if _, err := exec.LookPath("systemctl"); err != nil {
 		return "systemctl is not installed"
 	}
@@ -56,7 +52,7 @@ func (systemdUser) Unreachable(ctx context.Context) string {
 	cmd := exec.CommandContext(ctx, "systemctl", "--user", "is-system-running")
 	cmd.Stderr = &stderr
 	out, _ := cmd.Output() // "degraded" exits 1 too: the answer tells
-	if state := strings.TrimSpace(string(out)); slices.Contains(userManagerStates, state) {
+	if state := strings.TrimSpace(string(out)); slices.Contains(managerStates, state) {
 		return ""
 	}
 	why := strings.TrimSpace(strings.SplitN(stderr.String(), "\n", 2)[0])
@@ -66,7 +62,7 @@ func (systemdUser) Unreachable(ctx context.Context) string {
 	return "systemctl --user cannot reach a user manager (" + why + ")"
 }
 
-func (systemdUser) Systemctl(ctx context.Context, args ...string) (string, error) {
+func (SystemdUser) Systemctl(ctx context.Context, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, "systemctl", append([]string{"--user"}, args...)...).CombinedOutput()
 	text := strings.TrimSpace(string(out))
 	if err != nil {
@@ -75,19 +71,19 @@ func (systemdUser) Systemctl(ctx context.Context, args ...string) (string, error
 	return text, nil
 }
 
-func (systemdUser) Lingering(name string) bool {
+func (SystemdUser) Lingering(name string) bool {
 	_, err := os.Stat(filepath.Join("/var/lib/systemd/linger", name))
 	return err == nil
 }
 
-// service is what install, uninstall and status work on: one home's unit.
-type service struct {
+// Service is what install, uninstall and status work on: one home's unit.
+type Service struct {
 	Home    string // absolute
 	Binary  string // absolute: the unit's ExecStart
 	UnitDir string // $XDG_CONFIG_HOME/systemd/user
 	User    string
 	Getenv  func(string) string
-	Manager userManager
+	Manager Manager
 	// SearchPath is the caller's PATH, which the service is given: it
 	// finds tmux and the CLI agents where the caller's shell does.
 	SearchPath string
@@ -105,17 +101,17 @@ func unitTag(home string) string {
 }
 
 // Unit is the unit's name.
-func (s *service) Unit() string { return "cicy-agent-" + unitTag(s.Home) + ".service" }
+func (s *Service) Unit() string { return "cicy-agent-" + unitTag(s.Home) + ".service" }
 
 // Path is the unit file.
-func (s *service) Path() string { return filepath.Join(s.UnitDir, s.Unit()) }
+func (s *Service) Path() string { return filepath.Join(s.UnitDir, s.Unit()) }
 
 // EnvFile holds the variables the service's supervisor starts with
 // (provider keys): NAME=value lines, in the home (the user's alone).
-func (s *service) EnvFile() string { return filepath.Join(s.Home, "service.env") }
+func (s *Service) EnvFile() string { return filepath.Join(s.Home, "service.env") }
 
 // BootLog is where the crontab line sends serve's own output.
-func (s *service) BootLog() string { return filepath.Join(s.Home, "logs", "boot.log") }
+func (s *Service) BootLog() string { return filepath.Join(s.Home, "logs", "boot.log") }
 
 // unitQuote is s as one word of a unit file: in double quotes, with its
 // backslashes and quotes escaped and its % (a specifier) doubled; in an
@@ -130,7 +126,7 @@ func unitQuote(s string, exec bool) string {
 
 // UnitText is the unit file. It holds no secret: the keys come from the
 // home's service.env, which systemd reads at each start.
-func (s *service) UnitText() string {
+func (s *Service) UnitText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by cicy-agent service install for the home %s.\n", strings.ReplaceAll(s.Home, "%", "%%"))
 	b.WriteString("# Rewritten by each install, removed by cicy-agent service uninstall. No secret is kept here:\n")
@@ -163,7 +159,7 @@ func shQuote(s string) string {
 
 // CronLine is the crontab line that starts the supervisor at boot where
 // systemd is not: it reads service.env as the unit does.
-func (s *service) CronLine() string {
+func (s *Service) CronLine() string {
 	env, path := shQuote(s.EnvFile()), ""
 	if s.SearchPath != "" {
 		path = "PATH=" + shQuote(s.SearchPath) + " "
@@ -173,7 +169,7 @@ func (s *service) CronLine() string {
 }
 
 // envFileNames are the variables service.env sets.
-func (s *service) envFileNames() []string {
+func (s *Service) envFileNames() []string {
 	f, err := os.Open(s.EnvFile())
 	if err != nil {
 		return nil
@@ -196,7 +192,7 @@ func (s *service) envFileNames() []string {
 
 // Lost are the variables set in the caller's environment that the
 // service's supervisor would not have: not in service.env. Names only.
-func (s *service) Lost() []string {
+func (s *Service) Lost() []string {
 	inFile := s.envFileNames()
 	lost := []string{}
 	for _, name := range s.Passed {
@@ -210,13 +206,13 @@ func (s *service) Lost() []string {
 // checkPath refuses a path a unit file or crontab line cannot hold.
 func checkPath(what, p string) error {
 	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
-		return failf("the %s %q holds a control character, which a unit file cannot hold; choose another", what, p)
+		return fmt.Errorf("the %s %q holds a control character, which a unit file cannot hold; choose another", what, p)
 	}
 	return nil
 }
 
-// serviceInstall is install's answer (--json).
-type serviceInstall struct {
+// InstallResult is install's answer (--json).
+type InstallResult struct {
 	Unit      string   `json:"unit"`
 	Path      string   `json:"path"`
 	Home      string   `json:"home"`
@@ -237,8 +233,8 @@ type serviceInstall struct {
 
 // Install writes the unit and enables and starts it where a user manager
 // is reachable; elsewhere it answers the crontab line instead.
-func (s *service) Install(ctx context.Context) (serviceInstall, error) {
-	res := serviceInstall{Unit: s.Unit(), Path: s.Path(), Home: s.Home, Binary: s.Binary, EnvFile: s.EnvFile(), LostEnv: s.Lost()}
+func (s *Service) Install(ctx context.Context) (InstallResult, error) {
+	res := InstallResult{Unit: s.Unit(), Path: s.Path(), Home: s.Home, Binary: s.Binary, EnvFile: s.EnvFile(), LostEnv: s.Lost()}
 	for what, p := range map[string]string{"home": s.Home, "binary": s.Binary, "unit folder": s.UnitDir, "PATH": s.SearchPath} {
 		if err := checkPath(what, p); err != nil {
 			return res, err
@@ -287,8 +283,8 @@ func (s *service) Install(ctx context.Context) (serviceInstall, error) {
 	return res, nil
 }
 
-// serviceUninstall is uninstall's answer (--json).
-type serviceUninstall struct {
+// UninstallResult is uninstall's answer (--json).
+type UninstallResult struct {
 	Unit      string `json:"unit"`
 	Path      string `json:"path"`
 	Home      string `json:"home"`
@@ -301,8 +297,8 @@ type serviceUninstall struct {
 
 // Uninstall stops and disables the unit where a user manager is
 // reachable, and removes its file.
-func (s *service) Uninstall(ctx context.Context) (serviceUninstall, error) {
-	res := serviceUninstall{Unit: s.Unit(), Path: s.Path(), Home: s.Home}
+func (s *Service) Uninstall(ctx context.Context) (UninstallResult, error) {
+	res := UninstallResult{Unit: s.Unit(), Path: s.Path(), Home: s.Home}
 	if _, err := os.Lstat(s.Path()); err == nil {
 		res.Installed = true
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -339,8 +335,8 @@ func (s *service) Uninstall(ctx context.Context) (serviceUninstall, error) {
 	return res, nil
 }
 
-// serviceStatus is status's answer (--json).
-type serviceStatus struct {
+// StatusResult is status's answer (--json).
+type StatusResult struct {
 	Unit      string `json:"unit"`
 	Path      string `json:"path"`
 	Home      string `json:"home"`
@@ -356,8 +352,8 @@ type serviceStatus struct {
 }
 
 // Status tells whether the unit is there and what systemd says of it.
-func (s *service) Status(ctx context.Context) serviceStatus {
-	res := serviceStatus{Unit: s.Unit(), Path: s.Path(), Home: s.Home}
+func (s *Service) Status(ctx context.Context) StatusResult {
+	res := StatusResult{Unit: s.Unit(), Path: s.Path(), Home: s.Home}
 	if _, err := os.Stat(s.Path()); err == nil {
 		res.Installed = true
 	}
@@ -385,33 +381,8 @@ func firstWord(s string) string {
 	return f[0]
 }
 
-// newService is the service of the home c names, run by this binary, with
-// the machine's own user manager.
-func (e *env) newService(c *cli.Context) (*service, error) {
-	h, err := home(c)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find this program's path: %w", err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return nil, fmt.Errorf("find this program's path: %w", err)
-	}
-	dir, err := unitDir(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	return &service{Home: h.Root, Binary: bin, UnitDir: dir, User: name, Getenv: os.Getenv, Manager: systemdUser{}, Passed: e.servedEnv(), SearchPath: os.Getenv("PATH")}, nil
-}
-
-// unitDir is where systemd's user manager reads the user's units.
-func unitDir(getenv func(string) string) (string, error) {
+// UnitDir is where systemd's user manager reads the user's units.
+func UnitDir(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "systemd", "user"), nil
 	}
@@ -420,165 +391,4 @@ func unitDir(getenv func(string) string) (string, error) {
 		return "", fmt.Errorf("find the home folder for the unit (set HOME or XDG_CONFIG_HOME): %w", err)
 	}
 	return filepath.Join(h, ".config", "systemd", "user"), nil
-}
-
-// servedEnv are the variables the supervisor reads: the credentials, the
-// upstream URLs and serve's flags' variables, but the home (the unit's).
-func (e *env) servedEnv() []string {
-	names := append(append([]string(nil), provider.Credentials...), provider.Upstreams...)
-	for _, f := range e.serveCmd().Flags {
-		if d, ok := f.(cli.DocGenerationFlag); ok {
-			for _, v := range d.GetEnvVars() {
-				if !slices.Contains(names, v) && v != "CICY_HOME" {
-					names = append(names, v)
-				}
-			}
-		}
-	}
-	return names
-}
-
-func (e *env) serviceCmd() *cli.Command {
-	return &cli.Command{
-		Name:  "service",
-		Usage: "start the supervisor at boot: install, uninstall, status (a systemd user unit, else a crontab line)",
-		Description: "install writes a systemd user unit for the home, cicy-agent-<tag>.service in\n" +
-			"$XDG_CONFIG_HOME/systemd/user (~/.config/systemd/user), that runs this binary's 'serve' with\n" +
-			"CICY_HOME and your PATH (to find tmux and the CLI agents) set, restarted 5 s after a failure\n" +
-			"(given up after 5 starts in 5 minutes). It enables and starts it, and prints the one command\n" +
-			"that makes it start at boot without a login (loginctl enable-linger <user>). The <tag> is the\n" +
-			"hash of the home path, so each home has a unit of its own. Stopping the service is a shutdown:\n" +
-			"tmux panes keep running for the next start.\n\n" +
-			"No key goes into the unit: the supervisor's keys (ANTHROPIC_API_KEY, OPENAI_API_KEY, CICY_DB, …)\n" +
-			"go in the home's service.env, NAME=value lines, which the unit reads at each start. install\n" +
-			"names each such variable set in your shell but not in that file: the service would not have it.\n\n" +
-			"Where systemd is not (no systemctl, a machine not started by it, or no user manager to reach),\n" +
-			"install writes nothing and prints an @reboot line for your crontab (crontab -e) that does the\n" +
-			"same; it exits 0.",
-		Subcommands: []*cli.Command{
-			{
-				Name:  "install",
-				Usage: "write, enable and start the home's systemd user unit (again: rewrite it), else print a crontab line",
-				Description: "Re-running install rewrites the unit with this binary's path and says so; a running service\n" +
-					"goes on with the old one until its next start (systemctl --user restart <unit>). A supervisor\n" +
-					"started outside systemd is left running: the service starts at the next boot, or after\n" +
-					"'cicy-agent shutdown' and 'systemctl --user start <unit>'.",
-				Flags:  []cli.Flag{jsonFlag},
-				Action: e.serviceAction(e.printInstall),
-			},
-			{
-				Name:   "uninstall",
-				Usage:  "stop and disable the home's unit and remove it (tmux panes keep running)",
-				Flags:  []cli.Flag{jsonFlag},
-				Action: e.serviceAction(e.printUninstall),
-			},
-			{
-				Name:   "status",
-				Usage:  "whether the home's unit is installed, and whether systemd has it enabled and running",
-				Flags:  []cli.Flag{jsonFlag},
-				Action: e.serviceAction(e.printServiceStatus),
-			},
-		},
-	}
-}
-
-// serviceAction checks the arguments and runs do on the home's service.
-func (e *env) serviceAction(do func(c *cli.Context, s *service) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		if c.Args().Present() {
-			return usagef("usage: cicy-agent service %s [--json]", c.Command.Name)
-		}
-		s, err := e.newService(c)
-		if err != nil {
-			return err
-		}
-		return do(c, s)
-	}
-}
-
-func (e *env) printInstall(c *cli.Context, s *service) error {
-	if !c.Bool("json") { // before the home is made: a failure still tells
-		for _, name := range s.Lost() {
-			fmt.Fprintf(e.stderr, "warning: %s is set here but the service will not have it: put it in %s (NAME=value, one a line)\n", name, s.EnvFile())
-		}
-	}
-	if err := (supervisor.Home{Root: s.Home}).Prepare(); err != nil {
-		return err
-	}
-	res, err := s.Install(c.Context)
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(e.stdout, res)
-	}
-	if !res.Systemd {
-		fmt.Fprintf(e.stdout, "no systemd here: %s.\nnothing was installed. To start the supervisor at boot, add this line to your crontab (crontab -e):\n%s\n", res.NoSystemd, res.Crontab)
-		return nil
-	}
-	verb := "wrote"
-	if res.Rewritten {
-		verb = "rewrote (it was installed already)"
-	}
-	fmt.Fprintf(e.stdout, "%s %s\nenabled %s", verb, res.Path, res.Unit)
-	switch {
-	case res.Started:
-		fmt.Fprint(e.stdout, " and started it\n")
-	case res.Active:
-		fmt.Fprint(e.stdout, "; it runs\n")
-	default:
-		fmt.Fprint(e.stdout, "\n")
-	}
-	if res.Note != "" {
-		fmt.Fprintln(e.stdout, res.Note)
-	}
-	if res.LingerCmd != "" {
-		fmt.Fprintf(e.stdout, "to start it at boot without a login, run once: %s\n", res.LingerCmd)
-	}
-	return nil
-}
-
-func (e *env) printUninstall(c *cli.Context, s *service) error {
-	res, err := s.Uninstall(c.Context)
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(e.stdout, res)
-	}
-	switch {
-	case !res.Installed:
-		fmt.Fprintf(e.stdout, "no service was installed for %s (no %s)\n", res.Home, res.Path)
-	case res.Stopped:
-		fmt.Fprintf(e.stdout, "stopped, disabled and removed %s (tmux panes keep running; any command starts a supervisor again)\n", res.Path)
-	case res.Systemd:
-		fmt.Fprintf(e.stdout, "disabled and removed %s\n", res.Path)
-	default:
-		fmt.Fprintf(e.stdout, "removed %s (no systemd here to disable it: %s)\n", res.Path, res.NoSystemd)
-	}
-	if !res.Systemd {
-		fmt.Fprintln(e.stdout, "if you added the @reboot line to your crontab, remove it there (crontab -e)")
-	}
-	return nil
-}
-
-func (e *env) printServiceStatus(c *cli.Context, s *service) error {
-	res := s.Status(c.Context)
-	if c.Bool("json") {
-		return printJSON(e.stdout, res)
-	}
-	if res.Installed {
-		fmt.Fprintf(e.stdout, "installed: %s\n", res.Path)
-	} else {
-		fmt.Fprintf(e.stdout, "not installed (no %s)\n", res.Path)
-	}
-	if !res.Systemd {
-		fmt.Fprintf(e.stdout, "no systemd here: %s; a crontab line starts it at boot instead:\n%s\n", res.NoSystemd, res.Crontab)
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "%s: %s, %s\n", res.Unit, res.UnitFileState, res.ActiveState)
-	if !res.Linger {
-		fmt.Fprintf(e.stdout, "it starts at your login only: loginctl enable-linger %s makes it start at boot\n", s.User)
-	}
-	return nil
 }
