@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -60,7 +58,7 @@ func (e *env) attachCmd() *cli.Command {
 				return usagef("attach needs an interactive terminal on stdin; use 'cicy-agent send' and 'cicy-agent screen' from scripts")
 			}
 			if info.Backend == "tmux" && len(info.Attach) > 0 {
-				return tmuxAttach(info, in, e.stdout, e.stderr)
+				return attach.Tmux(info, in, e.stdout, e.stderr)
 			}
 			cl, err := client(c)
 			if err != nil {
@@ -69,20 +67,4 @@ func (e *env) attachCmd() *cli.Command {
 			return attach.Terminal(c.Context, cl, id, in, e.stdout)
 		},
 	}
-}
-
-// tmuxAttach runs tmux attach on the pane's session of the private tmux
-// server; Ctrl-Q (bound there) detaches, and the pane goes on.
-func tmuxAttach(info api.PaneInfo, in *os.File, out, errOut io.Writer) error {
-	if info.State == "exited" {
-		return failf("pane %s has exited (%s); 'cicy-agent restart %s' starts it again", info.ID, info.Reason, info.ID)
-	}
-	cmd := exec.Command(info.Attach[0], info.Attach[1:]...)
-	cmd.Env = withoutTMUX(os.Environ()) // our server is not the one we may run inside
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, errOut
-	if err := cmd.Run(); err != nil {
-		return failf("tmux attach failed: %v", err)
-	}
-	fmt.Fprintf(out, "[detached from %s]\n", info.ID)
-	return nil
 }

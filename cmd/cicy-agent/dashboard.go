@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/attach"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/pane"
@@ -179,7 +180,7 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 	}
 	runner := pane.TmuxRunner{Args: base}
 	if len(base) > 0 {
-		runner.Env = withoutTMUX(os.Environ())
+		runner.Env = attach.WithoutTMUX(os.Environ())
 	}
 	tmux := func(args ...string) (string, error) {
 		out, err := runner.Run(c.Context, nil, args...)
@@ -276,22 +277,10 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 		return nil
 	}
 	cmd := exec.Command(res.Attach[0], res.Attach[1:]...)
-	cmd.Env = withoutTMUX(os.Environ())
+	cmd.Env = attach.WithoutTMUX(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, e.stdout, e.stderr
 	if err := cmd.Run(); err != nil {
 		return failf("tmux attach failed: %v", err)
 	}
 	return nil
-}
-
-// withoutTMUX drops $TMUX: a tmux client started from inside tmux for
-// another server (or session) must not think it nests.
-func withoutTMUX(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TMUX=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

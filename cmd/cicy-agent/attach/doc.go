@@ -1,6 +1,7 @@
 // Package attach is the use of a pane from the user's terminal through
 // the supervisor's API, as cicy-agent attach (and a view's tile) runs it:
-// Terminal, a terminal pane's PTY in raw mode (Ctrl-Q detaches), and
+// Terminal, a terminal pane's PTY in raw mode (Ctrl-Q detaches); Tmux,
+// a tmux pane through tmux attach on the home's private server; and
 // Chat, a cicy pane's streaming chat (each line a message, the events as
 // they come; Ctrl-D detaches), which follows the pane through the
 // supervisor's restarts.
