@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -112,12 +111,9 @@ func missingPins(getenv func(string) string) []string {
 
 // printAgents is the table of agent types.
 func printAgents(w io.Writer, all []api.AgentType) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tPIN\tINSTALLED\tAPIS\tSIGNALS\tRESUME")
-	for _, a := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Type, orDash(pinOf(a)), installedText(a), orDash(strings.Join(a.APIs, ", ")), strings.Join(a.Signals, ", "), resumeText(a))
-	}
-	return tw.Flush()
+	return printTable(w, "TYPE\tPIN\tINSTALLED\tAPIS\tSIGNALS\tRESUME", all, func(a api.AgentType) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", a.Type, orDash(pinOf(a)), installedText(a), orDash(strings.Join(a.APIs, ", ")), strings.Join(a.Signals, ", "), resumeText(a))
+	})
 }
 
 func pinOf(a api.AgentType) string {

@@ -26,6 +26,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/panetype"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor"
@@ -223,11 +224,10 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err := json.NewEncoder(&b).Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonSafe(b.Bytes()))
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
 	return err
 }
 
-// printJSON writes v as indented JSON; the C0 and C1 controls in its
 // listAction is the action of a command that shows what the supervisor
 // has (nodes, sinks, browsers): no argument; the document with --json,
 // else show prints it.
@@ -240,6 +240,75 @@ func listAction[T any](e *env, get func(*api.Client, context.Context) (T, error)
 	}
 }
 
+// paneAction is the action of a command that shows what a pane has
+// (its memories, say): the one <pane> argument; the document with
+// --json, else show prints it.
+func paneAction[T any](e *env, get func(*api.Client, context.Context, string) (T, error), show func(T) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		return withPane(c, func(cl *api.Client, id string) error {
+			return present(e, c, func() (T, error) { return get(cl, c.Context, id) }, show)
+		})
+	}
+}
+
+// doneAction is the action of a command that does one thing to what its
+// one argument names (usage says what) and says so: done is a format
+// taking the argument.
+func doneAction(e *env, usage string, do func(*api.Client, context.Context, string) error, done string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		a, cl, err := connect(c, 1, 1, usage)
+		if err != nil {
+			return err
+		}
+		if err := do(cl, c.Context, a[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, done, a[0])
+		return nil
+	}
+}
+
+// paneNote is the action of a command that does something to the pane
+// of its one argument: do's note, if any, goes to stderr when it went
+// well.
+func (e *env) paneNote(do func(ctx context.Context, cl *api.Client, id string) (string, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		return withPane(c, func(cl *api.Client, id string) error {
+			note, err := do(c.Context, cl, id)
+			if err == nil && note != "" {
+				fmt.Fprintln(e.stderr, note)
+			}
+			return err
+		})
+	}
+}
+
+// showThen prints v, the JSON document with --json, else as text says,
+// and then answers what judge makes of it: a result that is a failure
+// is printed too.
+func showThen[T any](e *env, c *cli.Context, v T, text func(T), judge func(T) error) error {
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, v); err != nil {
+			return err
+		}
+	} else {
+		text(v)
+	}
+	return judge(v)
+}
+
+// printTable prints head and a line per item as aligned columns (the
+// cells of a line tab-separated).
+func printTable[T any](w io.Writer, head string, items []T, line func(T) string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, head)
+	for _, it := range items {
+		fmt.Fprintln(tw, line(it))
+	}
+	return tw.Flush()
+}
+
+// printJSON writes v as indented JSON; the C0 and C1 controls in its
 // strings are escaped (\u001b), so that it is safe on a terminal too.
 func printJSON(w io.Writer, v any) error {
 	var b bytes.Buffer
@@ -248,7 +317,7 @@ func printJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonSafe(b.Bytes()))
+	_, err := w.Write(termsafe.JSON(b.Bytes()))
 	return err
 }
 
@@ -842,16 +911,18 @@ func (e *env) sendCmd() *cli.Command {
 	}
 }
 
-// printResult prints a turn's answer; a failed or cancelled turn is exit
-// 1, and so is one whose history or usage could not be written.
+// printResult prints a turn's answer, then answers its exit (turnExit).
 func (e *env) printResult(c *cli.Context, res *api.SendResult) error {
-	if c.Bool("json") {
-		if err := printJSON(e.stdout, res); err != nil {
-			return err
+	return showThen(e, c, res, func(res *api.SendResult) {
+		if res.Answer != "" {
+			fmt.Fprintln(e.stdout, res.Answer)
 		}
-	} else if res.Answer != "" {
-		fmt.Fprintln(e.stdout, res.Answer)
-	}
+	}, turnExit)
+}
+
+// turnExit is a turn's exit: a failed or cancelled turn is a failure,
+// and so is one whose history or usage could not be written.
+func turnExit(res *api.SendResult) error {
 	switch {
 	case res.Status == cicy.TurnCompleted:
 		return nil
@@ -871,15 +942,13 @@ func (e *env) cancelCmd() *cli.Command {
 		Name:      "cancel",
 		Usage:     "stop the running turn of a cicy pane and the tools it runs (queued messages still run)",
 		ArgsUsage: "<pane>",
-		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *api.Client, id string) error {
-				was, err := cl.Cancel(c.Context, id)
-				if err == nil && !was {
-					fmt.Fprintf(e.stderr, "%s has no turn running\n", id)
-				}
-				return err
-			})
-		},
+		Action: e.paneNote(func(ctx context.Context, cl *api.Client, id string) (string, error) {
+			was, err := cl.Cancel(ctx, id)
+			if was {
+				return "", err
+			}
+			return id + " has no turn running", err
+		}),
 	}
 }
 
@@ -937,15 +1006,10 @@ func (e *env) killCmd() *cli.Command {
 		Name:      "kill",
 		Usage:     "stop a pane and remove it (its workspace stays; a worktree only while it holds work not merged)",
 		ArgsUsage: "<pane>",
-		Action: func(c *cli.Context) error {
-			return withPane(c, func(cl *api.Client, id string) error {
-				res, err := cl.KillPane(c.Context, id)
-				if err == nil && res.Kept != "" {
-					fmt.Fprintln(e.stderr, res.Kept)
-				}
-				return err
-			})
-		},
+		Action: e.paneNote(func(ctx context.Context, cl *api.Client, id string) (string, error) {
+			res, err := cl.KillPane(ctx, id)
+			return res.Kept, err
+		}),
 	}
 }
 

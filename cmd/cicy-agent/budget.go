@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -124,9 +123,7 @@ func (e *env) printBudgets(asJSON, list bool, bs []api.Budget) error {
 // printBudgetTable prints one line per budget: who, the budget, the spend,
 // what is left and whether it is reached.
 func printBudgetTable(w io.Writer, rows []api.Budget) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OF\tTITLE\tBUDGET\tSPENT\tLEFT\tSTATE")
-	for _, b := range rows {
+	_ = printTable(w, "OF\tTITLE\tBUDGET\tSPENT\tLEFT\tSTATE", rows, func(b api.Budget) string {
 		limit, left, state := "none", "-", "-"
 		if b.BudgetUSD != nil {
 			limit, left, state = api.USD(*b.BudgetUSD), api.USD(*b.LeftUSD), "ok"
@@ -138,9 +135,8 @@ func printBudgetTable(w io.Writer, rows []api.Budget) {
 		if title == "" {
 			title = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", budgetRef(b), title, limit, api.USD(b.SpentUSD), left, state)
-	}
-	tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", budgetRef(b), title, limit, api.USD(b.SpentUSD), left, state)
+	})
 }
 
 // budgetRef names a budget's owner as the budget command takes it.

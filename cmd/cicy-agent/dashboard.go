@@ -15,7 +15,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/attach"
 	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/dashboard"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
@@ -74,7 +76,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 	}
 	defer st.Close()
 	clear := false
-	if f, ok := plainWriter(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
+	if f, ok := termsafe.Underlying(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) && !asJSON {
 		clear = true
 	}
 	team := dashboard.NewTeam()
@@ -97,7 +99,7 @@ func watchStatus(c *cli.Context, cl *api.Client, w io.Writer, asJSON bool) error
 				return err
 			}
 		case clear:
-			fmt.Fprint(plainWriter(w), "\x1b[H\x1b[2J")
+			fmt.Fprint(termsafe.Underlying(w), "\x1b[H\x1b[2J")
 			printStatus(w, status)
 		default:
 			fmt.Fprintf(w, "--- %s\n", time.Now().Format("15:04:05"))
@@ -179,7 +181,7 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 	}
 	runner := pane.TmuxRunner{Args: base}
 	if len(base) > 0 {
-		runner.Env = withoutTMUX(os.Environ())
+		runner.Env = attach.WithoutTMUX(os.Environ())
 	}
 	tmux := func(args ...string) (string, error) {
 		out, err := runner.Run(c.Context, nil, args...)
@@ -276,22 +278,10 @@ func (e *env) view(c *cli.Context, h supervisor.Home, panes []api.PaneInfo, want
 		return nil
 	}
 	cmd := exec.Command(res.Attach[0], res.Attach[1:]...)
-	cmd.Env = withoutTMUX(os.Environ())
+	cmd.Env = attach.WithoutTMUX(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, e.stdout, e.stderr
 	if err := cmd.Run(); err != nil {
 		return failf("tmux attach failed: %v", err)
 	}
 	return nil
-}
-
-// withoutTMUX drops $TMUX: a tmux client started from inside tmux for
-// another server (or session) must not think it nests.
-func withoutTMUX(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TMUX=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/attach"
 	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
@@ -67,7 +68,7 @@ func newTestTmux(t *testing.T) *testTmux {
 func (tm *testTmux) run(args ...string) string {
 	tm.t.Helper()
 	cmd := exec.Command("tmux", append([]string{"-L", tm.sock, "-f", "/dev/null"}, args...)...)
-	cmd.Env = withoutTMUX(os.Environ())
+	cmd.Env = attach.WithoutTMUX(os.Environ())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tm.t.Fatalf("tmux %s: %v %s", strings.Join(args, " "), err, out)

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -82,7 +83,7 @@ func report(err error, stderr io.Writer) int {
 		code = ec.ExitCode()
 	}
 	// An error can carry an agent's text (a task's error): printed safe.
-	msg := strings.TrimSpace(strings.ReplaceAll(safeText(err.Error()), "\n", " "))
+	msg := strings.TrimSpace(strings.ReplaceAll(termsafe.Text(err.Error()), "\n", " "))
 	// urfave/cli reports a missing required flag as a plain error.
 	if m := requiredRe.FindStringSubmatch(msg); m != nil {
 		code = 2

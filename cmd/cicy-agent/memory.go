@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,11 +24,7 @@ func (e *env) memoryCmd() *cli.Command {
 				Usage:     "list the memories (index order), unreadable files, and turns waiting for recognition",
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
-				Action: func(c *cli.Context) error {
-					return withPane(c, func(cl *api.Client, id string) error {
-						return present(e, c, func() (api.MemoryList, error) { return cl.Memories(c.Context, id) }, e.printMemories)
-					})
-				},
+				Action:    paneAction(e, (*api.Client).Memories, e.printMemories),
 			},
 			{
 				Name:      "show",
@@ -53,17 +48,16 @@ func (e *env) memoryCmd() *cli.Command {
 						if err != nil {
 							return err
 						}
-						if c.Bool("json") {
-							if err := printJSON(e.stdout, r); err != nil {
-								return err
+						return showThen(e, c, r, func(r api.FlushResult) {
+							if r.Error == "" {
+								fmt.Fprintf(e.stdout, "%d turns recognised, %d memories stored\n", r.Turns, r.Stored)
 							}
-						} else if r.Error == "" {
-							fmt.Fprintf(e.stdout, "%d turns recognised, %d memories stored\n", r.Turns, r.Stored)
-						}
-						if r.Error != "" {
-							return failf("memory recognition failed (the turns are kept for a retry): %s", r.Error)
-						}
-						return nil
+						}, func(r api.FlushResult) error {
+							if r.Error != "" {
+								return failf("memory recognition failed (the turns are kept for a retry): %s", r.Error)
+							}
+							return nil
+						})
 					})
 				},
 			},
@@ -75,11 +69,7 @@ func (e *env) memoryCmd() *cli.Command {
 					memory.MaxMemories, memory.KeepMemories, memory.ArchiveDir),
 				ArgsUsage: "<pane>",
 				Flags:     []cli.Flag{jsonFlag},
-				Action: func(c *cli.Context) error {
-					return withPane(c, func(cl *api.Client, id string) error {
-						return present(e, c, func() (api.ReindexResult, error) { return cl.MemoryReindex(c.Context, id) }, e.printReindex)
-					})
-				},
+				Action:    paneAction(e, (*api.Client).MemoryReindex, e.printReindex),
 			},
 			{
 				Name:      "rm",
@@ -112,12 +102,9 @@ func withMemory(c *cli.Context, f func(cl *api.Client, id, memID string) error) 
 // printMemories is memory ls as text: the table, then what was skipped
 // and the count on stderr.
 func (e *env) printMemories(l api.MemoryList) error {
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE")
-	for _, m := range l.Memories {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip.Runes(m.Title, 40))
-	}
-	tw.Flush()
+	_ = printTable(e.stdout, "MEM_ID\tTYPE\tSAL\tUPDATED\tTITLE", l.Memories, func(m api.Memory) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", m.MemID, m.Type, m.Salience, m.Updated.Local().Format("2006-01-02 15:04"), clip.Runes(m.Title, 40))
+	})
 	for _, p := range l.Problems {
 		fmt.Fprintf(e.stderr, "skipped %s: %s\n", p.File, p.Err)
 	}

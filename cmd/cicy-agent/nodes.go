@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,9 +26,7 @@ func (e *env) nodesCmd() *cli.Command {
 
 // printNodes is the table of nodes.
 func printNodes(w io.Writer, ns []api.NodeInfo, now time.Time) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tADDR\tPANES\tHEARTBEAT\tREASON")
-	for _, n := range ns {
+	return printTable(w, "NODE\tSTATE\tADDR\tPANES\tHEARTBEAT\tREASON", ns, func(n api.NodeInfo) string {
 		name, addr, beat := n.Name, n.Addr, "-"
 		if n.Self {
 			name += "*"
@@ -40,7 +37,6 @@ func printNodes(w io.Writer, ns []api.NodeInfo, now time.Time) error {
 		if !n.HeartbeatAt.IsZero() {
 			beat = fmt.Sprintf("%s ago", now.Sub(n.HeartbeatAt).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", clip.Runes(name, 24), n.State, addr, n.Panes, beat, clip.Runes(n.Reason, 60))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", clip.Runes(name, 24), n.State, addr, n.Panes, beat, clip.Runes(n.Reason, 60))
+	})
 }

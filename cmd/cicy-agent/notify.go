@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -129,9 +128,7 @@ func printSinks(w io.Writer, sinks []api.NotifySink) error {
 		_, err := fmt.Fprintln(w, "no sinks (add one with 'cicy-agent notify add')")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tURL\tSECRET\tEVENTS\tSTATE")
-	for _, s := range sinks {
+	return printTable(w, "NAME\tTYPE\tURL\tSECRET\tEVENTS\tSTATE", sinks, func(s api.NotifySink) string {
 		events := "all"
 		if len(s.Events) > 0 {
 			events = strings.Join(s.Events, ",")
@@ -144,9 +141,8 @@ func printSinks(w io.Writer, sinks []api.NotifySink) error {
 		if secret == "" {
 			secret = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, url, secret, events, sinkStateWords(s.SinkState))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", s.Name, s.Type, url, secret, events, sinkStateWords(s.SinkState))
+	})
 }
 
 // sinkStateWords is what a sink did, as its status line says it.
@@ -160,17 +156,7 @@ func (e *env) notifyRmCmd() *cli.Command {
 		Name:      "rm",
 		Usage:     "remove a sink, its secret and its messages not sent yet",
 		ArgsUsage: "<name>",
-		Action: func(c *cli.Context) error {
-			a, cl, err := connect(c, 1, 1, "<name>")
-			if err != nil {
-				return err
-			}
-			if err := cl.RemoveNotifySink(c.Context, a[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "removed %s\n", a[0])
-			return nil
-		},
+		Action:    doneAction(e, "<name>", (*api.Client).RemoveNotifySink, "removed %s\n"),
 	}
 }
 
@@ -191,20 +177,17 @@ func (e *env) notifyTestCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				if err := printJSON(e.stdout, res); err != nil {
-					return err
-				}
-			} else {
+			return showThen(e, c, res, func(res api.NotifyTestResult) {
 				fmt.Fprintf(e.stdout, "%s answered %d\n", res.Sink, res.Status)
 				if res.Answer != "" {
 					fmt.Fprintln(e.stdout, strings.TrimRight(res.Answer, "\n"))
 				}
-			}
-			if res.Error != "" {
-				return fmt.Errorf("%s did not take it: %s", res.Sink, res.Error)
-			}
-			return nil
+			}, func(res api.NotifyTestResult) error {
+				if res.Error != "" {
+					return fmt.Errorf("%s did not take it: %s", res.Sink, res.Error)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -259,16 +242,6 @@ func (e *env) notifyUnmuteCmd() *cli.Command {
 		Name:      "unmute",
 		Usage:     "send again what a pane or a team needs",
 		ArgsUsage: "<pane>|team:<name>|all",
-		Action: func(c *cli.Context) error {
-			a, cl, err := connect(c, 1, 1, "<pane>|team:<name>|all")
-			if err != nil {
-				return err
-			}
-			if err := cl.UnmuteNotify(c.Context, a[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "%s unmuted\n", a[0])
-			return nil
-		},
+		Action:    doneAction(e, "<pane>|team:<name>|all", (*api.Client).UnmuteNotify, "%s unmuted\n"),
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
@@ -190,20 +190,17 @@ func printTasks(w io.Writer, ts []api.TaskInfo, now time.Time) error {
 	work := slices.ContainsFunc(ts, func(t api.TaskInfo) bool { return t.Work != nil })
 	// The cells are measured before they are printed: cleaned first.
 	cell := func(s string) string { return s }
-	if _, ok := w.(*safeWriter); ok {
-		cell = safeText
+	if _, ok := w.(*termsafe.Writer); ok {
+		cell = termsafe.Text
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\t"+workHead(work)+"TEXT\tRESULT")
-	for _, t := range ts {
+	return printTable(w, "ID\tFROM\tTO\t"+nodeHead(many)+"STATUS\tAGE\t"+workHead(work)+"TEXT\tRESULT", ts, func(t api.TaskInfo) string {
 		out := t.Result
 		if t.Status == api.TaskFailed {
 			out = t.Error
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s%s\t%s\t%s%s\t%s\n", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
+		return fmt.Sprintf("%d\t%s\t%s\t%s%s\t%s\t%s%s\t%s", t.ID, t.From, t.To, nodeCell(many, t.ToNode), t.Status,
 			now.Sub(t.CreatedAt).Round(time.Second), workCell(work, t.Work), clip.Runes(oneLine(cell(t.Text)), 40), clip.Runes(oneLine(cell(out)), 40))
-	}
-	return tw.Flush()
+	})
 }
 
 // workHead is the CHANGE column's head when some task left work on a

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -14,6 +13,7 @@ import (
 	"rsc.io/qr"
 
 	"github.com/cicy-ai/cicy-agent/api"
+	"github.com/cicy-ai/cicy-agent/cmd/cicy-agent/termsafe"
 	"github.com/cicy-ai/cicy-agent/supervisor"
 	"github.com/cicy-ai/cicy-agent/supervisor/web"
 )
@@ -93,7 +93,7 @@ func (e *env) webCmd() *cli.Command {
 			return present(e, c, func() (api.WebLink, error) {
 				return cl.WebLink(c.Context, api.WebLinkRequest{TTLSeconds: int(c.Duration("ttl").Seconds())})
 			}, func(link api.WebLink) error {
-				f, ok := plainWriter(e.stdout).(*os.File)
+				f, ok := termsafe.Underlying(e.stdout).(*os.File)
 				showQR := ok && term.IsTerminal(int(f.Fd()))
 				if c.IsSet("qr") {
 					showQR = c.Bool("qr")
@@ -183,13 +183,10 @@ func printSessions(w io.Writer, ss []api.WebSession) error {
 		fmt.Fprintln(w, "no browser is logged in (log one in with 'cicy-agent web --url')")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tLOGGED IN\tLAST SEEN\tFROM\tBROWSER")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Created.Local().Format("2006-01-02 15:04"),
+	return printTable(w, "ID\tLOGGED IN\tLAST SEEN\tFROM\tBROWSER", ss, func(s api.WebSession) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", s.ID, s.Created.Local().Format("2006-01-02 15:04"),
 			s.LastSeen.Local().Format("2006-01-02 15:04"), s.RemoteAddr, clipLine(s.UserAgent, 60))
-	}
-	return tw.Flush()
+	})
 }
 
 func (e *env) webRevokeCmd() *cli.Command {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -64,17 +63,14 @@ func (e *env) mergeCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				if err := printJSON(e.stdout, m); err != nil {
-					return err
-				}
-			} else {
+			return showThen(e, c, m, func(m api.MergeResult) {
 				fmt.Fprintln(e.stdout, api.MergeText(m, "'cicy-agent merge "+a[0]+" --send-back'"))
-			}
-			if len(m.Conflicts) > 0 && m.SentBack == nil {
-				return &failure{fmt.Sprintf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)}
-			}
-			return nil
+			}, func(m api.MergeResult) error {
+				if len(m.Conflicts) > 0 && m.SentBack == nil {
+					return failf("the merge of %s into %s conflicts; nothing was changed", m.Branch, m.Into)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -104,17 +100,14 @@ func (e *env) worktreesCmd() *cli.Command {
 }
 
 func printWorktrees(w io.Writer, ws []api.WorktreeInfo) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PANE\tBRANCH\tINTO\tAHEAD\tBEHIND\tCHANGE\tSTATE\tPATH")
-	for _, wi := range ws {
+	return printTable(w, "PANE\tBRANCH\tINTO\tAHEAD\tBEHIND\tCHANGE\tSTATE\tPATH", ws, func(wi api.WorktreeInfo) string {
 		pane := wi.Pane
 		if wi.Gone {
 			pane += " (gone)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", pane, wi.Branch, wi.Target, wi.Ahead, wi.Behind,
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s", pane, wi.Branch, wi.Target, wi.Ahead, wi.Behind,
 			lines(wi.Files, wi.Added, wi.Deleted), worktreeState(wi), wi.Path)
-	}
-	return tw.Flush()
+	})
 }
 
 // worktreeState is a worktree's state in a few words.

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ const testKey = "sk-ant-api03-very-secret-value"
 // testService is a service of a new home (its path holding a space and a
 // %, which a unit file must escape) with a unit folder of its own, run by
 // the test binary, its caller holding a provider key.
-func testService(t *testing.T, m userManager) *service {
+func testService(t *testing.T, m Manager) *Service {
 	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "my home%1")
@@ -79,9 +79,9 @@ func testService(t *testing.T, m userManager) *service {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"ANTHROPIC_API_KEY": testKey, "OPENAI_API_KEY": "sk-openai-in-file", "CICY_NODE": "n1"}
-	return &service{
+	return &Service{
 		Home: home, Binary: bin, UnitDir: filepath.Join(dir, "config", "systemd", "user"), User: "alice",
-		Getenv: func(k string) string { return vars[k] }, Manager: m, Passed: (&env{}).servedEnv(), SearchPath: "/opt/x/bin:/usr/bin",
+		Getenv: func(k string) string { return vars[k] }, Manager: m, Passed: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CICY_NODE"}, SearchPath: "/opt/x/bin:/usr/bin",
 	}
 }
 
@@ -298,8 +298,8 @@ func TestServiceUninstallAndStatus(t *testing.T) {
 // Two homes, two units.
 func TestServiceUnitPerHome(t *testing.T) {
 	t.Parallel()
-	a := &service{Home: "/home/u/cicy-ai", UnitDir: "/x"}
-	b := &service{Home: "/home/u/other", UnitDir: "/x"}
+	a := &Service{Home: "/home/u/cicy-ai", UnitDir: "/x"}
+	b := &Service{Home: "/home/u/other", UnitDir: "/x"}
 	if a.Unit() == b.Unit() || !strings.HasPrefix(a.Unit(), "cicy-agent-") {
 		t.Errorf("units %s and %s", a.Unit(), b.Unit())
 	}

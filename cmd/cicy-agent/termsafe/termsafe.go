@@ -1,30 +1,12 @@
-package main
+package termsafe
 
 import (
 	"bytes"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
-
-	"github.com/urfave/cli/v2"
 )
-
-// Text from agents (answers, task results and errors, reasons, screens)
-// reaches the user's terminal through the commands' human-readable
-// output. A worker's output can hold sequences a terminal obeys: OSC 52
-// writes the clipboard, OSC 0 sets the window title, others move the
-// cursor or redraw lines to hide what was printed. So, like less and git
-// without -R, every command's output goes through a safeWriter: escape
-// sequences (ESC, and the 8-bit CSI, OSC, DCS, … of C1) are removed, and
-// the other control characters are shown in caret notation (^G, ^H, ^M),
-// except newline and tab. --raw keeps the bytes as they came, for a pipe
-// that wants them; --json is JSON, whose encoder escapes them (see
-// jsonSafe).
-
-// rawFlag turns the filter off for one command.
-var rawFlag = &cli.BoolFlag{Name: "raw", Usage: "print agents' text as it came, control and escape sequences included (for a pipe that wants them; by default they are removed or shown as ^X)"}
 
 // The parser's states (ECMA-48, as a terminal reads).
 const (
@@ -36,10 +18,10 @@ const (
 	stStrEsc // ESC inside a string: ST if '\' follows
 )
 
-// safeWriter removes terminal control sequences from what goes through it.
+// Writer removes terminal control sequences from what goes through it.
 // It keeps its state across writes, so a sequence split between two
 // writes is removed whole; Flush ends the output.
-type safeWriter struct {
+type Writer struct {
 	mu    sync.Mutex // the chat's two writers share one
 	w     io.Writer
 	state int
@@ -48,9 +30,9 @@ type safeWriter struct {
 	out   []byte
 }
 
-func newSafeWriter(w io.Writer) *safeWriter { return &safeWriter{w: w} }
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-func (s *safeWriter) Write(p []byte) (int, error) {
+func (s *Writer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(p)
@@ -79,7 +61,7 @@ func (s *safeWriter) Write(p []byte) (int, error) {
 
 // Flush writes what waits for the next byte: a CR, a UTF-8 sequence cut
 // short.
-func (s *safeWriter) Flush() error {
+func (s *Writer) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.out = s.out[:0]
@@ -100,7 +82,7 @@ func (s *safeWriter) Flush() error {
 }
 
 // rune takes one character; bad is an invalid UTF-8 byte.
-func (s *safeWriter) rune(r rune, bad bool) {
+func (s *Writer) rune(r rune, bad bool) {
 	if s.cr {
 		s.cr = false
 		if r == '\n' && s.state == stGround {
@@ -169,7 +151,7 @@ func (s *safeWriter) rune(r rune, bad bool) {
 }
 
 // esc is the character after ESC.
-func (s *safeWriter) esc(r rune) {
+func (s *Writer) esc(r rune) {
 	switch {
 	case r == '[':
 		s.state = stCSI
@@ -188,7 +170,7 @@ func (s *safeWriter) esc(r rune) {
 }
 
 // ground is a character outside any sequence.
-func (s *safeWriter) ground(r rune, bad bool) {
+func (s *Writer) ground(r rune, bad bool) {
 	switch {
 	case bad:
 		s.out = utf8.AppendRune(s.out, utf8.RuneError)
@@ -213,20 +195,20 @@ func (s *safeWriter) ground(r rune, bad bool) {
 	}
 }
 
-// safeText is s as a safeWriter prints it: for a value that is measured
+// Text is s as a Writer prints it: for a value that is measured
 // or cut before it is printed (a table's cell).
-func safeText(s string) string {
+func Text(s string) string {
 	if isPlain(s) {
 		return s
 	}
 	var b strings.Builder
-	w := newSafeWriter(&b)
+	w := NewWriter(&b)
 	_, _ = w.Write([]byte(s))
 	_ = w.Flush()
 	return b.String()
 }
 
-// isPlain reports whether s has nothing for safeWriter to change.
+// isPlain reports whether s has nothing for a Writer to change.
 func isPlain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c >= 0x7f {
@@ -236,11 +218,11 @@ func isPlain(s string) bool {
 	return true
 }
 
-// jsonSafe makes JSON text safe on a terminal without changing what it
+// JSON makes JSON text safe on a terminal without changing what it
 // says: Go's encoder escapes C0 (ESC is \u001b) but writes the C1 controls
 // U+0080-U+009F as they are, which some terminals obey (U+009B is CSI);
 // they can only stand inside strings, where \u00XX means the same.
-func jsonSafe(b []byte) []byte {
+func JSON(b []byte) []byte {
 	if !bytes.Contains(b, []byte{0xc2}) {
 		return b
 	}
@@ -257,44 +239,10 @@ func jsonSafe(b []byte) []byte {
 	return out
 }
 
-// unguarded are the commands whose output is not agents' text for a
-// person: a terminal of its own (attach, dashboard, view), a protocol
-// (hook, mcp), a script (completion), the daemon's log (serve).
-var unguarded = []string{"serve", "attach", "dashboard", "view", "hook", "mcp", "completion"}
-
-// guard makes cmd and its subcommands print through safeWriters, unless
-// --raw is given.
-func (e *env) guard(cmd *cli.Command) {
-	if slices.Contains(unguarded, cmd.Name) {
-		return
-	}
-	for _, sub := range cmd.Subcommands {
-		e.guard(sub)
-	}
-	act := cmd.Action
-	if act == nil {
-		return
-	}
-	cmd.Action = func(c *cli.Context) error {
-		if c.Bool("raw") {
-			return act(c)
-		}
-		stdout, stderr := e.stdout, e.stderr
-		out, errOut := newSafeWriter(stdout), newSafeWriter(stderr)
-		e.stdout, e.stderr = out, errOut
-		defer func() {
-			e.stdout, e.stderr = stdout, stderr
-			_ = out.Flush()
-			_ = errOut.Flush()
-		}()
-		return act(c)
-	}
-}
-
-// plainWriter is what w writes to in the end: a safeWriter's own writer,
-// for the command's own sequences (status --watch clears the screen).
-func plainWriter(w io.Writer) io.Writer {
-	if s, ok := w.(*safeWriter); ok {
+// Underlying is what w writes to in the end: a Writer's own writer,
+// for a command's own sequences (status --watch clears the screen).
+func Underlying(w io.Writer) io.Writer {
+	if s, ok := w.(*Writer); ok {
 		return s.w
 	}
 	return w

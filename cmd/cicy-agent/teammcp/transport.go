@@ -1,4 +1,4 @@
-package main
+package teammcp
 
 import (
 	"bufio"
@@ -14,24 +14,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// lineTransport is MCP's stdio transport: one JSON-RPC message per line.
+// Transport is MCP's stdio transport: one JSON-RPC message per line.
 // Unlike the SDK's own, which ends the session at the first line that is
 // not JSON-RPC, it answers such a line with a parse error (-32700, no id,
 // as JSON-RPC says) and reads on: one garbled line from a client does not
 // take a master's team tools away for the rest of its session. A line
-// longer than maxMCPLine is such a line: read to its end without being
+// longer than MaxLine is such a line: read to its end without being
 // kept, and answered so.
-type lineTransport struct {
-	in  io.Reader
-	out io.Writer
+type Transport struct {
+	In  io.Reader
+	Out io.Writer
 }
 
-// maxMCPLine bounds one message (a tool call's input is a task's text).
-const maxMCPLine = 16 << 20
+// MaxLine bounds one message (a tool call's input is a task's text).
+const MaxLine = 16 << 20
 
-func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.out, lines: make(chan lineOrErr), closed: make(chan struct{})}
-	go c.readLines(t.in)
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{out: t.Out, lines: make(chan lineOrErr), closed: make(chan struct{})}
+	go c.readLines(t.In)
 	return c, nil
 }
 
@@ -51,7 +51,7 @@ type lineOrErr struct {
 	err  error
 }
 
-// lineConn is a session on a lineTransport. Its reader goroutine hands
+// lineConn is a session on a Transport. Its reader goroutine hands
 // lines to Read and stops at the end of the input or once the connection
 // is closed (a read of stdin cannot be interrupted: it stops at the next
 // line or the end of the input).
@@ -64,7 +64,7 @@ type lineConn struct {
 }
 
 func (c *lineConn) readLines(in io.Reader) {
-	err := eachLine(in, maxMCPLine, func(l lineOrErr) bool {
+	err := eachLine(in, MaxLine, func(l lineOrErr) bool {
 		select {
 		case c.lines <- l:
 			return true

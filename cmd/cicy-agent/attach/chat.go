@@ -1,4 +1,4 @@
-package main
+package attach
 
 import (
 	"bufio"
@@ -11,22 +11,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/cicy/clip"
 )
 
-// chat attaches to a cicy pane: each input line is sent as a message, and
+// Chat attaches to a cicy pane: each input line is sent as a message, and
 // the pane's events are printed as they come — text as it streams, one line
 // per tool call with the first line of its result. EOF (Ctrl-D) or /exit
 // detaches; the pane goes on. When the supervisor stops, the chat says so
 // and follows the pane again once a supervisor answers (it starts none:
 // a view's tile outlives a shutdown); when the pane is removed, it says so
 // and ends.
-func chat(c *cli.Context, cl *api.Client, id string, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithCancel(c.Context)
+func Chat(ctx context.Context, cl *api.Client, id string, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := cl.Events(ctx, id)
 	if err != nil {
@@ -235,6 +233,7 @@ func (f *follower) reopen(ctx context.Context) (io.ReadCloser, error) {
 		}
 	}
 }
+
 func printEvent(out io.Writer, ev cicy.Event) {
 	switch ev.Kind {
 	case "user":

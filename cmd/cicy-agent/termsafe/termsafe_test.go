@@ -1,9 +1,7 @@
-package main
+package termsafe
 
 import (
 	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 )
 
@@ -35,7 +33,7 @@ func TestSafeWriter(t *testing.T) {
 			// Whole, and one byte at a time (a sequence split between writes).
 			for _, split := range []bool{false, true} {
 				var b bytes.Buffer
-				w := newSafeWriter(&b)
+				w := NewWriter(&b)
 				if split {
 					for i := 0; i < len(c.in); i++ {
 						w.Write([]byte{c.in[i]})
@@ -50,36 +48,20 @@ func TestSafeWriter(t *testing.T) {
 					t.Errorf("split=%v: %q gave %q, want %q", split, c.in, b.String(), c.want)
 				}
 			}
-			if got := safeText(c.in); got != c.want {
-				t.Errorf("safeText(%q) = %q, want %q", c.in, got, c.want)
+			if got := Text(c.in); got != c.want {
+				t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
 			}
 		})
 	}
 }
 
-func TestJSONSafe(t *testing.T) {
+func TestJSON(t *testing.T) {
 	t.Parallel()
-	v := map[string]string{"result": "a\x1b]52;c;aGk=\x07b\u009b31m\u2028é"}
-	var b bytes.Buffer
-	if err := printJSON(&b, v); err != nil {
-		t.Fatal(err)
+	in := []byte(`{"r":"a` + "\u009b\u0085é" + `"}`)
+	if got, want := string(JSON(in)), `{"r":"a\u009b\u0085é"}`; got != want {
+		t.Fatalf("JSON(%q) = %q, want %q", in, got, want)
 	}
-	if strings.ContainsAny(b.String(), "\x1b\x07\u009b\u2028") {
-		t.Fatalf("control characters unescaped in %q", b.String())
-	}
-	var back map[string]string
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["result"] != v["result"] {
-		t.Fatalf("round trip: %q, %v", back["result"], err)
-	}
-}
-
-func TestReportSafe(t *testing.T) {
-	t.Parallel()
-	var b bytes.Buffer
-	if code := report(failf("task 3 failed: \x1b]52;c;aGk=\x07boom\x07"), &b); code != 1 {
-		t.Fatalf("exit %d", code)
-	}
-	if b.String() != "cicy-agent: task 3 failed: boom^G\n" {
-		t.Fatalf("got %q", b.String())
+	if plain := []byte(`{"r":"é"}`); string(JSON(plain)) != string(plain) {
+		t.Fatalf("JSON changed %q", plain)
 	}
 }
