@@ -221,8 +221,14 @@ func TestServiceWithoutSystemd(t *testing.T) {
 	}
 	// sh runs it as cron would (less the %): the binary gets the home.
 	fake := filepath.Join(t.TempDir(), "fake")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$CICY_HOME|$1|$OPENAI_API_KEY\"\n"), 0o755); err != nil {
-		t.Fatal(err)
+	// Written by a child of its own, not by this process: a program
+	// another test forks while this process holds the file open for
+	// writing would keep it open, and running it would fail with "text
+	// file busy".
+	write := exec.Command("sh", "-c", `cat > "$1" && chmod 755 "$1"`, "sh", fake)
+	write.Stdin = strings.NewReader("#!/bin/sh\necho \"$CICY_HOME|$1|$OPENAI_API_KEY\"\n")
+	if out, err := write.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v %s", fake, err, out)
 	}
 	if err := os.WriteFile(s.EnvFile(), []byte("OPENAI_API_KEY=from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
