@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,5 +29,19 @@ func TestFilterCheck(t *testing.T) {
 	}
 	if err := (PaneFilter{Teams: []string{"x"}}).Check(nil, nil); err == nil || !strings.Contains(err.Error(), "there is none (no pane has one)") {
 		t.Errorf("no teams: %v", err)
+	}
+}
+
+// TestComparePaneIDs: panes are ordered by their number, w-2 before w-10;
+// an id that is not w-N (number 0) comes first, by its text.
+func TestComparePaneIDs(t *testing.T) {
+	t.Parallel()
+	ids := []string{"w-10", "x", "w-2", "w-1", "b"}
+	slices.SortFunc(ids, ComparePaneIDs)
+	if want := []string{"b", "x", "w-1", "w-2", "w-10"}; !slices.Equal(ids, want) {
+		t.Fatalf("%q, want %q", ids, want)
+	}
+	if PaneNum("w-42") != 42 || PaneNum("w-x") != 0 {
+		t.Fatal("PaneNum")
 	}
 }

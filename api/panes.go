@@ -1,10 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -371,6 +373,18 @@ type HookResult struct {
 }
 
 var paneIDRe = regexp.MustCompile(`^w-([1-9][0-9]{0,17})(:main(\.0)?)?$`)
+
+// PaneNum is the N of pane id w-N (0 for anything else), for ordering.
+func PaneNum(id string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "w-"), 10, 64)
+	return n
+}
+
+// ComparePaneIDs orders pane ids by their number: w-2 before w-10 (ids
+// that are not w-N, number 0, first, by their text).
+func ComparePaneIDs(a, b string) int {
+	return cmp.Or(cmp.Compare(PaneNum(a), PaneNum(b)), strings.Compare(a, b))
+}
 
 // ParsePaneID accepts w-N and the tmux-style w-N:main.0 and returns w-N.
 func ParsePaneID(s string) (string, error) {

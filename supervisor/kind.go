@@ -131,7 +131,7 @@ func (e *entry) set(k kind) {
 
 // newEntry is a registry entry with nothing running yet.
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
-	e := &entry{cfg: cfg, num: paneNum(cfg.ID)}
+	e := &entry{cfg: cfg, num: api.PaneNum(cfg.ID)}
 	if cfg.Config != "" && cfg.Config != "{}" { // most panes have none: no JSON to read
 		pc := parsePaneConfig(cfg.Config)
 		e.team, e.restart = pc.Team, pc.Restart

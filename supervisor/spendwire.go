@@ -21,23 +21,16 @@ func (p spendPanes) Live(id string) (spend.Pane, bool) {
 }
 
 func (p spendPanes) Registered(id string) (spend.Pane, bool) {
-	e, err := p.s.get(id)
-	if err != nil {
-		return spend.Pane{}, false
-	}
-	return spendPane(e), true
+	sp, err := spendOf(p.s.get(id))
+	return sp, err == nil
 }
 
-func (p spendPanes) Local(ref string) (spend.Pane, error) {
-	e, err := p.s.localPane(ref)
-	if err != nil {
-		return spend.Pane{}, err
-	}
-	return spendPane(e), nil
-}
+func (p spendPanes) Local(ref string) (spend.Pane, error) { return spendOf(p.s.localPane(ref)) }
 
-func (p spendPanes) Resolve(ref string) (spend.Pane, error) {
-	e, err := p.s.resolvePane(ref)
+func (p spendPanes) Resolve(ref string) (spend.Pane, error) { return spendOf(p.s.resolvePane(ref)) }
+
+// spendOf is the pane a look-up found, or its error.
+func spendOf(e *entry, err error) (spend.Pane, error) {
 	if err != nil {
 		return spend.Pane{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -717,7 +716,7 @@ func (s *Supervisor) List(ctx context.Context) []api.PaneInfo {
 	out := s.ListLocal()
 	if rem := s.cl.Panes(time.Now()); len(rem) > 0 {
 		out = append(out, rem...)
-		slices.SortFunc(out, func(a, b api.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+		slices.SortFunc(out, func(a, b api.PaneInfo) int { return api.ComparePaneIDs(a.ID, b.ID) })
 	}
 	return out
 }
@@ -785,7 +784,7 @@ func titleErr(title string, ids []string) error {
 		return &api.Error{Kind: api.KindNotFound, Message: fmt.Sprintf("no pane %s: neither an id (w-<N>) nor the title of a pane (see 'cicy-agent ls')", title)}
 	}
 	ids = slices.Clone(ids)
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(paneNum(a), paneNum(b)) })
+	slices.SortFunc(ids, api.ComparePaneIDs)
 	return api.Usagef("%d panes are titled %q (%s); name one by id", len(ids), title, strings.Join(ids, ", "))
 }
 
@@ -888,12 +887,6 @@ func (s *Supervisor) Send(ctx context.Context, id string, req api.SendRequest) (
 		return nil, err // its caller gave up: nothing is typed
 	}
 	return e.kind().Send(ctx, req)
-}
-
-// paneNum is the N of w-N, for ordering.
-func paneNum(id string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "w-"), 10, 64)
-	return n
 }
 
 // Screen returns a pane's screen; lines > 0 keeps only the last lines

@@ -83,7 +83,7 @@ func (b *budgetBook) scopes() (panes, teams []string) {
 		}
 	}
 	b.mu.Unlock()
-	slices.SortFunc(panes, comparePaneIDs)
+	slices.SortFunc(panes, api.ComparePaneIDs)
 	slices.Sort(teams)
 	return panes, teams
 }
@@ -335,7 +335,7 @@ func (a *Accounts) teamPanes(team string) []string {
 			ids = append(ids, id)
 		}
 	}
-	slices.SortFunc(ids, comparePaneIDs)
+	slices.SortFunc(ids, api.ComparePaneIDs)
 	return ids
 }
 

@@ -1,13 +1,10 @@
 package spend
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -118,7 +115,7 @@ func (a *Accounts) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 		total.add(r)
 	}
 	if rep.By == api.UsageByPane {
-		slices.SortFunc(keys, comparePaneIDs)
+		slices.SortFunc(keys, api.ComparePaneIDs)
 	}
 	for _, k := range keys {
 		g := groups[k]
@@ -136,13 +133,6 @@ func (a *Accounts) fold(rep *api.UsageReport, rows []schema.UsageGroup) {
 			rep.Unpriced = append(rep.Unpriced, m)
 		}
 	}
-}
-
-// comparePaneIDs orders w-2 before w-10.
-func comparePaneIDs(a, b string) int {
-	na, _ := strconv.ParseInt(strings.TrimPrefix(a, "w-"), 10, 64)
-	nb, _ := strconv.ParseInt(strings.TrimPrefix(b, "w-"), 10, 64)
-	return cmp.Or(cmp.Compare(na, nb), strings.Compare(a, b))
 }
 
 // addUsage counts one model call of a pane.

@@ -209,7 +209,7 @@ func (m *Model) keepSelection() tea.Cmd {
 	}
 	i := 0
 	for j, p := range m.team.Panes {
-		if paneNum(p.ID) < paneNum(m.selected) {
+		if api.PaneNum(p.ID) < api.PaneNum(m.selected) {
 			i = j
 		}
 	}

@@ -6,8 +6,6 @@ package dashboard
 import (
 	"cmp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
@@ -53,7 +51,7 @@ func (t *Team) Apply(ev api.Event) {
 			return
 		}
 		t.Panes = append(t.Panes, *ev.Pane)
-		slices.SortFunc(t.Panes, func(a, b api.PaneInfo) int { return cmp.Compare(paneNum(a.ID), paneNum(b.ID)) })
+		slices.SortFunc(t.Panes, func(a, b api.PaneInfo) int { return api.ComparePaneIDs(a.ID, b.ID) })
 	case "state":
 		if i := t.index(ev.ID); i >= 0 && ev.State != nil {
 			p := &t.Panes[i]
@@ -139,7 +137,3 @@ func (t *Team) Recent() []api.TaskInfo {
 	return out
 }
 
-func paneNum(id string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimPrefix(id, "w-"), 10, 64)
-	return n
-}
