@@ -13,6 +13,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/jmoiron/sqlx"
+
+	"github.com/cicy-ai/cicy-agent/pane"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver, pure Go
 )
 
@@ -114,6 +116,34 @@ type Runtime struct {
 	Since    sql.NullString `db:"since"`
 	PID      sql.NullInt64  `db:"pid"`
 	ExitCode sql.NullInt64  `db:"exit_code"`
+}
+
+// Status is the pane status a stored runtime records ("never started"
+// when it has none).
+func (r Runtime) Status() pane.Status {
+	if !r.State.Valid {
+		return pane.Status{State: pane.Exited, Reason: "never started"}
+	}
+	st := pane.Status{State: pane.State(r.State.String), Reason: r.Reason.String, Since: ParseTime(r.Since.String)}
+	if r.ExitCode.Valid {
+		c := int(r.ExitCode.Int64)
+		st.ExitCode = &c
+	}
+	return st
+}
+
+// RuntimeOf is the runtime to store of a pane's status.
+func RuntimeOf(st pane.Status) Runtime {
+	r := Runtime{
+		State:  sql.NullString{String: string(st.State), Valid: true},
+		Reason: sql.NullString{String: st.Reason, Valid: true},
+		Since:  sql.NullString{String: FormatTime(st.Since), Valid: true},
+		PID:    sql.NullInt64{Int64: int64(st.PID), Valid: true},
+	}
+	if st.ExitCode != nil {
+		r.ExitCode = sql.NullInt64{Int64: int64(*st.ExitCode), Valid: true}
+	}
+	return r
 }
 
 // Open opens (creating if needed) the database at path and applies the

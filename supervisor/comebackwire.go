@@ -177,7 +177,7 @@ func (s *Supervisor) crashLoop(e *entry, last pane.Status, quick int) {
 
 // saveState records a pane's state in the database (its start and end).
 func (s *Supervisor) saveState(id string, st pane.Status) {
-	if err := s.store.SaveRuntime(context.Background(), id, runtimeOf(st)); err != nil {
+	if err := s.store.SaveRuntime(context.Background(), id, schema.RuntimeOf(st)); err != nil {
 		s.log.WithError(err).WithField("pane", id).Error("Could not record the pane's state")
 	}
 }

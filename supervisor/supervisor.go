@@ -296,7 +296,7 @@ func (s *Supervisor) restore(ctx context.Context, rows []schema.Pane, told func(
 // A PTY pane cannot outlive the supervisor: one recorded as running is now
 // exited, with the reason.
 func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
-	e := newEntry(r, statusFromRuntime(r.Runtime))
+	e := newEntry(r, r.Runtime.Status())
 	var lost string
 	switch {
 	case panetype.InProcess(r.Type):
@@ -328,7 +328,7 @@ func (s *Supervisor) load(ctx context.Context, r schema.Pane) (*entry, error) {
 		k.back = e
 	}
 	e.set(k)
-	if err := s.store.SaveRuntime(ctx, r.ID, runtimeOf(st)); err != nil {
+	if err := s.store.SaveRuntime(ctx, r.ID, schema.RuntimeOf(st)); err != nil {
 		// A full disk must not keep the team from coming back: the row
 		// says running until a later write (and the next start finds it
 		// gone again); the refused write puts the disk under needs-you.
@@ -361,31 +361,6 @@ func (s *Supervisor) retryRestore(id string) error {
 	s.tasks.Kick()
 	s.log.WithField("pane", id).Info("Pane restored, now that the disk has room")
 	return nil
-}
-
-func statusFromRuntime(r schema.Runtime) pane.Status {
-	if !r.State.Valid {
-		return pane.Status{State: pane.Exited, Reason: "never started"}
-	}
-	st := pane.Status{State: pane.State(r.State.String), Reason: r.Reason.String, Since: schema.ParseTime(r.Since.String)}
-	if r.ExitCode.Valid {
-		c := int(r.ExitCode.Int64)
-		st.ExitCode = &c
-	}
-	return st
-}
-
-func runtimeOf(st pane.Status) schema.Runtime {
-	r := schema.Runtime{
-		State:  sql.NullString{String: string(st.State), Valid: true},
-		Reason: sql.NullString{String: st.Reason, Valid: true},
-		Since:  sql.NullString{String: schema.FormatTime(st.Since), Valid: true},
-		PID:    sql.NullInt64{Int64: int64(st.PID), Valid: true},
-	}
-	if st.ExitCode != nil {
-		r.ExitCode = sql.NullInt64{Int64: int64(*st.ExitCode), Valid: true}
-	}
-	return r
 }
 
 func (s *Supervisor) get(id string) (*entry, error) {
@@ -680,7 +655,7 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 			// Only the start and the end are stored: busy/idle flips would
 			// cost a write each and a restarted supervisor cannot use them.
 			if st.State == pane.Starting || !st.Running() {
-				if err := s.store.SaveRuntime(context.Background(), id, runtimeOf(st)); err != nil {
+				if err := s.store.SaveRuntime(context.Background(), id, schema.RuntimeOf(st)); err != nil {
 					log.WithError(err).Error("Could not record the pane's state")
 				}
 			}
@@ -920,7 +895,7 @@ func (s *Supervisor) RestartPane(ctx context.Context, id string, fresh bool) err
 	if err != nil {
 		st := pane.Status{State: pane.Error, Reason: fmt.Sprintf("restart failed: %v", err), Since: time.Now()}
 		e.set(&stopped{cfg: e.cfg, st: st})
-		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, runtimeOf(st)); serr != nil {
+		if serr := s.store.SaveRuntime(ctx, e.cfg.ID, schema.RuntimeOf(st)); serr != nil {
 			s.log.WithError(serr).Error("Could not record the failed restart")
 		}
 		return api.Failedf("pane %s could not start: %v", e.cfg.ID, err)
