@@ -456,7 +456,7 @@ func (s *Supervisor) Create(ctx context.Context, req api.CreateRequest) (api.Cre
 	}
 	s.paneChanged(row.ID)
 	s.log.WithFields(logrus.Fields{"pane": row.ID, "type": row.Type, "title": row.Title}).Info("Pane created")
-	if w := s.providerWarning(row.ID); w != "" {
+	if w := s.cicyPanes.ProviderWarning(row.ID); w != "" {
 		warnings = append(warnings, w)
 	}
 	return api.CreateResponse{ID: row.ID, Warnings: warnings, Joined: joined}, nil
@@ -477,25 +477,6 @@ func (s *Supervisor) resolveMaster(req *api.CreateRequest) error {
 	}
 	req.Master = e.cfg.ID
 	return nil
-}
-
-// providerWarning says why the new pane id, an agent with a turn loop,
-// cannot make a model call (its provider's key is missing, say); it is
-// "" when it can, or when the pane has no turn loop.
-func (s *Supervisor) providerWarning(id string) string {
-	e, err := s.get(id)
-	if err != nil {
-		return ""
-	}
-	tl, ok := e.kind().(turnLoop)
-	if !ok {
-		return ""
-	}
-	why := tl.agent().ProviderProblem()
-	if why == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", id, why)
 }
 
 // joinSoleMaster gives a worker created without a master the only master

@@ -145,3 +145,17 @@ func (u UsageSink) RecordUsage(ctx context.Context, r cicy.UsageRecord) error {
 		LatencyMS: r.Latency.Milliseconds(),
 	})
 }
+
+// ProviderWarning says why the new pane id, an agent with a turn loop,
+// cannot make a model call (its provider's key is missing, say); it is ""
+// when it can, or when the pane has no turn loop.
+func (p *Panes) ProviderWarning(id string) string {
+	a, err := p.core.Agent(id)
+	if err != nil {
+		return ""
+	}
+	if why := a.ProviderProblem(); why != "" {
+		return fmt.Sprintf("%s cannot make a model call: %s (a running supervisor keeps the environment it was started with)", id, why)
+	}
+	return ""
+}
