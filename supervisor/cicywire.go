@@ -34,7 +34,7 @@ func (s *Supervisor) startAgent(cfg schema.Pane) (kind, error) {
 		Usage:    cicypanes.UsageSink{Ledger: s.spend},
 		Team:     s.team,
 		OnStatus: func(cicy.Status) { s.tasks.PaneChanged(); s.paneChanged(id) },
-		OnWrite:  func(err error) { s.disk.note("the history of "+id, err) },
+		OnWrite:  func(err error) { s.disk.Note("the history of "+id, err) },
 		Log:      s.log,
 		Now:      time.Now,
 	})

@@ -127,7 +127,7 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 		s.paneChanged(id)
 		log.WithError(err).Error("The pane could not come back")
 		if full {
-			s.disk.retry("the return of "+id, err, func() error { return s.bringBackAgain(id, why, resume) })
+			s.disk.Retry("the return of "+id, err, func() error { return s.bringBackAgain(id, why, resume) })
 		}
 		return
 	}

@@ -6,24 +6,11 @@ import (
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
 	"github.com/cicy-ai/cicy-agent/schema"
-	"github.com/cicy-ai/cicy-agent/supervisor/diskwatch"
 	"github.com/cicy-ai/cicy-agent/topology"
 )
 
 // The disk-full watch (supervisor/diskwatch) wired to the core: the home
 // it tells of, the database's writes it is told.
-
-// diskWatch is the watch as the core's writers call it (the ledger, a
-// cicy pane's history, a restore, a return, the database).
-type diskWatch struct{ *diskwatch.Watch }
-
-func newDiskWatch(changed func()) *diskWatch { return &diskWatch{diskwatch.New(changed)} }
-
-func (d *diskWatch) note(writer string, err error) { d.Note(writer, err) }
-
-func (d *diskWatch) retry(writer string, err error, retry func() error) { d.Retry(writer, err, retry) }
-
-func (d *diskWatch) close() { d.Close() }
 
 // Home is what needs a person about the home as a whole.
 func (s *Supervisor) Home() api.HomeInfo {
@@ -40,10 +27,10 @@ func (s *Supervisor) homeNeeds() []topology.Attention { return s.Home().Needs() 
 // until a write succeeds, which a retry tries on the timer.
 func (s *Supervisor) databaseWrote(err error) {
 	if !cicy.IsDiskFull(err) {
-		s.disk.note("the database", err)
+		s.disk.Note("the database", err)
 		return
 	}
-	s.disk.retry("the database", err, func() error {
+	s.disk.Retry("the database", err, func() error {
 		return s.store.SetSetting(context.Background(), "disk_probe", schema.Now())
 	})
 }

@@ -124,7 +124,7 @@ func (s *Supervisor) restoreFailed(r schema.Pane, err error) kind {
 	full := cicy.IsDiskFull(err)
 	k := &stopped{cfg: r, st: pane.Status{State: pane.Error, Reason: "could not restore: " + err.Error(), Since: time.Now()}, noRoom: full}
 	if full {
-		s.disk.retry("the restore of "+r.ID, err, func() error { return s.retryRestore(r.ID) })
+		s.disk.Retry("the restore of "+r.ID, err, func() error { return s.retryRestore(r.ID) })
 	}
 	return k
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/cliagent"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
+	"github.com/cicy-ai/cicy-agent/supervisor/diskwatch"
 	"github.com/cicy-ai/cicy-agent/supervisor/eventhub"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
@@ -161,7 +162,7 @@ type Supervisor struct {
 	// (restoreDormant), wakeDone is closed when it has ended.
 	wakeQuit, wakeDone chan struct{}
 
-	disk *diskWatch // whether the home's writes fail for lack of space
+	disk *diskwatch.Watch // whether the home's writes fail for lack of space
 
 	notify *notifier.Notifier // nil when the store has no notification tables
 }
@@ -190,10 +191,10 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	}
 	var err error
 	if s.spend, err = spend.New(ctx, spend.Config{Home: cfg.Home.Root, Store: store, Panes: spendPanes{s}, Log: cfg.Log,
-		LedgerRetry: cfg.LedgerRetry, Wrote: func(err error) { s.disk.note("the ledger", err) }}); err != nil {
+		LedgerRetry: cfg.LedgerRetry, Wrote: func(err error) { s.disk.Note("the ledger", err) }}); err != nil {
 		return nil, err
 	}
-	s.disk = newDiskWatch(func() { s.events.HomeChanged() })
+	s.disk = diskwatch.New(func() { s.events.HomeChanged() })
 	if w, ok := store.(interface{ OnWrite(func(error)) }); ok {
 		w.OnWrite(s.databaseWrote)
 	}
@@ -968,7 +969,7 @@ func (s *Supervisor) Close() {
 		s.log.WithError(err).Warn("Closing the model gateway")
 	}
 	s.spend.Close() // after the panes and the gateway: no call comes after it
-	s.disk.close()
+	s.disk.Close()
 	s.tmux.Close()
 	// A view on the person's tmux server goes with the supervisor.
 	if err := screens.EndView(s.cfg.Home.ViewFile()); err != nil {
