@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,12 +112,6 @@ func (s *Supervisor) paneGatewayURL() string {
 	}
 	return s.gw.URL()
 }
-
-// paneTokenPrefix starts a pane's token (gateway.TokenPrefix); its
-// shape lets logs and results be scrubbed of it.
-const paneTokenPrefix = gateway.TokenPrefix
-
-var paneTokenRe = regexp.MustCompile(paneTokenPrefix + `[0-9a-f]{48}`)
 
 // newPaneToken makes a new secret token for a pane, records its hash (the
 // token itself is kept nowhere but in the pane's environment) and makes it

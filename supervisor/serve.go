@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cicy-ai/cicy-agent/api"
-	"github.com/cicy-ai/cicy-agent/cicy/provider"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/supervisor/cluster"
 	"github.com/cicy-ai/cicy-agent/supervisor/httpapi"
@@ -242,14 +241,4 @@ func newAPI(sup *Supervisor, cfg Config, shutdown func()) http.Handler {
 	h := logscrub.Answers(mux, sup.scrub)
 	sup.web.SetAPI(h)
 	return h
-}
-
-// NewScrubber is the supervisor's one scrubber: it removes the
-// credentials getenv reads (provider keys, the database password, the
-// password in an upstream URL, the cluster secret), the panes' gateway
-// tokens, and the secrets given (the cluster secret read from a file).
-// The log, the task ledger, every API answer and a cicy pane's history
-// files pass through it.
-func NewScrubber(getenv func(string) string, secrets ...string) *provider.Scrubber {
-	return provider.NewScrubber(getenv, provider.Pattern{Prefix: paneTokenPrefix, Re: paneTokenRe}).With(secrets...)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/eventhub"
 	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
+	"github.com/cicy-ai/cicy-agent/supervisor/logscrub"
 	"github.com/cicy-ai/cicy-agent/supervisor/newpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/notify/notifier"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
@@ -112,7 +113,7 @@ type Config struct {
 	// name); its panes carry it.
 	Node string
 	// Scrub removes the supervisor's secrets from text that leaves it
-	// (default: NewScrubber of Getenv and the cluster secret).
+	// (default: logscrub.New of Getenv and the cluster secret).
 	Scrub *provider.Scrubber
 	// LedgerRetry is how often usage rows the database refused are
 	// written again (default 2 s).
@@ -187,7 +188,7 @@ func New(ctx context.Context, cfg Config, store Store) (*Supervisor, error) {
 	s.back = comeback.New(backPanes{s})
 	s.cicyPanes, s.screens = cicypanes.New(cicyCore{s}), screens.New(screensCore{s})
 	if s.scrub == nil {
-		s.scrub = NewScrubber(cfg.Getenv, cfg.Listen.Token)
+		s.scrub = logscrub.New(cfg.Getenv, cfg.Listen.Token)
 	}
 	var err error
 	if s.spend, err = spend.New(ctx, spend.Config{Home: cfg.Home.Root, Store: store, Panes: spendPanes{s}, Log: cfg.Log,

@@ -416,7 +416,7 @@ func (e *env) serveCmd() *cli.Command {
 			defer logf.Close()
 			logger := logrus.New()
 			logger.SetOutput(logf)
-			scrub := supervisor.NewScrubber(os.Getenv, listen.Token)
+			scrub := logscrub.New(os.Getenv, listen.Token)
 			logger.SetFormatter(logscrub.Formatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.RFC3339Nano, DisableColors: true}, scrub))
 			if err := supervisor.HideEnvironment(); err != nil {
 				logger.WithError(err).Warn("Could not hide the supervisor's environment from the panes' programs")

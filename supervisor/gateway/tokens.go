@@ -5,12 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"sync"
 )
 
 // TokenPrefix starts every pane token: the prefix and 48 hex digits (192
 // random bits). Its shape lets logs and results be scrubbed of it.
 const TokenPrefix = "cicy-pane-"
+
+// TokenPattern matches a whole pane token, for scrubbing it from text.
+var TokenPattern = regexp.MustCompile(TokenPrefix + `[0-9a-f]{48}`)
 
 // NewToken makes a new secret token for a pane, and the hash it is kept
 // as (HashToken): the token itself is kept nowhere but in the pane's

@@ -4,7 +4,7 @@
 // a stream), whatever a pane's program or an upstream printed.
 //
 // Both pass their text through the supervisor's one scrubber
-// (supervisor.NewScrubber: the credentials of its environment, the panes'
+// (New: the credentials of its environment, the panes'
 // gateway tokens, the cluster secret), a provider.Scrubber. It is a
 // package of its own so that the log's setup in cmd/cicy-agent and the
 // API's wrapping are read and tested apart from the daemon; it imports

@@ -9,10 +9,11 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // Formatter wraps a log formatter so that no line it writes carries a
-// secret scrub knows (the supervisor's: supervisor.NewScrubber), whatever
+// secret scrub knows (the supervisor's: New), whatever
 // the line quotes (an upstream error that echoes the key, a field, a
 // wrapped error).
 func Formatter(f logrus.Formatter, scrub *provider.Scrubber) logrus.Formatter {
@@ -69,3 +70,13 @@ func (w *scrubWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap lets http.ResponseController reach the connection (deadlines).
 func (w *scrubWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// New is the supervisor's one scrubber: it removes the credentials getenv
+// reads (provider keys, the database password, the password in an
+// upstream URL, the cluster secret), the panes' gateway tokens, and the
+// secrets given (the cluster secret read from a file). The log, the task
+// ledger, every API answer and a cicy pane's history files pass through
+// it.
+func New(getenv func(string) string, secrets ...string) *provider.Scrubber {
+	return provider.NewScrubber(getenv, provider.Pattern{Prefix: gateway.TokenPrefix, Re: gateway.TokenPattern}).With(secrets...)
+}

@@ -12,18 +12,19 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/cicy-ai/cicy-agent/cicy/provider"
+	"github.com/cicy-ai/cicy-agent/supervisor/gateway"
 )
 
 // testScrubber knows two provider keys and a cluster secret read from a
 // file.
 func testScrubber() *provider.Scrubber {
-	return provider.NewScrubber(func(k string) string {
+	return New(func(k string) string {
 		return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-log-leak-1", "OPENAI_API_KEY": "sk-log-leak-2"}[k]
-	}).With("cluster-secret-from-a-file-leak-3")
+	}, "cluster-secret-from-a-file-leak-3")
 }
 
-// TestScrubLog: no log line shows a provider credential, in its message,
-// a field or an error.
+// TestScrubLog: no log line shows a provider credential or a pane's
+// gateway token, in its message, a field or an error.
 func TestScrubLog(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
@@ -31,8 +32,9 @@ func TestScrubLog(t *testing.T) {
 	l.SetOutput(&out)
 	l.SetFormatter(Formatter(&logrus.TextFormatter{DisableColors: true}, testScrubber()))
 	l.WithError(errors.New("invalid x-api-key sk-ant-log-leak-1")).WithField("body", "sk-log-leak-2").
-		WithField("token", "cluster-secret-from-a-file-leak-3").Error("upstream said sk-ant-log-leak-1")
-	if s := out.String(); strings.Contains(s, "leak") || strings.Count(s, "[redacted]") != 4 {
+		WithField("token", "cluster-secret-from-a-file-leak-3").WithField("pane_key", gateway.TokenPrefix+strings.Repeat("ab", 24)).
+		Error("upstream said sk-ant-log-leak-1")
+	if s := out.String(); strings.Contains(s, "leak") || strings.Contains(s, "abab") || strings.Count(s, "[redacted]") != 5 {
 		t.Fatalf("log line: %s", s)
 	}
 }

@@ -136,4 +136,3 @@ func (t *Team) Recent() []api.TaskInfo {
 	slices.SortFunc(out, func(a, b api.TaskInfo) int { return cmp.Compare(b.ID, a.ID) })
 	return out
 }
-
