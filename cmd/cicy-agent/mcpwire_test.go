@@ -132,8 +132,11 @@ func TestCLIMastersLeadThroughMCP(t *testing.T) {
 		runCicy(t, env, "send", m.id, "wait for them "+m.call("wait", fmt.Sprintf(`{"task_ids": [%s, %s], "timeout": 300}`, first[m], second[m])))
 	}
 	lead.openGates(home, first, second)
+	// The cicy worker's shell tool runs bash -lc: what the machine's login
+	// profile prints (a pyenv rehash racing another shell's, here) comes
+	// before the command's own output.
 	lead.await(since, func(m *mcpMaster) string {
-		return `task ` + first[m] + ` → ` + m.cicyW + `: done: cicy worker: cicy-ok[^"]*task ` + second[m] + ` → ` + m.shell + `: done: [^"]*shell-ok-` + m.agent
+		return `task ` + first[m] + ` → ` + m.cicyW + `: done: cicy worker: [^"]*cicy-ok[^"]*task ` + second[m] + ` → ` + m.shell + `: done: [^"]*shell-ok-` + m.agent
 	})
 	lead.notified(first, second)
 
