@@ -69,3 +69,32 @@ func complexity(fn *ast.FuncDecl) int {
 	})
 	return n
 }
+
+// The house's sizes (docs/architecture.md): a package over maxPackageLines
+// non-test lines is a room to split out; the supervisor's core, what
+// every part needs at once, stays under maxCoreLines.
+const (
+	maxPackageLines = 5000
+	maxCoreLines    = 4000
+)
+
+// TestPackagesStayRoomSized: no product package is over maxPackageLines
+// non-test lines, and the supervisor's core is under maxCoreLines.
+func TestPackagesStayRoomSized(t *testing.T) {
+	t.Parallel()
+	lines := map[string]int{}
+	eachProductFile(t, func(string) bool { return false }, func(fset *token.FileSet, _ *ast.File, rel string) {
+		lines[filepath.Dir(rel)] += fset.File(1).LineCount()
+	})
+	if lines["supervisor"] == 0 || len(lines) < 20 {
+		t.Fatalf("counted %d packages, the core %d lines: the walk found too little", len(lines), lines["supervisor"])
+	}
+	for dir, n := range lines {
+		if n > maxPackageLines {
+			t.Errorf("%s has %d non-test lines, over %d: split a room out of it", dir, n, maxPackageLines)
+		}
+	}
+	if n := lines["supervisor"]; n >= maxCoreLines {
+		t.Errorf("the supervisor's core has %d non-test lines, %d or more: what is not entries, kinds, create, dispatch and the start belongs in a room", n, maxCoreLines)
+	}
+}
