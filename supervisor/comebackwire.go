@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
@@ -97,7 +96,7 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 	e.op.Lock()
 	defer e.op.Unlock()
 	k := e.kind()
-	if p, ok := k.(*stopped); !(ok && (p.gone || p.cannotBack)) && !ownExit(k) {
+	if p, ok := k.(*stopped); !(ok && (p.gone || p.cannotBack != nil)) && !ownExit(k) {
 		return // started, stopped by hand or replaced meanwhile
 	}
 	if ownExit(k) {
@@ -122,7 +121,11 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 	if err != nil {
 		full := cicy.IsDiskFull(err)
 		st := pane.Status{State: pane.Error, Reason: comeback.CouldNotComeBack(id, err, full), Since: time.Now()}
-		e.set(&stopped{cfg: e.cfg, st: st, cannotBack: full})
+		p := &stopped{cfg: e.cfg, st: st}
+		if full {
+			p.cannotBack = err
+		}
+		e.set(p)
 		s.saveState(id, st)
 		s.paneChanged(id)
 		log.WithError(err).Error("The pane could not come back")
@@ -143,16 +146,16 @@ func (s *Supervisor) bringBack(id, why string, wasQuick int, resume bool) {
 }
 
 // bringBackAgain is the retry of a return a full disk refused: the error
-// is the new failure's, nil once the pane runs (or something else started
-// or removed it meanwhile).
+// is the new failure's (a full disk's again keeps the retry waiting), nil
+// once the pane runs (or something else started or removed it meanwhile).
 func (s *Supervisor) bringBackAgain(id, why string, resume bool) error {
 	s.bringBack(id, why, 0, resume)
 	e, err := s.get(id)
 	if err != nil {
 		return nil
 	}
-	if p, ok := e.kind().(*stopped); ok && p.cannotBack {
-		return errors.New(p.st.Reason)
+	if p, ok := e.kind().(*stopped); ok && p.cannotBack != nil {
+		return p.cannotBack
 	}
 	return nil
 }

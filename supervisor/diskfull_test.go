@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicy-ai/cicy-agent/api"
 	"github.com/cicy-ai/cicy-agent/cicy"
+	"github.com/cicy-ai/cicy-agent/pane"
 	"github.com/cicy-ai/cicy-agent/schema"
 	"github.com/cicy-ai/cicy-agent/schema/disktest"
 	"github.com/cicy-ai/cicy-agent/topology"
@@ -341,5 +342,77 @@ func TestDiskFullRestoreRetried(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(cicy.HistoryDir(e.cfg.Workspace), "current.json"))
 	if err != nil || strings.Count(string(b), `"tool_result"`) != 1 || !strings.Contains(string(b), `"filled"`) {
 		t.Fatalf("current.json lacks the end of the cut turn (the fill call's one result, then its answer): %v\n%s", err, b)
+	}
+}
+
+// TestDiskFullReturnRefusedTwice: a pane found gone at a start cannot come
+// back while the disk is full; its return is tried again while the disk
+// is still full and refused again, and keeps waiting: once there is room
+// it comes back by itself.
+func TestDiskFullReturnRefusedTwice(t *testing.T) {
+	root := disktest.Tiny(t, 16<<20)
+	s, _, _ := fullDiskSupervisor(t, root, 20*time.Millisecond)
+	ctx := context.Background()
+	p, err := s.Create(ctx, api.CreateRequest{Title: "sh", Type: "shell", Backend: "tmux", Command: []string{"sh", "-c", "echo started; exec sleep 876543"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := func(s *Supervisor) func() bool {
+		return func() bool { sc, err := s.Screen(p.ID, 0); return err == nil && strings.Contains(sc.Screen, "started") }
+	}
+	pollFor(t, "the pane started", started(s))
+	// The machine's reboot: the supervisor and its tmux server are gone,
+	// and with them the pane's session. Its files of this start go too (a
+	// start writes them again; the pages they free would let it through).
+	s.Close()
+	if err := s.tmux.KillServer(); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := filepath.Glob(filepath.Join(root, "run", "tmux", p.ID+".*"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filler := filepath.Join(root, "filler")
+	fill(t, filler)
+
+	s, _, _ = fullDiskSupervisor(t, root, 20*time.Millisecond)
+	e, err := s.get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func() bool {
+		st := e.status()
+		return st.State == pane.Error && strings.Contains(st.Reason, "could not come back") && strings.Contains(st.Reason, "no space left on device")
+	}
+	pollFor(t, "the return refused", refused)
+	first := e.status().Since
+	pollFor(t, "the return tried again while the disk is full, and refused again", func() bool { return refused() && e.status().Since.After(first) })
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	pollFor(t, "the pane back once there is room", started(s))
+	if st := e.status(); !st.Running() {
+		t.Fatalf("the pane after the room made: %+v", st)
+	}
+}
+
+// fill writes zeros to path until the disk has no room left.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !cicy.IsDiskFull(err) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			return
+		}
 	}
 }

@@ -28,9 +28,11 @@ type stopped struct {
 	// recorded session: a task it was working on waits for it (nil
 	// otherwise).
 	back *entry
-	// cannotBack: it could not come back for lack of space; it is tried
-	// again when there is room (Supervisor.bringBackAgain).
-	cannotBack bool
+	// cannotBack is why it could not come back when the disk had no room
+	// (nil otherwise): it is tried again when there is room
+	// (Supervisor.bringBackAgain), and stays a full disk's error for the
+	// watch that retries it.
+	cannotBack error
 }
 
 func (p *stopped) Status() pane.Status { return p.st }
