@@ -2,8 +2,10 @@ package cliagent
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,10 +194,18 @@ func mustCompile(t *testing.T, rs pane.Rules) pane.Rules {
 func TestInstalledVersionOnPath(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// Each program is written by a child process, not by this one: a
+	// program another test forks while this process holds the file open
+	// for writing would keep it open, and running it would fail with
+	// "text file busy".
+	n := 0
 	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
+		n++
+		p := filepath.Join(dir, strconv.Itoa(n), name)
+		w := exec.Command("sh", "-c", `mkdir -p "${1%/*}" && cat > "$1" && chmod 755 "$1"`, "sh", p)
+		w.Stdin = strings.NewReader("#!/bin/sh\n" + body + "\n")
+		if out, err := w.CombinedOutput(); err != nil {
+			t.Fatalf("write %s: %v %s", p, err, out)
 		}
 		return p
 	}
