@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -42,7 +41,7 @@ func TestAddUsageDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	fillDisk(t, dir)
+	disktest.Fill(t, filepath.Join(dir, "filler"))
 	for i := 0; ; i++ {
 		err := s.AddUsage(ctx, UsageRow{PaneID: "w-1", Model: fmt.Sprintf("model-%0200d", i)})
 		if err == nil {
@@ -55,24 +54,5 @@ func TestAddUsageDiskFull(t *testing.T) {
 			t.Fatalf("AddUsage on a full disk: %v; want an error matching ENOSPC", err)
 		}
 		return
-	}
-}
-
-// fillDisk writes a file into dir until its file system is full.
-func fillDisk(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
 	}
 }

@@ -226,33 +226,6 @@ func TestDiskFullRealHome(t *testing.T) {
 	}
 }
 
-// fillDisk writes a file at path until the disk it is on is full, and
-// returns its path.
-func fillDisk(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !cicy.IsDiskFull(err) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	// The last bytes: a page may still be free.
-	for {
-		if _, err := f.Write(buf[:512]); err != nil {
-			break
-		}
-	}
-	return path
-}
-
 // TestDiskFullRefusedWritesNeedYou: on a disk already full, a send to a
 // cicy pane and a dispatch are refused, and status shows the home's disk
 // full (it showed nothing: no turn ran, no usage was written); once
@@ -266,7 +239,7 @@ func TestDiskFullRefusedWritesNeedYou(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filler := fillDisk(t, filepath.Join(root, "filler"))
+	filler := disktest.Fill(t, filepath.Join(root, "filler"))
 
 	if _, err := s.Send(ctx, p.ID, api.SendRequest{Text: "hello"}); err == nil || !strings.Contains(err.Error(), "could not keep the message") {
 		t.Fatalf("send on a full disk: %v", err)
@@ -374,8 +347,7 @@ func TestDiskFullReturnRefusedTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	filler := filepath.Join(root, "filler")
-	fill(t, filler)
+	filler := disktest.Fill(t, filepath.Join(root, "filler"))
 
 	s, _, _ = fullDiskSupervisor(t, root, 20*time.Millisecond)
 	e, err := s.get(p.ID)
@@ -395,24 +367,5 @@ func TestDiskFullReturnRefusedTwice(t *testing.T) {
 	pollFor(t, "the pane back once there is room", started(s))
 	if st := e.status(); !st.Running() {
 		t.Fatalf("the pane after the room made: %+v", st)
-	}
-}
-
-// fill writes zeros to path until the disk has no room left.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !cicy.IsDiskFull(err) {
-				t.Fatalf("fill %s: %v", path, err)
-			}
-			return
-		}
 	}
 }

@@ -3,6 +3,7 @@
 package disktest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,4 +32,30 @@ func Tiny(t testing.TB, size int) string {
 		}
 	})
 	return dir
+}
+
+// Fill writes a file at path until the disk it is on is full (to the last
+// free page), and returns its path.
+func Fill(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			break
+		}
+	}
+	for { // the last bytes: a page may still be free
+		if _, err := f.Write(buf[:512]); err != nil {
+			break
+		}
+	}
+	return path
 }
