@@ -1,4 +1,5 @@
-// Package disktest gives tests a real disk that fills up: a tiny tmpfs.
+// Package disktest gives tests a real disk that fills up: a tiny tmpfs
+// (Tiny), and a file that fills it (Fill).
 // It is for tests only.
 package disktest
 
