@@ -203,7 +203,7 @@ func (p answerPane) Locked(f func(agentpane.Program, *agentpane.Mark) error) err
 // prepareAgent seeds a CLI agent's config folder and returns its command
 // line and extra environment (agentpane.Prepare).
 func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string) (argv, env []string, err error) {
-	pc := parsePaneConfig(cfg.Config)
+	pc := newpane.ParseConfig(cfg.Config)
 	l := agentpane.Launch{Pane: cfg, Extra: extra, Resume: resume, Dir: s.cfg.Home.paneDir(cfg.ID), Shared: s.cfg.Home.paneDir("shared"),
 		AllowAll: pc.AllowAll, Gateway: s.paneGatewayURL(), Home: s.cfg.Home.Root, Getenv: s.cfg.Getenv,
 		Token: func() (string, error) { return s.newPaneToken(context.Background(), cfg.ID) }}
@@ -220,8 +220,3 @@ func (s *Supervisor) prepareAgent(cfg schema.Pane, extra []string, resume string
 
 // paneDir is a pane's own folder for its agent's configuration.
 func (h Home) paneDir(id string) string { return h.path("panes", id) }
-
-// paneConfig is agent_config.config (package newpane).
-type paneConfig = newpane.Config
-
-func parsePaneConfig(s string) paneConfig { return newpane.ParseConfig(s) }

@@ -13,6 +13,7 @@ import (
 	"github.com/cicy-ai/cicy-agent/supervisor/agentpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/comeback"
 	"github.com/cicy-ai/cicy-agent/supervisor/gitwork"
+	"github.com/cicy-ai/cicy-agent/supervisor/newpane"
 	"github.com/cicy-ai/cicy-agent/supervisor/outbox"
 	"github.com/cicy-ai/cicy-agent/supervisor/signals"
 )
@@ -133,7 +134,7 @@ func (e *entry) set(k kind) {
 func newEntry(cfg schema.Pane, st pane.Status) *entry {
 	e := &entry{cfg: cfg, num: api.PaneNum(cfg.ID)}
 	if cfg.Config != "" && cfg.Config != "{}" { // most panes have none: no JSON to read
-		pc := parsePaneConfig(cfg.Config)
+		pc := newpane.ParseConfig(cfg.Config)
 		e.team, e.restart = pc.Team, pc.Restart
 	}
 	if cfg.SessionID != "" {

@@ -630,7 +630,7 @@ func (s *Supervisor) terminalOptions(cfg schema.Pane, agent cliagent.Kind, isCLI
 	}
 	id := cfg.ID
 	log := s.log.WithField("pane", id)
-	pass := parsePaneConfig(cfg.Config).Env
+	pass := newpane.ParseConfig(cfg.Config).Env
 	opts := pane.Options{Dir: cfg.Workspace, Settle: s.cfg.Settle, EnterDelay: shellEnterDelay, HookQuiet: s.cfg.HookQuiet, Log: log,
 		OnChange: func(st pane.Status) {
 			s.tasks.PaneChanged()

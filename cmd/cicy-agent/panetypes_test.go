@@ -88,25 +88,37 @@ type naming struct {
 // typeNamings are the places in f that compare a pane type with a type's
 // name, switch on a type with a case naming one, or call isAgent.
 func typeNamings(f *ast.File, types []string) []naming {
+	out := literalUses(f, isTypeExpr, func(e ast.Expr) bool { return stringIn(e, types) },
+		"a pane type compared with a type's name", "a case naming a pane type")
+	ast.Inspect(f, func(n ast.Node) bool {
+		if x, ok := n.(*ast.CallExpr); ok {
+			if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "isAgent" {
+				out = append(out, naming{x.Pos(), "isAgent"})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// literalUses are the places in f that compare a subject (an expression
+// subject accepts) with a literal (one literal accepts), saying compared,
+// or switch on a subject with a case holding such a literal, saying cased.
+func literalUses(f *ast.File, subject, literal func(ast.Expr) bool, compared, cased string) []naming {
 	var out []naming
-	isName := func(e ast.Expr) bool { return stringIn(e, types) }
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.BinaryExpr:
-			if (x.Op == token.EQL || x.Op == token.NEQ) && (isTypeExpr(x.X) && isName(x.Y) || isTypeExpr(x.Y) && isName(x.X)) {
-				out = append(out, naming{x.Pos(), "a pane type compared with a type's name"})
+			if (x.Op == token.EQL || x.Op == token.NEQ) && (subject(x.X) && literal(x.Y) || subject(x.Y) && literal(x.X)) {
+				out = append(out, naming{x.Pos(), compared})
 			}
 		case *ast.SwitchStmt:
-			if x.Tag != nil && isTypeExpr(x.Tag) {
+			if x.Tag != nil && subject(x.Tag) {
 				for _, s := range x.Body.List {
-					if cc, ok := s.(*ast.CaseClause); ok && slices.ContainsFunc(cc.List, isName) {
-						out = append(out, naming{cc.Pos(), "a case naming a pane type"})
+					if cc, ok := s.(*ast.CaseClause); ok && slices.ContainsFunc(cc.List, literal) {
+						out = append(out, naming{cc.Pos(), cased})
 					}
 				}
-			}
-		case *ast.CallExpr:
-			if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "isAgent" {
-				out = append(out, naming{x.Pos(), "isAgent"})
 			}
 		}
 		return true

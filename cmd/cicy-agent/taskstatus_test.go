@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"slices"
 	"strings"
 	"testing"
 
@@ -61,26 +60,8 @@ func f(t T, status string) {
 // statusSpellings are the places in f that compare a status with a task
 // status's literal, or switch on a status with a case spelling one.
 func statusSpellings(f *ast.File) []naming {
-	var out []naming
-	isStatus := func(e ast.Expr) bool { return stringIn(e, taskStatuses) }
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch x := n.(type) {
-		case *ast.BinaryExpr:
-			if (x.Op == token.EQL || x.Op == token.NEQ) && (isStatusExpr(x.X) && isStatus(x.Y) || isStatusExpr(x.Y) && isStatus(x.X)) {
-				out = append(out, naming{x.Pos(), "a status compared with a task status's literal"})
-			}
-		case *ast.SwitchStmt:
-			if x.Tag != nil && isStatusExpr(x.Tag) {
-				for _, s := range x.Body.List {
-					if cc, ok := s.(*ast.CaseClause); ok && slices.ContainsFunc(cc.List, isStatus) {
-						out = append(out, naming{cc.Pos(), "a case spelling a task status"})
-					}
-				}
-			}
-		}
-		return true
-	})
-	return out
+	return literalUses(f, isStatusExpr, func(e ast.Expr) bool { return stringIn(e, taskStatuses) },
+		"a status compared with a task status's literal", "a case spelling a task status")
 }
 
 // isStatusExpr reports whether e reads like a status: x.Status, or a
