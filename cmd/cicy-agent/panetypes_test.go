@@ -137,3 +137,27 @@ func isTypeExpr(e ast.Expr) bool {
 	}
 	return false
 }
+
+// TestTypeNamingsFound: the guard above finds what it looks for.
+func TestTypeNamingsFound(t *testing.T) {
+	t.Parallel()
+	const src = `package p
+func f(p P, typ string) {
+	_ = p.Type == "claude"
+	_ = "shell" != typ
+	switch p.AgentType {
+	case "codex":
+	case other:
+	}
+	_ = isAgent(typ)
+	_ = p.Type == "nothing-registered"
+	_ = p.Title == "claude"
+}`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := typeNamings(f, []string{"claude", "shell", "codex"}); len(got) != 4 {
+		t.Errorf("found %d namings of a pane type, want 4: %+v", len(got), got)
+	}
+}
